@@ -1,0 +1,3 @@
+"""pytest-skilllift: measure whether agent skills make Claude Code answer better."""
+
+__version__ = "0.1.0"

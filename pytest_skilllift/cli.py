@@ -1,0 +1,49 @@
+"""The ``skilllift`` console script: side doors on a week directory and on skills.
+
+Each subcommand lives in the module that owns it and registers itself through
+``add_parser(subparsers)``; this file only dispatches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+#: subcommand modules, each exposing ``add_parser(subparsers) -> None`` which sets
+#: ``func=callable(args) -> int`` on its parser.
+SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "pytest_skilllift.summarize_cli",  # summarize
+    "pytest_skilllift.judge_cli",  # judge (regrade a week), calibrate
+    "pytest_skilllift.lint.cli",  # score, compare (skills or weeks)
+    "pytest_skilllift.runners.image_cli",  # image build
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser; modules that are not importable are skipped with a note in --help."""
+    parser = argparse.ArgumentParser(
+        prog="skilllift",
+        description="Skill-lift tooling: summarize a week, score skills statically, build images.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMAND_MODULES:
+        module = importlib.import_module(name)
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``skilllift`` script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    return int(func(args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

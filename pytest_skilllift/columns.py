@@ -1,0 +1,69 @@
+"""Column names and verdict vocabularies shared by the ledger, the judge and the stats.
+
+These are the qdrant pipeline's contracts (``seeds/000``): the week directory stays
+readable by either tool, so the order of the base columns is fixed and ours come after.
+"""
+
+from __future__ import annotations
+
+#: The 23 qdrant manifest columns, in their order.
+MANIFEST_COLUMNS: tuple[str, ...] = (
+    "prompt", "skill_family", "skill_leaf", "model", "condition", "rep", "run_id",
+    "exit_code", "skills_sha", "timestamp", "skill_available", "skill_activation",
+    "reached_leaf", "fetched_site", "fetched_count", "model_snapshot", "cli_version",
+    "total_cost_usd", "num_turns", "result_subtype", "budget_hit", "signals_ok", "duration_ms",
+)
+#: Our extra manifest columns, written after the qdrant ones.
+MANIFEST_EXTRA_COLUMNS: tuple[str, ...] = (
+    "run_status", "run_error", "runner", "model_id", "started_utc", "ended_utc",
+    "wall_ms", "invocation_status", "permission_denials",
+)
+
+#: The 12 qdrant scores columns, in their order.
+SCORES_COLUMNS: tuple[str, ...] = (
+    "prompt", "skill", "model", "condition", "rep", "item_type", "item_text", "verdict",
+    "credit", "contribution", "contested", "evidence_quote",
+)
+#: Our extra scores columns.
+SCORES_EXTRA_COLUMNS: tuple[str, ...] = ("item_index", "evidence_ok", "run_id")
+
+CONDITIONS: tuple[str, str] = ("no-skill", "with-skill")
+NO_SKILL, WITH_SKILL = CONDITIONS
+
+ITEM_TYPES: tuple[str, ...] = ("must", "bonus", "avoid")
+
+#: Verdict vocabulary per item type: (positive, negative). Positive earns credit 1.0.
+VERDICTS: dict[str, tuple[str, str]] = {
+    "must": ("met", "missing"),
+    "bonus": ("met", "absent"),
+    "avoid": ("violated", "clean"),
+}
+
+#: Activation sources in precedence order (seed 000: skill_tool > file_read > web_fetch > none).
+ACTIVATIONS: tuple[str, ...] = ("skill_tool", "file_read", "web_fetch", "none")
+
+
+def credit_for(item_type: str, verdict: str) -> float:
+    """Raw credit of a verdict: 1.0 for met/violated, 0.0 for missing/absent/clean.
+
+    Raises ``ValueError`` naming the vocabulary when the verdict does not belong to the type.
+    """
+    try:
+        positive, negative = VERDICTS[item_type]
+    except KeyError:
+        raise ValueError(
+            f"unknown item type {item_type!r}; expected one of {', '.join(ITEM_TYPES)}"
+        ) from None
+    if verdict == positive:
+        return 1.0
+    if verdict == negative:
+        return 0.0
+    raise ValueError(
+        f"verdict {verdict!r} is not valid for a {item_type} item; "
+        f"expected {positive!r} or {negative!r}"
+    )
+
+
+def contribution_for(item_type: str, credit: float) -> float:
+    """Signed contribution: avoid credit counts against the answer (inverted polarity)."""
+    return -credit if item_type == "avoid" else credit

@@ -1,0 +1,150 @@
+"""Plain data types that flow between the parts (no behaviour, no pytest).
+
+The flow: ``PromptSpec`` → ``RunSpec`` (one per prompt × model × condition × rep) →
+a runner produces a ``RunOutcome`` and the transcript file → ``Signals`` are parsed from it →
+the judge returns one ``ItemVerdict`` per rubric item.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RubricItem:
+    """One rubric line. ``index`` is 1-based within its type (``must-1``, ``bonus-2``…)."""
+
+    type: str
+    text: str
+    index: int
+
+    @property
+    def key(self) -> str:
+        """The item's id within a run, as used in test ids: ``must-1``."""
+        return f"{self.type}-{self.index}"
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    """A validated prompt file."""
+
+    path: Path
+    name: str
+    product_area: str
+    prompt: str
+    rubric: tuple[RubricItem, ...]
+    #: Path of the target SKILL.md relative to the skills root, e.g. ``qdrant-edge/SKILL.md``.
+    skill_path: str
+
+    @property
+    def family(self) -> str:
+        """The installed unit: the first segment of ``skill_path``."""
+        return self.skill_path.split("/", 1)[0]
+
+    @property
+    def leaf(self) -> str:
+        """The prompt's target SKILL.md (qdrant's ``skill_leaf``)."""
+        return self.skill_path
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One generation: a prompt under one model, one condition, one repetition."""
+
+    prompt: PromptSpec
+    model_label: str
+    model_id: str
+    condition: str  # "no-skill" | "with-skill"
+    rep: int
+    run_id: str
+
+    @property
+    def with_skill(self) -> bool:
+        return self.condition == "with-skill"
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """How the Claude Code CLI is invoked; identical for both arms (tool parity)."""
+
+    claude_path: str
+    skills_root: Path
+    allowed_tools: tuple[str, ...] = (
+        "Skill", "WebSearch", "WebFetch", "Read", "Grep", "Glob", "Bash",
+    )
+    permission_mode: str = "dontAsk"
+    max_turns: int | None = None
+    max_budget_usd: float | None = 2.0
+    timeout_s: float = 600.0
+    #: Extra environment variables passed to the CLI (e.g. ANTHROPIC_BASE_URL). Never written.
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a runner reports about one CLI invocation.
+
+    The runner has written ``stdout.txt`` (the stream-json transcript) and ``stderr.txt``
+    into the run directory before returning.
+    """
+
+    exit_code: int | None
+    started_utc: str  # yyyymmddTHHMMSSZ
+    ended_utc: str
+    wall_ms: int
+    timed_out: bool = False
+    #: Harness-side failure (spawn error, timeout, container error); None when the CLI ran.
+    error: str | None = None
+    runner: str = "local"
+    cli_version: str = ""
+
+
+@dataclass(frozen=True)
+class Signals:
+    """Per-run facts derived from the transcript (the manifest's derived columns)."""
+
+    skill_available: bool
+    skill_activation: str  # one of columns.ACTIVATIONS
+    reached_leaf: bool
+    fetched_site: bool
+    fetched_count: int
+    model_snapshot: str
+    cli_version: str
+    total_cost_usd: float | None
+    num_turns: int | None
+    result_subtype: str
+    budget_hit: bool
+    signals_ok: bool
+    duration_ms: int | None
+    final_answer: str
+    permission_denials: int = 0
+    skills_listed: tuple[str, ...] = ()
+    fetched_urls: tuple[str, ...] = ()
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class ItemVerdict:
+    """The judge's grade for one rubric item."""
+
+    item: RubricItem
+    verdict: str
+    evidence: str
+    credit: float
+    contribution: float
+    #: Whether the evidence quote was found verbatim (whitespace-normalised) in the answer.
+    evidence_ok: bool
+    contested: bool = False
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    """One judge call's outcome for a run. ``verdicts`` is empty when ``error`` is set."""
+
+    verdicts: tuple[ItemVerdict, ...]
+    cost_usd: float
+    model: str
+    error: str | None = None
+    #: Items the judge did not return a usable verdict for (counted, never scored as zero).
+    ungraded: tuple[RubricItem, ...] = ()

@@ -1,0 +1,1 @@
+"""Runners execute one Claude Code run in a fresh environment."""

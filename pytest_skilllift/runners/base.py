@@ -1,0 +1,35 @@
+"""The Runner protocol: every runner (local temp-HOME, docker) satisfies it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
+
+STDOUT_NAME = "stdout.txt"  # the stream-json transcript (qdrant name)
+STDERR_NAME = "stderr.txt"
+
+
+class Runner(Protocol):
+    """Runs one (prompt, model, condition, rep) with the real CLI.
+
+    Contract:
+    - a fresh environment per run: nothing persists from one run to the next;
+    - the with-skill arm installs the prompt's whole skill family at
+      ``~/.claude/skills/<family>/``; the no-skill arm installs nothing;
+    - the prompt is passed as an argv element, never through a shell;
+    - stdout is streamed to ``run_dir / STDOUT_NAME`` as it arrives, stderr to ``STDERR_NAME``;
+    - a timeout kills the run and returns ``RunOutcome(timed_out=True, error=...)``;
+    - secrets in ``cfg.env`` are passed to the process but never written to disk.
+    """
+
+    name: str
+
+    def run(self, spec: RunSpec, cfg: AgentConfig, run_dir: Path) -> RunOutcome:
+        """Execute one run, writing the transcript into ``run_dir``."""
+        ...
+
+    def close(self) -> None:
+        """Release resources (clients, leftover containers)."""
+        ...

@@ -1,0 +1,1 @@
+"""A scripted stand-in of the Anthropic Messages API, for tests, the demo and users' own tests."""
