@@ -1,1 +1,13 @@
 """A scripted stand-in of the Anthropic Messages API, for tests, the demo and users' own tests."""
+
+from pytest_skilllift.testing.server import (
+    FAULT_KINDS,
+    JUDGE_MARKER,
+    Faults,
+    Handler,
+    Recorded,
+    Reply,
+    StandIn,
+)
+
+__all__ = ["FAULT_KINDS", "JUDGE_MARKER", "Faults", "Handler", "Recorded", "Reply", "StandIn"]

@@ -1,0 +1,650 @@
+"""A local stand-in of the Anthropic Messages API, served on loopback.
+
+The real Claude Code CLI (and the ``anthropic`` SDK, and our judge client) talk to it through
+``ANTHROPIC_BASE_URL``. It speaks the wire format of the real API closely enough that the
+official clients cannot tell: non-streaming JSON, server-sent events with the same event
+sequence, the real error JSON shape, ``request-id`` headers. What it answers is decided by
+plain Python callables (``Handler``), so a test scripts the model and the harness around it
+is exercised for real.
+
+Requests are routed into three kinds:
+
+- ``judge``: the system prompt carries :data:`JUDGE_MARKER` (our judge puts it there);
+- ``aux``: CLI housekeeping that is not the agent conversation (title/topic side calls,
+  quota probes, token counting, any non-``/v1/messages`` path);
+- ``agent``: everything else, i.e. the conversation the run is about.
+
+Only ``agent`` and ``judge`` requests are subject to injected :class:`Faults`, so a fault
+schedule is deterministic with respect to the calls a test cares about.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import socket
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+#: Marker the judge puts in its system prompt; requests carrying it are routed to the judge.
+JUDGE_MARKER = "[skilllift-judge]"
+
+#: Every fault kind the stand-in can inject.
+FAULT_KINDS: tuple[str, ...] = ("429", "529", "500", "reset", "truncate", "timeout")
+
+_DEFAULT_MODEL = "claude-sonnet-4-5-20250929"
+
+
+@dataclass
+class Reply:
+    """One scripted model turn.
+
+    ``content`` holds Anthropic content blocks, e.g. ``{"type": "text", "text": "..."}`` or
+    ``{"type": "tool_use", "id": "toolu_...", "name": "Skill", "input": {...}}`` (a missing
+    tool_use ``id`` is filled in). ``usage`` overrides the estimated token counts;
+    ``model`` overrides the echoed request model.
+    """
+
+    content: list[dict[str, Any]]
+    stop_reason: str = "end_turn"
+    usage: dict[str, Any] | None = None
+    model: str | None = None
+
+    @classmethod
+    def text(cls, text: str, **kwargs: Any) -> Reply:
+        """A single text block reply."""
+        return cls(content=[{"type": "text", "text": text}], **kwargs)
+
+    @classmethod
+    def tool(cls, name: str, input: dict[str, Any], *, text: str | None = None) -> Reply:
+        """A tool call (optionally preceded by a text block), stop_reason ``tool_use``."""
+        blocks: list[dict[str, Any]] = []
+        if text:
+            blocks.append({"type": "text", "text": text})
+        blocks.append({"type": "tool_use", "id": new_tool_id(), "name": name, "input": input})
+        return cls(content=blocks, stop_reason="tool_use")
+
+
+#: A scripted model: request JSON body -> the reply to send.
+Handler = Callable[[dict[str, Any]], Reply]
+
+
+@dataclass
+class Faults:
+    """Injected failures, applied to ``agent``/``judge`` requests (never to ``aux``).
+
+    ``rate`` is the probability that a request fails (drawn from a ``seed``-ed RNG, so a run
+    is reproducible for a given request order); ``first_n`` fails the first N eligible
+    requests deterministically regardless of ``rate``. ``kinds`` are cycled through for
+    ``first_n`` failures and drawn at random otherwise. ``only`` restricts faults to one
+    request kind. ``hang_s`` bounds the ``timeout`` fault (the stand-in sleeps that long,
+    then drops the connection), so a test never hangs forever.
+    """
+
+    rate: float = 0.0
+    kinds: tuple[str, ...] = FAULT_KINDS
+    seed: int = 0
+    retry_after: float = 0.0
+    only: str | None = None
+    first_n: int = 0
+    hang_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        unknown = [k for k in self.kinds if k not in FAULT_KINDS]
+        if unknown or not self.kinds:
+            raise ValueError(
+                f"unknown fault kind(s) {unknown!r}; expected a non-empty subset of {FAULT_KINDS}"
+            )
+        if self.only not in (None, "agent", "judge"):
+            raise ValueError(f"Faults.only must be None, 'agent' or 'judge', not {self.only!r}")
+        if not 0.0 <= self.rate <= 1.0:
+            raise ValueError(f"Faults.rate must be within [0, 1], not {self.rate}")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One request the stand-in received (bodies kept for assertions; headers never are)."""
+
+    kind: str  # "agent" | "judge" | "aux"
+    model: str
+    path: str
+    status: int
+    ts: float
+    stream: bool
+    fault: str | None = None
+    method: str = "POST"
+    body: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        """Answered normally (2xx and no injected fault)."""
+        return self.fault is None and 200 <= self.status < 300
+
+
+def new_tool_id() -> str:
+    """A fresh ``toolu_…`` id in the real API's shape."""
+    return "toolu_01" + uuid.uuid4().hex[:22]
+
+
+def system_text(body: dict[str, Any]) -> str:
+    """The request's system prompt as one string (it may be a string or a list of blocks)."""
+    system = body.get("system")
+    if isinstance(system, str):
+        return system
+    if isinstance(system, list):
+        return "\n".join(
+            str(b.get("text", "")) for b in system if isinstance(b, dict)
+        )
+    return ""
+
+
+def estimate_tokens(obj: Any) -> int:
+    """A rough token count (about four characters per token), never below 1.
+
+    Realistic magnitudes matter: the CLI prices usage into ``total_cost_usd`` and budget
+    tests depend on it growing with the conversation.
+    """
+    text = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False)
+    return max(1, len(text) // 4)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    # Loopback only, chosen by the OS.
+    standin: StandIn
+
+
+class StandIn:
+    """A threaded Messages API stand-in on ``127.0.0.1`` with an ephemeral port.
+
+    >>> with StandIn(agent=lambda body: Reply.text("hello")) as api:
+    ...     env = {"ANTHROPIC_BASE_URL": api.base_url}
+
+    ``agent``/``judge`` script the two kinds of conversation; without an agent the default
+    scripted agent (:func:`pytest_skilllift.testing.agent_script.skill_agent`) answers, and
+    without a judge, judge requests get a 500 saying none is configured. ``latency_s`` /
+    ``judge_latency_s`` delay each response; ``api_key`` (when set) must match the request's
+    ``x-api-key`` or bearer token, else 401.
+    """
+
+    def __init__(
+        self,
+        agent: Handler | None = None,
+        judge: Handler | None = None,
+        *,
+        latency_s: float = 0.0,
+        judge_latency_s: float = 0.0,
+        faults: Faults | None = None,
+        api_key: str | None = None,
+        aux: Handler | None = None,
+    ) -> None:
+        self.agent = agent
+        self.judge = judge
+        self.aux = aux
+        self.latency_s = latency_s
+        self.judge_latency_s = judge_latency_s
+        self.faults = faults
+        self.api_key = api_key
+        self._lock = threading.Lock()
+        self._requests: list[Recorded] = []
+        self._eligible = 0  # agent/judge requests seen so far (drives Faults.first_n)
+        self._rng = random.Random(faults.seed if faults else 0)
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.base_url = ""
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> str:
+        """Bind, serve in a background thread, and return the base URL."""
+        if self._server is not None:
+            return self.base_url
+        server = _Server(("127.0.0.1", 0), _RequestHandler)
+        server.standin = self
+        self._server = server
+        self._stopping.clear()
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05},
+            name="skilllift-standin", daemon=True,
+        )
+        self._thread.start()
+        host, port = server.server_address[:2]
+        self.base_url = f"http://{host!s}:{port}"
+        return self.base_url
+
+    def stop(self) -> None:
+        """Stop serving; wakes any request sleeping in latency or a ``timeout`` fault."""
+        self._stopping.set()
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> StandIn:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- inspection ------------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[Recorded]:
+        """A snapshot of every request received so far, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    def count(self, kind: str | None = None, ok_only: bool = True) -> int:
+        """How many requests of ``kind`` (any kind when None) were received; with
+        ``ok_only``, only those answered normally."""
+        return sum(
+            1 for r in self.requests
+            if (kind is None or r.kind == kind) and (r.ok or not ok_only)
+        )
+
+    def bodies(self, kind: str = "agent") -> list[dict[str, Any]]:
+        """Request bodies of one kind, in arrival order (for assertions on what was sent)."""
+        return [r.body for r in self.requests if r.kind == kind and r.body is not None]
+
+    # -- internals used by the request handler ---------------------------------------------
+
+    def _record(self, rec: Recorded) -> None:
+        with self._lock:
+            self._requests.append(rec)
+
+    def _pick_fault(self, kind: str) -> str | None:
+        faults = self.faults
+        if faults is None or kind == "aux":
+            return None
+        if faults.only is not None and faults.only != kind:
+            return None
+        with self._lock:
+            n = self._eligible
+            self._eligible += 1
+            if n < faults.first_n:
+                return faults.kinds[n % len(faults.kinds)]
+            if faults.rate > 0 and self._rng.random() < faults.rate:
+                return self._rng.choice(faults.kinds)
+        return None
+
+    def _sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+    def _handler_for(self, kind: str) -> Handler | None:
+        if kind == "judge":
+            return self.judge
+        if kind == "aux":
+            return self.aux or _aux_reply
+        if self.agent is not None:
+            return self.agent
+        from pytest_skilllift.testing.agent_script import skill_agent
+
+        return skill_agent
+
+
+def classify(body: dict[str, Any]) -> str:
+    """``judge``, ``aux`` or ``agent`` for a ``/v1/messages`` body.
+
+    The CLI's side calls (title/topic generation, quota probes) carry no tools and a
+    short single-purpose system prompt; the agent conversation always offers tools in
+    ``-p`` mode. Judge calls are recognised by :data:`JUDGE_MARKER` first, whatever else
+    they carry.
+    """
+    system = system_text(body)
+    if JUDGE_MARKER in system:
+        return "judge"
+    if body.get("tools"):
+        return "agent"
+    return "aux"
+
+
+def _aux_reply(body: dict[str, Any]) -> Reply:
+    """A sensible answer to CLI housekeeping calls.
+
+    Title/topic generators ask for JSON; quota probes only need any short reply.
+    """
+    system = system_text(body).lower()
+    if "json" in system and "title" in system:
+        return Reply.text('{"title": "Skilllift run"}')
+    if "isnewtopic" in system.replace(" ", "").replace("_", ""):
+        return Reply.text('{"isNewTopic": false, "title": null}')
+    return Reply.text("OK")
+
+
+def _error_body(err_type: str, message: str) -> bytes:
+    return json.dumps({"type": "error", "error": {"type": err_type, "message": message}}).encode()
+
+
+_STATUS_ERRORS: dict[int, str] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+def _message_json(reply: Reply, body: dict[str, Any], msg_id: str) -> dict[str, Any]:
+    content = []
+    for block in reply.content:
+        block = dict(block)
+        if block.get("type") == "tool_use":
+            block.setdefault("id", new_tool_id())
+            block.setdefault("input", {})
+        content.append(block)
+    usage = {
+        "input_tokens": estimate_tokens({k: body.get(k) for k in ("system", "messages", "tools")}),
+        "output_tokens": estimate_tokens(content),
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+    if reply.usage:
+        usage.update(reply.usage)
+    return {
+        "id": msg_id,
+        "type": "message",
+        "role": "assistant",
+        "model": reply.model or body.get("model") or _DEFAULT_MODEL,
+        "content": content,
+        "stop_reason": reply.stop_reason,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
+def _chunks(text: str, size: int) -> Iterator[str]:
+    for i in range(0, len(text), size):
+        yield text[i:i + size]
+
+
+def sse_events(message: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The real API's event sequence for a complete message: ``message_start``, ``ping``,
+    per block ``content_block_start``/``_delta``.../``_stop``, ``message_delta`` (stop
+    reason + output usage), ``message_stop``."""
+    usage = message["usage"]
+    start = dict(message, content=[], stop_reason=None, stop_sequence=None,
+                 usage=dict(usage, output_tokens=1))
+    yield "message_start", {"type": "message_start", "message": start}
+    yield "ping", {"type": "ping"}
+    for index, block in enumerate(message["content"]):
+        btype = block.get("type")
+        if btype == "text":
+            yield "content_block_start", {
+                "type": "content_block_start", "index": index,
+                "content_block": {"type": "text", "text": ""},
+            }
+            for piece in _chunks(block.get("text", ""), 40):
+                yield "content_block_delta", {
+                    "type": "content_block_delta", "index": index,
+                    "delta": {"type": "text_delta", "text": piece},
+                }
+        elif btype == "tool_use":
+            yield "content_block_start", {
+                "type": "content_block_start", "index": index,
+                "content_block": {"type": "tool_use", "id": block["id"],
+                                  "name": block["name"], "input": {}},
+            }
+            partial = json.dumps(block.get("input", {}))
+            yield "content_block_delta", {
+                "type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": ""},
+            }
+            for piece in _chunks(partial, 24):
+                yield "content_block_delta", {
+                    "type": "content_block_delta", "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": piece},
+                }
+        elif btype == "thinking":
+            yield "content_block_start", {
+                "type": "content_block_start", "index": index,
+                "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+            }
+            yield "content_block_delta", {
+                "type": "content_block_delta", "index": index,
+                "delta": {"type": "thinking_delta", "thinking": block.get("thinking", "")},
+            }
+            yield "content_block_delta", {
+                "type": "content_block_delta", "index": index,
+                "delta": {"type": "signature_delta",
+                          "signature": block.get("signature", "c2lnbmF0dXJl")},
+            }
+        else:  # any other block is sent whole in its start event
+            yield "content_block_start", {
+                "type": "content_block_start", "index": index, "content_block": block,
+            }
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    yield "message_delta", {
+        "type": "message_delta",
+        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+        "usage": {"output_tokens": usage["output_tokens"]},
+    }
+    yield "message_stop", {"type": "message_stop"}
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+    # Idle keep-alive connections are dropped after this long (frees handler threads).
+    timeout = 120
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default stderr access log (requests are recorded instead)."""
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    @property
+    def api(self) -> StandIn:
+        return self.server.standin
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _send_json(self, status: int, payload: bytes, headers: dict[str, str] | None = None,
+                   ) -> None:
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.send_header("request-id", "req_" + uuid.uuid4().hex[:24])
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+    def _send_error(self, status: int, message: str, headers: dict[str, str] | None = None,
+                    ) -> None:
+        err_type = _STATUS_ERRORS.get(status, "api_error")
+        self._send_json(status, _error_body(err_type, message), headers)
+
+    def _authorized(self) -> bool:
+        key = self.api.api_key
+        if key is None:
+            return True
+        given = self.headers.get("x-api-key")
+        auth = self.headers.get("authorization") or ""
+        if auth.lower().startswith("bearer "):
+            given = given or auth[7:].strip()
+        return given == key
+
+    def _reset(self) -> None:
+        """Abort the connection with a TCP RST (SO_LINGER 0), like a dropped upstream."""
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+            )
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.close()
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    # -- verbs -----------------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        self._other()
+
+    def do_HEAD(self) -> None:
+        self._other()
+
+    def do_PUT(self) -> None:
+        self._other()
+
+    def do_DELETE(self) -> None:
+        self._other()
+
+    def do_POST(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path.rstrip("/") == "/v1/messages":
+            self._messages()
+        elif path.rstrip("/") == "/v1/messages/count_tokens":
+            self._count_tokens()
+        else:
+            self._other()
+
+    def _other(self) -> None:
+        """Any path the CLI probes besides the Messages API: a harmless empty answer."""
+        raw = self._read_body() if self.command in ("POST", "PUT") else b""
+        del raw
+        self.api._record(Recorded(kind="aux", model="", path=self.path, status=200,
+                                  ts=time.time(), stream=False, method=self.command))
+        self._send_json(200, b"{}")
+
+    def _count_tokens(self) -> None:
+        raw = self._read_body()
+        if not self._authorized():
+            self.api._record(Recorded("aux", "", self.path, 401, time.time(), False))
+            self._send_error(401, "invalid x-api-key")
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        self.api._record(Recorded("aux", str(body.get("model", "")), self.path, 200,
+                                  time.time(), False, body=body))
+        tokens = estimate_tokens({k: body.get(k) for k in ("system", "messages", "tools")})
+        self._send_json(200, json.dumps({"input_tokens": tokens}).encode())
+
+    def _messages(self) -> None:
+        api = self.api
+        raw = self._read_body()
+        ts = time.time()
+        try:
+            body = json.loads(raw or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("body is not a JSON object")
+        except ValueError as exc:
+            api._record(Recorded("aux", "", self.path, 400, ts, False))
+            self._send_error(400, f"request body is not valid JSON: {exc}")
+            return
+        kind = classify(body)
+        model = str(body.get("model", ""))
+        stream = bool(body.get("stream"))
+
+        def record(status: int, fault: str | None = None) -> None:
+            api._record(Recorded(kind, model, self.path, status, ts, stream, fault, body=body))
+
+        if not self._authorized():
+            record(401)
+            self._send_error(401, "invalid x-api-key")
+            return
+
+        api._sleep(api.judge_latency_s if kind == "judge" else api.latency_s)
+
+        fault = api._pick_fault(kind)
+        if fault in ("429", "529", "500"):
+            status = int(fault)
+            record(status, fault)
+            headers = {}
+            if status == 429:
+                headers["retry-after"] = f"{api.faults.retry_after if api.faults else 0:g}"
+            message = {
+                429: "Number of requests has exceeded your rate limit (injected by StandIn).",
+                529: "Overloaded (injected by StandIn).",
+                500: "Internal server error (injected by StandIn).",
+            }[status]
+            if status == 529:
+                headers["x-should-retry"] = "true"
+            self._send_error(status, message, headers)
+            return
+        if fault == "reset":
+            record(0, fault)
+            self._reset()
+            return
+        if fault == "timeout":
+            record(0, fault)
+            api._sleep(api.faults.hang_s if api.faults else 30.0)
+            self._reset()
+            return
+
+        handler = api._handler_for(kind)
+        if handler is None:
+            record(500)
+            self._send_error(
+                500, f"no {kind} handler configured on this StandIn "
+                     f"(pass {kind}=... to StandIn)")
+            return
+        try:
+            reply = handler(body)
+        except Exception as exc:  # a broken script must surface as an API error, not a hang
+            record(500)
+            self._send_error(500, f"{kind} handler raised {type(exc).__name__}: {exc}")
+            return
+        msg_id = "msg_01" + uuid.uuid4().hex[:22]
+        msg = _message_json(reply, body, msg_id)
+
+        if not stream:
+            payload = json.dumps(msg).encode()
+            if fault == "truncate":
+                record(200, fault)
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload[: len(payload) // 2])
+                self.wfile.flush()
+                self._reset()
+                return
+            record(200)
+            self._send_json(200, payload)
+            return
+
+        record(200, fault)
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        self.send_header("request-id", "req_" + uuid.uuid4().hex[:24])
+        self.end_headers()
+        events = list(sse_events(msg))
+        # A truncated stream stops after message_start and part of the first block, the way a
+        # dropped upstream connection does: no message_stop, no terminating chunk.
+        cut = min(3, len(events) - 1) if fault == "truncate" else len(events)
+        try:
+            for name, data in events[:cut]:
+                frame = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+                self._write_chunk(frame)
+            if fault == "truncate":
+                self._reset()
+                return
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
