@@ -36,6 +36,9 @@ class PromptSpec:
     rubric: tuple[RubricItem, ...]
     #: Path of the target SKILL.md relative to the skills root, e.g. ``qdrant-edge/SKILL.md``.
     skill_path: str
+    #: The original ``skill_url`` (empty when the file gave ``skill``); its host is the
+    #: published site whose fetches count as ``web_fetch`` activation.
+    skill_url: str = ""
 
     @property
     def family(self) -> str:
@@ -148,3 +151,5 @@ class JudgeResult:
     error: str | None = None
     #: Items the judge did not return a usable verdict for (counted, never scored as zero).
     ungraded: tuple[RubricItem, ...] = ()
+    #: Why items are ungraded or flagged, retries taken, pricing caveats (human-readable).
+    notes: tuple[str, ...] = ()

@@ -1,0 +1,170 @@
+"""pytest hooks only: options, configure, collection, xdist plumbing, summary, exit status.
+
+Nothing here computes: settings come from ``config.Settings``, runs from ``weekrun``, numbers
+from ``summarize``. The ``skilllift`` pytest11 entry point loads this module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_skilllift.collect import SESSION_KEY, PromptFile
+from pytest_skilllift.config import Settings, SettingsError, add_options
+from pytest_skilllift.prompts import is_heldout
+from pytest_skilllift.session import SkillLiftSession
+
+WIRE_KEY = "skilllift_settings"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register ``--skill-lift`` and the ``--skill-lift-*`` / ``skill_lift_*`` settings."""
+    add_options(parser)
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Build the Settings once; on the controller start the demo and check the inputs."""
+    config.addinivalue_line("markers", "must: a must rubric item")
+    config.addinivalue_line("markers", "bonus: a bonus rubric item")
+    config.addinivalue_line("markers", "avoid: an avoid rubric item")
+    try:
+        if _is_worker(config):
+            wire = config.workerinput.get(WIRE_KEY)  # type: ignore[attr-defined]
+            if wire is None:
+                return
+            settings = Settings.from_wire(wire)
+        else:
+            settings = Settings.from_pytest(config)
+    except SettingsError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if not settings.enabled:
+        return
+    state = SkillLiftSession(settings)
+    if not _is_worker(config):
+        _controller_setup(config, state)
+        config.pluginmanager.register(ControllerPlugin(state), "skilllift-controller")
+    config.stash[SESSION_KEY] = state
+    # One bad prompt file must not stop the others: report it as a collection error, go on.
+    config.option.continue_on_collection_errors = True
+    _point_args_at_prompts(config, state.settings)
+
+
+def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
+    s = state.settings
+    prompts = sorted(s.prompts_dir.glob("*.json")) if s.prompts_dir.is_dir() else []
+    if not prompts:
+        raise pytest.UsageError(
+            f"--skill-lift found no prompt files in {s.prompts_dir} "
+            f"(rootdir {s.rootdir}, ini file {s.inifile or 'none'}). Set skill_lift_prompts "
+            "in your ini file, or run from your project's root. Write path options as "
+            "--skill-lift-claude=PATH: a bare path after an option is read as a test path "
+            "when pytest picks the rootdir."
+        )
+    try:
+        state.check_credentials()
+        state.agent_config()  # fails early when no CLI can be found
+    except SettingsError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if s.demo:
+        state.start_demo()
+    if s.fresh:
+        state.week.discard_grades()
+
+
+def _point_args_at_prompts(config: pytest.Config, settings: Settings) -> None:
+    """Without explicit paths, ``pytest --skill-lift`` means the weekly run: the prompts dir."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args = [str(settings.prompts_dir)]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist: hand the controller's resolved settings (week dir, demo endpoint) to workers."""
+    state = node.config.stash.get(SESSION_KEY, None)
+    if state is not None:
+        node.workerinput[WIRE_KEY] = state.settings.to_wire()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Keep all items of one run on one worker (loadscope: scope = id up to the last ``::``)."""
+    if SESSION_KEY not in config.stash or config.getvalue("dist") not in ("load", "no"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    return LoadScopeScheduling(config, log)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> PromptFile | None:
+    """Prompt JSON files under the prompts dir; ``discord-*`` only with ``--skill-lift-heldout``."""
+    state = parent.config.stash.get(SESSION_KEY, None)
+    if state is None or file_path.suffix != ".json":
+        return None
+    prompts_dir = state.settings.prompts_dir.resolve()
+    if prompts_dir not in file_path.resolve().parents:
+        return None
+    if is_heldout(file_path) and not state.settings.heldout:
+        return None
+    return PromptFile.from_parent(parent, path=file_path)
+
+
+class ControllerPlugin:
+    """Registered on the controller only: tallies reports, writes the scorecard, decides
+    the exit status. Workers' reports reach these hooks through xdist."""
+
+    def __init__(self, state: SkillLiftSession) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Count outcomes per run (the run's status travels in ``user_properties``)."""
+        self.state.tally.add(report.outcome, report.when,
+                            {str(k): str(v) for k, v in report.user_properties})
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A prompt file that fails to load counts against the exit status."""
+        if report.failed:
+            self.state.tally.other_failures += 1
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Write CSVs and scorecard; the exit status is a report, not a verdict."""
+        enough = self.state.finish()
+        if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
+                          pytest.ExitCode.USAGE_ERROR):
+            return
+        if not enough:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        elif self.state.tally.other_failures == 0 and exitstatus == pytest.ExitCode.TESTS_FAILED:
+            # Rubric failures are findings for the scorecard, not a broken run.
+            session.exitstatus = pytest.ExitCode.OK
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """The lift table, the coverage line and where the scorecard is."""
+        state, tr = self.state, terminalreporter
+        tr.section("skill lift")
+        if state.settings.demo:
+            tr.write_line("DEMO: scripted models, not Claude (see the scorecard banner)")
+        if state.summary is not None:
+            for line in state.summary.terminal_lines():
+                tr.write_line(line)
+            tr.write_line(f"scorecard: {state.settings.out_dir / 'scorecard.md'}")
+        if state.coverage_note:
+            tr.write_line(f"coverage: {state.coverage_note}")
+        if state.tally.rubric_failures:
+            tr.write_line(f"{state.tally.rubric_failures} rubric findings (must missing / "
+                          "avoid violated) are reported, not a failed run: the exit status "
+                          "is 0 when coverage is enough")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the demo server and release runners."""
+    state = config.stash.get(SESSION_KEY, None)
+    if state is not None:
+        state.stop()

@@ -1,0 +1,299 @@
+"""One frozen ``Settings`` object built from command-line options and ini values.
+
+Every option is declared once in ``OPTIONS`` (command-line flag, ini name, type, default, help);
+``add_options`` registers them and ``Settings.from_pytest`` reads them. Nothing else in the
+package reads raw options. Settings travel to xdist workers as a plain dict
+(``to_wire``/``from_wire``) so every process sees the same week directory and endpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pytest is only needed by the glue functions' annotations
+    import pytest
+
+DEFAULT_TOOLS = "Skill,WebSearch,WebFetch,Read,Grep,Glob,Bash"
+DEFAULT_MODELS = "sonnet,haiku"
+DEMO_MODELS = "sonnet=demo-sonnet,haiku=demo-haiku"
+
+
+class SettingsError(ValueError):
+    """A bad option value or combination; the plugin turns it into ``pytest.UsageError``."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: ``--skill-lift-<name>`` on the command line, ``skill_lift_<name>`` in ini."""
+
+    name: str
+    help: str
+    kind: str = "string"  # string | bool | int | float
+    default: Any = None
+    cli: bool = True  # some settings are ini-only (paths of the project layout)
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def flag(self) -> str:
+        return f"--skill-lift-{self.name}"
+
+    @property
+    def dest(self) -> str:
+        return "skill_lift_" + self.name.replace("-", "_")
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("prompts", "Directory of prompt JSON files (relative to rootdir).",
+           default="evals/test-prompts", cli=False),
+    Option("skills", "Skills root: skill_url minus the site prefix is a path under it.",
+           default="skills", cli=False),
+    Option("site", "URL prefix stripped from skill_url, e.g. https://skills.qdrant.tech/ "
+           "(default: scheme and host of each skill_url).", default="", cli=False),
+    Option("models", "Models as label=model_id[,label=model_id…]; a bare label is passed to "
+           f"the CLI as is (default {DEFAULT_MODELS}).", default=DEFAULT_MODELS),
+    Option("reps", "Repetitions per (prompt, model, condition) (default 2).", "int", 2),
+    Option("out", "Week directory (default evals/weekly/<UTC yyyymmdd>).", default=""),
+    Option("runner", "Where each run executes (default local).", default="local",
+           choices=("local", "docker")),
+    Option("claude", "Claude Code CLI (default: claude on PATH, else the binary bundled in "
+           "claude-agent-sdk). Write it as --skill-lift-claude=PATH.", default=""),
+    Option("heldout", "Also collect the reserved discord-* prompts.", "bool", False),
+    Option("fresh", "Discard graded results in the week directory and regrade every run.",
+           "bool", False),
+    Option("demo", "Run the built-in demo against the package's scripted Messages API "
+           "(no API key needed).", "bool", False),
+    Option("allowed-tools", f"Tool allow-list for both arms (default {DEFAULT_TOOLS}).",
+           default=DEFAULT_TOOLS),
+    Option("permission-mode", "CLI permission mode for both arms (default dontAsk).",
+           default="dontAsk"),
+    Option("max-turns", "Per-run --max-turns (default: the CLI's own).", "int", None),
+    Option("max-budget-usd", "Per-run spend cap in USD (default 2).", "float", 2.0),
+    Option("timeout", "Per-run timeout in seconds (default 600).", "float", 600.0),
+    Option("judge-model", "Judge model (default: the newest non-deprecated Opus id known "
+           "to the installed anthropic SDK).", default=""),
+    Option("min-coverage", "Least share of runs that must be graded for exit status 0 "
+           "(default 0.5, the coverage guard).", "float", 0.5),
+    Option("image", "Docker image for --skill-lift-runner=docker.", default="skilllift:local"),
+    Option("docker-network", "Docker network mode (default bridge; host reaches a stand-in "
+           "on loopback).", default="bridge"),
+    Option("demo-latency", "Demo only: seconds of scripted latency per agent call.",
+           "float", 0.0),
+    Option("demo-judge-latency", "Demo only: seconds of scripted latency per judge call.",
+           "float", 0.0),
+)
+
+
+def parse_models(text: str) -> tuple[tuple[str, str], ...]:
+    """``"sonnet=claude-sonnet-4-5,haiku"`` → ``(("sonnet", "claude-sonnet-4-5"),
+    ("haiku", "haiku"))``."""
+    models: list[tuple[str, str]] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        label, _, model_id = part.partition("=")
+        label, model_id = label.strip(), (model_id.strip() or label.strip())
+        if not label or any(c in label for c in ":/ "):
+            raise SettingsError(
+                f"--skill-lift-models: bad label {label!r} in {text!r}; "
+                "write label=model_id with a label free of ':', '/' and spaces"
+            )
+        if label in {m[0] for m in models}:
+            raise SettingsError(f"--skill-lift-models: label {label!r} is given twice")
+        models.append((label, model_id))
+    if not models:
+        raise SettingsError("--skill-lift-models: no model given; e.g. sonnet,haiku")
+    return tuple(models)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the run needs to know, resolved to absolute paths."""
+
+    enabled: bool = False
+    rootdir: Path = Path(".")
+    inifile: str = ""
+    prompts_dir: Path = Path("evals/test-prompts")
+    skills_root: Path = Path("skills")
+    site: str = ""
+    models: tuple[tuple[str, str], ...] = (("sonnet", "sonnet"), ("haiku", "haiku"))
+    reps: int = 2
+    out_dir: Path = Path("evals/weekly")
+    runner: str = "local"
+    claude: str = ""
+    heldout: bool = False
+    fresh: bool = False
+    demo: bool = False
+    allowed_tools: tuple[str, ...] = tuple(DEFAULT_TOOLS.split(","))
+    permission_mode: str = "dontAsk"
+    max_turns: int | None = None
+    max_budget_usd: float | None = 2.0
+    timeout_s: float = 600.0
+    judge_model: str = ""
+    min_coverage: float = 0.5
+    image: str = "skilllift:local"
+    docker_network: str = "bridge"
+    demo_latency_s: float = 0.0
+    demo_judge_latency_s: float = 0.0
+    #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
+    base_url: str = ""
+    #: Environment the runs need beyond the host's (e.g. the demo's dummy key). Not a secret
+    #: store: the real key is read from the environment at run time and never kept here.
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def week(self) -> str:
+        """The week key: the out directory's name (e.g. ``20260808``)."""
+        return self.out_dir.name
+
+    def to_wire(self) -> dict[str, Any]:
+        """A JSON-able dict for xdist's workerinput."""
+        data = dataclasses.asdict(self)
+        for key, value in data.items():
+            if isinstance(value, Path):
+                data[key] = str(value)
+        return data
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> Settings:
+        """Inverse of ``to_wire``."""
+        kwargs = dict(data)
+        for f in dataclasses.fields(cls):
+            if f.name in kwargs and f.type in ("Path", Path):
+                kwargs[f.name] = Path(kwargs[f.name])
+        kwargs["models"] = tuple(tuple(m) for m in kwargs["models"])
+        kwargs["allowed_tools"] = tuple(kwargs["allowed_tools"])
+        return cls(**kwargs)
+
+    @classmethod
+    def from_values(
+        cls,
+        get: Callable[[Option], Any],
+        *,
+        enabled: bool,
+        rootdir: Path,
+        inifile: str = "",
+        today: dt.date | None = None,
+    ) -> Settings:
+        """Build from a getter returning each option's value (command line over ini)."""
+        v = {o.name: get(o) for o in OPTIONS}
+        demo = bool(v["demo"])
+        for o in OPTIONS:
+            if o.choices and v[o.name] not in o.choices:
+                raise SettingsError(
+                    f"{o.flag}: {v[o.name]!r} is not one of {', '.join(o.choices)}"
+                )
+        reps = int(v["reps"])
+        if reps < 1:
+            raise SettingsError(f"--skill-lift-reps must be at least 1, got {reps}")
+        cov = float(v["min-coverage"])
+        if not 0.0 <= cov <= 1.0:
+            raise SettingsError(f"--skill-lift-min-coverage must be within [0, 1], got {cov}")
+        if demo and v["runner"] == "docker" and v["docker-network"] != "host":
+            raise SettingsError(
+                "--skill-lift-demo with --skill-lift-runner=docker needs "
+                "--skill-lift-docker-network=host so the container reaches the demo's "
+                "scripted API on loopback"
+            )
+        models_text = v["models"]
+        if demo and models_text == DEFAULT_MODELS:
+            models_text = DEMO_MODELS
+        day = (today or dt.datetime.now(dt.timezone.utc).date()).strftime("%Y%m%d")
+        # The demo gets its own tree so its history never mixes with real weeks'.
+        out = v["out"] or f"evals/{'weekly-demo' if demo else 'weekly'}/{day}"
+        budget = v["max-budget-usd"]
+        return cls(
+            enabled=enabled or demo,
+            rootdir=rootdir,
+            inifile=inifile,
+            prompts_dir=_resolve(rootdir, v["prompts"]),
+            skills_root=_resolve(rootdir, v["skills"]),
+            site=v["site"],
+            models=parse_models(models_text),
+            reps=reps,
+            out_dir=_resolve(rootdir, out),
+            runner=v["runner"],
+            claude=v["claude"],
+            heldout=bool(v["heldout"]),
+            fresh=bool(v["fresh"]),
+            demo=demo,
+            allowed_tools=tuple(t.strip() for t in v["allowed-tools"].split(",") if t.strip()),
+            permission_mode=v["permission-mode"],
+            max_turns=None if v["max-turns"] in (None, "") else int(v["max-turns"]),
+            max_budget_usd=None if budget in (None, "") else float(budget),
+            timeout_s=float(v["timeout"]),
+            judge_model=v["judge-model"],
+            min_coverage=cov,
+            image=v["image"],
+            docker_network=v["docker-network"],
+            demo_latency_s=float(v["demo-latency"]),
+            demo_judge_latency_s=float(v["demo-judge-latency"]),
+        )
+
+    @classmethod
+    def from_pytest(cls, config: pytest.Config) -> Settings:
+        """Read every option: the command line wins over ini, ini over the default."""
+
+        def get(o: Option) -> Any:
+            value = config.getoption(o.dest) if o.cli else None
+            if value is None or value is False:
+                ini = config.getini(o.dest)
+                if ini not in (None, "", []):
+                    return _coerce(o, ini)
+                return value if value is not None else o.default
+            return value
+
+        return cls.from_values(
+            get,
+            enabled=bool(config.getoption("skill_lift")),
+            rootdir=config.rootpath,
+            inifile=str(config.inipath or ""),
+        )
+
+
+def _coerce(o: Option, raw: Any) -> Any:
+    """Ini values arrive as strings (or bools for ``type='bool'``)."""
+    if o.kind == "bool":
+        return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes", "on")
+    if o.kind == "int":
+        try:
+            return int(raw)
+        except ValueError:
+            raise SettingsError(f"ini {o.dest}: {raw!r} is not a whole number") from None
+    if o.kind == "float":
+        try:
+            return float(raw)
+        except ValueError:
+            raise SettingsError(f"ini {o.dest}: {raw!r} is not a number") from None
+    return str(raw)
+
+
+def _resolve(rootdir: Path, value: str) -> Path:
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else (rootdir / path)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register ``--skill-lift`` and every ``OPTIONS`` entry (flag and ini)."""
+    group = parser.getgroup("skill-lift", "skill lift (measure whether skills help)")
+    group.addoption(
+        "--skill-lift", action="store_true", dest="skill_lift", default=False,
+        help="Run the skill-lift suite: collect prompt files, run the CLI, judge, score.",
+    )
+    for o in OPTIONS:
+        if o.kind == "bool":
+            parser.addini(o.dest, o.help, type="bool", default=None)
+        else:
+            parser.addini(o.dest, o.help, type="string", default=None)
+        if not o.cli:
+            continue
+        if o.kind == "bool":
+            group.addoption(o.flag, action="store_true", dest=o.dest, default=None, help=o.help)
+        else:
+            conv: Callable[[str], Any] = {"int": int, "float": float}.get(o.kind, str)
+            group.addoption(o.flag, dest=o.dest, type=conv, default=None, metavar="VALUE",
+                            choices=list(o.choices) if o.choices else None, help=o.help)

@@ -1,0 +1,203 @@
+"""The week directory is the ledger: per-run files are the truth, the CSVs are derived.
+
+Layout (qdrant-compatible, ours beside it)::
+
+    <out>/manifest.csv   <out>/scores.csv   <out>/scorecard.md   <out>/scorecard.json
+    <out>/<run_id>/stdout.txt      the transcript (stream-json)
+    <out>/<run_id>/stderr.txt
+    <out>/<run_id>/run.json        the manifest row + status, written once the run finished
+    <out>/<run_id>/grades.json     the scores rows, written once the judge answered
+    <out>/<run_id>/judge_cost.txt  USD (qdrant name)
+
+Every file is written atomically (temp file + ``os.replace``), so a SIGKILL at any moment
+leaves either the old or the new file, never a torn one. Workers only write their own run
+directories; ``rebuild_csvs`` regenerates manifest.csv and scores.csv from them, so rows can be
+neither lost nor duplicated, whatever was interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import fcntl
+import io
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pytest_skilllift.columns import (
+    MANIFEST_COLUMNS,
+    MANIFEST_EXTRA_COLUMNS,
+    SCORES_COLUMNS,
+    SCORES_EXTRA_COLUMNS,
+)
+
+RUN_FILE = "run.json"
+GRADES_FILE = "grades.json"
+JUDGE_ERROR_FILE = "judge_error.txt"
+LOCK_FILE = ".lock"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so readers see the old or the new content, never a mix."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    """``atomic_write_text`` of indented JSON."""
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def _read_json(path: Path) -> Any | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        # Atomic writes make this unreachable for our own files; a hand-edited file that no
+        # longer parses is treated as absent so the run is redone rather than trusted.
+        return None
+
+
+class Week:
+    """Paths and persisted state of one week directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @property
+    def manifest_csv(self) -> Path:
+        return self.root / "manifest.csv"
+
+    @property
+    def scores_csv(self) -> Path:
+        return self.root / "scores.csv"
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.root / run_id
+
+    @contextlib.contextmanager
+    def lock(self, run_id: str) -> Iterator[None]:
+        """Exclusive per-run lock across processes (xdist workers, concurrent sessions)."""
+        run_dir = self.run_dir(run_id)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with open(run_dir / LOCK_FILE, "w") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    # -- runs ---------------------------------------------------------------------------
+    def load_run(self, run_id: str) -> dict[str, Any] | None:
+        data = _read_json(self.run_dir(run_id) / RUN_FILE)
+        return data if isinstance(data, dict) else None
+
+    def save_run(self, run_id: str, record: dict[str, Any]) -> None:
+        atomic_write_json(self.run_dir(run_id) / RUN_FILE, record)
+
+    # -- grades -------------------------------------------------------------------------
+    def load_grades(self, run_id: str) -> list[dict[str, Any]] | None:
+        data = _read_json(self.run_dir(run_id) / GRADES_FILE)
+        return data.get("rows") if isinstance(data, dict) else None
+
+    def save_grades(self, run_id: str, rows: list[dict[str, Any]], judge_model: str,
+                    cost_usd: float) -> None:
+        run_dir = self.run_dir(run_id)
+        # judge_cost.txt first: a kill between the two leaves the run ungraded (regraded on
+        # rerun, its cost file overwritten), never graded without its cost.
+        atomic_write_text(run_dir / "judge_cost.txt", f"{cost_usd:.6f}\n")
+        atomic_write_json(run_dir / GRADES_FILE,
+                          {"judge_model": judge_model, "cost_usd": cost_usd, "rows": rows})
+        with contextlib.suppress(FileNotFoundError):
+            (run_dir / JUDGE_ERROR_FILE).unlink()
+
+    def save_judge_error(self, run_id: str, reason: str) -> None:
+        atomic_write_text(self.run_dir(run_id) / JUDGE_ERROR_FILE, reason + "\n")
+
+    def judge_error(self, run_id: str) -> str | None:
+        try:
+            return (self.run_dir(run_id) / JUDGE_ERROR_FILE).read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return None
+
+    def discard_grades(self) -> int:
+        """``--skill-lift-fresh``: forget every grade (and the derived scores.csv)."""
+        count = 0
+        for grades in self.root.glob(f"*/{GRADES_FILE}"):
+            grades.unlink()
+            count += 1
+        with contextlib.suppress(FileNotFoundError):
+            self.scores_csv.unlink()
+        return count
+
+    def reset_run(self, run_id: str) -> None:
+        """Remove a run's files before regenerating it (a retried errored run)."""
+        run_dir = self.run_dir(run_id)
+        for child in run_dir.iterdir():
+            if child.name == LOCK_FILE:
+                continue
+            if child.is_dir():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+
+    # -- derived CSVs -------------------------------------------------------------------
+    def run_records(self) -> list[dict[str, Any]]:
+        """All finished runs, in a stable order (prompt, model, condition, rep)."""
+        records = []
+        for path in sorted(self.root.glob(f"*/{RUN_FILE}")):
+            data = _read_json(path)
+            if isinstance(data, dict) and "run_id" in data:
+                records.append(data)
+        records.sort(key=lambda r: (r.get("prompt", ""), r.get("model", ""),
+                                    r.get("condition", ""), int(r.get("rep", 0))))
+        return records
+
+    def rebuild_csvs(self) -> tuple[int, int]:
+        """Regenerate manifest.csv and scores.csv from the run directories.
+
+        Returns (manifest rows, score rows). Idempotent: the same run directories always give
+        byte-identical files.
+        """
+        records = self.run_records()
+        manifest_cols = list(MANIFEST_COLUMNS) + list(MANIFEST_EXTRA_COLUMNS)
+        score_cols = list(SCORES_COLUMNS) + list(SCORES_EXTRA_COLUMNS)
+        score_rows: list[dict[str, Any]] = []
+        for rec in records:
+            score_rows.extend(self.load_grades(rec["run_id"]) or [])
+        atomic_write_text(self.manifest_csv, _csv_text(manifest_cols, records))
+        atomic_write_text(self.scores_csv, _csv_text(score_cols, score_rows))
+        return len(records), len(score_rows)
+
+
+def _csv_text(columns: list[str], rows: list[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _cell(row.get(k)) for k in columns})
+    return buf.getvalue()
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return int(value)
+    return value

@@ -1,0 +1,143 @@
+"""Prompt files (the qdrant/skills format): schema, loading, errors that say how to fix them.
+
+``{"name", "product_area", "skill_url": "<site>/<family>/.../SKILL.md", "prompt",
+"rubric": [{"type": "must"|"bonus"|"avoid", "text"}]}``; a ``skill`` key holding the path
+under the skills root directly is accepted instead of ``skill_url``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from pytest_skilllift.columns import ITEM_TYPES
+from pytest_skilllift.model import PromptSpec, RubricItem
+
+HELDOUT_PREFIX = "discord-"
+
+
+class PromptError(ValueError):
+    """A prompt file that cannot be used. The message names the file, the field and the fix."""
+
+    def __init__(self, path: Path, field: str, problem: str, fix: str) -> None:
+        self.path, self.field, self.problem, self.fix = path, field, problem, fix
+        super().__init__(f"{path}: field {field!r}: {problem}. Fix: {fix}")
+
+
+def is_heldout(path: Path) -> bool:
+    """Files named ``discord-*`` are the reserved held-out set (seed 000, Prompt Sets)."""
+    return path.name.startswith(HELDOUT_PREFIX)
+
+
+def skill_path_from_url(url: str, site: str) -> str:
+    """``https://skills.qdrant.tech/qdrant-edge/SKILL.md`` → ``qdrant-edge/SKILL.md``.
+
+    With a configured ``site`` the prefix must match; without one, scheme and host are dropped.
+    """
+    if site:
+        prefix = site if site.endswith("/") else site + "/"
+        if not url.startswith(prefix):
+            raise ValueError(f"does not start with the configured site {prefix!r}")
+        return url[len(prefix):]
+    parts = urlsplit(url)
+    return parts.path.lstrip("/") if parts.scheme else url.lstrip("/")
+
+
+def load_prompt(path: Path, skills_root: Path, site: str = "") -> PromptSpec:
+    """Read and validate one prompt file; raise ``PromptError`` on the first problem."""
+    data = _read_json(path)
+    name = _require_str(path, data, "name", "the prompt's id, e.g. \"qdrant-edge\"")
+    prompt = _require_str(path, data, "prompt", "the user question to send to the model")
+    product_area = data.get("product_area", "")
+    if not isinstance(product_area, str):
+        raise PromptError(path, "product_area", "is not a string", "use a short string or drop it")
+    rubric = _rubric(path, data.get("rubric"))
+    skill_path = _skill_path(path, data, skills_root, site)
+    return PromptSpec(path=path, name=name, product_area=product_area, prompt=prompt,
+                      rubric=rubric, skill_path=skill_path,
+                      skill_url=str(data.get("skill_url") or ""))
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise PromptError(path, "(file)", f"is not UTF-8 ({exc.reason} at byte {exc.start})",
+                          "save the file as UTF-8") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PromptError(path, "(file)", f"is not valid JSON: {exc.msg} at line {exc.lineno} "
+                          f"column {exc.colno}", "correct the JSON syntax there") from None
+    if not isinstance(data, dict):
+        raise PromptError(path, "(file)", f"holds a JSON {type(data).__name__}, not an object",
+                          "wrap the prompt in {\"name\": …, \"prompt\": …, \"rubric\": […]}")
+    return data
+
+
+def _require_str(path: Path, data: dict[str, Any], key: str, what: str) -> str:
+    value = data.get(key)
+    if value is None:
+        raise PromptError(path, key, "is missing", f"add \"{key}\": {what}")
+    if not isinstance(value, str) or not value.strip():
+        raise PromptError(path, key, "must be a non-empty string", f"set it to {what}")
+    return value
+
+
+def _rubric(path: Path, raw: Any) -> tuple[RubricItem, ...]:
+    fix_shape = 'a list like [{"type": "must", "text": "…"}]'
+    if raw is None:
+        raise PromptError(path, "rubric", "is missing", f"add \"rubric\": {fix_shape}")
+    if not isinstance(raw, list):
+        raise PromptError(path, "rubric", "is not a list", f"make it {fix_shape}")
+    if not raw:
+        raise PromptError(path, "rubric", "is empty", "add at least one must item")
+    counters = dict.fromkeys(ITEM_TYPES, 0)
+    items: list[RubricItem] = []
+    for pos, entry in enumerate(raw):
+        where = f"rubric[{pos}]"
+        if not isinstance(entry, dict):
+            raise PromptError(path, where, "is not an object", 'use {"type": …, "text": …}')
+        kind = entry.get("type")
+        if kind not in counters:
+            raise PromptError(path, f"{where}.type", f"is {kind!r}, an unknown item type",
+                              "use one of must, bonus, avoid")
+        text = entry.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise PromptError(path, f"{where}.text", "must be a non-empty string",
+                              "write what the answer must contain / should show / must avoid")
+        counters[kind] += 1
+        items.append(RubricItem(type=kind, text=text.strip(), index=counters[kind]))
+    if counters["must"] == 0:
+        raise PromptError(path, "rubric", "has no must item", "add at least one must item: "
+                          "must coverage is the primary metric and needs one")
+    return tuple(items)
+
+
+def _skill_path(path: Path, data: dict[str, Any], skills_root: Path, site: str) -> str:
+    if isinstance(data.get("skill"), str) and data["skill"].strip():
+        key, rel = "skill", data["skill"].strip().lstrip("/")
+    elif isinstance(data.get("skill_url"), str) and data["skill_url"].strip():
+        key = "skill_url"
+        try:
+            rel = skill_path_from_url(data["skill_url"].strip(), site)
+        except ValueError as exc:
+            raise PromptError(path, key, str(exc), "set skill_lift_site to the URL prefix of "
+                              "your skills site, or fix the URL") from None
+    else:
+        raise PromptError(path, "skill_url", "is missing", "add \"skill_url\": "
+                          "\"<site>/<family>/…/SKILL.md\" (or \"skill\": \"<family>/SKILL.md\")")
+    if not rel.endswith("SKILL.md"):
+        rel = rel.rstrip("/") + "/SKILL.md"
+    root = skills_root.resolve()
+    target = (root / rel).resolve()
+    if root not in target.parents:
+        raise PromptError(path, key, f"resolves outside the skills root ({rel})",
+                          "point it at a SKILL.md under the skills root")
+    if not target.is_file():
+        raise PromptError(path, key, f"resolves to {target}, which is not a file",
+                          f"check the path, or set skill_lift_skills (now {skills_root}) "
+                          "to the directory that holds the skill families")
+    return target.relative_to(root).as_posix()

@@ -1,0 +1,159 @@
+"""Run state of one pytest session (controller or xdist worker); no pytest imports.
+
+The controller owns the demo endpoint, ``--skill-lift-fresh``, the derived CSVs, the scorecard
+and the exit-status decision; workers only generate and grade runs into the week directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_skilllift.config import Settings, SettingsError
+from pytest_skilllift.ledger import Week
+from pytest_skilllift.model import AgentConfig
+from pytest_skilllift.runners.base import Runner
+from pytest_skilllift.runners.claude import find_claude
+from pytest_skilllift.weekrun import OK, Grader, WeekRun
+
+DEMO_KEY = "demo-key-not-a-secret"
+DEMO_BANNER = ("DEMO — scripted models: every answer and grade below comes from the package's "
+               "scripted Messages API stand-in, not from Claude. Numbers show the pipeline, "
+               "not a skill's real value.")
+
+
+@dataclass
+class SessionTally:
+    """What the controller saw of skill-lift items (reports arrive from every worker)."""
+
+    runs: dict[str, str] = field(default_factory=dict)  # run_id -> status
+    rubric_failures: int = 0
+    other_failures: int = 0
+    passed: int = 0
+    skipped: int = 0
+
+    def add(self, outcome: str, when: str, props: dict[str, str]) -> None:
+        run = props.get("skilllift_run")
+        if run is not None:
+            run_id, _, status = run.partition("|")
+            self.runs[run_id] = status
+        if outcome == "failed":
+            if run is not None and when == "call" and "verdict" in props:
+                self.rubric_failures += 1
+            else:
+                self.other_failures += 1
+        elif outcome == "passed" and when == "call":
+            self.passed += 1
+        elif outcome == "skipped":
+            self.skipped += 1
+
+
+class SkillLiftSession:
+    """Settings plus lazily created parts (runner, judge, demo server)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.week = Week(settings.out_dir)
+        self.tally = SessionTally()
+        self._weekrun: WeekRun | None = None
+        self._server: Any = None
+        self.summary: Any = None
+        self.coverage_note = ""
+
+    # -- controller set-up --------------------------------------------------------------
+    def start_demo(self) -> None:
+        """Start the scripted Messages API on loopback; both the CLI and the judge use it."""
+        from pytest_skilllift.testing.agent_script import skill_agent
+        from pytest_skilllift.testing.judge_script import keyword_judge
+        from pytest_skilllift.testing.server import StandIn
+
+        self._server = StandIn(agent=skill_agent, judge=keyword_judge,
+                               latency_s=self.settings.demo_latency_s,
+                               judge_latency_s=self.settings.demo_judge_latency_s)
+        url = self._server.start()
+        self.settings = dataclasses.replace(
+            self.settings, base_url=url, extra_env={"ANTHROPIC_API_KEY": DEMO_KEY})
+
+    def check_credentials(self) -> None:
+        """A real run needs a key before the first paid call, not after 200 runs failed."""
+        if self.settings.demo or self.settings.base_url:
+            return
+        if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+            raise SettingsError(
+                "--skill-lift needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the "
+                "environment for the CLI and the judge; or try --skill-lift-demo"
+            )
+
+    def stop(self) -> None:
+        if self._weekrun is not None:
+            self._weekrun.close()
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    # -- the run ------------------------------------------------------------------------
+    @property
+    def weekrun(self) -> WeekRun:
+        if self._weekrun is None:
+            self._weekrun = WeekRun(self.week, self.agent_config(), self._make_runner,
+                                    self._make_grader, site=self.settings.site)
+        return self._weekrun
+
+    def agent_config(self) -> AgentConfig:
+        s = self.settings
+        env = dict(s.extra_env)
+        if s.base_url:
+            env["ANTHROPIC_BASE_URL"] = s.base_url
+        if s.runner == "docker":
+            claude = "claude"  # the image's own CLI
+        else:
+            found = find_claude(s.claude or None)
+            if found is None:
+                raise SettingsError(
+                    "Claude Code CLI not found: install it with pip install "
+                    "'pytest-skilllift[agent]' (the claude-agent-sdk wheel bundles it), put "
+                    "claude on PATH, or pass --skill-lift-claude=PATH"
+                )
+            claude = found
+        return AgentConfig(claude_path=claude, skills_root=s.skills_root,
+                           allowed_tools=s.allowed_tools, permission_mode=s.permission_mode,
+                           max_turns=s.max_turns, max_budget_usd=s.max_budget_usd,
+                           timeout_s=s.timeout_s, env=env)
+
+    def _make_runner(self) -> Runner:
+        s = self.settings
+        if s.runner == "docker":
+            from pytest_skilllift.runners.docker import DockerRunner
+
+            return DockerRunner(s.image, network=s.docker_network, week=s.week)
+        from pytest_skilllift.runners.local import LocalRunner
+
+        return LocalRunner()
+
+    def _make_grader(self) -> Grader:
+        from pytest_skilllift.judge_client import Judge
+
+        s = self.settings
+        return Judge(s.judge_model or None, api_key=s.extra_env.get("ANTHROPIC_API_KEY"),
+                     base_url=s.base_url or None)
+
+    # -- controller wrap-up -------------------------------------------------------------
+    def finish(self) -> bool:
+        """Rebuild the CSVs, write the scorecard; return whether coverage is enough."""
+        from pytest_skilllift.summarize import summarize_week
+
+        if not any(self.week.root.glob("*/run.json")):
+            return True
+        self.week.rebuild_csvs()
+        banner = DEMO_BANNER if self.settings.demo else None
+        self.summary = summarize_week(self.week.root, banner=banner)
+        runs = self.tally.runs
+        if not runs:
+            return True
+        graded = sum(1 for status in runs.values() if status == OK)
+        share = graded / len(runs)
+        self.coverage_note = (f"graded {graded} of {len(runs)} runs this session "
+                              f"({share:.0%}; minimum {self.settings.min_coverage:.0%})")
+        return share >= self.settings.min_coverage

@@ -1,0 +1,234 @@
+"""One run, end to end: generate once, extract signals, judge once, persist to the ledger.
+
+``WeekRun.result(spec)`` is what every rubric item of a run asks for; the first caller in any
+process does the work under the run's file lock, every later caller (another item, another
+xdist worker, a rerun) reads the ledger. No pytest here: the plugin only turns the returned
+``GradedRun`` into test outcomes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from pytest_skilllift.ledger import Week
+from pytest_skilllift.model import AgentConfig, JudgeResult, RubricItem, RunOutcome, RunSpec
+from pytest_skilllift.runners.base import STDOUT_NAME, Runner
+
+#: Run statuses. Only ``ok`` runs are judged; the rest are dropped from scoring with a reason.
+OK, INVALID, ERRORED, TIMEOUT, BUDGET_CAPPED, NO_ANSWER = (
+    "ok", "invalid", "errored", "timeout", "budget_capped", "no_answer",
+)
+#: Statuses a rerun retries: the run never finished, so nothing is paid twice for a result.
+RETRY_ON_RERUN = frozenset({ERRORED, TIMEOUT})
+
+DROP_REASONS = {
+    INVALID: "invalid install: skill not in the init skill list",
+    ERRORED: "errored",
+    TIMEOUT: "timed out",
+    BUDGET_CAPPED: "budget-capped (hit --max-budget-usd; truncated)",
+    NO_ANSWER: "no gradeable answer",
+}
+
+
+class Grader(Protocol):
+    """What the plugin needs from the judge client."""
+
+    model: str
+
+    def grade(self, prompt_text: str, answer: str, items: tuple[RubricItem, ...],
+              seed: str) -> JudgeResult: ...
+
+
+@dataclass(frozen=True)
+class GradedRun:
+    """Everything the items of one run need to report their outcome."""
+
+    run_id: str
+    status: str
+    reason: str
+    #: Score rows keyed by item key (``must-1``…); missing key = ungraded item.
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    judge_error: str | None = None
+    generated_now: bool = False
+    judged_now: bool = False
+
+
+def make_run_id(prompt: str, label: str, condition: str, rep: int, week: str) -> str:
+    """Deterministic per week, so a rerun finds its own runs (qdrant's naming, week-stamped)."""
+    return f"{prompt}-{label}-{condition}-r{rep}-{week}"
+
+
+def skills_sha(skills_root: Path, family: str) -> str:
+    """The skills commit (``git rev-parse --short HEAD``), else a content hash of the family."""
+    try:
+        out = subprocess.run(["git", "-C", str(skills_root), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=10, check=False)
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    digest = hashlib.sha256()
+    base = skills_root / family
+    for path in sorted(p for p in base.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(base).as_posix().encode())
+        digest.update(path.read_bytes())
+    return "tree-" + digest.hexdigest()[:7]
+
+
+class WeekRun:
+    """Generates and grades runs into one week directory, each exactly once."""
+
+    def __init__(self, week: Week, agent: AgentConfig, runner: Callable[[], Runner],
+                 grader: Callable[[], Grader], *, site: str = "") -> None:
+        self.week = week
+        self.agent = agent
+        self._runner_factory, self._grader_factory = runner, grader
+        self._runner: Runner | None = None
+        self._grader: Grader | None = None
+        self.site = site
+        self._cache: dict[str, GradedRun] = {}
+        self._sha: dict[str, str] = {}
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
+
+    def result(self, spec: RunSpec) -> GradedRun:
+        """The graded run for ``spec``; generated and judged at most once per week."""
+        cached = self._cache.get(spec.run_id)
+        if cached is not None:
+            return cached
+        with self.week.lock(spec.run_id):
+            record, generated = self._ensure_generated(spec)
+            graded = self._ensure_graded(spec, record, generated)
+        self._cache[spec.run_id] = graded
+        return graded
+
+    # -- generation ---------------------------------------------------------------------
+    def _ensure_generated(self, spec: RunSpec) -> tuple[dict[str, Any], bool]:
+        record = self.week.load_run(spec.run_id)
+        if record is not None and record.get("run_status") not in RETRY_ON_RERUN:
+            return record, False
+        run_dir = self.week.run_dir(spec.run_id)
+        if record is not None:
+            self.week.reset_run(spec.run_id)
+        if self._runner is None:
+            self._runner = self._runner_factory()
+        outcome = self._runner.run(spec, self.agent, run_dir)
+        record = self._record(spec, outcome, run_dir / STDOUT_NAME)
+        self.week.save_run(spec.run_id, record)
+        return record, True
+
+    def _record(self, spec: RunSpec, outcome: RunOutcome, transcript: Path) -> dict[str, Any]:
+        from pytest_skilllift import audit
+        from pytest_skilllift.transcript import extract_signals, parse_transcript
+
+        parsed = parse_transcript(transcript)
+        sig = extract_signals(parsed, family=spec.prompt.family, leaf=spec.prompt.leaf,
+                              site_host=self._site_host(spec))
+        status, reason = classify(spec, outcome, sig.skill_available, sig.budget_hit,
+                                  sig.is_error, sig.final_answer, sig.result_subtype)
+        family = spec.prompt.family
+        if family not in self._sha:
+            self._sha[family] = skills_sha(self.agent.skills_root, family)
+        invocation = (audit.invocation_status(parsed, family=family, leaf=spec.prompt.leaf)
+                      if spec.with_skill else "")
+        return {
+            "prompt": spec.prompt.name, "skill_family": family, "skill_leaf": spec.prompt.leaf,
+            "model": spec.model_label, "condition": spec.condition, "rep": spec.rep,
+            "run_id": spec.run_id,
+            "exit_code": "" if outcome.exit_code is None else outcome.exit_code,
+            "skills_sha": self._sha[family], "timestamp": outcome.ended_utc,
+            "skill_available": int(sig.skill_available),
+            "skill_activation": sig.skill_activation, "reached_leaf": int(sig.reached_leaf),
+            "fetched_site": int(sig.fetched_site), "fetched_count": sig.fetched_count,
+            "model_snapshot": sig.model_snapshot,
+            "cli_version": sig.cli_version or outcome.cli_version,
+            "total_cost_usd": "" if sig.total_cost_usd is None else sig.total_cost_usd,
+            "num_turns": "" if sig.num_turns is None else sig.num_turns,
+            "result_subtype": sig.result_subtype, "budget_hit": int(sig.budget_hit),
+            "signals_ok": int(sig.signals_ok),
+            "duration_ms": "" if sig.duration_ms is None else sig.duration_ms,
+            "run_status": status, "run_error": reason, "runner": outcome.runner,
+            "model_id": spec.model_id, "started_utc": outcome.started_utc,
+            "ended_utc": outcome.ended_utc, "wall_ms": outcome.wall_ms,
+            "invocation_status": invocation, "permission_denials": sig.permission_denials,
+            "prompt_path": str(spec.prompt.path),
+            "final_answer": sig.final_answer,
+        }
+
+    def _site_host(self, spec: RunSpec) -> str | None:
+        url = self.site or spec.prompt.skill_url
+        return urlsplit(url).hostname if url else None
+
+    # -- judging ------------------------------------------------------------------------
+    def _ensure_graded(self, spec: RunSpec, record: dict[str, Any],
+                       generated: bool) -> GradedRun:
+        status = record.get("run_status", ERRORED)
+        base = {"run_id": spec.run_id, "status": status, "generated_now": generated}
+        if status != OK:
+            return GradedRun(reason=record.get("run_error") or DROP_REASONS.get(status, status),
+                             **base)
+        rows = self.week.load_grades(spec.run_id)
+        judged = False
+        if rows is None:
+            if self._grader is None:
+                self._grader = self._grader_factory()
+            result = self._grader.grade(spec.prompt.prompt, record.get("final_answer", ""),
+                                        spec.prompt.rubric, spec.run_id)
+            if result.error is not None:
+                self.week.save_judge_error(spec.run_id, result.error)
+                return GradedRun(reason="ungraded: judge failed", judge_error=result.error,
+                                 **base)
+            rows = score_rows(spec, result)
+            self.week.save_grades(spec.run_id, rows, result.model, result.cost_usd)
+            judged = True
+        by_key = {f"{r['item_type']}-{r['item_index']}": r for r in rows if r.get("verdict")}
+        return GradedRun(reason="", rows=by_key, judged_now=judged, **base)
+
+
+def classify(spec: RunSpec, outcome: RunOutcome, available: bool, budget_hit: bool,
+             is_error: bool, answer: str, subtype: str) -> tuple[str, str]:
+    """A run's status and the reason it is dropped (empty for ``ok``), per seed 000."""
+    if outcome.timed_out:
+        return TIMEOUT, outcome.error or "timed out"
+    if outcome.error:
+        return ERRORED, outcome.error
+    if budget_hit:
+        return BUDGET_CAPPED, DROP_REASONS[BUDGET_CAPPED]
+    if spec.with_skill and not available:
+        return INVALID, DROP_REASONS[INVALID] + f" ({spec.prompt.family})"
+    if outcome.exit_code not in (0, None) or is_error:
+        return ERRORED, f"CLI exit {outcome.exit_code}, result {subtype or 'missing'}"
+    if not answer.strip():
+        return NO_ANSWER, DROP_REASONS[NO_ANSWER]
+    return OK, ""
+
+
+def score_rows(spec: RunSpec, result: JudgeResult) -> list[dict[str, Any]]:
+    """scores.csv rows: one per graded item, plus a verdict-less row per ungraded item."""
+    common = {"prompt": spec.prompt.name, "skill": spec.prompt.family,
+              "model": spec.model_label, "condition": spec.condition, "rep": spec.rep,
+              "run_id": spec.run_id}
+    rows = [
+        {**common, "item_type": v.item.type, "item_index": v.item.index,
+         "item_text": v.item.text, "verdict": v.verdict, "credit": v.credit,
+         "contribution": v.contribution, "contested": int(v.contested) if v.contested else "",
+         "evidence_quote": v.evidence, "evidence_ok": int(v.evidence_ok)}
+        for v in result.verdicts
+    ]
+    rows += [
+        {**common, "item_type": item.type, "item_index": item.index, "item_text": item.text,
+         "verdict": "", "credit": "", "contribution": "", "contested": "",
+         "evidence_quote": "", "evidence_ok": ""}
+        for item in result.ungraded
+    ]
+    order = {item.key: pos for pos, item in enumerate(spec.prompt.rubric)}
+    rows.sort(key=lambda r: order.get(f"{r['item_type']}-{r['item_index']}", 0))
+    return rows
