@@ -1,0 +1,453 @@
+"""The judge's API side: one Messages API call per run, retried, priced.
+
+Talks to Anthropic (or any Messages-API-compatible endpoint: ``base_url`` or
+``ANTHROPIC_BASE_URL``) through the official ``anthropic`` SDK. The protocol itself (what is
+sent, how the reply is read) is :mod:`pytest_skilllift.judge`.
+
+Retry policy
+    One logical call per run. Transient failures are retried by *our* loop, not the SDK's
+    (the client is built with ``max_retries=0``): the SDK's backoff constants are module
+    globals (0.5 s doubling to 8 s) that cannot be set per client, it retries silently, and it
+    does not cover a body cut off mid-read or a stream that ends without ``message_stop``.
+    One loop keeps the attempt count bounded, every retry logged, and tests fast.
+
+    Retried: HTTP 408, 409, 429, 5xx (including 529 overloaded) unless the server says
+    ``x-should-retry: false``; connection errors and resets; timeouts; truncated bodies and
+    truncated streams. Not retried: other 4xx (bad request, auth, not found) — they will not
+    heal. Delay before retry ``n`` (1-based) is ``min(backoff_max_s, backoff_base_s * 2**(n-1))``
+    scaled by a jitter factor drawn from [0.5, 1.0], and never shorter than the server's
+    ``retry-after``/``retry-after-ms`` (capped at ``max_retry_after_s``). After
+    ``max_retries`` retries the run's result is ``JudgeResult(error=<reason>)``: its items stay
+    unscored and flagged, never zero (``seeds/002``).
+
+Cost
+    USD from the reply's ``usage`` and :data:`PRICES` (list prices per million tokens; cache
+    writes at 1.25x input, cache reads at 0.1x input). A model the table does not know is
+    priced as the newest Opus, and the result says so in ``notes``.
+
+The API key is handed to the SDK and nowhere else: it is never written, logged or put in a
+result (error texts are scrubbed of it as a second line of defence).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import random
+import re
+import time
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_skilllift.judge import ReplyMode, build_judge_request, parse_judge_reply
+from pytest_skilllift.model import JudgeResult, RubricItem
+
+__all__ = [
+    "JUDGE_COST_NAME",
+    "PRICES",
+    "Judge",
+    "default_judge_model",
+    "estimate_cost",
+    "read_judge_cost",
+    "write_judge_cost",
+]
+
+log = logging.getLogger("pytest_skilllift.judge")
+
+#: File in a run directory holding the judge's spend for that run (qdrant name).
+JUDGE_COST_NAME = "judge_cost.txt"
+
+#: Used only when the installed SDK lists no usable Opus model at all.
+FALLBACK_JUDGE_MODEL = "claude-opus-4-5"
+
+# ---------------------------------------------------------------------------------------------
+# Prices
+
+#: List prices in USD per million tokens, ``(input, output)``, by family and the first version
+#: a price applies from (Anthropic pricing page; check when a new generation ships).
+#: Lookup takes the family's entry with the highest version <= the model's version, so a
+#: newer model than the table knows is priced like the newest listed one of its family.
+PRICES: dict[str, tuple[tuple[tuple[int, int], float, float], ...]] = {
+    "opus": (((3, 0), 15.0, 75.0), ((4, 0), 15.0, 75.0), ((4, 5), 5.0, 25.0)),
+    "sonnet": (((3, 0), 3.0, 15.0),),
+    "haiku": (((3, 0), 0.25, 1.25), ((3, 5), 0.80, 4.0), ((4, 5), 1.0, 5.0)),
+}
+CACHE_WRITE_FACTOR = 1.25  # 5-minute cache writes
+CACHE_READ_FACTOR = 0.10
+
+# claude-opus-4-5-20251101, claude-sonnet-4, claude-haiku-4-5 (family first) ...
+_NEW_STYLE = re.compile(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?:-(\d{8}))?(?:$|[-@:])")
+# ... and claude-3-5-haiku-20241022, claude-3-opus-20240229 (version first).
+_OLD_STYLE = re.compile(r"claude-(\d+)(?:-(\d{1,2}))?-(opus|sonnet|haiku)")
+
+
+def _parse_model(model: str) -> tuple[str, tuple[int, int], str] | None:
+    """``(family, (major, minor), date)`` of a Claude model id, or None."""
+    name = model.lower()
+    m = _NEW_STYLE.search(name)
+    if m:
+        return m[1], (int(m[2]), int(m[3] or 0)), m[4] or ""
+    m = _OLD_STYLE.search(name)
+    if m:
+        return m[3], (int(m[1]), int(m[2] or 0)), ""
+    return None
+
+
+def _rates(model: str) -> tuple[float, float, str | None]:
+    """``(input, output, note)`` rates per million tokens for ``model``."""
+    parsed = _parse_model(model)
+    if parsed is None:
+        _version, rate_in, rate_out = PRICES["opus"][-1]
+        return rate_in, rate_out, (
+            f"judge model {model!r} is not in the price table; priced as the newest Opus "
+            f"(${rate_in:g}/${rate_out:g} per MTok)"
+        )
+    family, version, _date = parsed
+    applicable = [row for row in PRICES[family] if row[0] <= version] or [PRICES[family][0]]
+    _version, rate_in, rate_out = applicable[-1]
+    return rate_in, rate_out, None
+
+
+def _usage_field(usage: Any, name: str) -> int:
+    value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+    return int(value or 0)
+
+
+def estimate_cost(model: str, usage: Any) -> tuple[float, str | None]:
+    """USD cost of one reply from its ``usage`` (SDK object or dict), and a pricing note.
+
+    The note is None when the model's family is in :data:`PRICES`.
+    """
+    rate_in, rate_out, note = _rates(model)
+    if usage is None:
+        return 0.0, "the reply carried no usage; cost recorded as 0"
+    tokens_in = _usage_field(usage, "input_tokens")
+    tokens_out = _usage_field(usage, "output_tokens")
+    cache_write = _usage_field(usage, "cache_creation_input_tokens")
+    cache_read = _usage_field(usage, "cache_read_input_tokens")
+    cost = (
+        tokens_in * rate_in
+        + cache_write * rate_in * CACHE_WRITE_FACTOR
+        + cache_read * rate_in * CACHE_READ_FACTOR
+        + tokens_out * rate_out
+    ) / 1_000_000
+    return cost, note
+
+
+# ---------------------------------------------------------------------------------------------
+# Model choice
+
+
+def _sdk_model_ids() -> tuple[str, ...]:
+    """Model ids the installed SDK lists in its ``Model`` literal type."""
+    try:
+        from anthropic.types.model import Model
+    except ImportError:  # pragma: no cover - an SDK without the type
+        return ()
+    ids: list[str] = []
+    for arg in typing.get_args(Model):
+        ids.extend(a for a in typing.get_args(arg) if isinstance(a, str))
+    return tuple(ids)
+
+
+def _sdk_deprecated() -> Mapping[str, str]:
+    """The SDK's own deprecation table (model id -> end-of-life date), if it ships one."""
+    try:
+        from anthropic._data import DEPRECATED_MODELS
+    except ImportError:  # pragma: no cover - older SDKs keep no table
+        return {}
+    return dict(DEPRECATED_MODELS)
+
+
+def default_judge_model(
+    model_ids: Sequence[str] | None = None,
+    deprecated: Mapping[str, str] | None = None,
+) -> str:
+    """The newest Opus model id the installed SDK lists and does not mark deprecated.
+
+    Ordered by version (major, minor), then snapshot date; at equal version a dated snapshot
+    wins over its floating alias, because a pinned judge keeps weeks comparable. Both inputs
+    default to the installed SDK (``anthropic.types.model.Model`` and its
+    ``DEPRECATED_MODELS``); falls back to :data:`FALLBACK_JUDGE_MODEL` if none qualifies.
+    """
+    ids = _sdk_model_ids() if model_ids is None else tuple(model_ids)
+    dead = _sdk_deprecated() if deprecated is None else deprecated
+    candidates: list[tuple[tuple[int, int], str, str]] = []
+    for model_id in ids:
+        parsed = _parse_model(model_id)
+        if parsed is None or parsed[0] != "opus" or model_id in dead:
+            continue
+        candidates.append((parsed[1], parsed[2], model_id))
+    if not candidates:
+        return FALLBACK_JUDGE_MODEL
+    # max over (version, date, id): "" < "20251101", and the id breaks any remaining tie.
+    return max(candidates)[2]
+
+
+# ---------------------------------------------------------------------------------------------
+# judge_cost.txt
+
+
+def write_judge_cost(run_dir: str | os.PathLike[str], cost: float) -> Path:
+    """Write ``<run_dir>/judge_cost.txt``: a plain float in USD, as the qdrant pipeline does.
+
+    Written atomically (temp file + rename) so a reader never sees a half-written number.
+    """
+    directory = Path(run_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / JUDGE_COST_NAME
+    tmp = directory / f".{JUDGE_COST_NAME}.{os.getpid()}.tmp"
+    tmp.write_text(f"{float(cost):.6f}\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def read_judge_cost(run_dir: str | os.PathLike[str]) -> float | None:
+    """The run's judge spend, or None when the file is absent or not a number."""
+    try:
+        return float((Path(run_dir) / JUDGE_COST_NAME).read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The client
+
+
+class _CallFailed(Exception):
+    """The judge call failed for good; ``reason`` is what the result will say."""
+
+    def __init__(self, reason: str, notes: Sequence[str] = ()) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.notes = tuple(notes)
+
+
+class _TruncatedReply(Exception):
+    """A reply that arrived incomplete (a stream without ``message_stop``)."""
+
+
+def _parse_retry_after(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds form), else None."""
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            value = float(raw) * scale
+        except (TypeError, ValueError):
+            continue  # an HTTP-date: rare from this API; the backoff applies instead
+        if value >= 0:
+            return value
+    return None
+
+
+def _classify(err: BaseException, timeout_s: float) -> tuple[bool, str, float | None]:
+    """``(retryable, reason, retry_after_s)`` for an exception raised by one attempt."""
+    import anthropic
+
+    if isinstance(err, _TruncatedReply):
+        return True, f"truncated reply: {err}", None
+    if isinstance(err, anthropic.APIStatusError):
+        status = err.status_code
+        headers = getattr(err.response, "headers", None)
+        body = err.body if isinstance(err.body, Mapping) else {}
+        detail = body.get("error", {}) if isinstance(body.get("error"), Mapping) else {}
+        kind = detail.get("type") or type(err).__name__
+        reason = f"HTTP {status} {kind}"
+        if headers is not None and headers.get("x-should-retry") == "false":
+            return False, reason, None
+        retryable = status in (408, 409, 429) or status >= 500
+        return retryable, reason, _parse_retry_after(headers)
+    if isinstance(err, anthropic.APITimeoutError):
+        return True, f"timed out after {timeout_s:g}s", None
+    if isinstance(err, anthropic.APIConnectionError):
+        cause = err.__cause__ or err.__context__
+        return True, f"connection error ({type(cause).__name__ if cause else 'no detail'})", None
+    if isinstance(err, anthropic.APIResponseValidationError):
+        return True, "malformed response body", None
+    import httpx2  # the SDK's HTTP library, present whenever the SDK is
+
+    if isinstance(err, httpx2.TransportError):
+        # Raised while reading a streamed body: the connection dropped mid-reply.
+        return True, f"truncated stream ({type(err).__name__})", None
+    if isinstance(err, ValueError):
+        # A body cut short decodes as invalid JSON.
+        return True, f"undecodable response ({type(err).__name__})", None
+    if isinstance(err, anthropic.AnthropicError):
+        return False, f"{type(err).__name__}: {err}", None
+    raise err  # not an API failure: a bug, which must not be disguised as a judge outage
+
+
+class Judge:
+    """The blind LLM judge: :meth:`grade` makes one Messages API call per run.
+
+    ``model`` defaults to :func:`default_judge_model`; ``api_key`` / ``base_url`` default to the
+    SDK's own resolution (``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL``). The keyword-only
+    knobs after ``max_tokens`` exist for tests and unusual endpoints: ``reply_mode="text"``
+    for an endpoint without tool support, small ``backoff_*`` values for fast tests,
+    ``stream=True`` to read the reply as server-sent events.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 6,
+        timeout_s: float = 120.0,
+        max_tokens: int = 4096,
+        reply_mode: ReplyMode = "tool",
+        stream: bool = False,
+        temperature: float | None = None,
+        backoff_base_s: float = 1.0,
+        backoff_max_s: float = 60.0,
+        max_retry_after_s: float = 120.0,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, not {max_retries}")
+        self.model = model or default_judge_model()
+        self.base_url = base_url
+        self.max_retries = max_retries
+        self.timeout_s = timeout_s
+        self.max_tokens = max_tokens
+        self.reply_mode: ReplyMode = reply_mode
+        self.stream = stream
+        self.temperature = temperature
+        self.backoff_base_s = backoff_base_s
+        self.backoff_max_s = backoff_max_s
+        self.max_retry_after_s = max_retry_after_s
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self.__api_key = api_key  # name-mangled and excluded from repr: never echoed
+        self._client: Any = None
+
+    def __repr__(self) -> str:
+        return (
+            f"Judge(model={self.model!r}, base_url={self.base_url!r}, "
+            f"max_retries={self.max_retries}, timeout_s={self.timeout_s:g})"
+        )
+
+    # -- public ----------------------------------------------------------------------------
+
+    def grade(
+        self,
+        prompt_text: str,
+        answer: str,
+        items: Sequence[RubricItem],
+        seed: int | str,
+    ) -> JudgeResult:
+        """Grade one run's final answer against its rubric: one API call, blind, shuffled.
+
+        Never raises for an API failure: the result carries ``error`` and lists every item as
+        ungraded. An empty answer is not sent (nothing to grade, nothing to pay for).
+        """
+        items = tuple(items)
+        if not items:
+            return JudgeResult(verdicts=(), cost_usd=0.0, model=self.model)
+        if not answer.strip():
+            return JudgeResult(
+                verdicts=(), cost_usd=0.0, model=self.model,
+                error="no gradeable answer (the final answer is empty)", ungraded=items,
+            )
+        request = build_judge_request(prompt_text, answer, items, seed,
+                                      reply_mode=self.reply_mode)
+        kwargs = request.api_kwargs(self.model, self.max_tokens)
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        try:
+            message, retry_notes = self._call(kwargs)
+        except _CallFailed as failed:
+            return JudgeResult(
+                verdicts=(), cost_usd=0.0, model=self.model,
+                error=self._scrub(failed.reason), ungraded=items,
+                notes=tuple(self._scrub(n) for n in failed.notes),
+            )
+        replied_model = str(getattr(message, "model", "") or self.model)
+        cost, price_note = estimate_cost(replied_model, getattr(message, "usage", None))
+        content = [
+            block.model_dump() if hasattr(block, "model_dump") else block
+            for block in getattr(message, "content", []) or []
+        ]
+        result = parse_judge_reply(request, content, model=replied_model, cost_usd=cost)
+        notes = list(retry_notes)
+        if price_note:
+            notes.append(price_note)
+        error = result.error
+        if error and getattr(message, "stop_reason", None) == "max_tokens":
+            error = f"judge reply cut off at max_tokens={self.max_tokens}: {error}"
+        return dataclasses.replace(
+            result, error=error, notes=tuple(self._scrub(n) for n in (*notes, *result.notes)),
+        )
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _scrub(self, text: str) -> str:
+        key = self.__api_key or os.environ.get("ANTHROPIC_API_KEY")
+        return text.replace(key, "***") if key else text
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            import anthropic
+
+            self._client = anthropic.Anthropic(
+                api_key=self.__api_key,
+                base_url=self.base_url,
+                timeout=self.timeout_s,
+                max_retries=0,  # our loop retries; see the module docstring
+            )
+        return self._client
+
+    def _attempt(self, kwargs: dict[str, Any]) -> Any:
+        client = self._get_client()
+        if not self.stream:
+            return client.messages.create(**kwargs)
+        with client.messages.stream(**kwargs) as stream:
+            for _event in stream:
+                pass
+            message = stream.get_final_message()
+        if getattr(message, "stop_reason", None) is None:
+            raise _TruncatedReply("stream ended before message_stop")
+        return message
+
+    def _delay(self, retry: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry number ``retry`` (1-based)."""
+        backoff = min(self.backoff_max_s, self.backoff_base_s * 2 ** (retry - 1))
+        delay = backoff * (0.5 + 0.5 * self._rng.random())
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.max_retry_after_s))
+        return delay
+
+    def _call(self, kwargs: dict[str, Any]) -> tuple[Any, list[str]]:
+        """The message, and one note per retry taken; raises :class:`_CallFailed`."""
+        notes: list[str] = []
+        attempts = self.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._attempt(kwargs), notes
+            except Exception as err:
+                # _classify re-raises anything that is not an API/transport failure.
+                retryable, reason, retry_after = _classify(err, self.timeout_s)
+            reason = self._scrub(reason)
+            if not retryable:
+                raise _CallFailed(f"judge call failed: {reason} (not retryable)", notes)
+            if attempt == attempts:
+                raise _CallFailed(
+                    f"judge call failed after {attempts} attempts; last error: {reason}", notes,
+                )
+            delay = self._delay(attempt, retry_after)
+            log.warning(
+                "judge call attempt %d/%d failed (%s); retrying in %.2fs",
+                attempt, attempts, reason, delay,
+            )
+            notes.append(f"attempt {attempt} failed ({reason}); retried after {delay:.2f}s")
+            self._sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
