@@ -1,0 +1,438 @@
+"""The docker runner: every run in its own fresh container (seed 000, "Weekly Run").
+
+One run is one container, created from the configured image and removed right after:
+
+1. ``create`` — uniquely named ``skilllift-<run_id>-<random>``, labelled
+   (:data:`LABEL_RUN_ID`, :data:`LABEL_WEEK`, owner and deadline for :func:`sweep_stale`), as
+   the image's non-root user, with memory / pids / CPU limits, all capabilities dropped,
+   ``no-new-privileges``, no mounts at all, and a *keeper* command (``sleep``) as its main
+   process under tini;
+2. with-skill only: ``put_archive`` of the skill family into ``~/.claude/skills/<family>/``,
+   owned by the agent user (no host directory is ever mounted);
+3. ``start``, then ``exec`` the CLI with :func:`~pytest_skilllift.runners.claude.build_argv`
+   (the prompt is one argv element; no shell sees it) and the environment from
+   :func:`~pytest_skilllift.runners.claude.build_env`;
+4. the exec's stdout/stderr are demultiplexed and written to ``stdout.txt``/``stderr.txt``
+   as they arrive; a timeout kills the container;
+5. ``remove`` in a ``finally`` — on success, failure, timeout and KeyboardInterrupt.
+
+Why ``exec`` rather than the CLI as the container's command: the run's environment (which
+holds the API key) is given to the exec only, so it is not in the container's config and
+``docker inspect <container>`` does not show it (exec inspection shows argv, never env). The
+keeper's ``sleep`` is bounded by the run's timeout plus a grace period, so a container whose
+session was SIGKILLed stops on its own, and :func:`sweep_stale` removes it at the next start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import secrets
+import socket
+import tarfile
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import docker.client
+import docker.errors
+
+from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
+from pytest_skilllift.runners.base import STDERR_NAME, STDOUT_NAME
+from pytest_skilllift.runners.claude import build_argv, build_env
+from pytest_skilllift.runners.image import (
+    AGENT_GID,
+    AGENT_HOME,
+    AGENT_UID,
+    AGENT_USER,
+    AGENT_WORKDIR,
+    IMAGE_CLAUDE,
+    LABEL_CLAUDE,
+    LABEL_HOME,
+    LABEL_INIT,
+    LABEL_USER,
+    LABEL_WORKDIR,
+    PINNED_CLI_VERSION,
+    TEST_IMAGE_TAG,
+    cli_version_mismatch,
+    image_cli_version,
+)
+
+LABEL_RUN_ID = "skilllift.run_id"
+LABEL_WEEK = "skilllift.week"
+#: ``<hostname>:<pid>`` of the session that made the container (stale when that pid is gone).
+LABEL_OWNER = "skilllift.owner"
+#: Epoch seconds after which the container is stale whoever owns it (timeout + grace).
+LABEL_DEADLINE = "skilllift.deadline"
+
+#: Seconds the keeper outlives the run's timeout: time for the runner's own kill and removal.
+KEEPER_GRACE_S = 120
+
+#: Variables the host may set that name host paths; they mean nothing inside the container.
+_HOST_PATH_VARS = ("SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS")
+#: Variables whose values are secrets: redacted from any error text the runner writes.
+_SECRET_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+#: The name a bridged container uses to reach the host (docker's ``host-gateway``).
+HOST_GATEWAY_NAME = "host.docker.internal"
+
+
+def _utc_stamp(ts: float | None = None) -> str:
+    """``yyyymmddTHHMMSSZ`` (the manifest's timestamp format)."""
+    when = datetime.fromtimestamp(time.time() if ts is None else ts, tz=timezone.utc)
+    return when.strftime("%Y%m%dT%H%M%SZ")
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def container_name(run_id: str) -> str:
+    """``skilllift-<run_id>-<random>``; run ids are reduced to docker's allowed characters."""
+    safe = re.sub(r"[^a-zA-Z0-9_.-]+", "-", run_id).strip("-.")[:96] or "run"
+    return f"skilllift-{safe}-{secrets.token_hex(4)}"
+
+
+def _is_stale(labels: dict[str, str], now: float, host: str) -> bool:
+    """Stale: its owning session on this host is gone, or its deadline has passed.
+
+    A live session's containers (another ``-n`` worker's, say) are never touched: they are
+    younger than their deadline and their owner pid is alive.
+    """
+    owner = labels.get(LABEL_OWNER, "")
+    owner_host, _, pid_text = owner.rpartition(":")
+    if owner_host == host and pid_text.isdigit() and not _pid_alive(int(pid_text)):
+        return True
+    try:
+        deadline = float(labels.get(LABEL_DEADLINE, ""))
+    except ValueError:
+        return True  # not made by this runner's current version: nothing vouches for it
+    return now > deadline
+
+
+def sweep_stale(client: Any, week: str | None = None) -> int:
+    """Remove containers left behind by a killed session; returns how many were removed.
+
+    Candidates carry :data:`LABEL_RUN_ID` (and ``week`` when given); of those only stale
+    ones are removed (see :func:`_is_stale`), so running this under ``-n N`` never removes a
+    sibling worker's live run.
+    """
+    filters = [LABEL_RUN_ID] + ([f"{LABEL_WEEK}={week}"] if week is not None else [])
+    removed = 0
+    now, host = time.time(), socket.gethostname()
+    for container in client.containers.list(all=True, filters={"label": filters}):
+        if not _is_stale(dict(container.labels or {}), now, host):
+            continue
+        if _remove(client, container.id):
+            removed += 1
+    return removed
+
+
+def _remove(client: Any, container_id: str, wait_s: float = 10.0) -> bool:
+    """Force-remove a container and wait until it is gone; True when it no longer exists.
+
+    Tolerates the races removal has: already gone (404) or removal in progress (409).
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            client.api.remove_container(container_id, force=True, v=True)
+            return True
+        except docker.errors.NotFound:
+            return True
+        except docker.errors.APIError as exc:
+            if time.monotonic() > deadline:
+                return False
+            if exc.status_code != 409:  # anything but "removal already in progress"
+                time.sleep(0.2)
+            else:
+                time.sleep(0.05)
+
+
+def skill_archive(family_dir: Path, home: str = AGENT_HOME, uid: int = AGENT_UID,
+                  gid: int = AGENT_GID, user: str = AGENT_USER) -> bytes:
+    """A tar of ``.claude/skills/<family>/…`` to extract at ``home``, owned by the agent.
+
+    Symlinks are followed (like the local runner's copy), so a family that links to shared
+    files is installed whole instead of as links to paths that do not exist in the container.
+    The ``.claude`` and ``.claude/skills`` entries make it work on images lacking them.
+    """
+    buf = io.BytesIO()
+
+    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid, info.gid, info.uname, info.gname = uid, gid, user, user
+        info.mode = 0o755 if info.isdir() or info.mode & 0o111 else 0o644
+        return info
+
+    with tarfile.open(fileobj=buf, mode="w", dereference=True) as tar:
+        for name in (".claude", ".claude/skills"):
+            info = tarfile.TarInfo(name)
+            info.type, info.mtime = tarfile.DIRTYPE, int(time.time())
+            tar.addfile(owned(info))
+        tar.add(str(family_dir), arcname=f".claude/skills/{family_dir.name}", filter=owned)
+    return buf.getvalue()
+
+
+class DockerRunner:
+    """Runs each (prompt, model, condition, rep) in a new container of ``image``.
+
+    ``network``: ``bridge`` (default) or any docker network name; ``host`` shares the host's
+    network, which is how tests reach a Messages API stand-in on ``127.0.0.1``. In a bridged
+    mode an ``ANTHROPIC_BASE_URL`` on loopback is rewritten to :data:`HOST_GATEWAY_NAME`
+    (docker's host gateway) — the server must then listen on an address the bridge reaches
+    (``0.0.0.0`` or the bridge gateway), not only on loopback.
+
+    ``client``: a ``docker.DockerClient``; by default ``docker.from_env()`` (honours
+    ``DOCKER_HOST``). One runner per process (``-n`` worker): the client is not shared.
+
+    Construction fails fast (``RuntimeError``) when the engine is unreachable or the image
+    is missing, rather than erroring every run; it sweeps stale containers and reads the
+    image's CLI version (:attr:`cli_version`, :attr:`cli_version_mismatch`).
+    """
+
+    name = "docker"
+
+    def __init__(
+        self,
+        image: str,
+        *,
+        network: str = "bridge",
+        memory: str = "2g",
+        pids_limit: int = 512,
+        cpus: float = 1.0,
+        client: Any | None = None,
+        week: str = "",
+    ) -> None:
+        self.image = image
+        self.network = network
+        self.memory = memory
+        self.pids_limit = pids_limit
+        self.cpus = cpus
+        self.week = week
+        self._own_client = client is None
+        try:
+            self.client = client if client is not None else docker.client.from_env()
+            self.client.ping()
+        except docker.errors.DockerException as exc:
+            raise RuntimeError(f"docker runner: no Docker engine reachable ({exc})") from exc
+        try:
+            img = self.client.images.get(image)
+        except docker.errors.ImageNotFound as exc:
+            raise RuntimeError(
+                f"docker runner: image {image!r} not found; build it with "
+                f"`skilllift image build --tag {image} --from-local` (offline) or "
+                f"`skilllift image build --tag {image}` (connected)"
+            ) from exc
+        self.image_id: str = img.id
+        labels = dict(img.labels or {})
+        self.claude = labels.get(LABEL_CLAUDE, IMAGE_CLAUDE)
+        self.user = labels.get(LABEL_USER, AGENT_USER)
+        self.home = labels.get(LABEL_HOME, AGENT_HOME)
+        self.workdir = labels.get(LABEL_WORKDIR, AGENT_WORKDIR)
+        #: Images without an init in their entrypoint get docker's (``--init``).
+        self.docker_init = labels.get(LABEL_INIT, "none") != "tini"
+        self._active: dict[str, str] = {}  # container id → name, for close() after Ctrl-C
+        self._lock = threading.Lock()
+        #: How many stale containers the start-up sweep removed (reported, never silent).
+        self.swept = sweep_stale(self.client)
+        self.cli_version = image_cli_version(self.client, image)
+        self.cli_version_mismatch = cli_version_mismatch(self.cli_version)
+        self.pinned_cli_version = PINNED_CLI_VERSION
+
+    # -- one run ------------------------------------------------------------------------------
+
+    def run(self, spec: RunSpec, cfg: AgentConfig, run_dir: Path) -> RunOutcome:
+        """Execute one run in a new container; the container is removed before returning."""
+        run_dir.mkdir(parents=True, exist_ok=True)
+        started = time.time()
+        t0 = time.monotonic()
+        env = self._env(cfg)
+        secrets_in_env = [env[k] for k in _SECRET_VARS if env.get(k)]
+        container_id: str | None = None
+        exit_code: int | None = None
+        timed_out = False
+        error: str | None = None
+        with open(run_dir / STDOUT_NAME, "wb") as out, open(run_dir / STDERR_NAME, "wb") as err:
+            try:
+                container_id = self._create(spec, cfg)
+                if spec.with_skill:
+                    self._install_skill(container_id, cfg.skills_root / spec.prompt.family)
+                self.client.api.start(container_id)
+                exit_code, timed_out = self._exec(container_id, spec, cfg, env, out, err, t0)
+                if timed_out:
+                    error = f"timeout: no exit after {cfg.timeout_s:g}s; container killed"
+            except Exception as exc:  # a harness failure is a run outcome, not a crash
+                error = _redact(f"docker: {type(exc).__name__}: {exc}", secrets_in_env)
+            finally:
+                if container_id is not None:
+                    self._cleanup(container_id)
+        ended = time.time()
+        return RunOutcome(
+            exit_code=exit_code, started_utc=_utc_stamp(started), ended_utc=_utc_stamp(ended),
+            wall_ms=int((time.monotonic() - t0) * 1000), timed_out=timed_out, error=error,
+            runner=self.name, cli_version=self.cli_version,
+        )
+
+    def _env(self, cfg: AgentConfig) -> dict[str, str]:
+        """The exec environment: :func:`build_env` with container paths and a reachable URL."""
+        env = build_env(cfg, home=self.home)
+        env.pop("PATH", None)  # the host's PATH means nothing here: keep the image's
+        for var in _HOST_PATH_VARS:
+            env.pop(var, None)
+        if env.get("ANTHROPIC_BASE_URL"):
+            env["ANTHROPIC_BASE_URL"] = self.container_base_url(env["ANTHROPIC_BASE_URL"])
+        return env
+
+    def container_base_url(self, url: str) -> str:
+        """``url`` as the container must spell it: loopback → the host gateway when bridged."""
+        if self.network in ("host", "none"):
+            return url
+        parts = urlsplit(url)
+        if parts.hostname not in _LOOPBACK_HOSTS:
+            return url
+        netloc = HOST_GATEWAY_NAME + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts._replace(netloc=netloc))
+
+    def _create(self, spec: RunSpec, cfg: AgentConfig) -> str:
+        name = container_name(spec.run_id)
+        keeper_s = int(cfg.timeout_s) + KEEPER_GRACE_S
+        host_config: dict[str, Any] = dict(
+            network_mode=self.network,
+            mem_limit=self.memory,
+            memswap_limit=self.memory,  # no swap: a memory blow-up fails fast, not slowly
+            pids_limit=self.pids_limit,
+            nano_cpus=int(self.cpus * 1e9),
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            init=self.docker_init or None,
+        )
+        if self.network not in ("host", "none"):
+            host_config["extra_hosts"] = {HOST_GATEWAY_NAME: "host-gateway"}
+        labels = {
+            LABEL_RUN_ID: spec.run_id,
+            LABEL_WEEK: self.week,
+            LABEL_OWNER: _owner(),
+            LABEL_DEADLINE: str(int(time.time()) + keeper_s),
+        }
+        created = self.client.api.create_container(
+            self.image_id,
+            # The keeper: bounded, so an orphaned container stops by itself.
+            command=["sleep", str(keeper_s)],
+            name=name,
+            user=self.user,
+            working_dir=self.workdir,
+            labels=labels,
+            host_config=self.client.api.create_host_config(**host_config),
+            stdin_open=False,
+            tty=False,
+        )
+        container_id = str(created["Id"])
+        with self._lock:
+            self._active[container_id] = name
+        return container_id
+
+    def _install_skill(self, container_id: str, family_dir: Path) -> None:
+        if not family_dir.is_dir():
+            raise FileNotFoundError(f"skill family directory missing: {family_dir}")
+        ok = self.client.api.put_archive(container_id, self.home, skill_archive(family_dir))
+        if not ok:
+            raise RuntimeError(f"put_archive of {family_dir.name} into {self.home} failed")
+
+    def _exec(self, container_id: str, spec: RunSpec, cfg: AgentConfig, env: dict[str, str],
+              out: Any, err: Any, t0: float) -> tuple[int | None, bool]:
+        """Run the CLI; returns (exit code, timed out). Output is written as it arrives."""
+        argv = build_argv(self.claude, spec, cfg)
+        exec_id = self.client.api.exec_create(
+            container_id, argv, stdout=True, stderr=True, stdin=False, tty=False,
+            user=self.user, environment=env, workdir=self.workdir,
+        )["Id"]
+        stream: Iterator[tuple[bytes | None, bytes | None]] = self.client.api.exec_start(
+            exec_id, stream=True, demux=True)
+        done = threading.Event()
+        failure: list[BaseException] = []
+
+        def pump() -> None:
+            try:
+                for chunk_out, chunk_err in stream:
+                    if chunk_out:
+                        out.write(chunk_out)
+                        out.flush()
+                    if chunk_err:
+                        err.write(chunk_err)
+                        err.flush()
+            except Exception as exc:  # stream cut by a kill: expected on timeout
+                failure.append(exc)
+            finally:
+                done.set()
+
+        reader = threading.Thread(target=pump, name=f"skilllift-{container_id[:12]}",
+                                  daemon=True)
+        reader.start()
+        remaining = max(0.0, cfg.timeout_s - (time.monotonic() - t0))
+        if not done.wait(remaining):
+            with contextlib.suppress(Exception):
+                self.client.api.kill(container_id)
+            reader.join(10)
+            return None, True
+        reader.join(10)
+        # The stream closes a moment before the engine records the exit code.
+        for _ in range(50):
+            info = self.client.api.exec_inspect(exec_id)
+            if not info.get("Running"):
+                code = info.get("ExitCode")
+                return (int(code) if code is not None else None), False
+            time.sleep(0.02)
+        if failure:
+            raise failure[0]
+        return None, False
+
+    def _cleanup(self, container_id: str) -> None:
+        _remove(self.client, container_id)
+        with self._lock:
+            self._active.pop(container_id, None)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Remove any container still in flight (after Ctrl-C) and close an owned client."""
+        with self._lock:
+            leftover = list(self._active)
+        for container_id in leftover:
+            self._cleanup(container_id)
+        if self._own_client:
+            with contextlib.suppress(Exception):
+                self.client.close()
+
+    def __enter__(self) -> DockerRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _redact(text: str, values: list[str]) -> str:
+    for value in values:
+        if value:
+            text = text.replace(value, "[redacted]")
+    return text
+
+
+def default_image() -> str:
+    """The image tests and CI use when none is configured."""
+    return TEST_IMAGE_TAG

@@ -1,0 +1,100 @@
+"""``skilllift image``: build and check the docker runner's images.
+
+``skilllift image build --tag TAG`` builds the Dockerfile image (connected machines: base
+image registry + npm); ``--from-local`` builds with no registry from the CLI on this machine;
+``skilllift image check --tag TAG`` prints the image's CLI version against the pinned one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import docker.client
+import docker.errors
+
+from pytest_skilllift.runners.image import (
+    PINNED_CLI_VERSION,
+    ImageBuildError,
+    build_from_dockerfile,
+    build_from_local,
+    image_cli_version,
+    mismatch_message,
+)
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``image build`` and ``image check`` (the dispatch convention of cli.py)."""
+    image = subparsers.add_parser("image", help="build or check the docker runner's image")
+    image_sub = image.add_subparsers(dest="image_command", metavar="ACTION")
+    image.set_defaults(func=lambda args: _help(image))
+
+    build = image_sub.add_parser(
+        "build", help="build the agent image",
+        description="Build the image the docker runner uses. Without --from-local this builds "
+                    "docker/Dockerfile (needs the base image registry and npm); with "
+                    "--from-local it needs no registry at all.")
+    build.add_argument("--tag", required=True, help="image tag, e.g. skilllift:local")
+    build.add_argument("--from-local", action="store_true",
+                       help="assemble the image from the Claude Code CLI on this machine "
+                            "(docker import of a minimal root filesystem)")
+    build.add_argument("--claude", metavar="PATH", default=None,
+                       help="the CLI binary for --from-local (default: the one bundled in "
+                            "claude-agent-sdk)")
+    build.add_argument("--cli-version", default=PINNED_CLI_VERSION,
+                       help=f"npm version for the Dockerfile build (default {PINNED_CLI_VERSION})")
+    build.add_argument("--dockerfile", metavar="PATH", default=None,
+                       help="a Dockerfile to build instead of the packaged one")
+    build.add_argument("--no-smoke", action="store_true",
+                       help="skip running `claude --version` in the new image")
+    build.set_defaults(func=_build)
+
+    check = image_sub.add_parser("check", help="print an image's CLI version vs the pinned one")
+    check.add_argument("--tag", required=True)
+    check.set_defaults(func=_check)
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _client() -> Any:
+    return docker.client.from_env()
+
+
+def _build(args: argparse.Namespace) -> int:
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        client = _client()
+        if args.from_local:
+            if args.dockerfile:
+                log("note: --dockerfile is ignored with --from-local")
+            info = build_from_local(client, args.tag, args.claude, smoke=not args.no_smoke,
+                                    log=log)
+        else:
+            info = build_from_dockerfile(client, args.tag, args.cli_version,
+                                         dockerfile=args.dockerfile, log=log)
+    except (ImageBuildError, docker.errors.DockerException, OSError) as exc:
+        print(f"skilllift image build: {exc}", file=sys.stderr)
+        return 1
+    print(f"built {info.tag} ({info.source}): Claude Code {info.cli_version or 'unknown'}, "
+          f"{info.size_bytes / 1e6:.0f} MB, {info.seconds:.1f}s, id {info.image_id[:19]}")
+    for warning in info.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    try:
+        version = image_cli_version(_client(), args.tag)
+    except docker.errors.DockerException as exc:
+        print(f"skilllift image check: {exc}", file=sys.stderr)
+        return 1
+    message = mismatch_message(version)
+    print(f"{args.tag}: Claude Code {version or 'unknown'} (pinned {PINNED_CLI_VERSION})"
+          + (f" — MISMATCH: {message}" if message else " — ok"))
+    return 1 if message else 0
