@@ -1,0 +1,364 @@
+"""``skilllift score`` and ``skilllift compare``.
+
+    skilllift score PATH [--depth quick] [--output text|json] [--threshold N] [--week DIR]
+    skilllift compare A B [--output text|json]
+
+Exit status: 0 fine; 1 a skill scored under ``--threshold``; 2 usage error (bad path, no
+skills, unreadable week, a skill compared with a week).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from pytest_skilllift.lint.analyze import LintUsageError, SkillReport, score_path
+from pytest_skilllift.lint.composite import DIMENSION_WEIGHTS, grade
+from pytest_skilllift.lint.measured import WeekError, load_week
+from pytest_skilllift.lint.skillfile import SKILL_FILENAME, Finding
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``score`` and ``compare`` on the ``skilllift`` sub-parser set."""
+    p = subparsers.add_parser(
+        "score",
+        help="static analysis of skills (seed 003 layer 1): composite, grades, anti-patterns",
+        description="Score a skill (a SKILL.md, a skill directory, or a tree of skills) with "
+        "no model. Optionally ground triggering accuracy and output quality in a week of runs.",
+    )
+    p.add_argument("path", type=Path, help="SKILL.md, a skill directory, or a tree of skills")
+    p.add_argument(
+        "--depth",
+        choices=["quick"],
+        default="quick",
+        help="quick = static layer only (the only depth that needs no model)",
+    )
+    p.add_argument("--output", choices=["text", "json"], default="text")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        metavar="N",
+        help="exit 1 when any skill's composite is under N (0-100)",
+    )
+    p.add_argument(
+        "--week",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="week directory: measured activation rate -> triggering_accuracy, "
+        "must-coverage lift -> output_quality",
+    )
+    p.set_defaults(func=run_score)
+
+    c = subparsers.add_parser(
+        "compare",
+        help="compare two skills dimension by dimension, or two week directories",
+        description="Two skills: a before/after table per dimension. Two week directories "
+        "(holding manifest.csv or scores.csv): the week-over-week comparison.",
+    )
+    c.add_argument("a", type=Path)
+    c.add_argument("b", type=Path)
+    c.add_argument("--output", choices=["text", "json"], default="text")
+    c.set_defaults(func=run_compare)
+
+
+# ---------------------------------------------------------------------------------------------
+# score
+
+
+def run_score(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """``skilllift score``."""
+    out = out or sys.stdout
+    week_data = None
+    week = None
+    try:
+        if args.week is not None:
+            week_data = load_week(args.week)
+            week = str(args.week)
+        run = score_path(args.path, week_data, week)
+    except (LintUsageError, WeekError) as exc:
+        print(f"skilllift score: {exc}", file=sys.stderr)
+        return 2
+    threshold = args.threshold
+    under = [r for r in run.reports if threshold is not None and r.composite.score < threshold]
+    if args.output == "json":
+        payload: dict[str, Any]
+        if run.single:
+            payload = run.reports[0].to_json()
+        else:
+            payload = {
+                "root": str(run.root),
+                "n_skills": len(run.reports),
+                "skills": [r.to_json() for r in run.reports],
+                "walk_findings": [f.to_json() for f in run.walk_findings],
+            }
+        if threshold is not None:
+            payload["threshold"] = {
+                "value": threshold,
+                "passed": not under,
+                "under": [r.skill.rel_id for r in under],
+            }
+        json.dump(payload, out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    else:
+        if run.single:
+            write_skill_text(run.reports[0], out)
+        else:
+            write_tree_text(run.reports, run.walk_findings, out)
+        if threshold is not None:
+            verdict = (
+                f"threshold {threshold:g}: {len(under)} of {len(run.reports)} skill(s) under"
+                if under
+                else f"threshold {threshold:g}: all {len(run.reports)} skill(s) pass"
+            )
+            print(verdict, file=out)
+    return 1 if under else 0
+
+
+def _flags(r: SkillReport) -> str:
+    return ",".join(f.flag for f in r.all_findings) or "-"
+
+
+def write_skill_text(r: SkillReport, out: TextIO) -> None:
+    """The human report of one skill."""
+    c = r.composite
+    s = r.skill
+    print(f"{s.name or s.rel_id}  ({s.dir}, {s.line_count} lines)", file=out)
+    print(
+        f"composite {c.score:.1f}/100  grade {c.grade}  badge {c.badge or '-'}  "
+        f"penalty {c.penalty:.2f} ({c.anti_pattern_count} anti-pattern(s))",
+        file=out,
+    )
+    print(
+        f"over {len(c.dimensions)} of {len(DIMENSION_WEIGHTS)} dimensions "
+        f"(weight {c.weight_covered:.2f}, renormalised); unmeasured: "
+        f"{', '.join(c.unmeasured) or 'none'}",
+        file=out,
+    )
+    if r.week is not None:
+        m = r.measured
+        if m is None:
+            print(f"week {r.week}: no runs of family {s.family!r}", file=out)
+        else:
+            rate = m.activation_rate
+            rate_s = "n/a" if rate is None else f"{rate:.2f}"
+            lift_s = "n/a" if m.must_lift is None else f"{m.must_lift:+.3f}"
+            print(
+                f"week {r.week}: activation {rate_s} ({m.activated_runs}/{m.with_skill_runs} "
+                f"with-skill runs, Wilson 95% [{m.activation_ci[0]:.2f}, "
+                f"{m.activation_ci[1]:.2f}]); must lift {lift_s} over {m.lift_rows} "
+                "prompt x model rows",
+                file=out,
+            )
+    print("", file=out)
+    print(f"{'dimension':<26}{'weight':>7}{'score':>8}  grade  layers", file=out)
+    for dim, d in c.dimensions.items():
+        layers = " ".join(f"{k} {v:.2f}" for k, v in d["layers"].items())
+        print(
+            f"{dim:<26}{d['weight']:>7.2f}{d['score']:>8.2f}  {d['grade']:<5}  {layers}", file=out
+        )
+    lowered = [(k, v) for k, v in r.sub_scores.items() if v.reasons]
+    if lowered:
+        print("\nwhat lowered the sub-checks:", file=out)
+        for name, sub in lowered:
+            print(f"  {name} {sub.score:.2f}", file=out)
+            for why in sub.reasons:
+                print(f"    {why}", file=out)
+    _write_findings("anti-patterns (count toward the penalty)", r.anti_patterns, out)
+    _write_findings("other findings (no penalty)", r.findings, out)
+
+
+def _write_findings(title: str, findings: list[Finding], out: TextIO) -> None:
+    if not findings:
+        return
+    print(f"\n{title}:", file=out)
+    for f in findings:
+        print(f"  {f.flag}: {f.evidence}", file=out)
+        print(f"    fix: {f.fix}", file=out)
+
+
+def write_tree_text(reports: list[SkillReport], walk: list[Finding], out: TextIO) -> None:
+    """One line per skill, then every skill's findings."""
+    width = max([len(r.skill.rel_id) for r in reports] + [5])
+    print(f"{'skill':<{width}}  score  grade  badge     findings", file=out)
+    for r in reports:
+        c = r.composite
+        print(
+            f"{r.skill.rel_id:<{width}}  {c.score:5.1f}  {c.grade:<5}  {c.badge or '-':<8}  "
+            f"{_flags(r)}",
+            file=out,
+        )
+    scores = [r.composite.score for r in reports]
+    print(
+        f"\n{len(reports)} skills: mean {sum(scores) / len(scores):.1f}, "
+        f"min {min(scores):.1f}, max {max(scores):.1f}; "
+        f"{sum(1 for r in reports if r.all_findings)} with findings",
+        file=out,
+    )
+    for r in reports:
+        if r.all_findings:
+            print(f"\n{r.skill.rel_id}:", file=out)
+            for f in r.all_findings:
+                print(f"  {f.flag}: {f.evidence}\n    fix: {f.fix}", file=out)
+    if walk:
+        _write_findings("while walking the tree", walk, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# compare
+
+
+def classify(path: Path) -> str:
+    """``"week"`` (holds manifest.csv or scores.csv), ``"skill"`` (a SKILL.md or a directory
+    holding one), or ``"unknown"``."""
+    try:
+        if path.is_dir():
+            if (path / "manifest.csv").is_file() or (path / "scores.csv").is_file():
+                return "week"
+            if (path / SKILL_FILENAME).exists():
+                return "skill"
+        elif path.is_file() and path.name == SKILL_FILENAME:
+            return "skill"
+    except OSError:
+        pass
+    return "unknown"
+
+
+def run_compare(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """``skilllift compare``: skills side by side, or delegate two weeks to compare_weeks."""
+    out = out or sys.stdout
+    kinds = (classify(args.a), classify(args.b))
+    if kinds == ("week", "week"):
+        return _compare_weeks(args.a, args.b, out)
+    if kinds != ("skill", "skill"):
+        described = ", ".join(
+            f"{p} is {k if k != 'unknown' else 'neither'}"
+            for p, k in zip((args.a, args.b), kinds, strict=True)
+        )
+        print(
+            "skilllift compare: give two skills (SKILL.md or its directory) or two week "
+            f"directories (holding manifest.csv or scores.csv); {described}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        a = score_path(args.a).reports[0]
+        b = score_path(args.b).reports[0]
+    except LintUsageError as exc:
+        print(f"skilllift compare: {exc}", file=sys.stderr)
+        return 2
+    if args.output == "json":
+        json.dump(compare_json(a, b), out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    else:
+        write_compare_text(a, b, out)
+    return 0
+
+
+def compare_json(a: SkillReport, b: SkillReport) -> dict[str, Any]:
+    """Before/after per dimension, composite and flags."""
+    dims: dict[str, Any] = {}
+    for dim in DIMENSION_WEIGHTS:
+        da = a.composite.dimensions.get(dim)
+        db = b.composite.dimensions.get(dim)
+        if da is None and db is None:
+            continue
+        sa = None if da is None else da["score"]
+        sb = None if db is None else db["score"]
+        dims[dim] = {
+            "a": sa,
+            "b": sb,
+            "delta": None if sa is None or sb is None else round(sb - sa, 4),
+        }
+    fa = {f.flag for f in a.all_findings}
+    fb = {f.flag for f in b.all_findings}
+    return {
+        "a": {"path": str(a.skill.dir), "composite": a.composite.to_json()},
+        "b": {"path": str(b.skill.dir), "composite": b.composite.to_json()},
+        "composite_delta": round(b.composite.score - a.composite.score, 2),
+        "dimensions": dims,
+        "findings_fixed": sorted(fa - fb),
+        "findings_new": sorted(fb - fa),
+    }
+
+
+def write_compare_text(a: SkillReport, b: SkillReport, out: TextIO) -> None:
+    """The dimension-by-dimension before/after table."""
+    data = compare_json(a, b)
+    print(f"A: {a.skill.dir}\nB: {b.skill.dir}\n", file=out)
+    print(f"{'dimension':<26}{'weight':>7}{'A':>7}{'B':>7}{'delta':>8}  grade", file=out)
+    for dim, d in data["dimensions"].items():
+        sa, sb, delta = d["a"], d["b"], d["delta"]
+        ga = "-" if sa is None else grade(sa)
+        gb = "-" if sb is None else grade(sb)
+        print(
+            f"{dim:<26}{DIMENSION_WEIGHTS[dim]:>7.2f}{_num(sa):>7}{_num(sb):>7}"
+            f"{'' if delta is None else f'{delta:+.2f}':>8}  {ga} -> {gb}",
+            file=out,
+        )
+    ca, cb = a.composite, b.composite
+    print(
+        f"{'composite':<26}{'':>7}{ca.score:>7.1f}{cb.score:>7.1f}"
+        f"{cb.score - ca.score:>+8.1f}  {ca.grade} -> {cb.grade}",
+        file=out,
+    )
+    print(
+        f"{'anti-patterns':<26}{'':>7}{ca.anti_pattern_count:>7}{cb.anti_pattern_count:>7}",
+        file=out,
+    )
+    if data["findings_fixed"]:
+        print(f"fixed: {', '.join(data['findings_fixed'])}", file=out)
+    if data["findings_new"]:
+        print(f"new:   {', '.join(data['findings_new'])}", file=out)
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def _compare_weeks(a: Path, b: Path, out: TextIO) -> int:
+    try:
+        from pytest_skilllift.compare import compare_weeks  # another engineer's module
+    except ImportError as exc:
+        print(f"skilllift compare: week comparison is not available ({exc})", file=sys.stderr)
+        return 2
+    result = compare_weeks(a, b)
+    text = _render(result)
+    out.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def _render(result: Any) -> str:
+    """Whatever compare_weeks returns, as text: str as is, else a render method, else JSON."""
+    if isinstance(result, str):
+        return result
+    for attr in ("render", "to_text", "to_markdown", "markdown", "text"):
+        value = getattr(result, attr, None)
+        if callable(value):
+            value = value()
+        if isinstance(value, str):
+            return value
+    try:
+        return json.dumps(result, indent=2, default=str)
+    except (TypeError, ValueError):
+        return str(result)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry (``python -m pytest_skilllift.lint.cli score ...``): the same two
+    subcommands without importing the rest of the ``skilllift`` script."""
+    parser = argparse.ArgumentParser(prog="skilllift")
+    add_parser(parser.add_subparsers(dest="command", metavar="COMMAND"))
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 2
+    return int(args.func(args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

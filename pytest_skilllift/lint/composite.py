@@ -1,0 +1,171 @@
+"""Seed 003's composite: dimension weights, layer blends, penalty, grades, badges.
+
+    blended[d] = Σ layer_weight[d][l] × layer_score[d][l] / Σ layer_weight[d][l]   (present l)
+    composite  = Σ weight[d] × blended[d] × 100 × penalty
+    penalty    = max(0.5, 1 − 0.05 × anti_pattern_count)
+
+Interpretation where the seed is silent: a dimension that no present layer feeds (at quick
+depth: output_quality, scope_calibration, robustness, code_template_quality) is *unmeasured*,
+not zero. The seed renormalises blends "so skipping Monte Carlo doesn't artificially deflate
+scores"; the same reasoning is applied one level up, dividing by the weight of the measured
+dimensions. Without it a perfect skill would top out at 66 at quick depth. The JSON reports
+``weight_covered`` and ``unmeasured`` so the renormalisation is never hidden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+DIMENSION_WEIGHTS: dict[str, float] = {
+    "triggering_accuracy": 0.25,
+    "orchestration_fitness": 0.20,
+    "output_quality": 0.15,
+    "scope_calibration": 0.12,
+    "progressive_disclosure": 0.10,
+    "token_efficiency": 0.06,
+    "robustness": 0.05,
+    "structural_completeness": 0.03,
+    "code_template_quality": 0.02,
+    "ecosystem_coherence": 0.02,
+}
+
+LAYERS: tuple[str, ...] = ("static", "judge", "monte_carlo")
+
+#: per-dimension blend of the three layers (seed table, columns static / judge / monte_carlo).
+LAYER_BLEND: dict[str, dict[str, float]] = {
+    "triggering_accuracy": {"static": 0.15, "judge": 0.25, "monte_carlo": 0.60},
+    "orchestration_fitness": {"static": 0.10, "judge": 0.70, "monte_carlo": 0.20},
+    "output_quality": {"static": 0.00, "judge": 0.40, "monte_carlo": 0.60},
+    "scope_calibration": {"static": 0.30, "judge": 0.55, "monte_carlo": 0.15},
+    "progressive_disclosure": {"static": 0.80, "judge": 0.20, "monte_carlo": 0.00},
+    "token_efficiency": {"static": 0.40, "judge": 0.10, "monte_carlo": 0.50},
+    "robustness": {"static": 0.00, "judge": 0.20, "monte_carlo": 0.80},
+    "structural_completeness": {"static": 0.90, "judge": 0.10, "monte_carlo": 0.00},
+    "code_template_quality": {"static": 0.30, "judge": 0.70, "monte_carlo": 0.00},
+    "ecosystem_coherence": {"static": 0.85, "judge": 0.15, "monte_carlo": 0.00},
+}
+
+#: which static sub-check feeds which dimension (six of the ten).
+STATIC_TO_DIMENSION: dict[str, str] = {
+    "frontmatter_quality": "triggering_accuracy",
+    "orchestration_wiring": "orchestration_fitness",
+    "progressive_disclosure": "progressive_disclosure",
+    "structural_completeness": "structural_completeness",
+    "token_efficiency": "token_efficiency",
+    "ecosystem_coherence": "ecosystem_coherence",
+}
+
+#: (grade, lower bound) on a [0, 1] score, best first.
+GRADES: tuple[tuple[str, float], ...] = (("A", 0.90), ("B", 0.80), ("C", 0.70), ("D", 0.60))
+#: (badge, composite >=, Elo >=), best first.
+BADGES: tuple[tuple[str, float, float], ...] = (
+    ("Platinum", 90.0, 1600.0),
+    ("Gold", 80.0, 1500.0),
+    ("Silver", 70.0, 1400.0),
+    ("Bronze", 60.0, 1300.0),
+)
+_EPS = 1e-9  # 0.1 + 0.7 is 0.7999999999999999: never let float noise drop a grade
+
+
+def anti_pattern_penalty(count: int) -> float:
+    """``max(0.5, 1 − 0.05 × count)``."""
+    return max(0.5, 1.0 - 0.05 * count)
+
+
+def grade(score: float) -> str:
+    """Letter grade of a [0, 1] score: A ≥ 0.90, B ≥ 0.80, C ≥ 0.70, D ≥ 0.60, else F."""
+    for letter, lo in GRADES:
+        if score + _EPS >= lo:
+            return letter
+    return "F"
+
+
+def badge(composite: float, elo: float | None = None) -> str | None:
+    """Quality badge: the best tier whose composite bound is met and, when an Elo rating
+    exists, whose Elo bound is met too. Without Elo (every static run) composite alone
+    decides, as the seed specifies. None below Bronze."""
+    for name, c_min, e_min in BADGES:
+        if composite + _EPS >= c_min and (elo is None or elo + _EPS >= e_min):
+            return name
+    return None
+
+
+def blend(dimension: str, layer_scores: Mapping[str, float]) -> float | None:
+    """Blend the layers present for ``dimension``, renormalised over their weights.
+
+    None when no present layer carries weight for the dimension.
+    """
+    weights = LAYER_BLEND[dimension]
+    num = den = 0.0
+    for layer, score in layer_scores.items():
+        w = weights.get(layer, 0.0)
+        if w > 0:
+            num += w * score
+            den += w
+    return num / den if den > 0 else None
+
+
+@dataclass
+class Composite:
+    """The composite of one skill."""
+
+    score: float
+    grade: str
+    badge: str | None
+    penalty: float
+    anti_pattern_count: int
+    weight_covered: float
+    dimensions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unmeasured: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``composite`` object of ``skilllift score --output json``."""
+        return {
+            "score": round(self.score, 2),
+            "grade": self.grade,
+            "badge": self.badge,
+            "penalty": round(self.penalty, 4),
+            "anti_pattern_count": self.anti_pattern_count,
+            "weight_covered": round(self.weight_covered, 4),
+            "dimensions": self.dimensions,
+            "unmeasured": self.unmeasured,
+        }
+
+
+def compute_composite(
+    layer_scores: Mapping[str, Mapping[str, float]],
+    anti_pattern_count: int,
+    elo: float | None = None,
+) -> Composite:
+    """Composite from ``layer_scores[dimension][layer]`` (only present layers listed)."""
+    penalty = anti_pattern_penalty(anti_pattern_count)
+    dims: dict[str, dict[str, Any]] = {}
+    unmeasured: list[str] = []
+    raw = covered = 0.0
+    for dim, weight in DIMENSION_WEIGHTS.items():
+        per_layer = dict(layer_scores.get(dim, {}))
+        value = blend(dim, per_layer)
+        if value is None:
+            unmeasured.append(dim)
+            continue
+        raw += weight * value
+        covered += weight
+        dims[dim] = {
+            "score": round(value, 4),
+            "grade": grade(value),
+            "weight": weight,
+            "layers": {k: round(v, 4) for k, v in per_layer.items()},
+        }
+    score = raw / covered * 100.0 * penalty if covered > 0 else 0.0
+    return Composite(
+        score=score,
+        grade=grade(score / 100.0),
+        badge=badge(score, elo),
+        penalty=penalty,
+        anti_pattern_count=anti_pattern_count,
+        weight_covered=covered,
+        dimensions=dims,
+        unmeasured=unmeasured,
+    )
