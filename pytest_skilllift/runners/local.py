@@ -1,0 +1,218 @@
+"""The local runner: the real CLI in a fresh temporary HOME and an empty working directory.
+
+Each run gets its own ``tempfile.mkdtemp`` tree (``home/`` and ``work/``), removed afterwards,
+so nothing persists between runs: no session history, no settings, no skills other than the
+one the with-skill arm installs. The CLI writes its own state (``.claude.json``, backups,
+plugin stores) into that HOME; none of it is ever copied into the run directory.
+
+Secrets: ``cfg.env`` values are handed to the child process only. The transcript and stderr
+are streamed through a redactor on their way to disk, so even a CLI that echoed its key
+would not leave it in ``run_dir``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO
+
+from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
+from pytest_skilllift.runners.base import STDERR_NAME, STDOUT_NAME
+from pytest_skilllift.runners.claude import build_argv, build_env
+
+#: Environment variable names whose values are treated as secrets and redacted from output.
+SECRET_MARKERS: tuple[str, ...] = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+REDACTED = b"[REDACTED]"
+
+
+def utc_stamp(ts: float | None = None) -> str:
+    """``yyyymmddTHHMMSSZ`` (the manifest's timestamp format)."""
+    when = datetime.fromtimestamp(time.time() if ts is None else ts, tz=timezone.utc)
+    return when.strftime("%Y%m%dT%H%M%SZ")
+
+
+def secret_values(env: dict[str, str]) -> list[bytes]:
+    """Values of secret-looking variables (long enough to be worth redacting)."""
+    out = []
+    for name, value in env.items():
+        if any(m in name.upper() for m in SECRET_MARKERS) and len(value) >= 8:
+            out.append(value.encode())
+    # Longest first, so a secret containing another is redacted whole.
+    return sorted(set(out), key=len, reverse=True)
+
+
+def redact(data: bytes, secrets: Iterable[bytes]) -> bytes:
+    """Replace every occurrence of each secret with ``[REDACTED]``."""
+    for s in secrets:
+        if s and s in data:
+            data = data.replace(s, REDACTED)
+    return data
+
+
+def _pump(src: IO[bytes], dest: Path, secrets: list[bytes]) -> None:
+    """Copy a child's stream to ``dest`` line by line as it arrives, redacting secrets.
+
+    Line-buffered so ``stdout.txt`` can be tailed during a run; a secret split across two
+    reads cannot slip through because redaction works on whole lines.
+    """
+    with dest.open("wb") as out:
+        for line in iter(src.readline, b""):
+            out.write(redact(line, secrets))
+            out.flush()
+
+
+def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    """SIGTERM the whole process group, then SIGKILL after ``grace_s``."""
+    try:
+        pgid = os.getpgid(proc.pid)
+    except ProcessLookupError:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace_s)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace_s)
+
+
+def _cli_version_from(stdout_path: Path, max_lines: int = 50) -> str:
+    """``claude_code_version`` from the transcript's init event (no extra process spawn)."""
+    try:
+        with stdout_path.open("rb") as fh:
+            for _ in range(max_lines):
+                line = fh.readline()
+                if not line:
+                    break
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(ev, dict) and ev.get("subtype") == "init":
+                    return str(ev.get("claude_code_version") or "")
+    except OSError:
+        pass
+    return ""
+
+
+class LocalRunner:
+    """Runs the CLI as a local subprocess (satisfies :class:`runners.base.Runner`).
+
+    ``tmp_root`` chooses where the per-run temp trees go (default: the system temp dir);
+    ``keep_home`` leaves them in place for debugging (never in scored runs: the CLI's state
+    files stay on disk); ``kill_grace_s`` is how long a timed-out run gets between SIGTERM
+    and SIGKILL.
+    """
+
+    name = "local"
+
+    def __init__(self, *, tmp_root: str | Path | None = None, keep_home: bool = False,
+                 kill_grace_s: float = 2.0) -> None:
+        self.tmp_root = str(tmp_root) if tmp_root is not None else None
+        self.keep_home = keep_home
+        self.kill_grace_s = kill_grace_s
+
+    def install_skill(self, spec: RunSpec, cfg: AgentConfig, home: Path) -> str | None:
+        """Install the prompt's whole family for the with-skill arm; an error or None."""
+        if not spec.with_skill:
+            return None
+        family = spec.prompt.family
+        src = Path(cfg.skills_root) / family
+        if not (src / "SKILL.md").is_file():
+            return f"skill family {family!r} not found at {src} (no SKILL.md)"
+        dest = home / ".claude" / "skills" / family
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        # Whole family: sub-skills and references are part of what is being measured.
+        shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".git", "__pycache__"))
+        return None
+
+    def run(self, spec: RunSpec, cfg: AgentConfig, run_dir: Path) -> RunOutcome:
+        """Execute one run; ``stdout.txt``/``stderr.txt`` are written into ``run_dir``."""
+        run_dir = Path(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        stdout_path, stderr_path = run_dir / STDOUT_NAME, run_dir / STDERR_NAME
+        t0 = time.time()
+        started = utc_stamp(t0)
+
+        def outcome(exit_code: int | None, *, timed_out: bool = False,
+                    error: str | None = None) -> RunOutcome:
+            t1 = time.time()
+            return RunOutcome(
+                exit_code=exit_code, started_utc=started, ended_utc=utc_stamp(t1),
+                wall_ms=int((t1 - t0) * 1000), timed_out=timed_out, error=error,
+                runner=self.name, cli_version=_cli_version_from(stdout_path),
+            )
+
+        root = Path(tempfile.mkdtemp(prefix="skilllift-", dir=self.tmp_root))
+        try:
+            home, work = root / "home", root / "work"
+            home.mkdir()
+            work.mkdir()
+            try:
+                err = self.install_skill(spec, cfg, home)
+            except OSError as exc:
+                err = f"installing skill {spec.prompt.family!r} failed: {exc}"
+            if err:
+                stdout_path.write_bytes(b"")
+                stderr_path.write_text(err + "\n")
+                return outcome(None, error=err)
+
+            argv = build_argv(cfg.claude_path, spec, cfg)
+            env = build_env(cfg, str(home))
+            secrets = secret_values(env)
+            try:
+                proc = subprocess.Popen(
+                    argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    start_new_session=True,  # own process group: a timeout kills it all
+                )
+            except OSError as exc:
+                err = f"could not start {cfg.claude_path!r}: {exc}"
+                stdout_path.write_bytes(b"")
+                stderr_path.write_text(err + "\n")
+                return outcome(None, error=err)
+
+            assert proc.stdout is not None and proc.stderr is not None
+            pumps = [
+                threading.Thread(target=_pump, args=(proc.stdout, stdout_path, secrets),
+                                 daemon=True),
+                threading.Thread(target=_pump, args=(proc.stderr, stderr_path, secrets),
+                                 daemon=True),
+            ]
+            for th in pumps:
+                th.start()
+            timed_out = False
+            try:
+                proc.wait(timeout=cfg.timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc, self.kill_grace_s)
+            else:
+                # Tool subprocesses the CLI left behind must not outlive the run.
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+            for th in pumps:
+                th.join(timeout=10)
+            if timed_out:
+                return outcome(
+                    proc.returncode, timed_out=True,
+                    error=f"timed out after {cfg.timeout_s:g}s; process group killed",
+                )
+            return outcome(proc.returncode)
+        finally:
+            if not self.keep_home:
+                shutil.rmtree(root, ignore_errors=True)
+
+    def close(self) -> None:
+        """Nothing to release: every run cleans up after itself."""
