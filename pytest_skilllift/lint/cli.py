@@ -147,10 +147,11 @@ def write_skill_text(r: SkillReport, out: TextIO) -> None:
             rate = m.activation_rate
             rate_s = "n/a" if rate is None else f"{rate:.2f}"
             lift_s = "n/a" if m.must_lift is None else f"{m.must_lift:+.3f}"
+            ci = m.activation_ci
+            ci_s = "n/a" if ci is None else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
             print(
                 f"week {r.week}: activation {rate_s} ({m.activated_runs}/{m.with_skill_runs} "
-                f"with-skill runs, Wilson 95% [{m.activation_ci[0]:.2f}, "
-                f"{m.activation_ci[1]:.2f}]); must lift {lift_s} over {m.lift_rows} "
+                f"with-skill runs, Wilson 95% {ci_s}); must lift {lift_s} over {m.lift_rows} "
                 "prompt x model rows",
                 file=out,
             )

@@ -28,34 +28,15 @@ class WeekError(Exception):
     """The week directory cannot provide measured data (message says why)."""
 
 
-def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (95 % by default).
-
-    Uses ``pytest_skilllift.stats.wilson_interval`` when that module provides one, so the lint
-    report and the scorecard agree to the last digit; this local copy keeps lint usable alone.
-    """
+def _wilson(successes: int, n: int) -> tuple[float, float] | None:
+    """Wilson 95 % interval from the project's stats module (one formula for the scorecard
+    and the lint report); None when there are no runs to bound."""
     if n <= 0:
-        return (0.0, 1.0)
-    p = successes / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+        return None
+    from pytest_skilllift.stats import wilson_interval  # scipy import: only paid with --week
 
-
-def _shared_wilson(successes: int, n: int) -> tuple[float, float]:
-    try:
-        from pytest_skilllift import stats  # another engineer's module, may not exist yet
-    except Exception:  # any import failure means "not available"
-        return wilson_interval(successes, n)
-    fn = getattr(stats, "wilson_interval", None)
-    if fn is None:
-        return wilson_interval(successes, n)
-    try:
-        lo, hi = fn(successes, n)[:2]
-        return (float(lo), float(hi))
-    except Exception:  # unknown signature: fall back rather than crash
-        return wilson_interval(successes, n)
+    lo, hi = wilson_interval(successes, n)
+    return (float(lo), float(hi))
 
 
 def load_week(week_dir: Path) -> dict[str, Any]:
@@ -95,7 +76,7 @@ class Measured:
     family: str
     with_skill_runs: int
     activated_runs: int
-    activation_ci: tuple[float, float]
+    activation_ci: tuple[float, float] | None
     reached_leaf: float | None
     activation_prompts: int
     must_lift: float | None
@@ -128,7 +109,9 @@ class Measured:
         return {
             "family": self.family,
             "activation_rate": None if rate is None else round(rate, 4),
-            "activation_ci95": [round(self.activation_ci[0], 4), round(self.activation_ci[1], 4)],
+            "activation_ci95": None
+            if self.activation_ci is None
+            else [round(self.activation_ci[0], 4), round(self.activation_ci[1], 4)],
             "activated_runs": self.activated_runs,
             "with_skill_runs": self.with_skill_runs,
             "reached_leaf": self.reached_leaf,
@@ -176,7 +159,7 @@ def measured_for_family(data: Mapping[str, Any], family: str) -> Measured | None
         family=family,
         with_skill_runs=runs,
         activated_runs=hits,
-        activation_ci=_shared_wilson(hits, runs),
+        activation_ci=_wilson(hits, runs),
         reached_leaf=reached,
         activation_prompts=len(prompts_of_family),
         must_lift=sum(lifts) / len(lifts) if lifts else None,

@@ -1,0 +1,234 @@
+"""``pytest --skill-lint``: every skill is collected, every check is a test.
+
+    pytest --skill-lint                  # the skills root (ini skill_lift_skills, else "skills")
+    pytest --skill-lint --skill-lint-path=DIR
+
+Test ids: ``<root>/<skill>::<CHECK>``, e.g. ``skills/qdrant-edge::ORPHAN_REFERENCE``. Checks per
+skill: the seed's six anti-patterns, FRONTMATTER_RULES (Claude Code's name/description rules),
+SKILL_FILE (unreadable, binary, empty, huge, symlink loops), LINKS (ordinary dead relative
+links) and, when the ini ``skill_lint_threshold`` is set, COMPOSITE. A failing check prints
+its evidence and fix, without a traceback.
+
+The skills are found from the session (in ``pytest_collection_modifyitems``), not through
+``pytest_collect_file``, so they are linted whatever ``testpaths`` or arguments select. This is
+the only module of ``lint/`` that imports pytest; all the judging is done by the pure modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_skilllift.lint.analyze import SkillReport, analyze
+from pytest_skilllift.lint.antipatterns import ANTI_PATTERN_FLAGS, FRONTMATTER_CHECK, LINKS_CHECK
+from pytest_skilllift.lint.skillfile import Finding, find_skill_dirs, load_skill
+
+CHECKS: tuple[str, ...] = (*ANTI_PATTERN_FLAGS, FRONTMATTER_CHECK, "SKILL_FILE", LINKS_CHECK)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--skill-lint``, ``--skill-lint-path`` and the ``skill_lint_threshold`` ini."""
+    group = parser.getgroup("skill-lint", "static SKILL.md analysis (no model)")
+    group.addoption(
+        "--skill-lint",
+        action="store_true",
+        dest="skill_lint",
+        default=False,
+        help="collect every skill under the skills root; each check is a test",
+    )
+    group.addoption(
+        "--skill-lint-path",
+        dest="skill_lint_path",
+        default=None,
+        metavar="PATH",
+        help="skills root to lint (default: ini skill_lift_skills, else 'skills')",
+    )
+    # Only skill_lint_* names here: skill_lift_skills belongs to the main plugin, and
+    # registering it twice is an error.
+    parser.addini(
+        "skill_lint_threshold",
+        "with --skill-lint, also fail a COMPOSITE test for skills scoring under this (0-100)",
+        default="",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the marker every lint test carries (``-m skill_lint`` selects only them)."""
+    config.addinivalue_line("markers", "skill_lint: a static SKILL.md check (pytest --skill-lint)")
+
+
+def skills_root(config: pytest.Config) -> Path:
+    """``--skill-lint-path`` (relative to the invocation dir), else the ini
+    ``skill_lift_skills`` (relative to the rootdir) when the main plugin registered it,
+    else ``<rootdir>/skills``."""
+    opt = config.getoption("skill_lint_path")
+    if opt:
+        p = Path(opt)
+        return p if p.is_absolute() else Path(config.invocation_params.dir) / p
+    try:
+        value: Any = config.getini("skill_lift_skills")
+    except ValueError:  # main plugin not loaded: the ini key is unknown
+        value = "skills"
+    if isinstance(value, list):
+        value = value[0] if value else ""
+    p = Path(str(value or "skills"))
+    return p if p.is_absolute() else config.rootpath / p
+
+
+def _threshold(config: pytest.Config) -> float | None:
+    raw = str(config.getini("skill_lint_threshold") or "").strip()
+    if not raw:
+        return None
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise pytest.UsageError(f"skill_lint_threshold = {raw!r} is not a number") from exc
+
+
+def _label(root: Path, rootpath: Path) -> str:
+    try:
+        return root.resolve().relative_to(rootpath.resolve()).as_posix() or root.name
+    except (ValueError, OSError):
+        return root.name
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k/-m deselection, so those apply to lint tests too
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Append one collector's items per skill to the session's items."""
+    if not config.getoption("skill_lint"):
+        return
+    root = skills_root(config)
+    if not root.is_dir():
+        raise pytest.UsageError(f"--skill-lint: skills root {root} is not a directory")
+    threshold = _threshold(config)
+    label = _label(root, config.rootpath)
+    walk: list[Finding] = []
+    for skill_dir in find_skill_dirs(root, walk):
+        rel = skill_dir.relative_to(root).as_posix()
+        nodeid = label if rel == "." else f"{label}/{rel}"
+        collector = SkillCollector.from_parent(
+            session, name=nodeid, path=skill_dir, nodeid=nodeid, threshold=threshold
+        )
+        # Through the hooks, so the terminal counts these items and a crash would show as a
+        # collection error rather than a traceback out of this hook.
+        rep = collector.ihook.pytest_make_collect_report(collector=collector)
+        collector.ihook.pytest_collectreport(report=rep)
+        if rep.passed:
+            items.extend(x for x in rep.result if isinstance(x, pytest.Item))
+    if walk:
+        # Loops and unreadable directories met while looking for skills: one test reports them.
+        walker = WalkCollector.from_parent(session, name=label, path=root, nodeid=label)
+        items.append(
+            SkillCheckItem.from_parent(walker, name="SKILLS_TREE", findings=walk, report=None)
+        )
+
+
+class SkillCollector(pytest.Collector):
+    """One skill directory; yields one test per check."""
+
+    def __init__(self, *, threshold: float | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.threshold = threshold
+
+    def collect(self) -> Iterator[pytest.Item]:
+        """Analyse once; every check's item carries its own findings."""
+        report = analyze(load_skill(self.path))
+        by_check: dict[str, list[Finding]] = {c: [] for c in CHECKS}
+        for f in report.all_findings:
+            by_check.setdefault(f.check, []).append(f)
+        for check, findings in by_check.items():
+            yield SkillCheckItem.from_parent(self, name=check, findings=findings, report=report)
+        if self.threshold is not None:
+            yield CompositeItem.from_parent(
+                self, name="COMPOSITE", report=report, threshold=self.threshold
+            )
+
+
+class WalkCollector(pytest.Collector):
+    """Parent of the SKILLS_TREE item (problems met while walking the skills root)."""
+
+    def collect(self) -> Iterator[pytest.Item]:  # pragma: no cover - items are made directly
+        return iter(())
+
+
+class SkillLintFailure(Exception):
+    """Raised by a lint test; ``repr_failure`` prints ``text`` instead of a traceback."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class SkillCheckItem(pytest.Item):
+    """One check of one skill: fails when the check has findings."""
+
+    def __init__(
+        self, *, findings: list[Finding], report: SkillReport | None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.findings = findings
+        self.report = report
+        self.add_marker("skill_lint")
+
+    def runtest(self) -> None:
+        """Fail with every finding's evidence and fix."""
+        if not self.findings:
+            return
+        # First line = first finding: it is what `-rA`/the short summary shows.
+        lines: list[str] = []
+        for f in self.findings:
+            lines.append(f"{f.flag}: {f.evidence}")
+            lines.append(f"  fix: {f.fix}")
+        if self.report is not None and any(f.anti_pattern for f in self.findings):
+            c = self.report.composite
+            lines.append(
+                f"  (anti-pattern penalty x{c.penalty:.2f}; composite {c.score:.1f}, "
+                f"grade {c.grade})"
+            )
+        raise SkillLintFailure("\n".join(lines))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        """The finding text alone: a lint failure is not a crash, so no traceback."""
+        if isinstance(excinfo.value, SkillLintFailure):
+            return excinfo.value.text
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        """Location shown in reports: the skill's SKILL.md."""
+        return self.path / "SKILL.md", None, self.nodeid
+
+
+class CompositeItem(SkillCheckItem):
+    """Fails when the skill's composite is under ``skill_lint_threshold``."""
+
+    def __init__(self, *, threshold: float, report: SkillReport, **kwargs: Any) -> None:
+        super().__init__(findings=[], report=report, **kwargs)
+        self.threshold = threshold
+
+    def runtest(self) -> None:
+        """Compare the composite with the threshold; name the weakest dimensions."""
+        assert self.report is not None
+        c = self.report.composite
+        if c.score >= self.threshold:
+            return
+        weakest = sorted(c.dimensions.items(), key=lambda kv: kv[1]["score"])[:3]
+        dims = ", ".join(f"{k} {v['score']:.2f} ({v['grade']})" for k, v in weakest)
+        subs = self.report.sub_scores
+        reasons = [f"    {name}: {why}" for name, s in subs.items() for why in s.reasons][:8]
+        raise SkillLintFailure(
+            "\n".join(
+                [
+                    f"{self.nodeid}: composite {c.score:.1f} < threshold {self.threshold:g} "
+                    f"(grade {c.grade}, {c.anti_pattern_count} anti-pattern(s))",
+                    f"  weakest: {dims}",
+                    "  what lowered it:",
+                    *reasons,
+                    "  fix: run `skilllift score <skill>` for the full breakdown",
+                ]
+            )
+        )
