@@ -1,0 +1,142 @@
+"""The persistent week-over-week history: ``<week>/../scorecard-history.csv``.
+
+One row per run and model, in the qdrant pipeline's exact format (same columns, same
+order, 6-decimal numbers, ``csv`` module line endings) so either tool can extend the
+other's file.  The upsert is idempotent: summarizing the same week twice leaves the file
+byte-for-byte unchanged.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The reference file's columns, in order.
+HISTORY_COLUMNS: tuple[str, ...] = (
+    "run_key", "window_end", "model", "must_lift", "must_lift_se", "composite_lift",
+    "cost_delta", "turns_delta",
+)
+_NUMERIC = HISTORY_COLUMNS[3:]
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One (run, model) row.  Numbers are None when the week could not compute them."""
+
+    run_key: str
+    window_end: str
+    model: str
+    must_lift: float | None
+    must_lift_se: float | None
+    composite_lift: float | None = None
+    cost_delta: float | None = None
+    turns_delta: float | None = None
+
+
+def _fmt(v: float | None) -> str:
+    return "" if v is None or not math.isfinite(v) else f"{v:.6f}"
+
+
+def _parse(v: str | None) -> float | None:
+    try:
+        x = float(v) if v not in (None, "") else None
+    except ValueError:
+        return None
+    return x if x is not None and math.isfinite(x) else None
+
+
+def read_history(path: Path) -> list[HistoryRow]:
+    """All rows of a history file (empty list when it does not exist yet).
+
+    Unparseable numbers read as None rather than failing: a damaged history should
+    degrade the week-over-week section, not the whole scorecard.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    with path.open(newline="", encoding="utf-8") as f:
+        return [
+            HistoryRow(
+                run_key=(r.get("run_key") or "").strip(),
+                window_end=(r.get("window_end") or "").strip(),
+                model=(r.get("model") or "").strip(),
+                **{c: _parse(r.get(c)) for c in _NUMERIC},
+            )
+            for r in csv.DictReader(f)
+            if (r.get("run_key") or "").strip()
+        ]
+
+
+def merge_history(
+    existing: Sequence[HistoryRow], rows: Sequence[HistoryRow]
+) -> list[HistoryRow]:
+    """The upsert without the write: this run's rows replace its old ones in place
+    (matched by ``run_key``), or are appended when the run is new."""
+    keys = {r.run_key for r in rows}
+    out: list[HistoryRow] = []
+    inserted = False
+    for r in existing:
+        if r.run_key in keys:
+            if not inserted:  # the run's new rows take the place of its old ones
+                out.extend(rows)
+                inserted = True
+            continue
+        out.append(r)
+    if not inserted:
+        out.extend(rows)
+    return out
+
+
+def upsert_history(path: Path, rows: Sequence[HistoryRow]) -> list[HistoryRow]:
+    """Merge this run's rows into the file (see :func:`merge_history`), atomically.
+
+    Returns the full history as written.
+    """
+    path = Path(path)
+    out = merge_history(read_history(path), rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".scorecard-history.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
+            # csv's default "\r\n" terminator: the reference file is written the same way.
+            w = csv.writer(f)
+            w.writerow(HISTORY_COLUMNS)
+            for r in out:
+                w.writerow([r.run_key, r.window_end, r.model, _fmt(r.must_lift),
+                            _fmt(r.must_lift_se), _fmt(r.composite_lift), _fmt(r.cost_delta),
+                            _fmt(r.turns_delta)])
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out
+
+
+def run_order(rows: Sequence[HistoryRow]) -> list[str]:
+    """Distinct run keys, oldest first (by window end, then key)."""
+    ends: dict[str, str] = {}
+    for r in rows:
+        ends[r.run_key] = max(ends.get(r.run_key, ""), r.window_end)
+    return sorted(ends, key=lambda k: (ends[k], k))
+
+
+def prior_runs(
+    rows: Sequence[HistoryRow], run_key: str, model: str
+) -> list[tuple[str, float | None, float | None]]:
+    """(run_key, must_lift, must_lift_se) of the runs before ``run_key``, oldest first."""
+    order = run_order(rows)
+    if run_key in order:
+        order = order[: order.index(run_key)]
+    by_key = {r.run_key: r for r in rows if r.model == model}
+    return [(k, by_key[k].must_lift, by_key[k].must_lift_se) for k in order if k in by_key]
+
+
+def runs_up_to(rows: Sequence[HistoryRow], run_key: str) -> int:
+    """How many runs exist up to and including ``run_key`` (the "run N of 4" count)."""
+    order = run_order(rows)
+    return order.index(run_key) + 1 if run_key in order else len(order) + 1

@@ -1,0 +1,410 @@
+"""The scoring math of ``seeds/000`` as pure numpy/scipy functions (no I/O, no pytest).
+
+Levels (Aggregation): item → prompt×rep (three metrics + composite) → prompt (mean over
+reps, min–max kept as the stability signal) → cell (flat macro mean over prompts).
+
+Everything is dense: a week is an array of shape ``(P, M, 2, R)`` at the prompt×rep level
+(prompts × models × conditions × rep slots) filled by ``np.bincount``, and ``(P, M, 2)``
+at the prompt level, with NaN meaning "not scored".  That keeps a million-item week to a
+handful of vectorised passes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+from scipy import stats as sps
+
+#: composite = clamp(must + BONUS_WEIGHT·bonus − AVOID_PENALTY·avoid, 0, 1)  (Scoring Math)
+BONUS_WEIGHT = 0.10
+AVOID_PENALTY = 0.25
+#: Below this many paired prompts the scorecard warns that the SE is unreliable.
+LOW_SAMPLE_PROMPTS = 5
+#: Runs of history (including the current one) before a week-over-week delta is shown.
+WOW_MIN_RUNS = 4
+#: The methodology's placeholder, verbatim.
+WOW_PENDING_TEXT = "Will be computed after four runs."
+MUST, BONUS, AVOID = 0, 1, 2
+NO, WITH = 0, 1
+
+
+def composite(must: np.ndarray, bonus: np.ndarray, avoid: np.ndarray) -> np.ndarray:
+    """clamp(must + 0.10·bonus − 0.25·avoid, 0, 1); NaN where ``must`` is NaN.
+
+    A NaN ``bonus`` (the rubric has no bonus items) contributes 0, as in the reference.
+    """
+    raw = must + BONUS_WEIGHT * np.nan_to_num(bonus, nan=0.0) - AVOID_PENALTY * avoid
+    return np.clip(raw, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Aggregates:
+    """All quality levels of one week.  Shapes: reps ``(P, M, 2, R)``, prompts ``(P, M, 2)``,
+    cells ``(M, 2)``.  NaN = not scored."""
+
+    rep_must: np.ndarray
+    rep_bonus: np.ndarray
+    rep_avoid: np.ndarray
+    rep_composite: np.ndarray
+    must: np.ndarray
+    bonus: np.ndarray
+    avoid: np.ndarray
+    composite: np.ndarray
+    must_min: np.ndarray
+    must_max: np.ndarray
+    composite_min: np.ndarray
+    composite_max: np.ndarray
+    n_reps: np.ndarray  # scored reps per prompt (P, M, 2)
+    cell_must: np.ndarray
+    cell_bonus: np.ndarray
+    cell_avoid: np.ndarray
+    cell_composite: np.ndarray
+    cell_n: np.ndarray  # prompts with a score in the cell (M, 2)
+    #: prompt×rep that had items but no gradeable must: unscored, counted.
+    n_unscored_reps: int
+    #: prompt×rep whose bonus items were all ungraded: composite unscored, counted.
+    n_composite_unscored_reps: int
+    rep_values: np.ndarray  # the rep number of each rep slot (R,)
+
+
+def _mean_last(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NaN-ignoring mean over the last axis, and the count of non-NaN values."""
+    ok = ~np.isnan(a)
+    n = ok.sum(axis=-1)
+    s = np.where(ok, a, 0.0).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, s / np.maximum(n, 1), np.nan), n
+
+
+def aggregate(
+    prompt: np.ndarray,
+    model: np.ndarray,
+    condition: np.ndarray,
+    rep: np.ndarray,
+    item_type: np.ndarray,
+    credit: np.ndarray,
+    *,
+    n_prompts: int,
+    n_models: int,
+) -> Aggregates:
+    """Aggregate item credits to prompt×rep, prompt and cell levels.
+
+    Codes are indices (-1 = unusable row, ignored); ``condition`` 0 = no-skill,
+    1 = with-skill; ``item_type`` 0 must, 1 bonus, 2 avoid; ``credit`` is 1.0/0.0 per
+    graded item and NaN for an ungraded one (excluded, never counted as zero).
+    """
+    P, M = max(n_prompts, 0), max(n_models, 0)
+    ok = (prompt >= 0) & (model >= 0) & (condition >= 0) & (rep >= 0) & (item_type >= 0)
+    rep_ok = rep[ok]
+    if rep_ok.size and rep_ok.max() < 4096:
+        # Reps are small integers: use them as slots directly (no sort needed).
+        present = np.bincount(rep_ok, minlength=int(rep_ok.max()) + 1) > 0
+        rep_values = np.flatnonzero(present)
+        slot_of = np.cumsum(present) - 1
+        rslot = np.full(rep.shape, -1, np.int64)
+        rslot[ok] = slot_of[rep_ok]
+    else:
+        rep_values, inv = np.unique(rep_ok, return_inverse=True)
+        rslot = np.full(rep.shape, -1, np.int64)
+        rslot[ok] = inv
+    R = max(int(rep_values.size), 1)
+    G = P * M * 2 * R
+    flat = ((prompt.astype(np.int64) * M + model) * 2 + condition) * R + rslot
+    graded = ok & ~np.isnan(credit)
+
+    def per_type(t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        present_t = ok & (item_type == t)
+        g = graded & (item_type == t)
+        total = np.bincount(flat[present_t], minlength=G)
+        n = np.bincount(flat[g], minlength=G)
+        s = np.bincount(flat[g], weights=credit[g], minlength=G)
+        return total, n, s
+
+    _m_tot, m_n, m_s = per_type(MUST)
+    b_tot, b_n, b_s = per_type(BONUS)
+    _a_tot, _a_n, a_s = per_type(AVOID)
+    exists = np.bincount(flat[ok], minlength=G) > 0
+    scored = m_n > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r_must = np.where(scored, m_s / np.maximum(m_n, 1), np.nan)
+        r_bonus = np.where(scored & (b_n > 0), b_s / np.maximum(b_n, 1), np.nan)
+    r_avoid = np.where(scored, a_s, np.nan)
+    r_comp = composite(r_must, r_bonus, r_avoid)
+    # Bonus items existed but none was graded: the composite cannot be known.
+    comp_unknown = scored & (b_tot > 0) & (b_n == 0)
+    r_comp = np.where(comp_unknown, np.nan, r_comp)
+
+    shape = (P, M, 2, R)
+    r_must, r_bonus, r_avoid, r_comp = (x.reshape(shape) for x in (r_must, r_bonus, r_avoid,
+                                                                   r_comp))
+    must, n_reps = _mean_last(r_must)
+    bonus, _ = _mean_last(r_bonus)
+    avoid, _ = _mean_last(r_avoid)
+    comp, _ = _mean_last(r_comp)
+    cell_must, cell_n = _mean_last(np.moveaxis(must, 0, -1))
+    cell_bonus, _ = _mean_last(np.moveaxis(bonus, 0, -1))
+    cell_avoid, _ = _mean_last(np.moveaxis(avoid, 0, -1))
+    cell_comp, _ = _mean_last(np.moveaxis(comp, 0, -1))
+    return Aggregates(
+        rep_must=r_must, rep_bonus=r_bonus, rep_avoid=r_avoid, rep_composite=r_comp,
+        must=must, bonus=bonus, avoid=avoid, composite=comp,
+        # fmin/fmax ignore NaN and return NaN for an all-NaN slice, without warnings.
+        must_min=np.fmin.reduce(r_must, axis=-1), must_max=np.fmax.reduce(r_must, axis=-1),
+        composite_min=np.fmin.reduce(r_comp, axis=-1),
+        composite_max=np.fmax.reduce(r_comp, axis=-1),
+        n_reps=n_reps,
+        cell_must=cell_must, cell_bonus=cell_bonus, cell_avoid=cell_avoid,
+        cell_composite=cell_comp, cell_n=cell_n,
+        n_unscored_reps=int(np.count_nonzero(exists & ~scored)),
+        n_composite_unscored_reps=int(np.count_nonzero(comp_unknown)),
+        rep_values=rep_values,
+    )
+
+
+# --------------------------------------------------------------------------- lift
+
+
+@dataclass(frozen=True)
+class Lift:
+    """Paired per-prompt lift of one metric for one model."""
+
+    n: int
+    lift: float | None
+    sd: float | None
+    se: float | None
+    df: int | None
+    t_crit: float | None
+    ci_low: float | None
+    ci_high: float | None
+    #: Whether the 95% t interval excludes zero; None when n < 2 (no SE).
+    ci_excludes_zero: bool | None
+    low_sample: bool
+
+
+def t_quantile(df: int, level: float = 0.95) -> float:
+    """Exact two-sided Student-t multiplier (e.g. 2.0595 for df=25 at 95%)."""
+    return float(sps.t.ppf(0.5 + level / 2.0, df))
+
+
+def paired_lift(no: np.ndarray, with_: np.ndarray, *, level: float = 0.95) -> Lift:
+    """Lift = mean(dᵢ), dᵢ = with − no over prompts present (non-NaN) in both arms.
+
+    SE = stdev(d)/√n with the sample stdev (ddof=1); the CI uses the exact t quantile
+    with n−1 degrees of freedom (the reference uses a conservative lookup table).
+    """
+    d = np.asarray(with_, float) - np.asarray(no, float)
+    d = d[~np.isnan(d)]
+    n = int(d.size)
+    low = n < LOW_SAMPLE_PROMPTS
+    if n == 0:
+        return Lift(0, None, None, None, None, None, None, None, None, True)
+    lift = float(d.mean())
+    if n == 1:
+        return Lift(1, lift, None, None, None, None, None, None, None, True)
+    sd = float(d.std(ddof=1))
+    se = sd / math.sqrt(n)
+    t = t_quantile(n - 1, level)
+    lo, hi = lift - t * se, lift + t * se
+    return Lift(n, lift, sd, se, n - 1, t, lo, hi, bool(lo > 0 or hi < 0), low)
+
+
+def paired_mean_delta(no: np.ndarray, with_: np.ndarray) -> float | None:
+    """Mean of (with − no) over prompts present in both arms (Δbonus, Δavoid, Δcomposite)."""
+    d = np.asarray(with_, float) - np.asarray(no, float)
+    d = d[~np.isnan(d)]
+    return float(d.mean()) if d.size else None
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """Percentile bootstrap CI of the mean paired lift, resampling prompts."""
+
+    low: float | None
+    high: float | None
+    excludes_zero: bool | None
+    n_boot: int
+    seed: int
+
+
+def paired_bootstrap(
+    no: np.ndarray, with_: np.ndarray, *, n_boot: int = 2000, seed: int = 20260808,
+    level: float = 0.95, chunk: int = 256,
+) -> Bootstrap:
+    """Seeded, reproducible paired bootstrap over prompts (resamples whole prompts, so the
+    pairing is kept).  Chunked so memory stays at ``chunk × n`` indices."""
+    d = np.asarray(with_, float) - np.asarray(no, float)
+    d = d[~np.isnan(d)]
+    n = d.size
+    if n < 2:
+        return Bootstrap(None, None, None, n_boot, seed)
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_boot)
+    idx_dtype = np.int32 if n < 2**31 else np.int64
+    for start in range(0, n_boot, chunk):
+        k = min(chunk, n_boot - start)
+        idx = rng.integers(0, n, size=(k, n), dtype=idx_dtype)
+        means[start:start + k] = d[idx].mean(axis=1)
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
+    return Bootstrap(float(lo), float(hi), bool(lo > 0 or hi < 0), n_boot, seed)
+
+
+def wilson_interval(k: int, n: int, *, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a proportion k/n; (nan, nan) when n == 0."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    z = float(sps.norm.ppf(0.5 + level / 2.0))
+    p = k / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _paired_t_power(delta: float, sd: float, n: int, alpha: float) -> float:
+    """Power of the two-sided paired t-test (noncentral t)."""
+    df = n - 1
+    tc = sps.t.ppf(1 - alpha / 2, df)
+    nc = delta * math.sqrt(n) / sd
+    if nc > 40:  # far in the tail: scipy's nct returns NaN there, and power is ~1
+        return 1.0
+    p = float(sps.nct.sf(tc, df, nc) + sps.nct.cdf(-tc, df, nc))
+    return 1.0 if math.isnan(p) else p
+
+
+def min_detectable_lift(
+    sd: float | None, n: int, *, power: float = 0.80, alpha: float = 0.05
+) -> float | None:
+    """Smallest true lift a paired t-test at this n and noise detects with ``power``
+    (two-sided ``alpha``).  Exact via the noncentral t; None when n < 2 or no sd."""
+    if sd is None or n < 2 or not math.isfinite(sd):
+        return None
+    if sd == 0:
+        return 0.0
+
+    def f(delta: float) -> float:
+        return _paired_t_power(delta, sd, n, alpha) - power
+
+    # Bracket around the usual (t_α/2 + t_power)·sd/√n approximation.
+    approx = (sps.t.ppf(1 - alpha / 2, n - 1) + sps.t.ppf(power, n - 1)) * sd / math.sqrt(n)
+    hi = 2.0 * approx
+    while f(hi) < 0:
+        hi *= 2.0
+    return float(optimize.brentq(f, 0.0, hi, xtol=1e-9))
+
+
+def prompts_needed(
+    sd: float | None, lift: float = 0.10, *, power: float = 0.80, alpha: float = 0.05,
+    max_n: int = 10_000_000,
+) -> int | None:
+    """Prompts needed for a paired t-test to detect ``lift`` with ``power`` at this noise."""
+    if sd is None or not math.isfinite(sd) or lift <= 0:
+        return None
+    if sd == 0:
+        return 2
+    z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)
+    n = max(2, math.ceil((z * sd / lift) ** 2) - 2)  # normal approx, t needs a bit more
+    while n < max_n and _paired_t_power(lift, sd, n, alpha) < power:
+        n += 1 if n < 1000 else max(1, n // 1000)
+    return n
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def cell_run_means(
+    values: np.ndarray, model: np.ndarray, condition: np.ndarray, include: np.ndarray,
+    n_models: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per (model, condition) mean of a per-run value over included runs with a value.
+
+    Returns (means (M, 2) NaN when empty, counts (M, 2)).  Used for mean cost/turns,
+    which exclude errored and budget-capped runs (their cost is a truncated floor).
+    """
+    ok = include & ~np.isnan(values) & (model >= 0) & (condition >= 0)
+    key = model[ok].astype(np.int64) * 2 + condition[ok]
+    n = np.bincount(key, minlength=n_models * 2).reshape(n_models, 2)
+    s = np.bincount(key, weights=values[ok], minlength=n_models * 2).reshape(n_models, 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, s / np.maximum(n, 1), np.nan), n
+
+
+def activation_counts(
+    prompt: np.ndarray, activation: np.ndarray, reached: np.ndarray, fetched: np.ndarray,
+    include: np.ndarray, n_prompts: int, n_sources: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per prompt: counts by activation source (P, n_sources+1, last = unknown),
+    runs (P), reached_leaf runs (P), site-fetching runs (P)."""
+    ok = include & (prompt >= 0)
+    p = prompt[ok].astype(np.int64)
+    a = activation[ok].astype(np.int64)
+    a = np.where(a < 0, n_sources, a)
+    counts = np.bincount(p * (n_sources + 1) + a, minlength=n_prompts * (n_sources + 1))
+    runs = np.bincount(p, minlength=n_prompts)
+    leaf = np.bincount(p, weights=(reached[ok] == 1), minlength=n_prompts).astype(np.int64)
+    fetch = np.bincount(p, weights=(fetched[ok] == 1), minlength=n_prompts).astype(np.int64)
+    return counts.reshape(n_prompts, n_sources + 1), runs, leaf, fetch
+
+
+# --------------------------------------------------------------------------- history
+
+
+@dataclass(frozen=True)
+class WeekOverWeek:
+    """The week-over-week delta of one model's lift and its don't-act threshold."""
+
+    n_runs: int
+    ready: bool  # False until WOW_MIN_RUNS runs of history exist (text: WOW_PENDING_TEXT)
+    prev_key: str | None = None
+    prev_lift: float | None = None
+    delta: float | None = None
+    se_delta: float | None = None
+    within: float | None = None  # t·SE_Δ
+    between: float | None = None  # sample σ of prior weekly lifts
+    threshold: float | None = None  # max(within, between)
+    actionable: bool | None = None  # |Δ| > threshold
+
+
+def week_over_week(
+    now_lift: float | None, now_se: float | None, now_n: int,
+    prior: Sequence[tuple[str, float | None, float | None]], *, min_runs: int = WOW_MIN_RUNS,
+    level: float = 0.95,
+) -> WeekOverWeek:
+    """Δ vs the previous run, threshold max(t·SE_Δ, between-week σ).
+
+    ``prior`` are the earlier runs, oldest first, as (run_key, lift, se).  SE_Δ =
+    √(SE_now² + SE_prev²); t uses this week's n−1 df; σ is the sample stdev (ddof=1)
+    of the prior weekly lifts.  Until ``min_runs`` runs exist (this one included) the
+    delta is not computed: the methodology reads "Will be computed after four runs.".
+    """
+    n_runs = len(prior) + 1
+    if n_runs < min_runs or not prior:
+        return WeekOverWeek(n_runs=n_runs, ready=False)
+    prev_key, prev_lift, prev_se = prior[-1]
+    delta = None if now_lift is None or prev_lift is None else now_lift - prev_lift
+    se_delta = within = None
+    if now_se is not None and prev_se is not None:
+        se_delta = math.sqrt(now_se**2 + prev_se**2)
+        t = t_quantile(now_n - 1, level) if now_n >= 2 else float(sps.norm.ppf(0.975))
+        within = t * se_delta
+    lifts = [x for _, x, _ in prior if x is not None and math.isfinite(x)]
+    between = float(np.std(lifts, ddof=1)) if len(lifts) >= 2 else None
+    cands = [x for x in (within, between) if x is not None]
+    threshold = max(cands) if cands else None
+    actionable = None if delta is None or threshold is None else abs(delta) > threshold
+    return WeekOverWeek(n_runs, True, prev_key, prev_lift, delta, se_delta, within, between,
+                        threshold, actionable)
+
+
+def duration_summary(duration_ms: np.ndarray) -> dict[str, float | int | None]:
+    """Σ, mean, median, max of per-run durations (seconds) over runs that have one."""
+    d = duration_ms[~np.isnan(duration_ms)] / 1000.0
+    if d.size == 0:
+        return {"runs_timed": 0, "total_s": None, "mean_s": None, "median_s": None,
+                "max_s": None}
+    return {"runs_timed": int(d.size), "total_s": float(d.sum()), "mean_s": float(d.mean()),
+            "median_s": float(np.median(d)), "max_s": float(d.max())}

@@ -1,0 +1,716 @@
+"""Columnar loading and validation of a week directory (``manifest.csv``, ``scores.csv``).
+
+The week directory is the qdrant pipeline's format (``seeds/000`` Outputs) plus our extra
+columns after the base ones.  Weeks can be large (a million graded items), so both CSVs are
+read with ``pyarrow.csv`` -- only the needed columns, strings dictionary-encoded -- and
+turned into integer-coded numpy arrays.  Nothing here loops over rows in Python: validation
+works on the (small) dictionaries and maps the result back with one fancy-index.
+
+Bad input never raises: every problem becomes a :class:`Problem` naming the file, the data
+row (1-based, header excluded) and the column, and the offending rows are left out of the
+numbers *and counted*, so the scorecard can say what is missing instead of silently
+producing a wrong figure.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from pytest_skilllift.columns import ACTIVATIONS, CONDITIONS, ITEM_TYPES, VERDICTS
+
+#: Verdict strings that mean "the judge gave no usable verdict" (judge or parse error).
+#: Such items are excluded and counted as ungraded, never scored as zero.  The qdrant
+#: pipeline writes ``""`` or ``PARSE_ERROR``; our judge may write ``ungraded``/``error``.
+UNGRADED_VERDICTS: frozenset[str] = frozenset({"", "PARSE_ERROR", "ungraded", "error", "ERROR"})
+
+#: Run statuses (our manifest's ``run_status``; derived from base columns when absent).
+RUN_STATUSES: tuple[str, ...] = ("ok", "invalid", "errored", "budget_capped", "timeout")
+STATUS_OK, STATUS_INVALID, STATUS_ERRORED, STATUS_BUDGET, STATUS_TIMEOUT = range(5)
+
+#: How many offending rows a problem message lists before saying "and N more".
+MAX_ROWS_LISTED = 10
+
+SCORES_REQUIRED: tuple[str, ...] = (
+    "prompt", "model", "condition", "rep", "item_type", "verdict", "credit",
+)
+MANIFEST_REQUIRED: tuple[str, ...] = ("prompt", "model", "condition", "rep", "run_id")
+
+_DICT = pa.dictionary(pa.int32(), pa.string())
+_NUMBER_RE = r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$"
+
+_SCORES_TYPES: dict[str, pa.DataType] = {
+    "prompt": _DICT, "model": _DICT, "condition": _DICT, "rep": pa.float64(),
+    "item_type": _DICT, "item_text": _DICT, "verdict": _DICT, "credit": pa.float64(),
+    "contested": _DICT, "evidence_quote": pa.string(), "run_id": _DICT,
+}
+_MANIFEST_NUMERIC: tuple[str, ...] = (
+    "rep", "exit_code", "skill_available", "reached_leaf", "fetched_site", "fetched_count",
+    "total_cost_usd", "num_turns", "budget_hit", "signals_ok", "duration_ms", "wall_ms",
+)
+_MANIFEST_STRINGS: tuple[str, ...] = (
+    "prompt", "skill_family", "model", "condition", "run_id", "timestamp", "skill_activation",
+    "model_snapshot", "cli_version", "skills_sha", "run_status", "run_error",
+    "started_utc", "ended_utc",
+)
+_MANIFEST_TYPES: dict[str, pa.DataType] = {
+    **{c: pa.float64() for c in _MANIFEST_NUMERIC},
+    **{c: _DICT for c in _MANIFEST_STRINGS},
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the input, precise enough to go and fix it."""
+
+    file: str
+    message: str
+    row: int | None = None  # 1-based data row (the header is row 0)
+    column: str | None = None
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.row is not None:
+            where += f", row {self.row}"
+        if self.column is not None:
+            where += f", column '{self.column}'"
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class Week:
+    """A loaded week: integer-coded numpy arrays over shared vocabularies.
+
+    ``prompts``/``models`` are the union of both files' values (sorted / conventional
+    order); every ``*_prompt``/``*_model`` array holds indices into them (-1 = unusable).
+    Scores arrays are prefixed ``s_``, manifest arrays ``m_``.
+    """
+
+    week_dir: Path
+    prompts: list[str]
+    models: list[str]
+    problems: list[Problem] = field(default_factory=list)
+    # -- scores.csv (one entry per row) --
+    scores_present: bool = False
+    s_prompt: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    s_model: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    s_cond: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    s_rep: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    s_type: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    #: 1.0 / 0.0 per graded item; NaN when ungraded or invalid (excluded, counted).
+    s_credit: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    s_contested: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    #: Index of the manifest row this item belongs to (-1: none found).
+    s_run: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    n_items: int = 0
+    n_ungraded: int = 0  # judge/parse errors: excluded and counted
+    n_invalid_rows: int = 0  # rows that failed validation: excluded and counted
+    #: Avoid items judged ``violated``: {prompt, model, condition, rep, item_text, evidence}.
+    violations: list[dict[str, object]] = field(default_factory=list)
+    # -- manifest.csv (one entry per run) --
+    manifest_present: bool = False
+    manifest_columns: tuple[str, ...] = ()
+    m_prompt: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    m_model: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    m_cond: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    m_rep: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    m_num: dict[str, np.ndarray] = field(default_factory=dict)  # numeric columns, NaN = empty
+    m_activation: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    m_status: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    m_run_id: pa.Array | None = None
+    m_run_error: pa.Array | None = None
+    m_exit_code: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    n_runs: int = 0
+    #: model label → sorted distinct snapshot strings.
+    snapshots: dict[str, list[str]] = field(default_factory=dict)
+    cli_versions: list[str] = field(default_factory=list)
+    skills_shas: list[str] = field(default_factory=list)
+    window: tuple[str, str] | None = None  # (min timestamp, max timestamp), UTC
+    #: Wall-clock seconds of the generation phase, or None when not derivable.
+    wall_clock_s: float | None = None
+    #: run_id → judge $ for the runs that have ``<run_id>/judge_cost.txt``.
+    judge_costs: dict[str, float] = field(default_factory=dict)
+    #: prompt → skill_family (from the manifest; the installed unit).
+    prompt_family: dict[str, str] = field(default_factory=dict)
+
+    def run_ids(self, rows: Iterable[int]) -> list[str]:
+        """The run ids of the given manifest rows (materialised only for these rows)."""
+        if self.m_run_id is None:
+            return []
+        idx = np.fromiter(rows, dtype=np.int64)
+        if idx.size == 0:
+            return []
+        return [str(x) if x is not None else "" for x in self.m_run_id.take(idx).to_pylist()]
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _header(path: Path) -> list[str] | None:
+    """The header row, read with the csv module (one line only); None for an empty file."""
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        row = next(csv.reader(f), None)
+    if not row:
+        return None
+    return [c.strip() for c in row]
+
+
+def _row_list(rows: np.ndarray) -> str:
+    """'3, 9, 12 and 40 more' -- rows are 0-based data indices, printed 1-based."""
+    shown = ", ".join(str(int(r) + 1) for r in rows[:MAX_ROWS_LISTED])
+    more = rows.size - MAX_ROWS_LISTED
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _read_csv(
+    path: Path,
+    types: dict[str, pa.DataType],
+    required: Sequence[str],
+    problems: list[Problem],
+) -> tuple[pa.Table | None, list[str]]:
+    """Read the columns of ``types`` that exist, validating presence and numbers.
+
+    Returns (table or None when unusable, header).  Numeric columns with non-numeric
+    cells are re-read as text, the bad cells reported by row and set to null.
+    """
+    name = path.name
+    if not path.exists():
+        problems.append(Problem(name, "file not found"))
+        return None, []
+    if path.stat().st_size == 0:
+        problems.append(Problem(name, "empty file (no header row, no data)"))
+        return None, []
+    header = _header(path)
+    if header is None:
+        problems.append(Problem(name, "empty file (no header row, no data)"))
+        return None, []
+    missing = [c for c in required if c not in header]
+    for c in missing:
+        problems.append(
+            Problem(name, "required column is missing from the header", row=0, column=c)
+        )
+    if missing:
+        return None, header
+    include = [c for c in types if c in header]
+    bad_lines: list[str] = []
+
+    def on_invalid(row: pacsv.InvalidRow) -> str:
+        # A row with the wrong number of fields is skipped and reported, not fatal.
+        where = f"line {row.number}" if row.number is not None else "a line"
+        bad_lines.append(
+            f"{where} has {row.actual_columns} fields, expected {row.expected_columns}"
+        )
+        return "skip"
+
+    def read(col_types: dict[str, pa.DataType]) -> pa.Table:
+        return pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(use_threads=True, block_size=8 << 20),
+            # Evidence quotes can contain newlines inside quotes.
+            parse_options=pacsv.ParseOptions(
+                newlines_in_values=True, invalid_row_handler=on_invalid
+            ),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=include,
+                column_types={c: t for c, t in col_types.items() if c in include},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+
+    try:
+        table = read(types)
+    except pa.ArrowInvalid:
+        # Some numeric column holds text: re-read numbers as text and pin down the cells.
+        bad_lines.clear()
+        as_text = {c: (pa.string() if pa.types.is_floating(t) else t) for c, t in types.items()}
+        try:
+            table = read(as_text)
+        except pa.ArrowInvalid as exc:  # malformed beyond repair (e.g. unbalanced quotes)
+            problems.append(Problem(name, f"could not be parsed as CSV: {exc}"))
+            return None, header
+        for c, t in types.items():
+            if c in include and pa.types.is_floating(t):
+                table = table.set_column(
+                    table.schema.get_field_index(c), c, _numbers(table[c], name, c, problems)
+                )
+    for msg in bad_lines[:MAX_ROWS_LISTED]:
+        problems.append(Problem(name, f"malformed row skipped: {msg}"))
+    if len(bad_lines) > MAX_ROWS_LISTED:
+        problems.append(
+            Problem(name, f"{len(bad_lines) - MAX_ROWS_LISTED} more malformed rows skipped")
+        )
+    if table.num_rows == 0:
+        problems.append(Problem(name, "has a header but no data rows"))
+    # One dictionary per column (chunks may carry their own), then contiguous arrays.
+    table = table.unify_dictionaries().combine_chunks()
+    return table, header
+
+
+def _numbers(col: pa.ChunkedArray, file: str, column: str, problems: list[Problem]) -> pa.Array:
+    """Text → float64; empty → null; non-numeric → null and reported with its rows."""
+    arr = col.combine_chunks()
+    stripped = pc.utf8_trim_whitespace(arr)
+    empty = pc.equal(stripped, "")
+    ok = pc.or_(empty, pc.match_substring_regex(arr, _NUMBER_RE))
+    bad = np.flatnonzero(~ok.to_numpy(zero_copy_only=False))
+    if bad.size:
+        sample = arr.take(pa.array(bad[:3])).to_pylist()
+        problems.append(
+            Problem(
+                file,
+                f"non-numeric value(s) {', '.join(repr(s) for s in sample)} in rows "
+                f"{_row_list(bad)}; those rows are excluded",
+                row=int(bad[0]) + 1,
+                column=column,
+            )
+        )
+    good = pc.and_(ok, pc.invert(empty))
+    return pc.cast(pc.if_else(good, stripped, pa.scalar(None, pa.string())), pa.float64())
+
+
+def _float_col(table: pa.Table, name: str) -> np.ndarray:
+    """A numeric column as float64 with NaN for null; all-NaN when the column is absent."""
+    if name not in table.column_names:
+        return np.full(table.num_rows, np.nan)
+    col = table[name]
+    arr = col.chunk(0) if col.num_chunks else pa.array([], pa.float64())
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _dict_parts(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
+    """(indices with -1 for null, dictionary values) of a dictionary-encoded column."""
+    if name not in table.column_names or table.num_rows == 0:
+        return np.full(table.num_rows, -1, np.int64), []
+    arr = table[name].chunk(0)
+    if not pa.types.is_dictionary(arr.type):
+        arr = pc.dictionary_encode(arr)
+    idx = np.asarray(arr.indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return idx, [str(v) for v in arr.dictionary.to_pylist()]
+
+
+def _lookup(values: list[str], mapping: dict[str, int], default: int = -1) -> np.ndarray:
+    """Per-dictionary-entry code table (values are few: this loop is over distinct values)."""
+    return np.array([mapping.get(v.strip(), default) for v in values] + [default], np.int64)
+
+
+def _codes(idx: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Map dictionary indices (-1 = null) through a code table whose last entry is null."""
+    return table[np.where(idx < 0, table.size - 1, idx)]
+
+
+MODEL_ORDER: tuple[str, ...] = ("opus", "sonnet", "haiku")
+
+
+def order_models(labels: Iterable[str]) -> list[str]:
+    """Conventional model order: larger models first (as the reference), then by name."""
+    seen = set(labels)
+    return [m for m in MODEL_ORDER if m in seen] + sorted(seen - set(MODEL_ORDER))
+
+
+# --------------------------------------------------------------------------- week
+
+
+def load_week(week_dir: Path) -> Week:
+    """Load and validate ``manifest.csv`` and ``scores.csv`` of a week directory."""
+    week_dir = Path(week_dir)
+    problems: list[Problem] = []
+    scores, _ = _read_csv(week_dir / "scores.csv", _SCORES_TYPES, SCORES_REQUIRED, problems)
+    manifest, m_header = _read_csv(
+        week_dir / "manifest.csv", _MANIFEST_TYPES, MANIFEST_REQUIRED, problems
+    )
+
+    s_prompt_idx, s_prompt_vals = _dict_parts(scores, "prompt") if scores else (None, [])
+    s_model_idx, s_model_vals = _dict_parts(scores, "model") if scores else (None, [])
+    m_prompt_idx, m_prompt_vals = _dict_parts(manifest, "prompt") if manifest else (None, [])
+    m_model_idx, m_model_vals = _dict_parts(manifest, "model") if manifest else (None, [])
+    prompts = sorted({v.strip() for v in s_prompt_vals + m_prompt_vals} - {""})
+    models = order_models({v.strip() for v in s_model_vals + m_model_vals} - {""})
+    p_map = {p: i for i, p in enumerate(prompts)}
+    mo_map = {m: i for i, m in enumerate(models)}
+    week = Week(week_dir=week_dir, prompts=prompts, models=models, problems=problems)
+
+    if manifest is not None:
+        assert m_prompt_idx is not None and m_model_idx is not None
+        _fill_manifest(week, manifest, m_header, m_prompt_idx, m_prompt_vals,
+                       m_model_idx, m_model_vals, p_map, mo_map)
+    if scores is not None:
+        assert s_prompt_idx is not None and s_model_idx is not None
+        _fill_scores(week, scores, s_prompt_idx, s_prompt_vals, s_model_idx, s_model_vals,
+                     p_map, mo_map)
+    _link_runs(week)
+    week.judge_costs = _judge_costs(week)
+    return week
+
+
+def _cond_codes(table: pa.Table, file: str, problems: list[Problem]) -> np.ndarray:
+    idx, vals = _dict_parts(table, "condition")
+    codes = _codes(idx, _lookup(vals, {c: i for i, c in enumerate(CONDITIONS)}))
+    bad = np.flatnonzero(codes < 0)
+    if bad.size:
+        problems.append(Problem(
+            file, f"condition must be one of {', '.join(CONDITIONS)}; rows {_row_list(bad)} "
+            "are excluded", row=int(bad[0]) + 1, column="condition"))
+    return codes.astype(np.int8)
+
+
+def _rep_codes(rep: np.ndarray, file: str, problems: list[Problem]) -> np.ndarray:
+    bad = np.flatnonzero(~np.isfinite(rep) | (rep < 0) | (rep != np.round(rep)))
+    if bad.size:
+        problems.append(Problem(
+            file, f"rep must be a non-negative integer; rows {_row_list(bad)} are excluded",
+            row=int(bad[0]) + 1, column="rep"))
+    out = np.where(np.isfinite(rep), rep, -1).astype(np.int64)
+    out[bad] = -1
+    return out
+
+
+def _fill_scores(
+    week: Week, t: pa.Table, p_idx: np.ndarray, p_vals: list[str], m_idx: np.ndarray,
+    m_vals: list[str], p_map: dict[str, int], mo_map: dict[str, int],
+) -> None:
+    file = "scores.csv"
+    probs = week.problems
+    n = t.num_rows
+    week.scores_present = True
+    week.n_items = n
+    week.s_prompt = _codes(p_idx, _lookup(p_vals, p_map)).astype(np.int32)
+    week.s_model = _codes(m_idx, _lookup(m_vals, mo_map)).astype(np.int32)
+    week.s_cond = _cond_codes(t, file, probs)
+    week.s_rep = _rep_codes(_float_col(t, "rep"), file, probs)
+    for name, codes in (("prompt", week.s_prompt), ("model", week.s_model)):
+        bad = np.flatnonzero(codes < 0)
+        if bad.size:
+            probs.append(Problem(file, f"empty {name}; rows {_row_list(bad)} are excluded",
+                                 row=int(bad[0]) + 1, column=name))
+
+    # item_type × verdict → status (0 graded, 1 ungraded marker, 2 invalid) and credit,
+    # computed on the dictionaries (a handful of values) and mapped back per row.
+    t_idx, t_vals = _dict_parts(t, "item_type")
+    v_idx, v_vals = _dict_parts(t, "verdict")
+    type_code = _lookup(t_vals, {k: i for i, k in enumerate(ITEM_TYPES)})
+    nt, nv = len(t_vals) + 1, len(v_vals) + 1
+    status_tab = np.full((nt, nv), 2, np.int8)
+    credit_tab = np.full((nt, nv), np.nan)
+    for ti in range(nt):
+        tc = int(type_code[ti])
+        for vi in range(nv):
+            v = v_vals[vi].strip() if vi < len(v_vals) else ""
+            if v in UNGRADED_VERDICTS and tc >= 0:
+                status_tab[ti, vi] = 1
+            elif tc >= 0 and v in VERDICTS[ITEM_TYPES[tc]]:
+                status_tab[ti, vi] = 0
+                credit_tab[ti, vi] = 1.0 if v == VERDICTS[ITEM_TYPES[tc]][0] else 0.0
+    ti_row = np.where(t_idx < 0, nt - 1, t_idx)
+    vi_row = np.where(v_idx < 0, nv - 1, v_idx)
+    status = status_tab[ti_row, vi_row]
+    credit = credit_tab[ti_row, vi_row]
+    week.s_type = _codes(t_idx, type_code).astype(np.int8)
+
+    bad_type = np.flatnonzero(week.s_type < 0)
+    if bad_type.size:
+        sample = sorted({t_vals[i] for i in t_idx[bad_type[:50]] if i >= 0} or {""})
+        probs.append(Problem(
+            file, f"unknown item_type {', '.join(map(repr, sample))} (expected one of "
+            f"{', '.join(ITEM_TYPES)}); rows {_row_list(bad_type)} are excluded",
+            row=int(bad_type[0]) + 1, column="item_type"))
+    bad_verdict = np.flatnonzero((status == 2) & (week.s_type >= 0))
+    if bad_verdict.size:
+        pairs = sorted({(ITEM_TYPES[week.s_type[r]], v_vals[v_idx[r]] if v_idx[r] >= 0 else "")
+                        for r in bad_verdict[:200]})
+        desc = "; ".join(
+            f"{v!r} for a {ty} item (expected {VERDICTS[ty][0]!r} or {VERDICTS[ty][1]!r})"
+            for ty, v in pairs[:5])
+        probs.append(Problem(
+            file, f"unknown verdict: {desc}; rows {_row_list(bad_verdict)} are excluded and "
+            "counted as invalid, not scored", row=int(bad_verdict[0]) + 1, column="verdict"))
+
+    # The credit column must agree with the verdict; a row that contradicts itself is
+    # excluded rather than guessed at (non-numeric credits were nulled by _numbers).
+    raw = _float_col(t, "credit")
+    graded = status == 0
+    nonnum = graded & np.isnan(raw)
+    mismatch = graded & ~np.isnan(raw) & (raw != credit)
+    # Empty credit for a valid verdict is only reported when it was not already reported
+    # as non-numeric text by _numbers (which nulled the cell).
+    if mismatch.any():
+        rows = np.flatnonzero(mismatch)
+        probs.append(Problem(
+            file, f"credit disagrees with the verdict in rows {_row_list(rows)}; "
+            "those rows are excluded", row=int(rows[0]) + 1, column="credit"))
+    if nonnum.any():
+        rows = np.flatnonzero(nonnum)
+        already = any(p.file == file and p.column == "credit" and "non-numeric" in p.message
+                      for p in probs)
+        if not already:
+            probs.append(Problem(
+                file, f"credit is empty for a graded verdict in rows {_row_list(rows)}; "
+                "those rows are excluded", row=int(rows[0]) + 1, column="credit"))
+    usable = (
+        graded & ~nonnum & ~mismatch & (week.s_prompt >= 0) & (week.s_model >= 0)
+        & (week.s_cond >= 0) & (week.s_rep >= 0)
+    )
+    week.s_credit = np.where(usable, credit, np.nan)
+    week.n_ungraded = int(np.count_nonzero(status == 1))
+    week.n_invalid_rows = int(np.count_nonzero(~usable & (status != 1)))
+
+    c_idx, c_vals = _dict_parts(t, "contested")
+    falsy = {"", "0", "false", "False", "FALSE", "no"}
+    week.s_contested = _codes(c_idx, np.array(
+        [0 if v.strip() in falsy else 1 for v in c_vals] + [0], np.int64)).astype(bool)
+
+    # Avoid violations with their evidence: only these rows' text is materialised.
+    viol = np.flatnonzero(usable & (week.s_type == 2) & (credit == 1.0))
+    if viol.size:
+        take = pa.array(viol)
+        texts = (t["item_text"].take(take).to_pylist() if "item_text" in t.column_names
+                 else [""] * viol.size)
+        quotes = (t["evidence_quote"].take(take).to_pylist()
+                  if "evidence_quote" in t.column_names else [""] * viol.size)
+        pr, mo, co, rp = (week.s_prompt[viol], week.s_model[viol], week.s_cond[viol],
+                          week.s_rep[viol])
+        week.violations = [
+            {"prompt": week.prompts[pr[i]], "model": week.models[mo[i]],
+             "condition": CONDITIONS[co[i]], "rep": int(rp[i]),
+             "item_text": texts[i] or "", "evidence": quotes[i] or ""}
+            for i in range(viol.size)
+        ]
+
+
+def _fill_manifest(
+    week: Week, t: pa.Table, header: list[str], p_idx: np.ndarray, p_vals: list[str],
+    m_idx: np.ndarray, m_vals: list[str], p_map: dict[str, int], mo_map: dict[str, int],
+) -> None:
+    file = "manifest.csv"
+    probs = week.problems
+    n = t.num_rows
+    week.manifest_present = True
+    week.manifest_columns = tuple(header)
+    week.n_runs = n
+    week.m_prompt = _codes(p_idx, _lookup(p_vals, p_map)).astype(np.int32)
+    week.m_model = _codes(m_idx, _lookup(m_vals, mo_map)).astype(np.int32)
+    week.m_cond = _cond_codes(t, file, probs)
+    week.m_rep = _rep_codes(_float_col(t, "rep"), file, probs)
+    week.m_num = {c: _float_col(t, c) for c in _MANIFEST_NUMERIC}
+    week.m_exit_code = week.m_num["exit_code"]
+    week.m_run_id = t["run_id"].chunk(0) if n else pa.array([], pa.string())
+    week.m_run_error = t["run_error"].chunk(0) if ("run_error" in t.column_names and n) else None
+
+    a_idx, a_vals = _dict_parts(t, "skill_activation")
+    act_map = {a: i for i, a in enumerate(ACTIVATIONS)}
+    act_map[""] = ACTIVATIONS.index("none")  # qdrant writes "none"; empty means the same
+    week.m_activation = _codes(a_idx, _lookup(a_vals, act_map, default=-1)).astype(np.int8)
+    if "skill_activation" in t.column_names:
+        bad = np.flatnonzero(week.m_activation < 0)
+        if bad.size:
+            probs.append(Problem(
+                file, f"unknown skill_activation (expected one of {', '.join(ACTIVATIONS)}) "
+                f"in rows {_row_list(bad)}; counted as 'unknown'", row=int(bad[0]) + 1,
+                column="skill_activation"))
+    else:
+        week.m_activation = np.full(n, -1, np.int8)
+
+    for c in ("exit_code", "skill_available", "total_cost_usd", "num_turns", "budget_hit",
+              "skill_activation", "reached_leaf", "fetched_site", "duration_ms", "timestamp"):
+        if c not in header:
+            probs.append(Problem(file, "column missing; the numbers that need it are "
+                                 "reported as n/a", row=0, column=c))
+
+    week.m_status = _run_status(t, week)
+
+    if "skill_family" in t.column_names and n:
+        # First family seen per prompt: one np.unique over codes, not a row loop.
+        f_idx, f_vals = _dict_parts(t, "skill_family")
+        valid = np.flatnonzero((week.m_prompt >= 0) & (f_idx >= 0))
+        prompts_u, first = np.unique(week.m_prompt[valid], return_index=True)
+        week.prompt_family = {
+            week.prompts[int(p)]: f_vals[int(f_idx[valid[i]])]
+            for p, i in zip(prompts_u, first, strict=True)
+        }
+
+    # Provenance: the distinct (model, snapshot) pairs and version strings (few values).
+    if "model_snapshot" in t.column_names and n:
+        pairs = pa.table({"m": week.m_model, "s": t["model_snapshot"]}).group_by(
+            ["m", "s"]).aggregate([]).to_pylist()
+        snaps: dict[str, set[str]] = {}
+        for r in pairs:
+            s = (r["s"] or "").strip()
+            if r["m"] >= 0 and s and s != "MISSING_TRANSCRIPT":
+                snaps.setdefault(week.models[r["m"]], set()).add(s)
+        week.snapshots = {m: sorted(v) for m, v in snaps.items()}
+    for attr, col in (("cli_versions", "cli_version"), ("skills_shas", "skills_sha")):
+        if col in t.column_names and n:
+            used = set(np.unique(t[col].chunk(0).indices.fill_null(-1).to_numpy()).tolist())
+            d = t[col].chunk(0).dictionary.to_pylist()
+            vals = {str(d[i]).strip() for i in used if i >= 0}
+            setattr(week, attr, sorted(vals - {""}))
+    week.window, week.wall_clock_s = _window(t, week)
+
+
+def _run_status(t: pa.Table, week: Week) -> np.ndarray:
+    """Our ``run_status`` when present, else derived from the qdrant base columns."""
+    n = t.num_rows
+    status = np.full(n, STATUS_OK, np.int8)
+    derived = np.ones(n, bool)
+    if "run_status" in t.column_names and n:
+        idx, vals = _dict_parts(t, "run_status")
+        code = _codes(idx, _lookup(vals, {s: i for i, s in enumerate(RUN_STATUSES)}, -2))
+        given = code >= 0
+        unknown = np.flatnonzero(code == -2)
+        empty_val = [i for i, v in enumerate(vals) if v.strip() == ""]
+        unknown = unknown[~np.isin(idx[unknown], empty_val)] if empty_val else unknown
+        if unknown.size:
+            week.problems.append(Problem(
+                "manifest.csv", f"unknown run_status (expected one of {', '.join(RUN_STATUSES)})"
+                f" in rows {_row_list(unknown)}; derived from the base columns instead",
+                row=int(unknown[0]) + 1, column="run_status"))
+        status[given] = code[given]
+        derived = ~given
+    num = week.m_num
+    avail = num["skill_available"]
+    invalid = (week.m_cond == 1) & (avail != 1) & ~np.isnan(avail)
+    budget = num["budget_hit"] == 1
+    exit_code = num["exit_code"]
+    errored = ~np.isnan(exit_code) & (exit_code != 0)
+    # Precedence: a missing skill invalidates everything else; a budget-capped run usually
+    # also exits non-zero, and "budget-capped" is the more specific reason.
+    d = np.full(n, STATUS_OK, np.int8)
+    d[errored] = STATUS_ERRORED
+    d[budget] = STATUS_BUDGET
+    d[invalid] = STATUS_INVALID
+    status[derived] = d[derived]
+    return status
+
+
+def _parse_utc(v: str) -> float | None:
+    """yyyymmddTHHMMSSZ (or ISO 8601) → POSIX seconds; None when unparseable."""
+    from datetime import datetime, timezone
+
+    v = v.strip()
+    for fmt in ("%Y%m%dT%H%M%SZ", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ"):
+        try:
+            return datetime.strptime(v, fmt).replace(tzinfo=timezone.utc).timestamp()
+        except ValueError:
+            continue
+    try:
+        d = datetime.fromisoformat(v)
+    except ValueError:
+        return None
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=timezone.utc)
+    return d.timestamp()
+
+
+def _window(t: pa.Table, week: Week) -> tuple[tuple[str, str] | None, float | None]:
+    """Run window (min/max start timestamp) and the generation wall-clock in seconds.
+
+    Wall-clock is ``max(end) − min(start)``.  Our manifest has started/ended_utc; the
+    qdrant one has ``timestamp`` (the run's start) and ``duration_ms``, so the end is
+    start + duration -- which reproduces the reference's 46.5 min on 20260808.
+    """
+    if t.num_rows == 0:
+        return None, None
+
+    def distinct_times(col: str) -> tuple[np.ndarray, list[str]]:
+        idx, vals = _dict_parts(t, col)
+        secs = np.array([_parse_utc(v) if v.strip() else None for v in vals] + [None],
+                        dtype=np.float64)
+        return secs[np.where(idx < 0, len(vals), idx)], vals
+
+    window = None
+    start_s = np.full(t.num_rows, np.nan)
+    if "timestamp" in t.column_names:
+        start_s, vals = distinct_times("timestamp")
+        stamps = sorted(v.strip() for v in vals if v.strip())
+        if stamps:
+            window = (stamps[0], stamps[-1])
+    wall = None
+    if "started_utc" in t.column_names and "ended_utc" in t.column_names:
+        s, _ = distinct_times("started_utc")
+        e, _ = distinct_times("ended_utc")
+        if np.isfinite(s).any() and np.isfinite(e).any():
+            wall = float(np.nanmax(e) - np.nanmin(s))
+    if wall is None and np.isfinite(start_s).any():
+        dur = week.m_num.get("duration_ms", np.full(t.num_rows, np.nan))
+        end = start_s + np.nan_to_num(dur, nan=0.0) / 1000.0
+        wall = float(np.nanmax(end) - np.nanmin(start_s))
+    return window, wall
+
+
+def _link_runs(week: Week) -> None:
+    """Map every scores row to its manifest row by (prompt, model, condition, rep)."""
+    n_s = week.s_prompt.size
+    week.s_run = np.full(n_s, -1, np.int64)
+    if not (week.scores_present and week.manifest_present) or n_s == 0 or week.n_runs == 0:
+        return
+    max_rep = int(max(week.s_rep.max(initial=0), week.m_rep.max(initial=0))) + 1
+    n_m = len(week.models) or 1
+
+    def key(p: np.ndarray, m: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
+        k = ((p.astype(np.int64) * n_m + m) * 2 + c) * max_rep + r
+        bad = (p < 0) | (m < 0) | (c < 0) | (r < 0)
+        return np.where(bad, -1, k)
+
+    mk = key(week.m_prompt, week.m_model, week.m_cond, week.m_rep)
+    sk = key(week.s_prompt, week.s_model, week.s_cond, week.s_rep)
+    order = np.argsort(mk, kind="stable")
+    sorted_k = mk[order]
+    dup = np.flatnonzero((sorted_k[1:] == sorted_k[:-1]) & (sorted_k[1:] >= 0))
+    if dup.size:
+        rows = np.sort(order[dup + 1])
+        week.problems.append(Problem(
+            "manifest.csv", f"duplicate prompt×model×condition×rep in rows {_row_list(rows)}; "
+            "scores are attributed to the first", row=int(rows[0]) + 1))
+    pos = np.searchsorted(sorted_k, sk)
+    pos = np.clip(pos, 0, max(sorted_k.size - 1, 0))
+    hit = (sorted_k[pos] == sk) & (sk >= 0)
+    week.s_run = np.where(hit, order[pos], -1)
+    orphan = np.flatnonzero(~hit & (sk >= 0))
+    if orphan.size:
+        week.problems.append(Problem(
+            "scores.csv", f"rows {_row_list(orphan)} belong to no run in manifest.csv "
+            "(prompt×model×condition×rep not found); they are still scored",
+            row=int(orphan[0]) + 1))
+
+
+def _judge_costs(week: Week) -> dict[str, float]:
+    """``<run_id>/judge_cost.txt`` per run.  Lists the week dir once instead of probing
+    every run id, since large synthetic weeks have no run directories at all."""
+    try:
+        subdirs = {e.name for e in os.scandir(week.week_dir) if e.is_dir()}
+    except OSError:
+        return {}
+    if not subdirs or week.m_run_id is None:
+        return {}
+    known = {str(v) for v in week.m_run_id.dictionary.to_pylist()} if pa.types.is_dictionary(
+        week.m_run_id.type) else set(week.m_run_id.to_pylist())
+    out: dict[str, float] = {}
+    for rid in sorted(subdirs & known):
+        p = week.week_dir / rid / "judge_cost.txt"
+        if not p.is_file():
+            continue
+        text = p.read_text(encoding="utf-8", errors="replace").strip()
+        try:
+            v = float(text)
+        except ValueError:
+            week.problems.append(Problem(f"{rid}/judge_cost.txt",
+                                         f"not a number: {text[:40]!r}; judge $ incomplete"))
+            continue
+        if math.isfinite(v):
+            out[rid] = v
+    return out
+
+
+__all__ = [
+    "MANIFEST_REQUIRED", "RUN_STATUSES", "SCORES_REQUIRED", "UNGRADED_VERDICTS",
+    "Problem", "Week", "load_week", "order_models",
+]
