@@ -1,0 +1,222 @@
+"""``skilllift calibrate``: the judge's self-agreement check (``seeds/000``, "Grading: The Judge").
+
+Grades one run's final answer N times (each sample sees its own shuffle), then reports per
+item whether every sample agreed, and the share of must items that were unanimous against
+the bar that justifies a single judge sample per item (>= 95% on musts).
+
+Inputs come from the week directory: ``<week>/<run_id>/run.json`` (written by the run; its
+``prompt_path`` names the prompt file, its ``final_answer`` is the graded text) and, when the
+answer is not recorded there, the transcript ``<week>/<run_id>/stdout.txt``.
+The report is printed and written to ``<week>/<run_id>/calibration.json``.
+
+Exit status: 0 when the must share meets the bar, 1 when it does not, 2 when calibration
+could not be done (missing inputs, fewer than two samples graded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from pytest_skilllift.columns import ITEM_TYPES
+from pytest_skilllift.model import JudgeResult, RubricItem
+
+#: Share of must items that must come back unanimous for one judge sample to stand.
+MUST_UNANIMITY_BAR = 0.95
+CALIBRATION_FILE = "calibration.json"
+
+
+class _Grader(Protocol):
+    model: str
+
+    def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
+              seed: int | str) -> JudgeResult: ...
+
+
+class CalibrationError(Exception):
+    """Calibration cannot run; the message says what is missing."""
+
+
+@dataclass
+class ItemAgreement:
+    """One item's verdicts across the samples that graded it."""
+
+    item: RubricItem
+    verdicts: list[str] = field(default_factory=list)
+
+    def status(self, graded_samples: int) -> str:
+        """``unanimous``, ``split`` or ``incomplete`` (ungraded in some sample: not counted)."""
+        if len(self.verdicts) < graded_samples:
+            return "incomplete"
+        return "unanimous" if len(set(self.verdicts)) == 1 else "split"
+
+
+@dataclass
+class Calibration:
+    """The outcome of one calibration."""
+
+    run_id: str
+    judge_model: str
+    samples: int
+    graded_samples: int
+    items: list[ItemAgreement]
+    sample_errors: list[str]
+    cost_usd: float
+    bar: float = MUST_UNANIMITY_BAR
+
+    def _musts(self, status: str) -> int:
+        return sum(1 for a in self.items
+                   if a.item.type == "must" and a.status(self.graded_samples) == status)
+
+    @property
+    def must_share(self) -> float | None:
+        """Unanimous musts over musts graded in every sample (None when there are none)."""
+        counted = self._musts("unanimous") + self._musts("split")
+        return self._musts("unanimous") / counted if counted else None
+
+    @property
+    def passed(self) -> bool:
+        share = self.must_share
+        return share is not None and share >= self.bar
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id, "judge_model": self.judge_model, "samples": self.samples,
+            "graded_samples": self.graded_samples, "sample_errors": self.sample_errors,
+            "cost_usd": round(self.cost_usd, 6), "bar": self.bar,
+            "must_unanimous_share": self.must_share, "passed": self.passed,
+            "items": [{"item": a.item.key, "type": a.item.type, "text": a.item.text,
+                       "verdicts": a.verdicts, "status": a.status(self.graded_samples)}
+                      for a in self.items],
+        }
+
+    def lines(self) -> list[str]:
+        """The human report."""
+        out = [f"calibration of {self.run_id}: {self.graded_samples} of {self.samples} samples "
+               f"graded by {self.judge_model} (cost ${self.cost_usd:.4f})"]
+        out += [f"  sample error: {e}" for e in self.sample_errors]
+        for a in self.items:
+            status = a.status(self.graded_samples)
+            out.append(f"  {a.item.key:<9} {status:<10} {' '.join(a.verdicts) or '-':<28} "
+                       f"{a.item.text[:60]}")
+        counted = self._musts("unanimous") + self._musts("split")
+        share = self.must_share
+        shown = "n/a" if share is None else f"{share:.0%}"
+        verdict = "PASS" if self.passed else "FAIL"
+        out.append(f"musts unanimous: {self._musts('unanimous')}/{counted} = {shown} "
+                   f"(bar >= {self.bar:.0%}) -> {verdict}")
+        incomplete = self._musts("incomplete")
+        if incomplete:
+            out.append(f"  {incomplete} must item(s) ungraded in some sample, not counted")
+        return out
+
+
+def read_prompt(path: Path) -> tuple[str, tuple[RubricItem, ...]]:
+    """The prompt text and rubric of a prompt file (1-based indices within each type)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        counters = dict.fromkeys(ITEM_TYPES, 0)
+        items = []
+        for entry in data["rubric"]:
+            counters[entry["type"]] += 1
+            items.append(RubricItem(entry["type"], str(entry["text"]).strip(),
+                                    counters[entry["type"]]))
+        return str(data["prompt"]), tuple(items)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise CalibrationError(f"cannot read the prompt file {path}: {err!r}") from None
+
+
+def read_answer(run_dir: Path, record: dict[str, Any]) -> str:
+    """The run's final answer: from ``run.json``, else parsed from the transcript."""
+    answer = record.get("final_answer")
+    if isinstance(answer, str) and answer.strip():
+        return answer
+    stdout = run_dir / "stdout.txt"
+    if not stdout.is_file():
+        raise CalibrationError(f"{run_dir} has no final_answer in run.json and no stdout.txt")
+    from pytest_skilllift.transcript import extract_signals, parse_transcript
+
+    signals = extract_signals(parse_transcript(stdout), family="", leaf="", site_host=None)
+    if not signals.final_answer.strip():
+        raise CalibrationError(f"{stdout} holds no final answer to grade")
+    return signals.final_answer
+
+
+def calibrate(week_dir: Path, run_id: str, samples: int, judge: _Grader,
+              bar: float = MUST_UNANIMITY_BAR) -> Calibration:
+    """Grade the run's answer ``samples`` times and tally agreement per item."""
+    if samples < 2:
+        raise CalibrationError(f"--samples must be at least 2, not {samples}")
+    run_dir = week_dir / run_id
+    try:
+        record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise CalibrationError(f"cannot read {run_dir / 'run.json'}: {err!r}") from None
+    prompt_path = record.get("prompt_path")
+    if not prompt_path:
+        raise CalibrationError(f"{run_dir / 'run.json'} records no prompt_path")
+    prompt_text, items = read_prompt(Path(prompt_path))
+    answer = read_answer(run_dir, record)
+
+    agreement = [ItemAgreement(item) for item in items]
+    errors: list[str] = []
+    graded = 0
+    cost = 0.0
+    for k in range(1, samples + 1):
+        print(f"sample {k}/{samples} ...", file=sys.stderr, flush=True)
+        # A distinct seed per sample: order effects are part of what calibration measures.
+        result = judge.grade(prompt_text, answer, items, f"{run_id}#calibrate-{k}")
+        cost += result.cost_usd
+        if result.error is not None:
+            errors.append(f"sample {k}: {result.error}")  # excluded, never counted as a flip
+            continue
+        graded += 1
+        by_item = {v.item: v.verdict for v in result.verdicts}
+        for entry in agreement:
+            if entry.item in by_item:
+                entry.verdicts.append(by_item[entry.item])
+    return Calibration(run_id=run_id, judge_model=judge.model, samples=samples,
+                       graded_samples=graded, items=agreement, sample_errors=errors,
+                       cost_usd=cost, bar=bar)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pytest_skilllift.judge_client import Judge
+
+    week = Path(args.week_dir)
+    try:
+        result = calibrate(week, args.run, args.samples, Judge(args.model), bar=args.bar)
+    except CalibrationError as err:
+        print(f"skilllift calibrate: {err}", file=sys.stderr)
+        return 2
+    for line in result.lines():
+        print(line)
+    (week / args.run / CALIBRATION_FILE).write_text(
+        json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+    if result.graded_samples < 2:
+        print("skilllift calibrate: fewer than two samples were graded; no agreement to report",
+              file=sys.stderr)
+        return 2
+    return 0 if result.passed else 1
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``skilllift calibrate``."""
+    parser = subparsers.add_parser(
+        "calibrate",
+        help="judge self-agreement: grade one run's answer N times, report per-item unanimity",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    parser.add_argument("week_dir", metavar="WEEK_DIR", help="the week directory")
+    parser.add_argument("--run", required=True, metavar="RUN_ID", help="the run to re-grade")
+    parser.add_argument("--samples", type=int, default=3, help="judge samples (default 3)")
+    parser.add_argument("--model", default=None,
+                        help="judge model (default: newest non-deprecated Opus in the SDK)")
+    parser.add_argument("--bar", type=float, default=MUST_UNANIMITY_BAR,
+                        help="required share of unanimous must items (default 0.95)")
+    parser.set_defaults(func=_run)
