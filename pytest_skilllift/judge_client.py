@@ -70,9 +70,12 @@ FALLBACK_JUDGE_MODEL = "claude-opus-4-5"
 #: a price applies from (Anthropic pricing page; check when a new generation ships).
 #: Lookup takes the family's entry with the highest version <= the model's version, so a
 #: newer model than the table knows is priced like the newest listed one of its family.
+#: A model of a newer *major* version than its family's last row is priced by that row, and
+#: the result's ``notes`` say the price is assumed.
 PRICES: dict[str, tuple[tuple[tuple[int, int], float, float], ...]] = {
     "opus": (((3, 0), 15.0, 75.0), ((4, 0), 15.0, 75.0), ((4, 5), 5.0, 25.0)),
-    "sonnet": (((3, 0), 3.0, 15.0),),
+    "sonnet": (((3, 0), 3.0, 15.0), ((3, 7), 3.0, 15.0), ((4, 0), 3.0, 15.0),
+               ((4, 5), 3.0, 15.0)),
     "haiku": (((3, 0), 0.25, 1.25), ((3, 5), 0.80, 4.0), ((4, 5), 1.0, 5.0)),
 }
 CACHE_WRITE_FACTOR = 1.25  # 5-minute cache writes
@@ -107,7 +110,12 @@ def _rates(model: str) -> tuple[float, float, str | None]:
         )
     family, version, _date = parsed
     applicable = [row for row in PRICES[family] if row[0] <= version] or [PRICES[family][0]]
-    _version, rate_in, rate_out = applicable[-1]
+    listed, rate_in, rate_out = applicable[-1]
+    if version[0] > listed[0]:
+        return rate_in, rate_out, (
+            f"judge model {model!r} is newer than the price table; priced as "
+            f"{family} {listed[0]}.{listed[1]} (${rate_in:g}/${rate_out:g} per MTok)"
+        )
     return rate_in, rate_out, None
 
 
@@ -281,6 +289,9 @@ def _classify(err: BaseException, timeout_s: float) -> tuple[bool, str, float | 
         return True, f"undecodable response ({type(err).__name__})", None
     if isinstance(err, anthropic.AnthropicError):
         return False, f"{type(err).__name__}: {err}", None
+    if isinstance(err, TypeError) and "authentication method" in str(err):
+        # The SDK raises a bare TypeError at request time when it has no credentials.
+        return False, "no credentials for the judge (set ANTHROPIC_API_KEY)", None
     raise err  # not an API failure: a bug, which must not be disguised as a judge outage
 
 
@@ -382,8 +393,12 @@ class Judge:
         if price_note:
             notes.append(price_note)
         error = result.error
-        if error and getattr(message, "stop_reason", None) == "max_tokens":
-            error = f"judge reply cut off at max_tokens={self.max_tokens}: {error}"
+        if getattr(message, "stop_reason", None) == "max_tokens":
+            # A cut-off reply may still carry some verdicts; the rest are ungraded, and the
+            # cause must be visible (raise max_tokens), not read as a judge that skipped items.
+            notes.append(f"judge reply cut off at max_tokens={self.max_tokens}")
+            if error:
+                error = f"judge reply cut off at max_tokens={self.max_tokens}: {error}"
         return dataclasses.replace(
             result, error=error, notes=tuple(self._scrub(n) for n in (*notes, *result.notes)),
         )

@@ -14,6 +14,7 @@ from pytest_skilllift.judge import JUDGE_MARKER, TOOL_NAME
 from pytest_skilllift.judge_client import (
     JUDGE_COST_NAME,
     Judge,
+    _classify,
     default_judge_model,
     estimate_cost,
     read_judge_cost,
@@ -21,7 +22,7 @@ from pytest_skilllift.judge_client import (
 )
 from pytest_skilllift.model import JudgeResult, RubricItem
 from pytest_skilllift.testing.judge_script import decide, keyword_judge, make_judge
-from pytest_skilllift.testing.server import FAULT_KINDS, Faults, StandIn
+from pytest_skilllift.testing.server import FAULT_KINDS, Faults, Reply, StandIn
 
 KEY = "sk-ant-test-DO-NOT-WRITE-0123456789"
 MODEL = "claude-opus-4-7"  # listed by the installed SDK and not deprecated
@@ -162,6 +163,27 @@ def test_exhausted_retries_leave_the_run_unscored(caplog: pytest.LogCaptureFixtu
     assert len([r for r in caplog.records if "retrying" in r.getMessage()]) == 3
 
 
+def test_reply_cut_off_at_max_tokens_is_named() -> None:
+    def cut(body: dict[str, Any]) -> Reply:
+        reply = keyword_judge(body)
+        reply.content[-1]["input"]["verdicts"] = reply.content[-1]["input"]["verdicts"][:2]
+        reply.stop_reason = "max_tokens"
+        return reply
+
+    with StandIn(judge=cut, api_key=KEY) as api:
+        result = fast_judge(api, max_tokens=64).grade("q", ANSWER, ITEMS, seed=1)
+    assert result.error is None and len(result.verdicts) == 2 and len(result.ungraded) == 3
+    assert any("max_tokens=64" in n for n in result.notes)
+
+
+def test_missing_credentials_are_named_not_raised() -> None:
+    err = TypeError('"Could not resolve authentication method. Expected one of api_key"')
+    retryable, reason, _after = _classify(err, 1.0)
+    assert not retryable and "ANTHROPIC_API_KEY" in reason
+    with pytest.raises(KeyError):  # anything else is a bug and propagates
+        _classify(KeyError("x"), 1.0)
+
+
 def test_client_errors_are_not_retried() -> None:
     with StandIn(judge=keyword_judge, api_key="another-key") as api:
         result = fast_judge(api).grade("q", ANSWER, ITEMS, seed=1)
@@ -250,6 +272,8 @@ def test_cost_table() -> None:
     assert estimate_cost("claude-sonnet-4", cached)[0] == pytest.approx(3 * 1.25 + 3 * 0.1)
     cost, note = estimate_cost("some-local-model", usage)
     assert cost == 30.0 and note and "newest Opus" in note
+    cost, note = estimate_cost("claude-opus-5-5", usage)  # newer than the table: assumed
+    assert cost == 30.0 and note and "newer than the price table" in note
 
 
 def test_default_judge_model() -> None:
