@@ -438,6 +438,9 @@ def sse_events(message: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 class _RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; without TCP_NODELAY, Nagle plus delayed
+    # ACKs add ~40 ms to every keep-alive response.
+    disable_nagle_algorithm = True
     server: _Server
     # Idle keep-alive connections are dropped after this long (frees handler threads).
     timeout = 120
@@ -489,6 +492,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
             )
         self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.close()
+
+    def _hang_up(self) -> None:
+        """Close the connection cleanly (FIN) mid-body: the client sees an incomplete
+        message, as when an upstream proxy drops a stream (distinct from a reset)."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             self.connection.close()
 
@@ -619,8 +632,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 self.send_header("content-length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload[: len(payload) // 2])
-                self.wfile.flush()
-                self._reset()
+                self._hang_up()
                 return
             record(200)
             self._send_json(200, payload)
@@ -642,7 +654,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 frame = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
                 self._write_chunk(frame)
             if fault == "truncate":
-                self._reset()
+                self._hang_up()
                 return
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
