@@ -403,6 +403,12 @@ class Judge:
             result, error=error, notes=tuple(self._scrub(n) for n in (*notes, *result.notes)),
         )
 
+    def close(self) -> None:
+        """Close the SDK client's connection pool (a later :meth:`grade` opens a new one)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
     # -- internals -------------------------------------------------------------------------
 
     def _scrub(self, text: str) -> str:
@@ -452,12 +458,11 @@ class Judge:
                 # _classify re-raises anything that is not an API/transport failure.
                 retryable, reason, retry_after = _classify(err, self.timeout_s)
             reason = self._scrub(reason)
-            if not retryable:
-                raise _CallFailed(f"judge call failed: {reason} (not retryable)", notes)
-            if attempt == attempts:
-                raise _CallFailed(
-                    f"judge call failed after {attempts} attempts; last error: {reason}", notes,
-                )
+            if not retryable or attempt == attempts:
+                final = (f"judge call failed: {reason} (not retryable)" if not retryable else
+                         f"judge call failed after {attempts} attempts; last error: {reason}")
+                log.error("%s; the run's items stay ungraded", final)
+                raise _CallFailed(final, notes)
             delay = self._delay(attempt, retry_after)
             log.warning(
                 "judge call attempt %d/%d failed (%s); retrying in %.2fs",

@@ -81,6 +81,14 @@ def test_one_request_per_grade_with_forced_tool(api: StandIn) -> None:
     assert result.model == MODEL
 
 
+def test_close_and_reuse(api: StandIn) -> None:
+    judge = fast_judge(api)
+    first = judge.grade("q", ANSWER, ITEMS, seed=1)
+    judge.close()
+    assert summary(judge.grade("q", ANSWER, ITEMS, seed=1)) == summary(first)
+    assert api.count("judge") == 2
+
+
 def test_text_reply_mode(api: StandIn) -> None:
     result = fast_judge(api, reply_mode="text").grade("q", ANSWER, ITEMS, seed="r1")
     assert [(k, v) for k, v, _e, _ok in summary(result)] == EXPECTED
