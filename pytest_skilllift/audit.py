@@ -1,0 +1,136 @@
+"""Trajectory audit: was the skill actually invoked, and how deeply (seed 001, SB-1/SB-3c).
+
+Statuses, made mechanical for Claude Code transcripts:
+
+- ``NOT_INVOKED``: no skill was loaded — no successful ``Skill`` call ("Launching skill:")
+  and no successful ``Read`` of a ``SKILL.md`` / file under ``.claude/skills/``.
+- ``PARTIAL``: a skill was loaded but stopped at the top level: its body links sub-files
+  (``references/*.md``, nested ``SKILL.md``) and none of them was opened (SB-3c).
+- ``VERIFIED``: a skill was loaded and either links nothing further, or at least one linked
+  sub-file was opened.
+
+Seed 001's "workflow followed" and cargo-cult checks need an LLM reader; they are not
+attempted here. Pure logic over a :class:`~pytest_skilllift.transcript.Transcript`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pytest_skilllift.transcript import ToolUse, Transcript
+
+VERIFIED = "VERIFIED"
+PARTIAL = "PARTIAL"
+NOT_INVOKED = "NOT_INVOKED"
+STATUSES: tuple[str, ...] = (VERIFIED, PARTIAL, NOT_INVOKED)
+
+_SKILL_BODY_PREFIX = "Base directory for this skill:"
+_MD_LINK = re.compile(r"\]\(([^)\s#]+\.md)\)")
+
+
+@dataclass(frozen=True)
+class InvocationAudit:
+    """SB-1 ``skill_invocation`` plus the SB-3c ``top_level_only`` misuse flag."""
+
+    status: str
+    skills_read: tuple[str, ...]
+    sub_files_read: tuple[str, ...]
+    discovery_method: str  # "Skill tool" | "Read SKILL.md" | "none"
+    top_level_only: bool
+    #: Skill calls that failed (unknown skill, denied): attempts that delivered nothing.
+    failed_invocations: int
+    evidence: str
+
+
+def _skill_dir(path: str) -> str | None:
+    """``.claude/skills/<family>`` prefix of a path, or None when not under a skills dir."""
+    norm = path.replace("\\", "/")
+    m = re.search(r"(^|.*/)(\.claude/skills/[^/]+)/", norm)
+    return m.group(2) if m else None
+
+
+def _linked_files(transcript: Transcript) -> set[str]:
+    """Relative ``.md`` links inside skill bodies the CLI delivered (Skill or Read)."""
+    links: set[str] = set()
+    bodies: list[str] = []
+    for ev in transcript.events:
+        if ev.get("type") != "user":
+            continue
+        msg = ev.get("message")
+        content = msg.get("content") if isinstance(msg, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "text":
+                text = str(block.get("text", ""))
+                if text.startswith(_SKILL_BODY_PREFIX):
+                    bodies.append(text)
+    bodies.extend(
+        u.result or "" for u in transcript.tool_uses
+        if u.name == "Read" and u.effective and u.file_path.endswith("SKILL.md")
+    )
+    for body in bodies:
+        for link in _MD_LINK.findall(body):
+            if "://" not in link:
+                links.add(link.lstrip("./"))
+    return links
+
+
+def _matches_family(use: ToolUse, family: str | None) -> bool:
+    if family is None:
+        return True
+    if use.name == "Skill":
+        name = str(use.input.get("skill") or "").lstrip("/")
+        return name == family or name.endswith(":" + family)
+    return f".claude/skills/{family}/" in use.file_path.replace("\\", "/")
+
+
+def audit_invocation(transcript: Transcript, *, family: str | None = None) -> InvocationAudit:
+    """Invocation status of a run; ``family`` restricts it to the skill under test."""
+    skill_calls = [u for u in transcript.calls("Skill") if _matches_family(u, family)]
+    loaded_by_tool = [u for u in skill_calls if u.effective]
+    failed = len(skill_calls) - len(loaded_by_tool)
+    reads = [
+        u for u in transcript.calls("Read")
+        if u.effective and _skill_dir(u.file_path) and _matches_family(u, family)
+    ]
+    top_reads = [u for u in reads if _is_top_skill_md(u.file_path)]
+    sub_reads = [u for u in reads if u not in top_reads]
+
+    skills_read = tuple(
+        [f"Skill:{u.input.get('skill')}" for u in loaded_by_tool]
+        + [u.file_path for u in top_reads]
+    )
+    sub_files = tuple(u.file_path for u in sub_reads)
+    if loaded_by_tool:
+        method = "Skill tool"
+    elif top_reads or sub_reads:
+        method = "Read SKILL.md"
+    else:
+        method = "none"
+
+    if method == "none":
+        return InvocationAudit(
+            NOT_INVOKED, (), (), "none", False, failed,
+            "no successful Skill call or Read under .claude/skills/"
+            + (f" ({failed} failed Skill call(s))" if failed else ""),
+        )
+    links = _linked_files(transcript)
+    opened = {
+        link for link in links if any(p.replace("\\", "/").endswith("/" + link) for p in sub_files)
+    }
+    top_level_only = bool(links) and not sub_files
+    status = PARTIAL if top_level_only else VERIFIED
+    if top_level_only:
+        evidence = f"loaded via {method}; linked sub-files never opened: {sorted(links)[:5]}"
+    elif sub_files:
+        evidence = f"loaded via {method}; opened {len(sub_files)} sub-file(s)" + (
+            f", {len(opened)} of {len(links)} linked" if links else "")
+    else:
+        evidence = f"loaded via {method}; the skill links no sub-files"
+    return InvocationAudit(status, skills_read, sub_files, method, top_level_only, failed,
+                           evidence)
+
+
+def _is_top_skill_md(path: str) -> bool:
+    """``…/.claude/skills/<family>/SKILL.md`` exactly (not a nested sub-skill)."""
+    return re.search(r"\.claude/skills/[^/]+/SKILL\.md$", path.replace("\\", "/")) is not None
