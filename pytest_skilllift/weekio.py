@@ -290,11 +290,14 @@ def _float_col(table: pa.Table, name: str) -> np.ndarray:
 def _dict_parts(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
     """(indices with -1 for null, dictionary values) of a dictionary-encoded column."""
     if name not in table.column_names or table.num_rows == 0:
-        return np.full(table.num_rows, -1, np.int64), []
+        return np.full(table.num_rows, -1, np.int32), []
     arr = table[name].chunk(0)
     if not pa.types.is_dictionary(arr.type):
         arr = pc.dictionary_encode(arr)
-    idx = np.asarray(arr.indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    indices = arr.indices
+    if indices.null_count:
+        indices = indices.fill_null(-1)
+    idx = indices.to_numpy(zero_copy_only=False)
     return idx, [str(v) for v in arr.dictionary.to_pylist()]
 
 
@@ -304,8 +307,11 @@ def _lookup(values: list[str], mapping: dict[str, int], default: int = -1) -> np
 
 
 def _codes(idx: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """Map dictionary indices (-1 = null) through a code table whose last entry is null."""
-    return table[np.where(idx < 0, table.size - 1, idx)]
+    """Map dictionary indices (-1 = null) through a code table whose last entry is null.
+
+    Plain fancy indexing does it: index -1 *is* the last (null) entry.
+    """
+    return table[idx]
 
 
 MODEL_ORDER: tuple[str, ...] = ("opus", "sonnet", "haiku")
@@ -329,10 +335,13 @@ def load_week(week_dir: Path) -> Week:
         week_dir / "manifest.csv", _MANIFEST_TYPES, MANIFEST_REQUIRED, problems
     )
 
-    s_prompt_idx, s_prompt_vals = _dict_parts(scores, "prompt") if scores else (None, [])
-    s_model_idx, s_model_vals = _dict_parts(scores, "model") if scores else (None, [])
-    m_prompt_idx, m_prompt_vals = _dict_parts(manifest, "prompt") if manifest else (None, [])
-    m_model_idx, m_model_vals = _dict_parts(manifest, "model") if manifest else (None, [])
+    no_parts: tuple[np.ndarray | None, list[str]] = (None, [])
+    s_prompt_idx, s_prompt_vals = _dict_parts(scores, "prompt") if scores is not None else no_parts
+    s_model_idx, s_model_vals = _dict_parts(scores, "model") if scores is not None else no_parts
+    m_prompt_idx, m_prompt_vals = (_dict_parts(manifest, "prompt") if manifest is not None
+                                   else no_parts)
+    m_model_idx, m_model_vals = (_dict_parts(manifest, "model") if manifest is not None
+                                 else no_parts)
     prompts = sorted({v.strip() for v in s_prompt_vals + m_prompt_vals} - {""})
     models = order_models({v.strip() for v in s_model_vals + m_model_vals} - {""})
     p_map = {p: i for i, p in enumerate(prompts)}

@@ -1,0 +1,55 @@
+"""``skilllift summarize WEEK_DIR``: write scorecard.md/json (+ plots, history) for a week.
+
+Exit status: 0 for a clean week, 1 when the input had problems (a partial scorecard is
+still written and says what is missing), 2 when WEEK_DIR is not a directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``summarize`` on the ``skilllift`` subparsers (sets ``func``)."""
+    p = subparsers.add_parser(
+        "summarize",
+        help="aggregate a week directory into scorecard.md / scorecard.json",
+        description="Aggregate a week directory (manifest.csv, scores.csv) into the lift "
+        "scorecard: scorecard.md, scorecard.json, plots, and the history upsert.",
+    )
+    p.add_argument("week_dir", metavar="WEEK_DIR", type=Path,
+                   help="the week directory (holds manifest.csv and scores.csv)")
+    p.add_argument("--history", type=Path, default=None,
+                   help="history CSV (default: WEEK_DIR/../scorecard-history.csv)")
+    p.add_argument("--no-plots", action="store_true", help="do not draw the PNG plots")
+    p.add_argument("--json", action="store_true",
+                   help="print scorecard.json to stdout instead of the markdown")
+    p.add_argument("--banner", default=None, help=argparse.SUPPRESS)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the subcommand; returns the exit status."""
+    from pytest_skilllift.scorecard import render_json
+    from pytest_skilllift.summarize import summarize_week
+
+    week_dir: Path = args.week_dir
+    if not week_dir.is_dir():
+        print(f"skilllift summarize: {week_dir}: not a directory", file=sys.stderr)
+        return 2
+    try:
+        summary = summarize_week(week_dir, history=args.history, write=True,
+                                 plots=not args.no_plots, banner=args.banner)
+    except OSError as exc:  # e.g. a read-only week directory
+        print(f"skilllift summarize: cannot write into {week_dir}: {exc}", file=sys.stderr)
+        return 2
+    out = render_json(summary.data) if args.json else summary.markdown
+    sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    for problem in summary.problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    written = ", ".join(str(p) for p in summary.written)
+    print(f"wrote {written}", file=sys.stderr)
+    return 1 if summary.problems else 0
