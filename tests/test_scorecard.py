@@ -1,0 +1,140 @@
+"""Scorecard rendering: contract keys, sections, no silent caps, week-over-week, plots."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_skilllift import scorecard
+from pytest_skilllift.history import HistoryRow, upsert_history
+from pytest_skilllift.summarize import summarize_week
+
+# The small-week writer lives in test_weekio.py; load it by path so this works under any
+# pytest import mode.
+_spec = importlib.util.spec_from_file_location(
+    "_skilllift_test_weekio", Path(__file__).with_name("test_weekio.py"))
+assert _spec and _spec.loader
+_weekio_tests = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_weekio_tests)
+write_week = _weekio_tests.write_week
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> dict[str, Any]:
+    w = write_week(tmp_path / "weekly" / "20260801", models=("sonnet", "haiku"),
+                   prompts=tuple(f"p{i}" for i in range(6)))
+    return summarize_week(w, write=False).data
+
+
+def test_json_contract_keys(data: dict[str, Any]) -> None:
+    for m in data["models"].values():
+        assert {"must_no", "must_with", "must_lift", "must_lift_se", "ci_excludes_zero",
+                "n_prompts", "bonus_delta", "avoid_delta", "cost_delta",
+                "turns_delta"} <= set(m)
+    assert {"model", "condition", "must_coverage", "bonus_rate", "avoid_violations",
+            "composite", "mean_cost", "mean_turns", "n"} <= set(data["cells"][0])
+    assert {"prompt", "model", "must_no", "must_with", "must_lift", "composite_no",
+            "composite_with"} <= set(data["prompts"][0])
+    assert {"graded_runs", "total_runs", "dropped"} <= set(data["coverage"])
+    act = data["activation"][0]
+    assert {"prompt", "skill_family", "with_skill_runs", "activated_runs", "counts",
+            "reached_leaf"} <= set(act)
+    assert set(act["counts"]) == {"skill_tool", "file_read", "web_fetch", "none"}
+    assert {"per_model", "seed", "n_boot"} <= set(data["bootstrap"])
+    assert {"per_model", "power", "alpha"} <= set(data["mdl"])
+    assert {"n_runs", "ready", "per_model"} <= set(data["history"])
+    text = scorecard.render_json(data)
+    assert json.loads(text) == json.loads(json.dumps(data))
+
+
+def test_all_sections_present_in_order(data: dict[str, Any]) -> None:
+    md = scorecard.render_markdown(data)
+    titles = [ln[3:] for ln in md.splitlines() if ln.startswith("## ")]
+    assert titles == [
+        "Lift per model (with-skill − no-skill)", "Week-over-week lift delta",
+        "Per-cell metrics", "Per-prompt (must_coverage; with-skill lift)",
+        "Activation / trigger misses", "Lift caveat — baseline self-served the skill",
+        "`avoid` violations (most damaging failures)", "Coverage", "Cost & time",
+        "Run health", "Provenance"]
+    assert "**Will be computed after four runs.** (this is run 1 of 4;" in md
+    assert "### Uncertainty detail" in md
+
+
+def test_banner_is_first(data: dict[str, Any]) -> None:
+    data["banner"] = "DEMO — scripted models"
+    md = scorecard.render_markdown(data)
+    assert md.splitlines()[0] == "> **DEMO — scripted models**"
+
+
+def test_delta_columns_only_when_nonzero(data: dict[str, Any]) -> None:
+    d = copy.deepcopy(data)
+    for m in d["models"].values():
+        m["bonus_delta"] = 0.0
+    md = scorecard.render_markdown(d)
+    header = next(ln for ln in md.splitlines() if ln.startswith("| model  | must_coverage"))
+    assert "Δbonus" not in header and "Δavoid" in header
+
+
+def test_caps_are_stated_never_silent(data: dict[str, Any],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scorecard, "MAX_PROMPT_ROWS", 5)
+    md = scorecard.render_markdown(data)
+    n = len(data["prompts"])
+    assert f"_Showing the first 5 of {n} per-prompt rows; all {n} are in `scorecard.json`._" in md
+
+
+def test_low_sample_and_t_bootstrap_disagreement(data: dict[str, Any]) -> None:
+    d = copy.deepcopy(data)
+    m = d["models"]["sonnet"]
+    m.update(low_sample=True, n_prompts=3, ci_excludes_zero=True)
+    d["bootstrap"]["per_model"]["sonnet"].update(excludes_zero=False, agrees_with_t=False)
+    md = scorecard.render_markdown(d)
+    assert "⚠ **low sample** for sonnet: only 3 paired prompt(s)" in md
+    assert "the t interval excludes zero but the bootstrap interval includes it" in md
+
+
+def test_problems_make_the_scorecard_say_partial(data: dict[str, Any]) -> None:
+    d = dict(data, problems=["scores.csv, row 3, column 'verdict': unknown verdict 'maybe'"])
+    md = scorecard.render_markdown(d)
+    assert "## ⚠ Input problems — this scorecard is partial" in md
+    assert "- scores.csv, row 3, column 'verdict': unknown verdict 'maybe'" in md
+
+
+def test_week_over_week_after_four_runs_and_plots(tmp_path: Path) -> None:
+    weekly = tmp_path / "weekly"
+    hist = weekly / "scorecard-history.csv"
+    weekly.mkdir()
+    upsert_history(hist, [
+        HistoryRow("20260711", "20260711T090000Z", "sonnet", 0.20, 0.05),
+        HistoryRow("20260718", "20260718T090000Z", "sonnet", 0.30, 0.05),
+        HistoryRow("20260725", "20260725T090000Z", "sonnet", 0.25, 0.04),
+    ])
+    w = write_week(weekly / "20260801")
+    s = summarize_week(w)
+    assert s.data["history"]["ready"] and s.data["history"]["n_runs"] == 4
+    v = s.data["history"]["per_model"]["sonnet"]
+    assert v["prev_key"] == "20260725" and v["prev_lift"] == pytest.approx(0.25)
+    assert v["threshold"] == pytest.approx(max(v["within"], v["between"]))
+    assert "Will be computed" not in s.markdown
+    assert "vs previous run `20260725`" in s.markdown and "| actionable? |" in s.markdown
+    # plots exist and are linked
+    assert (w / "forest.png").stat().st_size > 1000 and (w / "trend.png").exists()
+    assert "![Per-prompt must-coverage lift" in s.markdown and "(trend.png)" in s.markdown
+    assert (w / "forest.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the run was upserted once; re-summarizing keeps the file identical
+    before = hist.read_bytes()
+    summarize_week(w, plots=False)
+    assert hist.read_bytes() == before and before.count(b"20260801") == 1
+
+
+def test_terminal_lines(tmp_path: Path) -> None:
+    s = summarize_week(write_week(tmp_path / "w"), write=False)
+    lines = s.terminal_lines()
+    assert lines[0].startswith("skill lift (must_coverage")
+    assert any(ln.split()[:1] == ["sonnet"] for ln in lines)
+    assert any("graded 12 of 12 runs; dropped 0" in ln for ln in lines)

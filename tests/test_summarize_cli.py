@@ -1,0 +1,90 @@
+"""``skilllift summarize`` on the command line, and ``compare_weeks``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_skilllift import summarize_cli
+from pytest_skilllift.compare import compare_weeks
+
+_spec = importlib.util.spec_from_file_location(
+    "_skilllift_test_weekio", Path(__file__).with_name("test_weekio.py"))
+assert _spec and _spec.loader
+_weekio_tests = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_weekio_tests)
+write_week = _weekio_tests.write_week
+
+
+def run(argv: list[str]) -> int:
+    """Parse with a parser that has only our subcommand (the dispatch convention of cli.py)."""
+    parser = argparse.ArgumentParser(prog="skilllift")
+    summarize_cli.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+def test_summarize_writes_scorecard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    w = write_week(tmp_path / "weekly" / "20260801")
+    assert run(["summarize", str(w), "--no-plots"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("# Weekly Skill Scorecard — 20260801")
+    assert "wrote" in err
+    assert (w / "scorecard.md").read_text() == out
+    assert json.loads((w / "scorecard.json").read_text())["models"]["sonnet"]["n_prompts"] == 3
+    assert (tmp_path / "weekly" / "scorecard-history.csv").exists()
+    assert not (w / "forest.png").exists()
+
+
+def test_json_and_history_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    w = write_week(tmp_path / "w")
+    hist = tmp_path / "elsewhere" / "h.csv"
+    assert run(["summarize", str(w), "--json", "--history", str(hist), "--no-plots"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["week"] == "w" and hist.exists()
+
+
+def test_bad_input_exit_1_with_partial_scorecard(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    w = write_week(tmp_path / "w")
+    (w / "scores.csv").write_text("prompt,model\nx,y\n")
+    assert run(["summarize", str(w), "--no-plots"]) == 1
+    _out, err = capsys.readouterr()
+    assert "problem: scores.csv, row 0, column 'condition': required column is missing" in err
+    assert "Traceback" not in err
+    assert "this scorecard is partial" in (w / "scorecard.md").read_text()
+
+
+def test_not_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["summarize", str(tmp_path / "nope")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+
+
+def test_registered_in_skilllift_main(tmp_path: Path) -> None:
+    from pytest_skilllift import cli
+
+    try:
+        parser = cli.build_parser()
+    except ImportError as exc:  # another subcommand module is not in the tree yet
+        pytest.skip(f"skilllift's other subcommands are not importable: {exc}")
+    w = write_week(tmp_path / "w")
+    args = parser.parse_args(["summarize", str(w), "--no-plots"])
+    assert args.func is summarize_cli.run
+
+
+def test_compare_weeks(tmp_path: Path) -> None:
+    a = write_week(tmp_path / "weekly" / "20260801")
+    b = write_week(tmp_path / "weekly" / "20260808",
+                   met=lambda p, m, c, r, i: c == "with-skill" and not (p == 0 and i == 0))
+    md = compare_weeks(a, b)
+    assert md.startswith("# Week comparison — 20260801 → 20260808")
+    row = next(ln for ln in md.splitlines() if ln.startswith("| sonnet"))
+    assert "| n/a " not in row.split("|")[4]  # a Δ was computed
+    assert "clears threshold?" in md
+    assert "σ (between) needs at least three runs" in md
+    assert "### sonnet" in md and "| p-a " in md  # the mover is named
