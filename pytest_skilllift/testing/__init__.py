@@ -1,5 +1,6 @@
 """A scripted stand-in of the Anthropic Messages API, for tests, the demo and users' own tests."""
 
+from pytest_skilllift.testing.agent_script import make_agent, skill_agent
 from pytest_skilllift.testing.server import (
     FAULT_KINDS,
     JUDGE_MARKER,
@@ -10,4 +11,7 @@ from pytest_skilllift.testing.server import (
     StandIn,
 )
 
-__all__ = ["FAULT_KINDS", "JUDGE_MARKER", "Faults", "Handler", "Recorded", "Reply", "StandIn"]
+__all__ = [
+    "FAULT_KINDS", "JUDGE_MARKER", "Faults", "Handler", "Recorded", "Reply", "StandIn",
+    "make_agent", "skill_agent",
+]

@@ -25,6 +25,7 @@ import json
 import random
 import socket
 import struct
+import sys
 import threading
 import time
 import uuid
@@ -160,6 +161,13 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     # Loopback only, chosen by the OS.
     standin: StandIn
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients hanging up (and our own injected resets) are routine, not tracebacks."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError, OSError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class StandIn:
