@@ -17,9 +17,10 @@ the penalty, so the composite stays the seed's number.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
-from pathlib import Path
+from dataclasses import dataclass
 from urllib.parse import unquote
 
 from pytest_skilllift.lint.skillfile import Finding, Link, SkillFile
@@ -73,7 +74,15 @@ def directive_count(text: str) -> Counter[str]:
 
     Lower-case "never" is ordinary English; the seed's flag is about capitalised commands.
     """
-    return Counter(m.group(1) for m in _DIRECTIVE.finditer(text))
+    return Counter(_DIRECTIVE.findall(text))
+
+
+def skill_directives(skill: SkillFile) -> Counter[str]:
+    """:func:`directive_count` of the whole SKILL.md, computed once per skill."""
+    cached = skill.cache.get("directives")
+    if cached is None:
+        cached = skill.cache["directives"] = directive_count(skill.text)
+    return Counter(cached)
 
 
 def has_trigger(description: str) -> bool:
@@ -88,10 +97,15 @@ def has_trigger(description: str) -> bool:
 def detect_anti_patterns(skill: SkillFile) -> list[Finding]:
     """The seed's anti-patterns for ``skill`` (each a Finding with anti_pattern=True)."""
     out: list[Finding] = []
-    counts = directive_count(skill.text)
+    counts = skill_directives(skill)
     total = sum(counts.values())
     if total > OVER_CONSTRAINED_THRESHOLD:
-        first_lines = [str(i + 1) for i, ln in enumerate(skill.lines) if _DIRECTIVE.search(ln)][:5]
+        first_lines: list[str] = []
+        for i, ln in enumerate(skill.lines):
+            if _DIRECTIVE.search(ln):
+                first_lines.append(str(i + 1))
+                if len(first_lines) == 5:
+                    break
         detail = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
         out.append(
             Finding(
@@ -182,10 +196,10 @@ def is_cross_ref(path: str) -> bool:
     )
 
 
-def _exists(p: Path) -> bool:
+def _exists(p: str) -> bool:
     try:
-        return p.exists()
-    except (OSError, ValueError):  # name too long, NUL in path, ELOOP
+        return os.path.exists(p)  # str paths: pathlib's overhead dominated the 1,000-skill run
+    except (OSError, ValueError):  # name too long, NUL in path
         return False
 
 
@@ -193,25 +207,53 @@ def cross_ref_resolves(skill: SkillFile, path: str) -> bool:
     """Markdown resolves links against the file's directory; the seed also accepts paths
     written from the skills/ directory, so both are tried (and the root's parent for
     ``skills/...`` spellings)."""
-    return any(_exists(base / path) for base in (skill.dir, skill.root, skill.root.parent))
+    bases = (str(skill.dir), str(skill.root), str(skill.root.parent))
+    return any(_exists(os.path.join(b, path)) for b in bases)
+
+
+@dataclass(frozen=True)
+class ResolvedLink:
+    """A distinct relative link of a SKILL.md, classified and checked once."""
+
+    kind: str  # "reference" | "cross_ref" | "other"
+    path: str
+    link: Link  # first occurrence
+    resolves: bool
+
+
+def resolve_links(skill: SkillFile) -> list[ResolvedLink]:
+    """Every distinct relative link, classified and resolved (cached on the skill: both the
+    anti-patterns and ecosystem_coherence need it, and stat calls are the costly part)."""
+    cached = skill.cache.get("links")
+    if cached is not None:
+        return list(cached)
+    out: list[ResolvedLink] = []
+    seen: set[str] = set()
+    base = str(skill.dir)
+    for link in skill.facts.links:
+        path = relative_link_path(link.target)
+        if path is None or path in seen:
+            continue
+        seen.add(path)
+        if path.startswith("references/") or path == "references":
+            out.append(ResolvedLink("reference", path, link, _exists(os.path.join(base, path))))
+        elif is_cross_ref(path):
+            out.append(ResolvedLink("cross_ref", path, link, cross_ref_resolves(skill, path)))
+        else:
+            out.append(ResolvedLink("other", path, link, _exists(os.path.join(base, path))))
+    skill.cache["links"] = out
+    return list(out)
 
 
 def _link_findings(skill: SkillFile) -> list[Finding]:
     out: list[Finding] = []
-    seen: set[tuple[str, str]] = set()
-    for link in skill.facts.links:
-        path = relative_link_path(link.target)
-        if path is None:
+    for r in resolve_links(skill):
+        if r.resolves:
             continue
-        if path.startswith("references/") or path == "references":
-            if ("ORPHAN_REFERENCE", path) in seen or _exists(skill.dir / path):
-                continue
-            seen.add(("ORPHAN_REFERENCE", path))
-            out.append(_orphan(skill, link, path))
-        elif is_cross_ref(path):
-            if ("DEAD_CROSS_REF", path) in seen or cross_ref_resolves(skill, path):
-                continue
-            seen.add(("DEAD_CROSS_REF", path))
+        link = r.link
+        if r.kind == "reference":
+            out.append(_orphan(skill, link, r.path))
+        elif r.kind == "cross_ref":
             out.append(
                 Finding(
                     "DEAD_CROSS_REF",
@@ -225,9 +267,6 @@ def _link_findings(skill: SkillFile) -> list[Finding]:
                 )
             )
         else:
-            if ("DEAD_LINK", path) in seen or _exists(skill.dir / path):
-                continue
-            seen.add(("DEAD_LINK", path))
             out.append(
                 Finding(
                     "DEAD_LINK",

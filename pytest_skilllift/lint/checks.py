@@ -18,11 +18,9 @@ from dataclasses import dataclass
 from pytest_skilllift.lint.antipatterns import (
     EMPTY_DESCRIPTION_MIN,
     NAME_MAX,
-    cross_ref_resolves,
-    directive_count,
     has_trigger,
-    is_cross_ref,
-    relative_link_path,
+    resolve_links,
+    skill_directives,
 )
 from pytest_skilllift.lint.skillfile import SkillFile
 
@@ -72,6 +70,22 @@ class _Tally:
 _NAME_OK = re.compile(r"^[a-z0-9-]+$")
 
 
+def _headings(skill: SkillFile) -> str:
+    """All heading texts, one per line: one regex search instead of one per heading."""
+    joined = skill.cache.get("headings")
+    if joined is None:
+        joined = skill.cache["headings"] = "\n".join(skill.facts.headings_all)
+    return str(joined)
+
+
+def _prose(skill: SkillFile) -> str:
+    """Lower-cased body text outside code fences (shared by two checks)."""
+    prose = skill.cache.get("prose")
+    if prose is None:
+        prose = skill.cache["prose"] = "\n".join(skill.facts.prose_lines).lower()
+    return str(prose)
+
+
 def frontmatter_quality(skill: SkillFile) -> SubScore:
     """Name presence, description length, trigger-phrase quality (the routing signal)."""
     t = _Tally()
@@ -111,8 +125,8 @@ def orchestration_wiring(skill: SkillFile) -> SubScore:
     supervisor language (seed: avoid "orchestrate", "coordinate", "dispatch", "manage
     workflow")."""
     t = _Tally()
-    prose = "\n".join(skill.facts.prose_lines).lower()
-    if not any(_OUTPUT_HEADING.search(h) for h in skill.facts.headings_all):
+    prose = _prose(skill)
+    if not _OUTPUT_HEADING.search(_headings(skill)):
         t.lose(0.10, "no output section (a heading such as 'Output format')")
     if not _OUTPUT_WORDS.search(prose):
         t.lose(0.10, "never says what the skill returns or produces")
@@ -190,9 +204,9 @@ def structural_completeness(skill: SkillFile) -> SubScore:
         t.lose(0.25, "no fenced code blocks (seed: at least 3)")
     elif c < 3:
         t.lose(0.125, f"{c} fenced code blocks (seed: at least 3)")
-    if not any(_EXAMPLES.search(x) for x in skill.facts.headings_all):
+    if not _EXAMPLES.search(_headings(skill)):
         t.lose(0.25, "no Examples section")
-    if not any(_TROUBLE.search(x) for x in skill.facts.headings_all):
+    if not _TROUBLE.search(_headings(skill)):
         t.lose(0.25, "no Troubleshooting / Edge cases section")
     return t.result("structural_completeness")
 
@@ -209,7 +223,7 @@ def token_efficiency(skill: SkillFile) -> SubScore:
     """
     t = _Tally()
     lines = max(skill.line_count, 1)
-    n = sum(directive_count(skill.text).values())
+    n = sum(skill_directives(skill).values())
     d = n / lines
     if d > 0.5:
         t.lose(0.40, f"{n} MUST/ALWAYS/NEVER in {lines} lines ({d:.2f} per line; target < 0.1)")
@@ -246,20 +260,12 @@ def ecosystem_coherence(skill: SkillFile) -> SubScore:
     dead cross-reference (at most -0.30; each one is also a DEAD_CROSS_REF anti-pattern).
     """
     t = _Tally()
-    good = dead = 0
-    seen: set[str] = set()
-    for link in skill.facts.links:
-        path = relative_link_path(link.target)
-        if path is None or path in seen or not is_cross_ref(path):
-            continue
-        seen.add(path)
-        if cross_ref_resolves(skill, path):
-            good += 1
-        else:
-            dead += 1
+    refs = [r for r in resolve_links(skill) if r.kind == "cross_ref"]
+    good = sum(1 for r in refs if r.resolves)
+    dead = len(refs) - good
     if not good:
         t.lose(0.30, "no working cross-reference to another skill or agent")
-    prose = "\n".join(skill.facts.prose_lines).lower()
+    prose = _prose(skill)
     if not _RELATED.search(prose):
         t.lose(0.30, "no 'Related' / 'See also' mention")
     if dead:

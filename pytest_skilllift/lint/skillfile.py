@@ -113,6 +113,9 @@ class SkillFile:
     has_assets_dir: bool = False
     assets: list[BundledFile] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)  # file / parse problems
+    #: derived values shared by several checks (links resolved, directive counts), so a
+    #: 1,000-skill tree does each stat / regex pass once.
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def name(self) -> str:
@@ -181,17 +184,25 @@ def find_skill_dirs(root: Path, findings: list[Finding] | None = None) -> list[P
             if findings is not None:
                 findings.append(_walk_problem(d, exc))
             continue
-        if any(e.name == SKILL_FILENAME for e in entries):
+        is_skill = any(e.name == SKILL_FILENAME for e in entries)
+        if is_skill:
             out.append(d)
         for e in reversed(entries):
             if e.name.startswith(".") or e.name in {"node_modules", "__pycache__"}:
                 continue
+            if is_skill and e.name in {"references", "assets"}:
+                continue  # a skill's own bundle: load_skill lists it (and reports its loops)
             try:
                 is_dir = e.is_dir()  # follows symlinks; False for dangling/looping links
             except OSError:
                 is_dir = False
-            if is_dir or (e.is_symlink() and not os.path.exists(e.path)):
+            if is_dir:
                 stack.append(Path(e.path))
+            elif e.is_symlink() and e.name != SKILL_FILENAME and findings is not None:
+                try:
+                    os.stat(e.path)
+                except OSError as exc:  # a looping or dangling link: say so, don't follow
+                    findings.append(_walk_problem(Path(e.path), exc))
     return sorted(out)
 
 
@@ -452,7 +463,9 @@ def scan_markdown(lines: list[str], start: int = 0) -> MarkdownFacts:
     fence: str | None = None
     for i in range(start, len(lines)):
         line = lines[i]
-        m = _FENCE.match(line)
+        head = line[:6]
+        # Cheap substring tests first: the regexes only run on lines that could match.
+        m = _FENCE.match(line) if ("`" in head or "~" in head) else None
         if fence is not None:
             if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
                 fence = None
@@ -463,7 +476,7 @@ def scan_markdown(lines: list[str], start: int = 0) -> MarkdownFacts:
             facts.code_languages.append(m.group(2).lower())
             continue
         facts.prose_lines.append(line)
-        h = _HEADING.match(line)
+        h = _HEADING.match(line) if "#" in line[:4] else None
         if h:
             text = h.group(2).strip().lower()
             facts.headings_all.append(text)
@@ -471,7 +484,7 @@ def scan_markdown(lines: list[str], start: int = 0) -> MarkdownFacts:
                 facts.h2_h3.append(text)
             continue
         if "](" in line or "]:" in line:
-            stripped = _INLINE_CODE.sub("", line)
+            stripped = _INLINE_CODE.sub("", line) if "`" in line else line
             for lm in _INLINE_LINK.finditer(stripped):
                 facts.links.append(Link(lm.group(1), i + 1))
             rd = _REF_DEF.match(stripped)
