@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -41,8 +41,8 @@ class Grader(Protocol):
 
     model: str
 
-    def grade(self, prompt_text: str, answer: str, items: tuple[RubricItem, ...],
-              seed: str) -> JudgeResult: ...
+    def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
+              seed: int | str) -> JudgeResult: ...
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ class WeekRun:
         family = spec.prompt.family
         if family not in self._sha:
             self._sha[family] = skills_sha(self.agent.skills_root, family)
-        invocation = (audit.invocation_status(parsed, family=family, leaf=spec.prompt.leaf)
+        invocation = (audit.audit_invocation(parsed, family=family).status
                       if spec.with_skill else "")
         return {
             "prompt": spec.prompt.name, "skill_family": family, "skill_leaf": spec.prompt.leaf,

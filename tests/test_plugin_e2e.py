@@ -1,0 +1,189 @@
+"""End to end: ``pytest --skill-lift`` with the real bundled CLI against the stand-in.
+
+Each test builds a small project (the repo's example skills, two prompts, one model, one rep:
+four runs) with ``pytester`` and runs pytest in a subprocess, the way a user would, with and
+without ``-n 2``. The stand-in counts every model call, so "each run is generated once and
+judged once" is checked, not assumed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_skilllift.runners.claude import bundled_claude
+
+REPO = Path(__file__).resolve().parents[1]
+SECRET = "sk-ant-test-SECRET-d0n7-l34k-7h15"
+PROMPTS = ("git-bisect-regression.json", "python-packaging-pyproject.json")
+
+pytestmark = [
+    pytest.mark.cli,
+    pytest.mark.skipif(bundled_claude() is None, reason="claude-agent-sdk (bundled CLI) missing"),
+]
+
+
+def make_project(pytester: pytest.Pytester, prompts: tuple[str, ...] = PROMPTS) -> Path:
+    root = pytester.path
+    shutil.copytree(REPO / "skills", root / "skills")
+    (root / "evals" / "test-prompts").mkdir(parents=True)
+    for name in prompts:
+        shutil.copy(REPO / "evals" / "test-prompts" / name, root / "evals" / "test-prompts")
+    pytester.makeini("[pytest]\nskill_lift_models = haiku=claude-haiku-4-5\n"
+                     "skill_lift_reps = 1\nskill_lift_out = week\n")
+    return root
+
+
+def run(pytester: pytest.Pytester, server: Any, *args: str,
+        timeout: float = 300) -> pytest.RunResult:
+    env = {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": SECRET}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return pytester.runpytest_subprocess("--skill-lift", "-p", "no:cacheprovider",
+                                             *args, timeout=timeout)
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def all_text(root: Path) -> str:
+    out = []
+    for path in root.rglob("*"):
+        if path.is_file():
+            out.append(path.read_bytes().decode("utf-8", "replace"))
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("workers", [0, 2], ids=["serial", "xdist-2"])
+def test_week_end_to_end(pytester: pytest.Pytester, standin: Any, workers: int) -> None:
+    root = make_project(pytester)
+    args = ("-n", str(workers)) if workers else ("-p", "no:xdist")
+    result = run(pytester, standin, *args, "--junitxml=junit.xml", "-rs")
+    assert result.ret == 0, result.stdout.str()
+    week = root / "week"
+    manifest = rows(week / "manifest.csv")
+    assert len(manifest) == 4
+    by_cond = {r["condition"]: r for r in manifest if r["prompt"] == "git-bisect-regression"}
+    assert by_cond["with-skill"]["skill_available"] == "1"
+    assert by_cond["with-skill"]["skill_activation"] == "skill_tool"
+    assert by_cond["no-skill"]["skill_available"] == "0"
+    assert by_cond["no-skill"]["skill_activation"] == "none"
+    assert all(r["run_status"] == "ok" and r["cli_version"] for r in manifest)
+    scores = rows(week / "scores.csv")
+    assert len(scores) == 2 * (5 + 6)  # two conditions × rubric lengths 5 and 6
+    assert all(r["verdict"] for r in scores)
+    # one judge call per run, however the items were distributed
+    assert standin.count("judge") == 4
+    with_skill = [r for r in scores if r["condition"] == "with-skill" and r["item_type"] == "must"]
+    no_skill = [r for r in scores if r["condition"] == "no-skill" and r["item_type"] == "must"]
+    assert sum(float(r["credit"]) for r in with_skill) > sum(float(r["credit"]) for r in no_skill)
+    card = json.loads((week / "scorecard.json").read_text())
+    assert card["models"]["haiku"]["n_prompts"] == 2
+    assert (week / "scorecard.md").is_file()
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 22
+    result.stdout.fnmatch_lines(["*skill lift*", "*scorecard:*"])
+    assert SECRET not in all_text(root)
+
+
+def test_rerun_is_free_and_fresh_regrades_only(pytester: pytest.Pytester, standin: Any) -> None:
+    root = make_project(pytester)
+    assert run(pytester, standin, "-p", "no:xdist").ret == 0
+    first = (root / "week" / "scores.csv").read_bytes()
+    agent, judge = standin.count("agent"), standin.count("judge")
+    assert run(pytester, standin, "-p", "no:xdist").ret == 0
+    assert (standin.count("agent"), standin.count("judge")) == (agent, judge)
+    assert (root / "week" / "scores.csv").read_bytes() == first
+    assert run(pytester, standin, "-p", "no:xdist", "--skill-lift-fresh").ret == 0
+    assert standin.count("agent") == agent and standin.count("judge") == judge + 4
+    assert (root / "week" / "scores.csv").read_bytes() == first
+
+
+def test_bad_prompt_is_a_collection_error_and_the_others_run(pytester: pytest.Pytester,
+                                                            standin: Any) -> None:
+    root = make_project(pytester, PROMPTS[:1])
+    (root / "evals" / "test-prompts" / "broken.json").write_text(
+        json.dumps({"name": "broken", "prompt": "x", "skill_url": "https://s/git-bisect/SKILL.md",
+                    "rubric": [{"type": "maybe", "text": "x"}]}))
+    result = run(pytester, standin, "-p", "no:xdist")
+    out = result.stdout.str()
+    assert "broken.json: field 'rubric[0].type'" in out and "use one of must, bonus, avoid" in out
+    assert result.ret == 1  # bad input is not a clean week
+    assert len(rows(root / "week" / "manifest.csv")) == 2  # the good prompt still ran
+
+
+def test_k_focuses_one_skill(pytester: pytest.Pytester, standin: Any) -> None:
+    root = make_project(pytester)
+    result = run(pytester, standin, "-p", "no:xdist", "-k", "git-bisect and with-skill")
+    assert result.ret == 0
+    manifest = rows(root / "week" / "manifest.csv")
+    assert [(r["prompt"], r["condition"]) for r in manifest] == [
+        ("git-bisect-regression", "with-skill")]
+
+
+def test_collect_only_ids_and_no_calls(pytester: pytest.Pytester, standin: Any) -> None:
+    make_project(pytester, PROMPTS[:1])
+    result = run(pytester, standin, "-p", "no:xdist", "--collect-only", "-q")
+    result.stdout.fnmatch_lines([
+        "evals/test-prompts/git-bisect-regression.json::haiku::no-skill::r1::must-1",
+        "*::haiku::with-skill::r1::avoid-1",
+    ])
+    assert standin.count() == 0
+
+
+def test_without_the_flag_nothing_is_collected(pytester: pytest.Pytester) -> None:
+    make_project(pytester)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "evals")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_no_prompts_says_where_it_looked(pytester: pytest.Pytester, standin: Any) -> None:
+    pytester.makeini("[pytest]\nskill_lift_prompts = nowhere\n")
+    result = run(pytester, standin)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*found no prompt files in*nowhere*rootdir*ini file*"])
+
+
+def test_killed_run_resumes_without_redoing_finished_work(pytester: pytest.Pytester,
+                                                         standin: Any) -> None:
+    root = make_project(pytester)
+    env = {**os.environ, "ANTHROPIC_BASE_URL": standin.base_url, "ANTHROPIC_API_KEY": SECRET}
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "--skill-lift", "-p", "no:xdist",
+                             "-p", "no:cacheprovider", "-q"], cwd=root, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list((root / "week").glob("*/grades.json")):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = {p.parent.name for p in (root / "week").glob("*/grades.json")}
+    assert 1 <= len(done) < 4
+    judged_before = standin.count("judge")
+    assert run(pytester, standin, "-p", "no:xdist").ret == 0
+    manifest = rows(root / "week" / "manifest.csv")
+    assert sorted(r["run_id"] for r in manifest) == sorted({r["run_id"] for r in manifest})
+    assert len(manifest) == 4
+    scores = rows(root / "week" / "scores.csv")
+    assert len(scores) == 22
+    # finished runs were neither regenerated nor regraded: only the others were judged
+    assert standin.count("judge") - judged_before <= 4 - len(done)
