@@ -100,6 +100,23 @@ class Transcript:
         """``claude_code_version`` from the init event, ``""`` when unknown."""
         return str((self.init or {}).get("claude_code_version") or "")
 
+    @property
+    def api_retries(self) -> int:
+        """``system``/``api_retry`` events: API calls the CLI had to repeat (429, 529, resets)."""
+        return sum(
+            1 for e in self.events if e.get("type") == "system" and e.get("subtype") == "api_retry"
+        )
+
+    @property
+    def api_error_status(self) -> int | None:
+        """HTTP status of the API error that ended the run, when it ended on one.
+
+        The CLI reports an exhausted retry as subtype ``success`` with ``is_error`` true and
+        ``result`` = "API Error: …" — not a model answer, whatever the subtype says.
+        """
+        value = (self.result or {}).get("api_error_status")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
     def assistant_messages(self, *, top_level: bool = True) -> list[dict[str, Any]]:
         """Assistant messages in order, merged by message id (2.0.x split one message into
         several events, one per content block). ``top_level`` skips subagent messages."""

@@ -22,7 +22,7 @@ from pytest_skilllift.model import AgentConfig, PromptSpec, RunOutcome, RunSpec,
 from pytest_skilllift.runners.base import STDERR_NAME, STDOUT_NAME, Runner
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.runners.local import LocalRunner, redact, secret_values
-from pytest_skilllift.testing import Reply, StandIn
+from pytest_skilllift.testing import Faults, Reply, StandIn
 from pytest_skilllift.testing.agent_script import make_agent, skill_agent
 from pytest_skilllift.transcript import Transcript, extract_signals, parse_transcript
 
@@ -306,3 +306,29 @@ def test_outcome_timestamps(tmp_path: Path) -> None:
     assert len(out.started_utc) == 16 and out.started_utc.endswith("Z")
     assert out.ended_utc >= out.started_utc and out.wall_ms >= 0
     assert replace(out, wall_ms=0).wall_ms == 0  # a frozen dataclass, as the contract says
+
+
+@pytest.mark.cli
+@needs_cli
+def test_real_cli_retries_through_faults_and_reports_exhaustion(tmp_path: Path) -> None:
+    # Transient faults: the CLI retries (api_retry events) and the run still succeeds.
+    faults = Faults(first_n=3, kinds=("529", "truncate", "reset"))
+    with StandIn(agent=skill_agent, faults=faults) as api:
+        LocalRunner().run(_spec("no-skill", "f"), _cfg(api), tmp_path / "f")
+        assert [r.fault for r in api.requests[:4]] == ["529", "truncate", "reset", None]
+    tr = parse_transcript(tmp_path / "f" / STDOUT_NAME)
+    assert tr.ok and tr.api_retries == 3 and tr.api_error_status is None
+    assert extract_signals(tr, family=FAMILY, leaf=LEAF, site_host=None).result_subtype == (
+        "success")
+
+    # Persistent 500s with retries capped: the run ends on the API error, flagged is_error
+    # even though the CLI's subtype still reads "success".
+    cfg = _cfg(None)
+    with StandIn(agent=skill_agent, faults=Faults(rate=1.0, kinds=("500",))) as api:
+        cfg = replace(cfg, env={**cfg.env, "ANTHROPIC_BASE_URL": api.base_url,
+                                "CLAUDE_CODE_MAX_RETRIES": "1"})
+        out = LocalRunner().run(_spec("no-skill", "e"), cfg, tmp_path / "e")
+    tr = parse_transcript(tmp_path / "e" / STDOUT_NAME)
+    sig = extract_signals(tr, family=FAMILY, leaf=LEAF, site_host=None)
+    assert out.exit_code != 0 and sig.is_error and tr.api_error_status == 500
+    assert sig.final_answer.startswith("API Error")
