@@ -219,12 +219,12 @@ def test_fresh_home_and_empty_cwd_per_run(tmp_path: Path) -> None:
 
 
 def test_stdout_is_streamed_while_running(tmp_path: Path) -> None:
-    fake = _fake_cli(tmp_path, "echo first; sleep 3; echo second")
+    fake = _fake_cli(tmp_path, "echo first; sleep 1.5; echo second")
     seen: list[str] = []
     target = tmp_path / "s" / STDOUT_NAME
 
     def watch() -> None:
-        deadline = time.monotonic() + 2.5
+        deadline = time.monotonic() + 1.2
         while time.monotonic() < deadline:
             if target.exists() and "first" in target.read_text():
                 seen.append(target.read_text())

@@ -104,6 +104,18 @@ def test_sse_event_sequence_shape() -> None:
                      "content_block_stop", "message_delta", "message_stop"]
 
 
+def test_chunked_request_body(api: StandIn) -> None:
+    body = json.dumps({"model": "m", "max_tokens": 5, "tools": TOOLS,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    req = urllib.request.Request(api.base_url + "/v1/messages", method="POST",
+                                 data=iter([body[:10], body[10:]]),
+                                 headers={"content-type": "application/json",
+                                          "transfer-encoding": "chunked"})
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        assert json.loads(resp.read())["content"][0]["text"] == "The answer is 42."
+    assert api.count("agent") == 1
+
+
 def test_count_tokens_and_other_paths(api: StandIn) -> None:
     n = client(api).messages.count_tokens(
         model="claude-sonnet-4-6", messages=[{"role": "user", "content": "x" * 400}])

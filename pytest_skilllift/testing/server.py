@@ -463,6 +463,17 @@ class _RequestHandler(BaseHTTPRequestHandler):
         return self.server.standin
 
     def _read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
+            # Some HTTP clients stream request bodies; decode the chunks.
+            parts: list[bytes] = []
+            while True:
+                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
         length = int(self.headers.get("content-length") or 0)
         return self.rfile.read(length) if length > 0 else b""
 
