@@ -345,8 +345,13 @@ def _assemble(
     prompts_out: list[dict[str, Any]] = []
     if agg is not None and P and M:
         def col(a: np.ndarray) -> list[Any]:
-            return [None if (isinstance(v, float) and math.isnan(v)) else v
-                    for v in a.reshape(-1).tolist()]
+            flat = a.reshape(-1)
+            nan = np.isnan(flat)
+            if not nan.any():
+                return flat.tolist()  # the common case: no Python-level NaN scan
+            out = flat.astype(object)
+            out[nan] = None
+            return out.tolist()
 
         must_no, must_wi = col(agg.must[:, :, 0]), col(agg.must[:, :, 1])
         comp_no, comp_wi = col(agg.composite[:, :, 0]), col(agg.composite[:, :, 1])

@@ -157,8 +157,9 @@ class Week:
 
 def _header(path: Path) -> list[str] | None:
     """The header row, read with the csv module (one line only); None for an empty file."""
-    with path.open(newline="", encoding="utf-8-sig") as f:
-        row = next(csv.reader(f), None)
+    with path.open("rb") as fb:
+        first = fb.readline(1 << 20)
+    row = next(csv.reader([first.decode("utf-8-sig", errors="replace")]), None)
     if not row:
         return None
     return [c.strip() for c in row]
