@@ -177,6 +177,8 @@ def test_blend_renormalises_over_present_layers() -> None:
     assert blend("triggering_accuracy", {"static": 0.6}) == pytest.approx(0.6)
     # static + measured/monte carlo: (0.15*0.6 + 0.60*0.9) / 0.75 = 0.84
     assert blend("triggering_accuracy", {"static": 0.6, "monte_carlo": 0.9}) == pytest.approx(0.84)
+    # measured lift runs take the Monte Carlo column
+    assert blend("triggering_accuracy", {"static": 0.6, "measured": 0.9}) == pytest.approx(0.84)
     # all three: 0.15*0.6 + 0.25*0.8 + 0.60*0.9 = 0.83
     scores = {"static": 0.6, "judge": 0.8, "monte_carlo": 0.9}
     assert blend("triggering_accuracy", scores) == pytest.approx(0.83)

@@ -285,6 +285,7 @@ def test_week_grounds_triggering_and_output_quality(
     expected = (w["static"] * static + w["monte_carlo"] * 0.75) / (w["static"] + w["monte_carlo"])
     assert dims["triggering_accuracy"]["score"] == pytest.approx(expected, abs=1e-4)
     assert dims["output_quality"]["score"] == pytest.approx(0.6)  # 0.5 + 0.2 / 2
+    assert dims["triggering_accuracy"]["layers"].keys() == {"static", "measured"}
     assert j["composite"]["weight_covered"] == pytest.approx(0.81)
     # the nested skill belongs to the same family, so it gets the same measurement
     rc, out, _ = run(capsys, "score", str(tree / "sizing" / "nested"), "--week", str(week))

@@ -105,7 +105,7 @@ def analyze(
         if measured is not None:
             for dim, value in measured.layer_scores().items():
                 # The measured runs stand in for the seed's simulated (Monte Carlo) layer.
-                layer_scores.setdefault(dim, {})["monte_carlo"] = value
+                layer_scores.setdefault(dim, {})["measured"] = value
     composite = compute_composite(layer_scores, len(anti)) if measured else static
     return SkillReport(
         skill=skill,

@@ -137,6 +137,14 @@ def write_json(payload: dict[str, Any], out: TextIO) -> None:
     out.write("\n  ]\n}\n")
 
 
+def _measured_cells(r: SkillReport) -> str:
+    m = r.measured
+    rate = None if m is None else m.activation_rate
+    act = "-" if m is None or rate is None else f"{rate:.2f} ({m.with_skill_runs})"
+    lift = "-" if m is None or m.must_lift is None else f"{m.must_lift:+.3f}"
+    return f"  {act:>14}  {lift:>9}"
+
+
 def _flags(r: SkillReport) -> str:
     return ",".join(f.flag for f in r.all_findings) or "-"
 
@@ -203,12 +211,14 @@ def _write_findings(title: str, findings: list[Finding], out: TextIO) -> None:
 def write_tree_text(reports: list[SkillReport], walk: list[Finding], out: TextIO) -> None:
     """One line per skill, then every skill's findings."""
     width = max([len(r.skill.rel_id) for r in reports] + [5])
-    print(f"{'skill':<{width}}  score  grade  badge     findings", file=out)
+    week = any(r.week is not None for r in reports)
+    extra = "  activation (n)  must lift" if week else ""
+    print(f"{'skill':<{width}}  score  grade  badge   {extra}  findings", file=out)
     for r in reports:
         c = r.composite
         print(
-            f"{r.skill.rel_id:<{width}}  {c.score:5.1f}  {c.grade:<5}  {c.badge or '-':<8}  "
-            f"{_flags(r)}",
+            f"{r.skill.rel_id:<{width}}  {c.score:5.1f}  {c.grade:<5}  {c.badge or '-':<8}"
+            f"{_measured_cells(r) if week else ''}  {_flags(r)}",
             file=out,
         )
     scores = [r.composite.score for r in reports]

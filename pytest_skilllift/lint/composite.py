@@ -47,6 +47,10 @@ LAYER_BLEND: dict[str, dict[str, float]] = {
     "ecosystem_coherence": {"static": 0.85, "judge": 0.15, "monte_carlo": 0.00},
 }
 
+#: layers that stand in for a seed column: measured lift runs (``--week``) take the Monte
+#: Carlo column, since they are the real version of the simulated invocations.
+BLEND_COLUMN: dict[str, str] = {"measured": "monte_carlo"}
+
 #: which static sub-check feeds which dimension (six of the ten).
 STATIC_TO_DIMENSION: dict[str, str] = {
     "frontmatter_quality": "triggering_accuracy",
@@ -100,7 +104,7 @@ def blend(dimension: str, layer_scores: Mapping[str, float]) -> float | None:
     weights = LAYER_BLEND[dimension]
     num = den = 0.0
     for layer, score in layer_scores.items():
-        w = weights.get(layer, 0.0)
+        w = weights.get(BLEND_COLUMN.get(layer, layer), 0.0)
         if w > 0:
             num += w * score
             den += w
