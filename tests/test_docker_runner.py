@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import io
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import textwrap
 import threading
 import time
@@ -29,6 +31,7 @@ import pytest
 docker = pytest.importorskip("docker", reason="the docker SDK is not installed")
 
 from pytest_skilllift.model import AgentConfig, PromptSpec, RunSpec  # noqa: E402
+from pytest_skilllift.runners import docker as docker_runner  # noqa: E402
 from pytest_skilllift.runners.base import STDERR_NAME, STDOUT_NAME  # noqa: E402
 from pytest_skilllift.runners.claude import bundled_claude  # noqa: E402
 from pytest_skilllift.runners.docker import (  # noqa: E402
@@ -274,6 +277,7 @@ def test_no_skill_installs_nothing(runner: DockerRunner, standin: StandIn,
 @pytest.mark.parametrize("broken", ["bad-frontmatter", "wrong-path"])
 def test_broken_install_is_caught_by_the_availability_check(
     runner: DockerRunner, standin: StandIn, tmp_path: Path, broken: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A family that is copied but does not register: the run's init ``skills`` lacks it,
     so the availability check marks the run invalid (seed 000's hard check)."""
@@ -281,8 +285,22 @@ def test_broken_install_is_caught_by_the_availability_check(
     if broken == "bad-frontmatter":
         _family(skills, "widget-tuning",
                 "---\nname: widget-tuning\ndescription: [unclosed\n  : : bad\n---\nbody\n")
-    else:  # SKILL.md one level too deep: the family dir itself holds no SKILL.md
-        _family(skills, "widget-tuning", _good_skill("widget-tuning"), rel="docs/SKILL.md")
+    else:
+        # Image drift: the family lands beside ~/.claude/skills, not in it (a changed HOME
+        # layout or install path), so the CLI never sees it.
+        _family(skills, "widget-tuning", _good_skill("widget-tuning"))
+        real_archive = docker_runner.skill_archive
+
+        def misplaced(family_dir: Path, *args: Any, **kwargs: Any) -> bytes:
+            data = io.BytesIO(real_archive(family_dir, *args, **kwargs))
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=data) as src, tarfile.open(fileobj=buf, mode="w") as dst:
+                for member in src.getmembers():
+                    member.name = member.name.replace(".claude/skills", ".claude/skillz")
+                    dst.addfile(member, src.extractfile(member) if member.isfile() else None)
+            return buf.getvalue()
+
+        monkeypatch.setattr(docker_runner, "skill_archive", misplaced)
     run_dir = tmp_path / "run"
     outcome = runner.run(_spec("widget-tuning", "with-skill"), _cfg(skills, standin.base_url),
                          run_dir)
@@ -296,8 +314,9 @@ def test_missing_family_dir_is_a_harness_error(runner: DockerRunner, standin: St
     run_dir = tmp_path / "run"
     outcome = runner.run(_spec("nowhere", "with-skill"), _cfg(tmp_path, standin.base_url),
                          run_dir)
-    assert outcome.exit_code is None and "skill family directory missing" in (outcome.error or "")
-    assert (run_dir / STDOUT_NAME).exists() and (run_dir / STDERR_NAME).exists()
+    assert outcome.exit_code is None and "'nowhere' not found" in (outcome.error or "")
+    assert (run_dir / STDOUT_NAME).exists()
+    assert "not found" in (run_dir / STDERR_NAME).read_text()
     assert standin.count("agent") == 0
 
 
@@ -333,7 +352,7 @@ def test_timeout_kills_the_container(runner: DockerRunner, tmp_path: Path) -> No
     finally:
         api.stop()
     assert outcome.timed_out and outcome.exit_code is None
-    assert "timeout" in (outcome.error or "") and "killed" in (outcome.error or "")
+    assert "timed out after 4s" in (outcome.error or "") and "killed" in (outcome.error or "")
     assert elapsed < 20, elapsed
     # What the CLI wrote before the kill is kept (the init event streamed as it arrived).
     assert "widget-tuning" not in _init_skills(run_dir)

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
+import json
 import os
 import re
 import secrets
@@ -63,6 +65,7 @@ from pytest_skilllift.runners.image import (
     cli_version_mismatch,
     image_cli_version,
 )
+from pytest_skilllift.runners.local import redact, secret_values
 
 LABEL_RUN_ID = "skilllift.run_id"
 LABEL_WEEK = "skilllift.week"
@@ -76,8 +79,6 @@ KEEPER_GRACE_S = 120
 
 #: Variables the host may set that name host paths; they mean nothing inside the container.
 _HOST_PATH_VARS = ("SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS")
-#: Variables whose values are secrets: redacted from any error text the runner writes.
-_SECRET_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 #: The name a bridged container uses to reach the host (docker's ``host-gateway``).
 HOST_GATEWAY_NAME = "host.docker.internal"
@@ -101,6 +102,22 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:  # exists, owned by someone else
         return True
     return True
+
+
+def transcript_cli_version(stdout_path: Path, max_lines: int = 50) -> str:
+    """``claude_code_version`` from the transcript's init event; ``""`` when absent."""
+    try:
+        with stdout_path.open("rb") as fh:
+            for line in itertools.islice(fh, max_lines):
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict) and event.get("subtype") == "init":
+                    return str(event.get("claude_code_version") or "")
+    except OSError:
+        pass
+    return ""
 
 
 def container_name(run_id: str) -> str:
@@ -263,31 +280,55 @@ class DockerRunner:
         started = time.time()
         t0 = time.monotonic()
         env = self._env(cfg)
-        secrets_in_env = [env[k] for k in _SECRET_VARS if env.get(k)]
+        secrets = secret_values(env)
         container_id: str | None = None
         exit_code: int | None = None
         timed_out = False
         error: str | None = None
-        with open(run_dir / STDOUT_NAME, "wb") as out, open(run_dir / STDERR_NAME, "wb") as err:
+        out = _LineSink(run_dir / STDOUT_NAME, secrets)
+        err = _LineSink(run_dir / STDERR_NAME, secrets)
+        try:
             try:
-                container_id = self._create(spec, cfg)
-                if spec.with_skill:
-                    self._install_skill(container_id, cfg.skills_root / spec.prompt.family)
-                self.client.api.start(container_id)
-                exit_code, timed_out = self._exec(container_id, spec, cfg, env, out, err, t0)
-                if timed_out:
-                    error = f"timeout: no exit after {cfg.timeout_s:g}s; container killed"
+                error = self._install_error(spec, cfg)
+                if error is None:
+                    container_id = self._create(spec, cfg)
+                    if spec.with_skill:
+                        self._install_skill(container_id, cfg.skills_root / spec.prompt.family)
+                    self.client.api.start(container_id)
+                    exit_code, timed_out = self._exec(container_id, spec, cfg, env, out, err,
+                                                      t0)
+                    if timed_out:
+                        error = f"timed out after {cfg.timeout_s:g}s; container killed"
             except Exception as exc:  # a harness failure is a run outcome, not a crash
-                error = _redact(f"docker: {type(exc).__name__}: {exc}", secrets_in_env)
+                error = f"docker: {type(exc).__name__}: {exc}"
             finally:
                 if container_id is not None:
                     self._cleanup(container_id)
+            if error:
+                # Like the local runner: the reason is in stderr.txt too, for whoever reads it.
+                err.write(f"skilllift: {error}\n".encode())
+        finally:
+            out.close()
+            err.close()
         ended = time.time()
         return RunOutcome(
             exit_code=exit_code, started_utc=_utc_stamp(started), ended_utc=_utc_stamp(ended),
-            wall_ms=int((time.monotonic() - t0) * 1000), timed_out=timed_out, error=error,
-            runner=self.name, cli_version=self.cli_version,
+            wall_ms=int((time.monotonic() - t0) * 1000), timed_out=timed_out,
+            error=redact(error.encode(), secrets).decode() if error else None,
+            runner=self.name,
+            # What actually ran (the init event) beats what the image says it holds.
+            cli_version=transcript_cli_version(run_dir / STDOUT_NAME) or self.cli_version,
         )
+
+    @staticmethod
+    def _install_error(spec: RunSpec, cfg: AgentConfig) -> str | None:
+        """The local runner's pre-check, so both runners reject the same inputs alike."""
+        if not spec.with_skill:
+            return None
+        src = Path(cfg.skills_root) / spec.prompt.family
+        if not (src / "SKILL.md").is_file():
+            return f"skill family {spec.prompt.family!r} not found at {src} (no SKILL.md)"
+        return None
 
     def _env(self, cfg: AgentConfig) -> dict[str, str]:
         """The exec environment: :func:`build_env` with container paths and a reachable URL."""
@@ -348,14 +389,12 @@ class DockerRunner:
         return container_id
 
     def _install_skill(self, container_id: str, family_dir: Path) -> None:
-        if not family_dir.is_dir():
-            raise FileNotFoundError(f"skill family directory missing: {family_dir}")
         ok = self.client.api.put_archive(container_id, self.home, skill_archive(family_dir))
         if not ok:
             raise RuntimeError(f"put_archive of {family_dir.name} into {self.home} failed")
 
     def _exec(self, container_id: str, spec: RunSpec, cfg: AgentConfig, env: dict[str, str],
-              out: Any, err: Any, t0: float) -> tuple[int | None, bool]:
+              out: _LineSink, err: _LineSink, t0: float) -> tuple[int | None, bool]:
         """Run the CLI; returns (exit code, timed out). Output is written as it arrives."""
         argv = build_argv(self.claude, spec, cfg)
         exec_id = self.client.api.exec_create(
@@ -372,10 +411,8 @@ class DockerRunner:
                 for chunk_out, chunk_err in stream:
                     if chunk_out:
                         out.write(chunk_out)
-                        out.flush()
                     if chunk_err:
                         err.write(chunk_err)
-                        err.flush()
             except Exception as exc:  # stream cut by a kill: expected on timeout
                 failure.append(exc)
             finally:
@@ -429,11 +466,31 @@ class DockerRunner:
         self.close()
 
 
-def _redact(text: str, values: list[str]) -> str:
-    for value in values:
-        if value:
-            text = text.replace(value, "[redacted]")
-    return text
+class _LineSink:
+    """A transcript file written line by line as chunks arrive, with secrets redacted.
+
+    Docker delivers chunks at arbitrary boundaries; redacting whole lines (as the local
+    runner does) means a secret split across two chunks cannot slip through.
+    """
+
+    def __init__(self, path: Path, secrets: list[bytes]) -> None:
+        self._fh = open(path, "wb")  # noqa: SIM115 - closed by close(), after the stream
+        self._secrets = secrets
+        self._pending = b""
+
+    def write(self, chunk: bytes) -> None:
+        data = self._pending + chunk
+        cut = data.rfind(b"\n") + 1
+        self._pending = data[cut:]
+        if cut:
+            self._fh.write(redact(data[:cut], self._secrets))
+            self._fh.flush()
+
+    def close(self) -> None:
+        if self._pending:
+            self._fh.write(redact(self._pending, self._secrets))
+            self._pending = b""
+        self._fh.close()
 
 
 def default_image() -> str:
