@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from pytest_skilllift import stats
 NAN = float("nan")
 
 
-def _agg(rows: list[tuple[int, int, int, int, int, float]], P: int = 1, M: int = 1):
+def _agg(rows: Sequence[tuple[float, ...]], P: int = 1, M: int = 1) -> stats.Aggregates:
     """rows: (prompt, model, condition, rep, item_type, credit)."""
     a = np.array(rows, dtype=float)
     return stats.aggregate(a[:, 0].astype(int), a[:, 1].astype(int), a[:, 2].astype(int),
@@ -82,6 +83,7 @@ def test_paired_lift_matches_scipy_and_pairs_only_common_prompts() -> None:
     assert lf.se == pytest.approx(d.std(ddof=1) / math.sqrt(5))
     ci = sps.ttest_rel(wi[:5], no[:5]).confidence_interval(0.95)
     assert (lf.ci_low, lf.ci_high) == pytest.approx((ci.low, ci.high))
+    assert lf.ci_low is not None and lf.ci_high is not None
     assert lf.ci_low < 0 < lf.ci_high  # borderline: the t interval just includes zero
     assert lf.ci_excludes_zero is False and lf.low_sample is False
 
@@ -153,6 +155,7 @@ def test_week_over_week_threshold() -> None:
     se_d = math.sqrt(0.05**2 + 0.04**2)
     assert w.within == pytest.approx(stats.t_quantile(25) * se_d)
     assert w.between == pytest.approx(np.std([0.2, 0.4, 0.3], ddof=1))
+    assert w.within is not None and w.between is not None and w.threshold is not None
     assert w.threshold == pytest.approx(max(w.within, w.between))
     assert w.actionable is (w.threshold < 0.15)
 

@@ -96,7 +96,11 @@ def test_clean_week_loads_without_problems(tmp_path: Path) -> None:
 
 def test_missing_required_column_is_named(tmp_path: Path) -> None:
     w = write_week(tmp_path / "w")
-    edit_csv(w / "scores.csv", lambda rows: [r.pop(7) for r in rows])  # drop 'verdict'
+    def drop_verdict(rows: list[list[str]]) -> None:
+        for r in rows:
+            r.pop(7)
+
+    edit_csv(w / "scores.csv", drop_verdict)
     s = summarize_week(w, write=False)
     assert any("scores.csv, row 0, column 'verdict'" in p and "missing" in p for p in s.problems)
     assert s.data["models"] == {}
