@@ -154,7 +154,6 @@ class ControllerPlugin:
         if state.summary is not None:
             for line in state.summary.terminal_lines():
                 tr.write_line(line)
-            tr.write_line(f"scorecard: {state.settings.out_dir / 'scorecard.md'}")
         if state.coverage_note:
             tr.write_line(f"coverage: {state.coverage_note}")
         if state.tally.rubric_failures:

@@ -154,6 +154,10 @@ class SkillLiftSession:
             return True
         graded = sum(1 for status in runs.values() if status == OK)
         share = graded / len(runs)
-        self.coverage_note = (f"graded {graded} of {len(runs)} runs this session "
-                              f"({share:.0%}; minimum {self.settings.min_coverage:.0%})")
-        return share >= self.settings.min_coverage
+        enough = share >= self.settings.min_coverage
+        self.coverage_note = (
+            f"graded {graded} of {len(runs)} runs this session ({share:.0%}; minimum "
+            f"{self.settings.min_coverage:.0%})"
+            + ("" if enough else " — below the minimum: the week is incomplete, exit status 1")
+        )
+        return enough

@@ -187,3 +187,56 @@ def test_killed_run_resumes_without_redoing_finished_work(pytester: pytest.Pytes
     assert len(scores) == 22
     # finished runs were neither regenerated nor regraded: only the others were judged
     assert standin.count("judge") - judged_before <= 4 - len(done)
+
+
+def test_broken_install_is_invalid_excluded_and_reported(pytester: pytest.Pytester,
+                                                         standin: Any) -> None:
+    root = make_project(pytester, PROMPTS[:1])
+    # A SKILL.md whose frontmatter does not parse: Claude Code does not register the skill,
+    # so the availability check must catch it.
+    (root / "skills" / "git-bisect" / "SKILL.md").write_text("---\nname: [unclosed\n---\nbody\n")
+    result = run(pytester, standin, "-p", "no:xdist", "-rs")
+    manifest = {r["condition"]: r for r in rows(root / "week" / "manifest.csv")}
+    assert manifest["with-skill"]["skill_available"] == "0"
+    assert manifest["with-skill"]["run_status"] == "invalid"
+    assert manifest["no-skill"]["run_status"] == "ok"
+    result.stdout.fnmatch_lines(["*SKIPPED*run excluded (invalid): invalid install*"])
+    assert standin.count("judge") == 1  # the invalid run is not graded
+    card = json.loads((root / "week" / "scorecard.json").read_text())
+    assert card["coverage"]["graded_runs"] == 1 and card["coverage"]["total_runs"] == 2
+    assert [d["run_id"] for d in card["coverage"]["dropped"]] == [
+        manifest["with-skill"]["run_id"]]
+    assert result.ret == 0  # 1 of 2 graded meets the default 50% coverage guard
+
+
+def test_errored_runs_skip_with_reason_and_fail_the_coverage_guard(
+        pytester: pytest.Pytester, standin: Any) -> None:
+    make_project(pytester, PROMPTS[:1])
+    missing = pytester.path / "no-such-claude"
+    result = run(pytester, standin, "-p", "no:xdist", "-rs", f"--skill-lift-claude={missing}")
+    result.stdout.fnmatch_lines(["*coverage: graded 0 of 2 runs*below the minimum*",
+                                 "*run excluded (errored)*no-such-claude*"])
+    assert result.parseoutcomes().get("passed", 0) == 0
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert standin.count() == 0
+
+
+def test_a_quarter_of_requests_failing_gives_the_same_week(pytester: pytest.Pytester) -> None:
+    from pytest_skilllift.testing.agent_script import skill_agent
+    from pytest_skilllift.testing.judge_script import keyword_judge
+    from pytest_skilllift.testing.server import Faults, StandIn
+
+    weeks = []
+    for faults in (None, Faults(rate=0.25, kinds=("429", "529", "500", "reset"), seed=7)):
+        with StandIn(agent=skill_agent, judge=keyword_judge, faults=faults) as server:
+            root = make_project(pytester)
+            shutil.rmtree(root / "week", ignore_errors=True)
+            assert run(pytester, server, "-p", "no:xdist").ret == 0
+            faulted = sum(1 for r in server.requests if r.fault)
+            scores = rows(root / "week" / "scores.csv")
+            weeks.append(sorted((r["run_id"], r["item_type"], r["item_index"], r["verdict"])
+                                for r in scores))
+            shutil.rmtree(root / "skills")
+            shutil.rmtree(root / "evals")
+    assert faulted > 0
+    assert weeks[0] == weeks[1]
