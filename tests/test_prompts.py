@@ -79,7 +79,7 @@ def test_skill_key_is_accepted_instead_of_url(tmp_path: Path, skills: Path) -> N
 def test_bad_files_name_file_field_and_fix(tmp_path: Path, skills: Path, mutate: object,
                                            field: str, fix: str) -> None:
     data = mutate(dict(GOOD))  # type: ignore[operator]
-    path = write(tmp_path, data if isinstance(data, str) else data)
+    path = write(tmp_path, data)
     with pytest.raises(PromptError) as err:
         load_prompt(path, skills)
     message = str(err.value)
