@@ -98,3 +98,16 @@ def _check(args: argparse.Namespace) -> int:
     print(f"{args.tag}: Claude Code {version or 'unknown'} (pinned {PINNED_CLI_VERSION})"
           + (f" — MISMATCH: {message}" if message else " — ok"))
     return 1 if message else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m pytest_skilllift.runners.image_cli build …``: the image commands alone,
+    usable before the rest of the ``skilllift`` CLI is importable (CI's setup script)."""
+    parser = argparse.ArgumentParser(prog="skilllift image")
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["image", *(sys.argv[1:] if argv is None else argv)])
+    return int(args.func(args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
