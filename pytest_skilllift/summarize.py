@@ -142,8 +142,12 @@ def summarize_week(
     lifts: dict[str, stats.Lift] = {}
     boots: dict[str, stats.Bootstrap] = {}
     if week.scores_present and P and M:
-        agg = stats.aggregate(week.s_prompt, week.s_model, week.s_cond, week.s_rep,
-                              week.s_type, credit, n_prompts=P, n_models=M)
+        # Rows of dropped runs are left out entirely (not just NaN): their prompt×rep is
+        # already reported as a dropped run and must not also count as "unscored".
+        keep = run_ok if not run_ok.all() else slice(None)
+        agg = stats.aggregate(week.s_prompt[keep], week.s_model[keep], week.s_cond[keep],
+                              week.s_rep[keep], week.s_type[keep], credit[keep],
+                              n_prompts=P, n_models=M)
         present_conds = set(np.unique(week.s_cond[week.s_cond >= 0]).tolist())
         for c in (0, 1):
             if c not in present_conds:

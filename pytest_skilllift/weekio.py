@@ -166,10 +166,11 @@ def _header(path: Path) -> list[str] | None:
 
 
 def _row_list(rows: np.ndarray) -> str:
-    """'3, 9, 12 and 40 more' -- rows are 0-based data indices, printed 1-based."""
+    """'row 3' / 'rows 3, 9, 12 and 40 more' -- 0-based data indices, printed 1-based."""
     shown = ", ".join(str(int(r) + 1) for r in rows[:MAX_ROWS_LISTED])
     more = rows.size - MAX_ROWS_LISTED
-    return shown + (f" and {more} more" if more > 0 else "")
+    return ("row " if rows.size == 1 else "rows ") + shown + (
+        f" and {more} more" if more > 0 else "")
 
 
 def _read_csv(
@@ -269,8 +270,8 @@ def _numbers(col: pa.ChunkedArray, file: str, column: str, problems: list[Proble
         problems.append(
             Problem(
                 file,
-                f"non-numeric value(s) {', '.join(repr(s) for s in sample)} in rows "
-                f"{_row_list(bad)}; those rows are excluded",
+                f"non-numeric value(s) {', '.join(repr(s) for s in sample)} in "
+                f"{_row_list(bad)}; excluded",
                 row=int(bad[0]) + 1,
                 column=column,
             )
@@ -368,8 +369,8 @@ def _cond_codes(table: pa.Table, file: str, problems: list[Problem]) -> np.ndarr
     bad = np.flatnonzero(codes < 0)
     if bad.size:
         problems.append(Problem(
-            file, f"condition must be one of {', '.join(CONDITIONS)}; rows {_row_list(bad)} "
-            "are excluded", row=int(bad[0]) + 1, column="condition"))
+            file, f"condition must be one of {', '.join(CONDITIONS)}; {_row_list(bad)} "
+            "excluded", row=int(bad[0]) + 1, column="condition"))
     return codes.astype(np.int8)
 
 
@@ -377,7 +378,7 @@ def _rep_codes(rep: np.ndarray, file: str, problems: list[Problem]) -> np.ndarra
     bad = np.flatnonzero(~np.isfinite(rep) | (rep < 0) | (rep != np.round(rep)))
     if bad.size:
         problems.append(Problem(
-            file, f"rep must be a non-negative integer; rows {_row_list(bad)} are excluded",
+            file, f"rep must be a non-negative integer; {_row_list(bad)} excluded",
             row=int(bad[0]) + 1, column="rep"))
     out = np.where(np.isfinite(rep), rep, -1).astype(np.int64)
     out[bad] = -1
@@ -400,7 +401,7 @@ def _fill_scores(
     for name, codes in (("prompt", week.s_prompt), ("model", week.s_model)):
         bad = np.flatnonzero(codes < 0)
         if bad.size:
-            probs.append(Problem(file, f"empty {name}; rows {_row_list(bad)} are excluded",
+            probs.append(Problem(file, f"empty {name}; {_row_list(bad)} excluded",
                                  row=int(bad[0]) + 1, column=name))
 
     # item_type × verdict → status (0 graded, 1 ungraded marker, 2 invalid) and credit,
@@ -431,7 +432,7 @@ def _fill_scores(
         sample = sorted({t_vals[i] for i in t_idx[bad_type[:50]] if i >= 0} or {""})
         probs.append(Problem(
             file, f"unknown item_type {', '.join(map(repr, sample))} (expected one of "
-            f"{', '.join(ITEM_TYPES)}); rows {_row_list(bad_type)} are excluded",
+            f"{', '.join(ITEM_TYPES)}); {_row_list(bad_type)} excluded",
             row=int(bad_type[0]) + 1, column="item_type"))
     bad_verdict = np.flatnonzero((status == 2) & (week.s_type >= 0))
     if bad_verdict.size:
@@ -441,7 +442,7 @@ def _fill_scores(
             f"{v!r} for a {ty} item (expected {VERDICTS[ty][0]!r} or {VERDICTS[ty][1]!r})"
             for ty, v in pairs[:5])
         probs.append(Problem(
-            file, f"unknown verdict: {desc}; rows {_row_list(bad_verdict)} are excluded and "
+            file, f"unknown verdict: {desc}; {_row_list(bad_verdict)} excluded and "
             "counted as invalid, not scored", row=int(bad_verdict[0]) + 1, column="verdict"))
 
     # The credit column must agree with the verdict; a row that contradicts itself is
@@ -455,16 +456,16 @@ def _fill_scores(
     if mismatch.any():
         rows = np.flatnonzero(mismatch)
         probs.append(Problem(
-            file, f"credit disagrees with the verdict in rows {_row_list(rows)}; "
-            "those rows are excluded", row=int(rows[0]) + 1, column="credit"))
+            file, f"credit disagrees with the verdict in {_row_list(rows)}; "
+            "excluded", row=int(rows[0]) + 1, column="credit"))
     if nonnum.any():
         rows = np.flatnonzero(nonnum)
         already = any(p.file == file and p.column == "credit" and "non-numeric" in p.message
                       for p in probs)
         if not already:
             probs.append(Problem(
-                file, f"credit is empty for a graded verdict in rows {_row_list(rows)}; "
-                "those rows are excluded", row=int(rows[0]) + 1, column="credit"))
+                file, f"credit is empty for a graded verdict in {_row_list(rows)}; "
+                "excluded", row=int(rows[0]) + 1, column="credit"))
     usable = (
         graded & ~nonnum & ~mismatch & (week.s_prompt >= 0) & (week.s_model >= 0)
         & (week.s_cond >= 0) & (week.s_rep >= 0)
@@ -524,7 +525,7 @@ def _fill_manifest(
         if bad.size:
             probs.append(Problem(
                 file, f"unknown skill_activation (expected one of {', '.join(ACTIVATIONS)}) "
-                f"in rows {_row_list(bad)}; counted as 'unknown'", row=int(bad[0]) + 1,
+                f"in {_row_list(bad)}; counted as 'unknown'", row=int(bad[0]) + 1,
                 column="skill_activation"))
     else:
         week.m_activation = np.full(n, -1, np.int8)
@@ -581,7 +582,7 @@ def _run_status(t: pa.Table, week: Week) -> np.ndarray:
         if unknown.size:
             week.problems.append(Problem(
                 "manifest.csv", f"unknown run_status (expected one of {', '.join(RUN_STATUSES)})"
-                f" in rows {_row_list(unknown)}; derived from the base columns instead",
+                f" in {_row_list(unknown)}; derived from the base columns instead",
                 row=int(unknown[0]) + 1, column="run_status"))
         status[given] = code[given]
         derived = ~given
@@ -678,7 +679,7 @@ def _link_runs(week: Week) -> None:
     if dup.size:
         rows = np.sort(order[dup + 1])
         week.problems.append(Problem(
-            "manifest.csv", f"duplicate prompt×model×condition×rep in rows {_row_list(rows)}; "
+            "manifest.csv", f"duplicate prompt×model×condition×rep in {_row_list(rows)}; "
             "scores are attributed to the first", row=int(rows[0]) + 1))
     pos = np.searchsorted(sorted_k, sk)
     pos = np.clip(pos, 0, max(sorted_k.size - 1, 0))
@@ -687,8 +688,8 @@ def _link_runs(week: Week) -> None:
     orphan = np.flatnonzero(~hit & (sk >= 0))
     if orphan.size:
         week.problems.append(Problem(
-            "scores.csv", f"rows {_row_list(orphan)} belong to no run in manifest.csv "
-            "(prompt×model×condition×rep not found); they are still scored",
+            "scores.csv", f"{_row_list(orphan)}: no run in manifest.csv has this "
+            "prompt×model×condition×rep; still scored",
             row=int(orphan[0]) + 1))
 
 

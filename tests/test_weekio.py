@@ -236,6 +236,7 @@ def test_derived_run_status_from_qdrant_columns(tmp_path: Path) -> None:
     assert s.data["coverage"]["graded_runs"] == 9
     # their graded items are excluded too, and counted
     assert s.data["coverage"]["items_excluded_with_run"] == 15
+    assert s.data["coverage"]["unscored_prompt_reps"] == 0  # dropped, not also "unscored"
     # the capped run's $2.01 stays out of the with-skill cost mean
     cell = next(c for c in s.data["cells"] if c["condition"] == "with-skill")
     assert cell["mean_cost"] == pytest.approx(0.05) and cell["n_cost_runs"] == 4
