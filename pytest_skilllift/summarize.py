@@ -453,10 +453,13 @@ def _assemble(
                 if week.m_run_error is not None and drop_rows.size else [None] * drop_rows.size)
         for j, r in enumerate(drop_rows.tolist()):
             p, mo, c = week.m_prompt[r], week.m_model[r], week.m_cond[r]
+            err = (errs[j] or "").strip() or None
+            if err is None and week.m_status[r] == STATUS_OK:
+                judge_err = week.judge_error(ids[j])
+                err = f"judge error: {judge_err}" if judge_err else None
             dropped.append({
                 "run_id": ids[j],
-                "reason": _reason(int(week.m_status[r]), float(week.m_exit_code[r]),
-                                  (errs[j] or "").strip() or None),
+                "reason": _reason(int(week.m_status[r]), float(week.m_exit_code[r]), err),
                 "status": RUN_STATUSES[int(week.m_status[r])],
                 "prompt": week.prompts[p] if p >= 0 else "",
                 "model": week.models[mo] if mo >= 0 else "",

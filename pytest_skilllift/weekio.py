@@ -139,8 +139,23 @@ class Week:
     wall_clock_s: float | None = None
     #: run_id → judge $ for the runs that have ``<run_id>/judge_cost.txt``.
     judge_costs: dict[str, float] = field(default_factory=dict)
+    #: Names of the week's subdirectories (run directories), listed once.
+    run_dirs: set[str] = field(default_factory=set)
     #: prompt → skill_family (from the manifest; the installed unit).
     prompt_family: dict[str, str] = field(default_factory=dict)
+
+    def judge_error(self, run_id: str) -> str | None:
+        """First line of ``<run_id>/judge_error.txt`` (our ledger's record of a failed judge
+        call), or None.  Only run directories that exist are probed."""
+        if run_id not in self.run_dirs:
+            return None
+        try:
+            text = (self.week_dir / run_id / "judge_error.txt").read_text(
+                encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        line = text.strip().splitlines()[0] if text.strip() else ""
+        return line[:200] or None
 
     def run_ids(self, rows: Iterable[int]) -> list[str]:
         """The run ids of the given manifest rows (materialised only for these rows)."""
@@ -700,6 +715,7 @@ def _judge_costs(week: Week) -> dict[str, float]:
         subdirs = {e.name for e in os.scandir(week.week_dir) if e.is_dir()}
     except OSError:
         return {}
+    week.run_dirs = subdirs
     if not subdirs or week.m_run_id is None:
         return {}
     known = {str(v) for v in week.m_run_id.dictionary.to_pylist()} if pa.types.is_dictionary(

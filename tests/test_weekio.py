@@ -256,12 +256,23 @@ def test_project_run_status_and_judge_costs(tmp_path: Path) -> None:
     for rid, cost in (("p-a-sonnet-with-skill-r1", "0.25"), ("p-b-sonnet-with-skill-r1", "0.5")):
         (w / rid).mkdir()
         (w / rid / "judge_cost.txt").write_text(cost + "\n")
+    # a run the judge could not grade: our ledger leaves judge_error.txt and no scores rows
+    def ungraded(rows: list[list[str]]) -> None:
+        rows[:] = [r for r in rows if r[:5] != ["p-a", "p-a", "sonnet", "with-skill", "2"]]
+
+    edit_csv(w / "scores.csv", ungraded)
+    (w / "p-a-sonnet-with-skill-r2").mkdir()
+    (w / "p-a-sonnet-with-skill-r2" / "judge_error.txt").write_text("HTTP 529 overloaded\n")
     s = summarize_week(w, write=False)
     assert s.problems == []
     assert s.data["coverage"]["dropped"] == [{
         "run_id": "p-a-sonnet-no-skill-r1", "reason": "timeout: killed after 600s",
         "status": "timeout", "prompt": "p-a", "model": "sonnet", "condition": "no-skill",
-        "rep": 1}]
+        "rep": 1}, {
+        "run_id": "p-a-sonnet-with-skill-r2",
+        "reason": "no gradeable answer: judge error: HTTP 529 overloaded",
+        "status": "ok", "prompt": "p-a", "model": "sonnet", "condition": "with-skill",
+        "rep": 2}]
     ct = s.data["cost_time"]
     assert ct["judge_usd"] == pytest.approx(0.75) and ct["judge_runs_with_cost"] == 2
     assert "(from 2 of 12 runs; the rest not recorded)" in s.markdown
