@@ -160,7 +160,9 @@ def score_path(
     """Score every skill at ``path``; raises LintUsageError only when nothing is scorable."""
     root, single, dirs, walk = resolve_skills(path)
     run = ScoreRun(root=root, single=single, walk_findings=walk)
+    fs_cache: dict[str, bool] = {}  # one run sees one filesystem state
     for d in dirs:
-        skill = load_skill(d)  # root = parent of the top-most SKILL.md: family + cross-refs
+        # root = parent of the top-most SKILL.md: family + cross-refs
+        skill = load_skill(d, fs_cache=fs_cache)
         run.reports.append(analyze(skill, week_data, week))
     return run

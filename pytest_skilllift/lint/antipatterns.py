@@ -196,11 +196,20 @@ def is_cross_ref(path: str) -> bool:
     )
 
 
-def _exists(p: str) -> bool:
+def _exists(skill: SkillFile, base: str, rel: str) -> bool:
+    """Whether ``base/rel`` exists, memoised in the run-wide ``fs`` cache when one is shared
+    (sibling skills link to the same targets; a tree of 1,000 skills repeats many stats)."""
+    p = os.path.join(base, rel)  # not normpath: ".." must resolve through symlinks, as the OS does
+    memo = skill.cache.get("fs")
+    if memo is not None and p in memo:
+        return bool(memo[p])
     try:
-        return os.path.exists(p)  # str paths: pathlib's overhead dominated the 1,000-skill run
+        found = os.path.exists(p)  # str paths: pathlib's overhead dominated 1,000 skills
     except (OSError, ValueError):  # name too long, NUL in path
-        return False
+        found = False
+    if memo is not None:
+        memo[p] = found
+    return found
 
 
 def cross_ref_resolves(skill: SkillFile, path: str) -> bool:
@@ -208,7 +217,7 @@ def cross_ref_resolves(skill: SkillFile, path: str) -> bool:
     written from the skills/ directory, so both are tried (and the root's parent for
     ``skills/...`` spellings)."""
     bases = (str(skill.dir), str(skill.root), str(skill.root.parent))
-    return any(_exists(os.path.join(b, path)) for b in bases)
+    return any(_exists(skill, b, path) for b in bases)
 
 
 @dataclass(frozen=True)
@@ -236,11 +245,11 @@ def resolve_links(skill: SkillFile) -> list[ResolvedLink]:
             continue
         seen.add(path)
         if path.startswith("references/") or path == "references":
-            out.append(ResolvedLink("reference", path, link, _exists(os.path.join(base, path))))
+            out.append(ResolvedLink("reference", path, link, _exists(skill, base, path)))
         elif is_cross_ref(path):
             out.append(ResolvedLink("cross_ref", path, link, cross_ref_resolves(skill, path)))
         else:
-            out.append(ResolvedLink("other", path, link, _exists(os.path.join(base, path))))
+            out.append(ResolvedLink("other", path, link, _exists(skill, base, path)))
     skill.cache["links"] = out
     return list(out)
 

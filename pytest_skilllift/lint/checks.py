@@ -119,6 +119,16 @@ _ORCHESTRATOR = re.compile(
     r"\b(orchestrat\w*|coordinat\w*|dispatch\w*|manage\s+(?:the\s+)?workflows?)\b"
 )
 
+# Substrings every match must contain: a plain `in` test is far cheaper than running a
+# word-boundary regex over a long body that does not contain the word at all.
+_OUTPUT_HINTS = ("output", "return", "produce", "respond", "report", "deliver")
+_INPUT_HINTS = ("input", "receive", "accept", "parameter", "argument")
+_ORCHESTRATOR_HINTS = ("orchestrat", "coordinat", "dispatch", "manage")
+
+
+def _search(pattern: re.Pattern[str], hints: tuple[str, ...], text: str) -> re.Match[str] | None:
+    return pattern.search(text) if any(h in text for h in hints) else None
+
 
 def orchestration_wiring(skill: SkillFile) -> SubScore:
     """Does the skill read as a worker: inputs and outputs documented, concrete code, and no
@@ -128,16 +138,16 @@ def orchestration_wiring(skill: SkillFile) -> SubScore:
     prose = _prose(skill)
     if not _OUTPUT_HEADING.search(_headings(skill)):
         t.lose(0.10, "no output section (a heading such as 'Output format')")
-    if not _OUTPUT_WORDS.search(prose):
+    if not _search(_OUTPUT_WORDS, _OUTPUT_HINTS, prose):
         t.lose(0.10, "never says what the skill returns or produces")
-    if not _INPUT_WORDS.search(prose):
+    if not _search(_INPUT_WORDS, _INPUT_HINTS, prose):
         t.lose(0.10, "never says what input the skill receives")
     blocks = skill.facts.code_blocks
     if blocks == 0:
         t.lose(0.10, "no code block showing concrete worker behaviour (seed: 2+)")
     elif blocks == 1:
         t.lose(0.05, "one code block (seed: 2+)")
-    m = _ORCHESTRATOR.search(prose)
+    m = _search(_ORCHESTRATOR, _ORCHESTRATOR_HINTS, prose)
     if m:
         t.lose(
             0.20, f"reads as an orchestrator ({m.group(0)!r}); supervisor logic belongs in agents"
@@ -266,7 +276,7 @@ def ecosystem_coherence(skill: SkillFile) -> SubScore:
     if not good:
         t.lose(0.30, "no working cross-reference to another skill or agent")
     prose = _prose(skill)
-    if not _RELATED.search(prose):
+    if not _search(_RELATED, ("related", "see also"), prose):
         t.lose(0.30, "no 'Related' / 'See also' mention")
     if dead:
         t.lose(min(0.30, 0.10 * dead), f"{dead} cross-reference(s) do not resolve")

@@ -235,8 +235,14 @@ def family_root(skill_dir: Path) -> Path:
 # loading
 
 
-def load_skill(skill_dir: Path, root: Path | None = None) -> SkillFile:
-    """Parse ``skill_dir`` (a directory holding SKILL.md). Problems become findings."""
+def load_skill(
+    skill_dir: Path, root: Path | None = None, fs_cache: dict[str, bool] | None = None
+) -> SkillFile:
+    """Parse ``skill_dir`` (a directory holding SKILL.md). Problems become findings.
+
+    ``fs_cache`` is a path -> exists memo shared by the skills of one run (see
+    ``antipatterns._exists``); leave it None when the tree may change between calls.
+    """
     skill_dir = Path(skill_dir)
     if root is None:
         root = family_root(skill_dir)
@@ -253,6 +259,8 @@ def load_skill(skill_dir: Path, root: Path | None = None) -> SkillFile:
         rel_id=rel,
         family=rel.split("/", 1)[0],
     )
+    if fs_cache is not None:
+        skill.cache["fs"] = fs_cache
     raw = _read_skill_md(skill)
     if raw is not None:
         _parse_text(skill, raw)
