@@ -468,6 +468,13 @@ def _provenance_section(data: dict[str, Any]) -> list[str]:
     if w:
         lo, hi = w["start"], w["end"]
         L.append(f"- run window (UTC): {'`' + lo + '`' if lo == hi else f'`{lo}` – `{hi}`'}")
+    ids: dict[str, list[str]] = p.get("model_ids") or {}
+    if ids:
+        L.append("- requested model id(s): " + ", ".join(
+            f"{m} → {', '.join(f'`{i}`' for i in v)}" for m, v in ids.items()))
+    for mm in p.get("mismatches", []):
+        if mm.startswith("model ") and "requested" in mm:  # snapshot splits are in the table
+            L.append(f"- ⚠ {mm}")
     if len(cli) > 1:
         L.append("- ⚠ more than one CLI version present — versions were not pinned across runs.")
     if len(sha) > 1:

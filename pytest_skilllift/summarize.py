@@ -520,12 +520,22 @@ def _assemble(
     for label, snaps in week.snapshots.items():
         if len(snaps) > 1:
             mismatches.append(f"model {label}: more than one snapshot ({', '.join(snaps)})")
+    for label, ids in week.model_ids.items():
+        if len(ids) > 1:
+            mismatches.append(f"model {label}: requested as more than one model id "
+                              f"({', '.join(ids)})")
+        for snap in week.snapshots.get(label, []):
+            # A dated snapshot extends the requested id; anything else is a different build.
+            if not any(snap.startswith(i) for i in ids):
+                mismatches.append(f"model {label}: requested {', '.join(ids)} but the "
+                                  f"transcripts report {snap}")
     if len(week.cli_versions) > 1:
         mismatches.append("more than one CLI version")
     if len(week.skills_shas) > 1:
         mismatches.append("more than one skills commit")
     data["provenance"] = {
-        "snapshots": week.snapshots, "cli_versions": week.cli_versions,
+        "snapshots": week.snapshots, "model_ids": week.model_ids,
+        "cli_versions": week.cli_versions,
         "skills_commits": week.skills_shas,
         "window": ({"start": week.window[0], "end": week.window[1]} if week.window else None),
         "mismatches": mismatches,

@@ -59,7 +59,7 @@ _MANIFEST_NUMERIC: tuple[str, ...] = (
 )
 _MANIFEST_STRINGS: tuple[str, ...] = (
     "prompt", "skill_family", "model", "condition", "run_id", "timestamp", "skill_activation",
-    "model_snapshot", "cli_version", "skills_sha", "run_status", "run_error",
+    "model_snapshot", "cli_version", "skills_sha", "run_status", "run_error", "model_id",
     "started_utc", "ended_utc",
 )
 _MANIFEST_TYPES: dict[str, pa.DataType] = {
@@ -132,6 +132,8 @@ class Week:
     n_runs: int = 0
     #: model label → sorted distinct snapshot strings.
     snapshots: dict[str, list[str]] = field(default_factory=dict)
+    #: model label → sorted distinct requested model ids (our ``model_id`` column).
+    model_ids: dict[str, list[str]] = field(default_factory=dict)
     cli_versions: list[str] = field(default_factory=list)
     skills_shas: list[str] = field(default_factory=list)
     window: tuple[str, str] | None = None  # (min timestamp, max timestamp), UTC
@@ -573,6 +575,16 @@ def _fill_manifest(
             if r["m"] >= 0 and s and s != "MISSING_TRANSCRIPT":
                 snaps.setdefault(week.models[r["m"]], set()).add(s)
         week.snapshots = {m: sorted(v) for m, v in snaps.items()}
+    if "model_id" in t.column_names and n:
+        # Our manifest records the model id each label was requested as (provenance).
+        pairs = pa.table({"m": week.m_model, "i": t["model_id"]}).group_by(
+            ["m", "i"]).aggregate([]).to_pylist()
+        ids: dict[str, set[str]] = {}
+        for r in pairs:
+            mid = (r["i"] or "").strip()
+            if r["m"] >= 0 and mid:
+                ids.setdefault(week.models[r["m"]], set()).add(mid)
+        week.model_ids = {m: sorted(v) for m, v in ids.items()}
     for attr, col in (("cli_versions", "cli_version"), ("skills_shas", "skills_sha")):
         if col in t.column_names and n:
             used = set(np.unique(t[col].chunk(0).indices.fill_null(-1).to_numpy()).tolist())

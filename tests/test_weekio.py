@@ -247,6 +247,7 @@ def test_derived_run_status_from_qdrant_columns(tmp_path: Path) -> None:
 
 def test_project_run_status_and_judge_costs(tmp_path: Path) -> None:
     extras = {c: (lambda run: "") for c in MANIFEST_EXTRA_COLUMNS}
+    extras["model_id"] = lambda run: "claude-sonnet-4-5"
     extras["run_status"] = lambda run: "timeout" if run["run_id"] == "p-a-sonnet-no-skill-r1" \
         else "ok"
     extras["run_error"] = lambda run: "killed after 600s" if run["run_id"].endswith(
@@ -273,6 +274,10 @@ def test_project_run_status_and_judge_costs(tmp_path: Path) -> None:
         "reason": "no gradeable answer: judge error: HTTP 529 overloaded",
         "status": "ok", "prompt": "p-a", "model": "sonnet", "condition": "with-skill",
         "rep": 2}]
+    # provenance: the snapshot "claude-sonnet-x" is not a build of the requested id
+    assert s.data["provenance"]["model_ids"] == {"sonnet": ["claude-sonnet-4-5"]}
+    assert "- ⚠ model sonnet: requested claude-sonnet-4-5 but the transcripts report " \
+        "claude-sonnet-x" in s.markdown
     ct = s.data["cost_time"]
     assert ct["judge_usd"] == pytest.approx(0.75) and ct["judge_runs_with_cost"] == 2
     assert "(from 2 of 12 runs; the rest not recorded)" in s.markdown
