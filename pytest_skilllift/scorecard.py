@@ -437,6 +437,8 @@ def _health_section(data: dict[str, Any]) -> list[str]:
          f"{h.get('cost_excluded_runs', 0)}",
          f"- harness failures (invalid install {h.get('invalid_install_runs', 0)}, errored "
          f"{h.get('errored_runs', 0)}, timeout {h.get('timeout_runs', 0)}): {harness}"]
+    if h.get("no_answer_runs"):
+        L.append(f"- runs that produced no answer (dropped): {h['no_answer_runs']}")
     if h.get("invalid_items"):
         L.append(f"- items that failed validation (excluded): {h['invalid_items']}")
     L.append("")

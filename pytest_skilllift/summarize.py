@@ -25,6 +25,7 @@ from pytest_skilllift.weekio import (
     STATUS_BUDGET,
     STATUS_ERRORED,
     STATUS_INVALID,
+    STATUS_NO_ANSWER,
     STATUS_OK,
     STATUS_TIMEOUT,
     Problem,
@@ -237,21 +238,29 @@ def summarize_week(
                    [str(p) for p in problems], written)
 
 
+#: Why a run was dropped, by status; a run_error from the ledger is appended.
+_REASONS = {
+    STATUS_INVALID: "invalid install (skill not in the init skill list)",
+    STATUS_BUDGET: "budget-capped (truncated)",
+    STATUS_TIMEOUT: "timeout",
+    STATUS_NO_ANSWER: "no gradeable answer",
+    STATUS_OK: "no gradeable answer",
+}
+
+
 def _reason(status: int, exit_code: float, error: str | None) -> str:
-    if status == STATUS_INVALID:
-        r = "invalid install (skill not in the init skill list)"
-    elif status == STATUS_BUDGET:
-        r = "budget-capped (truncated)"
-    elif status == STATUS_TIMEOUT:
-        r = "timeout"
-    elif status == STATUS_ERRORED:
-        code = "?" if math.isnan(exit_code) else str(int(exit_code))
-        r = f"errored (exit {code})"
+    if status == STATUS_ERRORED:
+        r = f"errored (exit {'?' if math.isnan(exit_code) else int(exit_code)})"
     else:
-        r = "no gradeable answer"
-    if error:
-        r += f": {error}"
-    return r
+        r = _REASONS.get(status, RUN_STATUSES[status])
+    if not error:
+        return r
+    # Our ledger's run_error often already names the status ("invalid install: …",
+    # "timed out", "budget-capped (…)"): don't say it twice.
+    head = error.strip().lower()
+    if head.startswith(("invalid", "budget", "timed out", "timeout", "errored", "no ")):
+        return error.strip()
+    return f"{r}: {error.strip()}"
 
 
 def _assemble(
@@ -510,6 +519,7 @@ def _assemble(
         "invalid_install_runs": int(np.count_nonzero(week.m_status == STATUS_INVALID)),
         "errored_runs": int(np.count_nonzero(week.m_status == STATUS_ERRORED)),
         "timeout_runs": int(np.count_nonzero(week.m_status == STATUS_TIMEOUT)),
+        "no_answer_runs": int(np.count_nonzero(week.m_status == STATUS_NO_ANSWER)),
         "signals_bad_runs": int(np.count_nonzero(
             week.m_num.get("signals_ok", np.full(week.n_runs, np.nan)) == 0)),
         "cost_excluded_runs": cost_excluded,

@@ -34,8 +34,11 @@ from pytest_skilllift.columns import ACTIVATIONS, CONDITIONS, ITEM_TYPES, VERDIC
 UNGRADED_VERDICTS: frozenset[str] = frozenset({"", "PARSE_ERROR", "ungraded", "error", "ERROR"})
 
 #: Run statuses (our manifest's ``run_status``; derived from base columns when absent).
-RUN_STATUSES: tuple[str, ...] = ("ok", "invalid", "errored", "budget_capped", "timeout")
-STATUS_OK, STATUS_INVALID, STATUS_ERRORED, STATUS_BUDGET, STATUS_TIMEOUT = range(5)
+RUN_STATUSES: tuple[str, ...] = (
+    "ok", "invalid", "errored", "budget_capped", "timeout", "no_answer",
+)
+(STATUS_OK, STATUS_INVALID, STATUS_ERRORED, STATUS_BUDGET, STATUS_TIMEOUT,
+ STATUS_NO_ANSWER) = range(6)
 
 #: How many offending rows a problem message lists before saying "and N more".
 MAX_ROWS_LISTED = 10
@@ -673,10 +676,15 @@ def _window(t: pa.Table, week: Week) -> tuple[tuple[str, str] | None, float | No
             window = (stamps[0], stamps[-1])
     wall = None
     if "started_utc" in t.column_names and "ended_utc" in t.column_names:
-        s, _ = distinct_times("started_utc")
-        e, _ = distinct_times("ended_utc")
+        # Our manifest: exact start and end per run (its ``timestamp`` is the run's end).
+        s, s_vals = distinct_times("started_utc")
+        e, e_vals = distinct_times("ended_utc")
         if np.isfinite(s).any() and np.isfinite(e).any():
             wall = float(np.nanmax(e) - np.nanmin(s))
+            starts = sorted(v.strip() for v in s_vals if v.strip())
+            ends = sorted(v.strip() for v in e_vals if v.strip())
+            if starts and ends:
+                window = (starts[0], ends[-1])
     if wall is None and np.isfinite(start_s).any():
         dur = week.m_num.get("duration_ms", np.full(t.num_rows, np.nan))
         end = start_s + np.nan_to_num(dur, nan=0.0) / 1000.0

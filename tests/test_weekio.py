@@ -248,12 +248,18 @@ def test_derived_run_status_from_qdrant_columns(tmp_path: Path) -> None:
 def test_project_run_status_and_judge_costs(tmp_path: Path) -> None:
     extras = {c: (lambda run: "") for c in MANIFEST_EXTRA_COLUMNS}
     extras["model_id"] = lambda run: "claude-sonnet-4-5"
-    extras["run_status"] = lambda run: "timeout" if run["run_id"] == "p-a-sonnet-no-skill-r1" \
-        else "ok"
-    extras["run_error"] = lambda run: "killed after 600s" if run["run_id"].endswith(
-        "no-skill-r1") and run["prompt"] == "p-a" else ""
+    extras["run_status"] = lambda run: {
+        "p-a-sonnet-no-skill-r1": "timeout", "p-c-sonnet-no-skill-r2": "no_answer",
+        "p-c-sonnet-with-skill-r2": "invalid"}.get(run["run_id"], "ok")
+    extras["run_error"] = lambda run: {
+        "p-a-sonnet-no-skill-r1": "killed after 600s",
+        "p-c-sonnet-with-skill-r2": "invalid install: skill not in the init skill list (p-c)",
+    }.get(run["run_id"], "")
+    extras["started_utc"] = lambda run: "20260808T060000Z"
+    extras["ended_utc"] = lambda run: "20260808T063000Z"
     w = write_week(tmp_path / "w", manifest_extra=extras,
-                   skip_scores=lambda run: run["run_id"] == "p-a-sonnet-no-skill-r1")
+                   skip_scores=lambda run: run["run_id"] in (
+                       "p-a-sonnet-no-skill-r1", "p-c-sonnet-no-skill-r2"))
     for rid, cost in (("p-a-sonnet-with-skill-r1", "0.25"), ("p-b-sonnet-with-skill-r1", "0.5")):
         (w / rid).mkdir()
         (w / rid / "judge_cost.txt").write_text(cost + "\n")
@@ -273,7 +279,18 @@ def test_project_run_status_and_judge_costs(tmp_path: Path) -> None:
         "run_id": "p-a-sonnet-with-skill-r2",
         "reason": "no gradeable answer: judge error: HTTP 529 overloaded",
         "status": "ok", "prompt": "p-a", "model": "sonnet", "condition": "with-skill",
+        "rep": 2}, {
+        "run_id": "p-c-sonnet-no-skill-r2", "reason": "no gradeable answer",
+        "status": "no_answer", "prompt": "p-c", "model": "sonnet", "condition": "no-skill",
+        "rep": 2}, {
+        "run_id": "p-c-sonnet-with-skill-r2",
+        "reason": "invalid install: skill not in the init skill list (p-c)",
+        "status": "invalid", "prompt": "p-c", "model": "sonnet", "condition": "with-skill",
         "rep": 2}]
+    # our started/ended columns give the window and the wall-clock
+    assert s.data["provenance"]["window"] == {"start": "20260808T060000Z",
+                                              "end": "20260808T063000Z"}
+    assert s.data["cost_time"]["wall_clock_s"] == 1800
     # provenance: the snapshot "claude-sonnet-x" is not a build of the requested id
     assert s.data["provenance"]["model_ids"] == {"sonnet": ["claude-sonnet-4-5"]}
     assert "- ⚠ model sonnet: requested claude-sonnet-4-5 but the transcripts report " \
