@@ -179,8 +179,10 @@ def _lift_section(data: dict[str, Any]) -> list[str]:
         b_ci = (f"[{signed(m.get('bootstrap_low'))}, {signed(m.get('bootstrap_high'))}]"
                 if m.get("bootstrap_low") is not None else "n/a")
         need = m.get("prompts_needed_for_target")
-        rows.append([label, m["n_prompts"], t_ci, b_ci, fmt(m.get("min_detectable_lift")),
-                     "n/a" if need is None else str(need)])
+        no_spread = " (dᵢ all equal)" if m.get("sd") == 0 else ""
+        rows.append([label, m["n_prompts"], t_ci, b_ci,
+                     fmt(m.get("min_detectable_lift")) + no_spread,
+                     ("n/a" if need is None else str(need)) + no_spread])
     target = fmt(mdl.get("target_lift", 0.10), 2)
     L += md_table(["model", "n prompts", "95% CI (exact t)",
                    f"95% CI (paired bootstrap, {boot.get('n_boot', '?')}×)",

@@ -280,11 +280,11 @@ def min_detectable_lift(
     sd: float | None, n: int, *, power: float = 0.80, alpha: float = 0.05
 ) -> float | None:
     """Smallest true lift a paired t-test at this n and noise detects with ``power``
-    (two-sided ``alpha``).  Exact via the noncentral t; None when n < 2 or no sd."""
-    if sd is None or n < 2 or not math.isfinite(sd):
+    (two-sided ``alpha``).  Exact via the noncentral t; None when n < 2 or sd is 0/unknown."""
+    if sd is None or n < 2 or not math.isfinite(sd) or sd == 0:
+        # sd = 0 (every prompt moved by exactly the same amount): the t-test is degenerate
+        # and "detectable" has no meaning; say n/a rather than a reassuring 0.
         return None
-    if sd == 0:
-        return 0.0
 
     def f(delta: float) -> float:
         return _paired_t_power(delta, sd, n, alpha) - power
@@ -302,10 +302,8 @@ def prompts_needed(
     max_n: int = 10_000_000,
 ) -> int | None:
     """Prompts needed for a paired t-test to detect ``lift`` with ``power`` at this noise."""
-    if sd is None or not math.isfinite(sd) or lift <= 0:
-        return None
-    if sd == 0:
-        return 2
+    if sd is None or not math.isfinite(sd) or lift <= 0 or sd == 0:
+        return None  # no spread: no power calculation to make (see min_detectable_lift)
     z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)
     n = max(2, math.ceil((z * sd / lift) ** 2) - 2)  # normal approx, t needs a bit more
     while n < max_n and _paired_t_power(lift, sd, n, alpha) < power:

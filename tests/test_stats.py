@@ -139,7 +139,7 @@ def test_prompts_needed_is_the_smallest_sufficient_n() -> None:
     assert n is not None
     assert stats._paired_t_power(0.10, 0.3, n, 0.05) >= 0.8
     assert stats._paired_t_power(0.10, 0.3, n - 1, 0.05) < 0.8
-    assert stats.prompts_needed(0.0) == 2
+    assert stats.prompts_needed(0.0) is None and stats.min_detectable_lift(0.0, 10) is None
 
 
 def test_week_over_week_pending_until_four_runs() -> None:
