@@ -15,10 +15,10 @@ from typing import Any
 
 #: Markdown shows at most this many rows of a table; the JSON always keeps all of them,
 #: and a capped table says so right under it (no silent caps).
-MAX_PROMPT_ROWS = 5000
+MAX_PROMPT_ROWS = 20000
 MAX_VIOLATION_ROWS = 500
 MAX_DROPPED_ROWS = 500
-MAX_ACTIVATION_ROWS = 5000
+MAX_ACTIVATION_ROWS = 20000
 
 WOW_PENDING = "Will be computed after four runs."
 
