@@ -193,7 +193,9 @@ def summarize_week(
             cost_delta=_f(cost_mean[mi, 1] - cost_mean[mi, 0]) if M else None,
             turns_delta=_f(turns_mean[mi, 1] - turns_mean[mi, 0]) if M else None,
         ))
-    can_write_history = write and bool(lifts)
+    # A week without any lift (one arm only, unreadable scores) is not a run of history:
+    # it would count toward the four runs while contributing nothing.
+    can_write_history = write and any(lf.lift is not None for lf in lifts.values())
     if can_write_history:
         all_hist = hist.upsert_history(hist_path, hist_rows_now)
     else:

@@ -178,6 +178,8 @@ def test_one_arm_only(tmp_path: Path) -> None:
     assert m["must_lift"] is None and m["must_with"] is None and m["must_no"] is not None
     assert "n/a" in s.markdown
     assert [c["condition"] for c in s.data["cells"]] == ["no-skill"]
+    summarize_week(w, plots=False)  # writing: a scorecard, but no history row without a lift
+    assert (w / "scorecard.md").exists() and not (w.parent / "scorecard-history.csv").exists()
 
 
 def test_unknown_condition_and_bad_rep(tmp_path: Path) -> None:
