@@ -490,7 +490,6 @@ def scan_markdown(lines: list[str], start: int = 0) -> MarkdownFacts:
             facts.headings_all.append(text)
             if len(h.group(1)) in (2, 3):
                 facts.h2_h3.append(text)
-            continue
         if "](" in line or "]:" in line:
             stripped = _INLINE_CODE.sub("", line) if "`" in line else line
             for lm in _INLINE_LINK.finditer(stripped):
