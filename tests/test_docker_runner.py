@@ -387,6 +387,19 @@ def test_keyboard_interrupt_removes_the_container(runner: DockerRunner, client: 
     assert _mine(client) == []
 
 
+def test_memory_limit_kills_the_cli_and_says_so(client: Any, test_image: str,
+                                                standin: StandIn, tmp_path: Path) -> None:
+    """48 MB is far below what the CLI needs: the kernel kills it and the run says why."""
+    small = DockerRunner(test_image, network="host", memory="48m", client=client)
+    try:
+        outcome = small.run(_spec("widget-tuning", "no-skill"), _cfg(tmp_path, standin.base_url),
+                            tmp_path / "run")
+    finally:
+        small.close()
+    assert outcome.exit_code == 137 and not outcome.timed_out
+    assert "out of memory" in (outcome.error or "") and "48m" in (outcome.error or "")
+
+
 _KILLED_SESSION = """
 import sys, time
 from pathlib import Path

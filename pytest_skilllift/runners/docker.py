@@ -299,6 +299,8 @@ class DockerRunner:
                                                       t0)
                     if timed_out:
                         error = f"timed out after {cfg.timeout_s:g}s; container killed"
+                    elif exit_code == 137 and self._oom_killed(container_id):
+                        error = f"out of memory: the CLI was killed at the {self.memory} limit"
             except Exception as exc:  # a harness failure is a run outcome, not a crash
                 error = f"docker: {type(exc).__name__}: {exc}"
             finally:
@@ -441,6 +443,22 @@ class DockerRunner:
         if failure:
             raise failure[0]
         return None, False
+
+    def _oom_killed(self, container_id: str) -> bool:
+        """Whether the kernel's OOM killer fired in the container (exit 137 alone is any
+        SIGKILL)."""
+        try:
+            state = self.client.api.inspect_container(container_id).get("State") or {}
+            if state.get("OOMKilled"):  # set when the keeper itself was the victim
+                return True
+            # An exec'd process's OOM kill only shows in the cgroup's counters (v2, v1).
+            exec_id = self.client.api.exec_create(
+                container_id, ["cat", "/sys/fs/cgroup/memory.events",
+                               "/sys/fs/cgroup/memory/memory.oom_control"], stderr=False)["Id"]
+            text = self.client.api.exec_start(exec_id).decode("utf-8", "replace")
+        except docker.errors.APIError:
+            return False
+        return any(int(n) > 0 for n in re.findall(r"^oom_kill (\d+)$", text, re.MULTILINE))
 
     def _cleanup(self, container_id: str) -> None:
         _remove(self.client, container_id)
