@@ -385,7 +385,8 @@ def make_agent(
             name = skill or best_skill(prompt, listing, min_score)
             # The most specific content (a sub-skill read last) leads the answer.
             text = "\n".join(s.text for s in reversed(loaded))
-            return finish(Reply.text(answer_from_skill(prompt, LoadedSkill(text, "x"), name)))
+            merged = LoadedSkill(text, loaded[0].via)
+            return finish(Reply.text(answer_from_skill(prompt, merged, name)))
 
         if mode == "misuse":
             if "Skill" in tools and not skill_launched(body):

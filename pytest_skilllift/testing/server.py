@@ -116,6 +116,7 @@ class Recorded:
     kind: str  # "agent" | "judge" | "aux"
     model: str
     path: str
+    #: HTTP status sent; 0 when no response was sent (``reset`` / ``timeout`` faults).
     status: int
     ts: float
     stream: bool
