@@ -53,7 +53,8 @@ from pytest_skilllift.runners.image import (  # noqa: E402
 )
 from pytest_skilllift.testing import Reply, StandIn  # noqa: E402
 
-pytestmark = pytest.mark.docker
+# They run the real CLI too, so `-m 'not cli'` deselects them as well.
+pytestmark = [pytest.mark.docker, pytest.mark.cli]
 
 REPO = Path(__file__).resolve().parents[1]
 #: A recognisable fake key: the stand-in demands it (so it reached the CLI) and no file
@@ -307,6 +308,24 @@ def test_broken_install_is_caught_by_the_availability_check(
     assert outcome.error is None and outcome.exit_code == 0  # the CLI itself ran fine
     assert "widget-tuning" not in _init_skills(run_dir)
     assert _signals(run_dir, "widget-tuning").skill_available is False
+
+
+def test_skill_archive_is_owned_by_the_agent_and_skips_vcs(tmp_path: Path) -> None:
+    family = _family(tmp_path, "widget-tuning", _good_skill("widget-tuning"))
+    (family / ".git").mkdir()
+    (family / ".git" / "config").write_text("[core]\n")
+    (family / "run.sh").write_text("#!/bin/sh\n")
+    (family / "run.sh").chmod(0o700)
+    with tarfile.open(fileobj=io.BytesIO(docker_runner.skill_archive(family))) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    assert set(members) == {
+        ".claude", ".claude/skills", ".claude/skills/widget-tuning",
+        ".claude/skills/widget-tuning/SKILL.md", ".claude/skills/widget-tuning/reference.md",
+        ".claude/skills/widget-tuning/run.sh",
+    }
+    assert {(m.uid, m.gid, m.uname) for m in members.values()} == {(1000, 1000, "agent")}
+    assert members[".claude/skills/widget-tuning/run.sh"].mode == 0o755
+    assert members[".claude/skills/widget-tuning/SKILL.md"].mode == 0o644
 
 
 def test_missing_family_dir_is_a_harness_error(runner: DockerRunner, standin: StandIn,

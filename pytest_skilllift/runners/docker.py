@@ -61,7 +61,6 @@ from pytest_skilllift.runners.image import (
     LABEL_USER,
     LABEL_WORKDIR,
     PINNED_CLI_VERSION,
-    TEST_IMAGE_TAG,
     cli_version_mismatch,
     image_cli_version,
 )
@@ -79,6 +78,8 @@ KEEPER_GRACE_S = 120
 
 #: Variables the host may set that name host paths; they mean nothing inside the container.
 _HOST_PATH_VARS = ("SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS")
+#: Never installed (the local runner's ``copytree`` ignores the same).
+_IGNORED = frozenset({".git", "__pycache__"})
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 #: The name a bridged container uses to reach the host (docker's ``host-gateway``).
 HOST_GATEWAY_NAME = "host.docker.internal"
@@ -182,9 +183,9 @@ def _remove(client: Any, container_id: str, wait_s: float = 10.0) -> bool:
                 time.sleep(0.05)
 
 
-def skill_archive(family_dir: Path, home: str = AGENT_HOME, uid: int = AGENT_UID,
+def skill_archive(family_dir: Path, uid: int = AGENT_UID,
                   gid: int = AGENT_GID, user: str = AGENT_USER) -> bytes:
-    """A tar of ``.claude/skills/<family>/…`` to extract at ``home``, owned by the agent.
+    """A tar of ``.claude/skills/<family>/…`` to extract at the agent's HOME, owned by it.
 
     Symlinks are followed (like the local runner's copy), so a family that links to shared
     files is installed whole instead of as links to paths that do not exist in the container.
@@ -192,7 +193,9 @@ def skill_archive(family_dir: Path, home: str = AGENT_HOME, uid: int = AGENT_UID
     """
     buf = io.BytesIO()
 
-    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        if _IGNORED.intersection(Path(info.name).parts):
+            return None  # what the local runner's copy leaves out, for identical installs
         info.uid, info.gid, info.uname, info.gname = uid, gid, user, user
         info.mode = 0o755 if info.isdir() or info.mode & 0o111 else 0o644
         return info
@@ -200,8 +203,9 @@ def skill_archive(family_dir: Path, home: str = AGENT_HOME, uid: int = AGENT_UID
     with tarfile.open(fileobj=buf, mode="w", dereference=True) as tar:
         for name in (".claude", ".claude/skills"):
             info = tarfile.TarInfo(name)
-            info.type, info.mtime = tarfile.DIRTYPE, int(time.time())
-            tar.addfile(owned(info))
+            info.type, info.mtime, info.mode = tarfile.DIRTYPE, int(time.time()), 0o755
+            info.uid, info.gid, info.uname, info.gname = uid, gid, user, user
+            tar.addfile(info)
         tar.add(str(family_dir), arcname=f".claude/skills/{family_dir.name}", filter=owned)
     return buf.getvalue()
 
@@ -510,7 +514,3 @@ class _LineSink:
             self._pending = b""
         self._fh.close()
 
-
-def default_image() -> str:
-    """The image tests and CI use when none is configured."""
-    return TEST_IMAGE_TAG
