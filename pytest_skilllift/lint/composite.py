@@ -162,7 +162,9 @@ def compute_composite(
             "weight": weight,
             "layers": {k: round(v, 4) for k, v in per_layer.items()},
         }
-    score = raw / covered * 100.0 * penalty if covered > 0 else 0.0
+    # Rounded once, here: the grade, the badge, --threshold and the printed number then all
+    # agree (69.996 must not print as 70.00 yet grade D and fail a threshold of 70).
+    score = round(raw / covered * 100.0 * penalty, 2) if covered > 0 else 0.0
     return Composite(
         score=score,
         grade=grade(score / 100.0),
