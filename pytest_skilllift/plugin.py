@@ -76,6 +76,7 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
         state.start_demo()
     if s.fresh:
         state.week.discard_grades()
+    state.warm_summarizer()
 
 
 def _point_args_at_prompts(config: pytest.Config, settings: Settings) -> None:

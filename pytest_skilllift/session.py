@@ -6,8 +6,10 @@ and the exit-status decision; workers only generate and grade runs into the week
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +77,16 @@ class SkillLiftSession:
         url = self._server.start()
         self.settings = dataclasses.replace(
             self.settings, base_url=url, extra_env={"ANTHROPIC_API_KEY": DEMO_KEY})
+
+    def warm_summarizer(self) -> None:
+        """Import the summarizer (numpy, scipy, matplotlib) while the runs are going, so the
+        scorecard is not seconds of imports after the last run."""
+
+        def _import() -> None:
+            with contextlib.suppress(Exception):
+                import pytest_skilllift.summarize  # noqa: F401
+
+        threading.Thread(target=_import, name="skilllift-summarize-warmup", daemon=True).start()
 
     def check_credentials(self) -> None:
         """A real run needs a key before the first paid call, not after 200 runs failed."""

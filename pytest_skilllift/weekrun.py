@@ -8,8 +8,11 @@ xdist worker, a rerun) reads the ledger. No pytest here: the plugin only turns t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import subprocess
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,6 +97,11 @@ class WeekRun:
         self.site = site
         self._cache: dict[str, GradedRun] = {}
         self._sha: dict[str, str] = {}
+        self._grader_lock = threading.Lock()
+        # Building the judge client imports the anthropic SDK (seconds of CPU); do it while
+        # the first CLI run waits on the API instead of after it.
+        threading.Thread(target=self._warm_grader, name="skilllift-judge-warmup",
+                         daemon=True).start()
 
     def close(self) -> None:
         if self._runner is not None:
@@ -168,6 +176,17 @@ class WeekRun:
         return urlsplit(url).hostname if url else None
 
     # -- judging ------------------------------------------------------------------------
+    def _warm_grader(self) -> None:
+        # A failure here (e.g. no credentials) is raised again, properly, by the first grade.
+        with contextlib.suppress(Exception):
+            self._get_grader()
+
+    def _get_grader(self) -> Grader:
+        with self._grader_lock:
+            if self._grader is None:
+                self._grader = self._grader_factory()
+            return self._grader
+
     def _ensure_graded(self, spec: RunSpec, record: dict[str, Any],
                        generated: bool) -> GradedRun:
         status = record.get("run_status", ERRORED)
@@ -178,16 +197,17 @@ class WeekRun:
         rows = self.week.load_grades(spec.run_id)
         judged = False
         if rows is None:
-            if self._grader is None:
-                self._grader = self._grader_factory()
-            result = self._grader.grade(spec.prompt.prompt, record.get("final_answer", ""),
+            grader = self._get_grader()
+            started = time.monotonic()
+            result = grader.grade(spec.prompt.prompt, record.get("final_answer", ""),
                                         spec.prompt.rubric, spec.run_id)
+            judge_ms = int((time.monotonic() - started) * 1000)
             if result.error is not None:
                 self.week.save_judge_error(spec.run_id, result.error)
                 return GradedRun(reason="ungraded: judge failed", judge_error=result.error,
                                  **base)
             rows = score_rows(spec, result)
-            self.week.save_grades(spec.run_id, rows, result.model, result.cost_usd)
+            self.week.save_grades(spec.run_id, rows, result.model, result.cost_usd, judge_ms)
             judged = True
         by_key = {f"{r['item_type']}-{r['item_index']}": r for r in rows if r.get("verdict")}
         return GradedRun(reason="", rows=by_key, judged_now=judged, **base)
