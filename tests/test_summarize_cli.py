@@ -88,3 +88,22 @@ def test_compare_weeks(tmp_path: Path) -> None:
     assert "clears threshold?" in md
     assert "σ (between) needs at least three runs" in md
     assert "### sonnet" in md and "| p-a " in md  # the mover is named
+
+
+def test_compare_weeks_uses_between_week_sigma_from_history(tmp_path: Path) -> None:
+    from pytest_skilllift.history import HistoryRow, upsert_history
+
+    weekly = tmp_path / "weekly"
+    a = write_week(weekly / "20260801")
+    b = write_week(weekly / "20260808")
+    upsert_history(weekly / "scorecard-history.csv", [
+        HistoryRow("20260711", "20260711T090000Z", "sonnet", 0.10, 0.05),
+        HistoryRow("20260718", "20260718T090000Z", "sonnet", 0.50, 0.05),
+        HistoryRow("20260725", "20260725T090000Z", "sonnet", 0.30, 0.05),
+    ])
+    md = compare_weeks(a, b)
+    row = [c.strip() for c in next(
+        ln for ln in md.splitlines() if ln.startswith("| sonnet")).split("|")]
+    assert row[6] == "0.200"  # σ of 0.10, 0.50, 0.30 (sample stdev)
+    assert row[7] == "0.200" and row[8] == "no (within noise)"
+    assert "needs at least three runs" not in md
