@@ -136,3 +136,51 @@ def test_unknown_link_targets_do_not_crash(tmp_path: Path) -> None:
     write_skill(tmp_path / "links", body=body)
     flags = all_flags(score_json(tmp_path / "links"))
     assert "ORPHAN_REFERENCE" in flags and "DEAD_CROSS_REF" in flags
+
+
+def test_non_utf8_directory_name_through_the_cli(tmp_path: Path) -> None:
+    """A skill directory whose name is not UTF-8 still yields valid JSON and text."""
+    import subprocess
+    import sys
+
+    bad = os.fsencode(tmp_path) + b"/skills/caf\xe9"
+    os.makedirs(bad)
+    with open(bad + b"/SKILL.md", "wb") as fh:
+        fh.write(b"---\nname: cafe\ndescription: Use when testing, or probing names.\n---\n")
+    # a strict stdout, as under an en_US.UTF-8 locale (the C locale is lenient by default)
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
+    for fmt in ("json", "text"):
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest_skilllift.lint.cli",
+                "score",
+                str(tmp_path / "skills"),
+                "--output",
+                fmt,
+            ],
+            capture_output=True,
+            check=False,
+            env=env,
+        )
+        assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+        assert b"Traceback" not in proc.stderr
+    assert (
+        json.loads(
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest_skilllift.lint.cli",
+                    "score",
+                    str(tmp_path / "skills"),
+                    "--output",
+                    "json",
+                ],
+                capture_output=True,
+                check=False,
+            ).stdout
+        )["n_skills"]
+        == 1
+    )

@@ -72,7 +72,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run_score(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """``skilllift score``."""
-    out = out or sys.stdout
+    out = out or _stdout()
     week_data = None
     week = None
     try:
@@ -143,6 +143,15 @@ def _measured_cells(r: SkillReport) -> str:
     act = "-" if m is None or rate is None else f"{rate:.2f} ({m.with_skill_runs})"
     lift = "-" if m is None or m.must_lift is None else f"{m.must_lift:+.3f}"
     return f"  {act:>14}  {lift:>9}"
+
+
+def _stdout() -> TextIO:
+    """stdout that cannot raise on odd text: a directory named with non-UTF-8 bytes reaches
+    us as lone surrogates, and printing those must not turn a finding into a traceback."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
+    return sys.stdout
 
 
 def _flags(r: SkillReport) -> str:
@@ -259,7 +268,7 @@ def classify(path: Path) -> str:
 
 def run_compare(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """``skilllift compare``: skills side by side, or delegate two weeks to compare_weeks."""
-    out = out or sys.stdout
+    out = out or _stdout()
     kinds = (classify(args.a), classify(args.b))
     if kinds == ("week", "week"):
         return _compare_weeks(args.a, args.b, out)
