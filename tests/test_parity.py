@@ -31,6 +31,16 @@ REF_WEEK = WEEKLY / "20260808"
 # ----------------------------------------------------------------------------- parsing
 
 
+def copy_week(dst_weekly: Path) -> Path:
+    """Copy the reference week and make the copy writable (copytree keeps the shared
+    folder's read-only modes, which a non-root user could not write into)."""
+    dst = dst_weekly / "20260808"
+    shutil.copytree(REF_WEEK, dst)
+    for p in (dst_weekly, dst, *dst.iterdir()):
+        p.chmod(p.stat().st_mode | 0o200)
+    return dst
+
+
 def sections(md: str) -> dict[str, str]:
     """'## Title' → body."""
     out: dict[str, str] = {}
@@ -65,9 +75,8 @@ def ref() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def ours(tmp_path_factory: pytest.TempPathFactory) -> Summary:
     # A copy: the shared folder is read-only, and the history file next to it must not grow.
-    root = tmp_path_factory.mktemp("parity") / "weekly"
-    shutil.copytree(REF_WEEK, root / "20260808")
-    return summarize_week(root / "20260808", plots=False)
+    week = copy_week(tmp_path_factory.mktemp("parity") / "weekly")
+    return summarize_week(week, plots=False)
 
 
 @pytest.fixture(scope="module")
@@ -168,16 +177,16 @@ def test_provenance(ref: dict[str, str], our_md: dict[str, str]) -> None:
 
 def test_history_row_matches_reference_and_upsert_is_idempotent(tmp_path: Path) -> None:
     weekly = tmp_path / "weekly"
-    shutil.copytree(REF_WEEK, weekly / "20260808")
+    week = copy_week(weekly)
     hist = weekly / "scorecard-history.csv"
-    summarize_week(weekly / "20260808", plots=False)
+    summarize_week(week, plots=False)
     first = hist.read_bytes()
     # byte-for-byte the reference pipeline's history after the same week
     assert first == (WEEKLY / "scorecard-history.csv").read_bytes()
-    summarize_week(weekly / "20260808", plots=False)
+    summarize_week(week, plots=False)
     assert hist.read_bytes() == first
     # upserting into the reference file itself changes nothing either
-    shutil.copy(WEEKLY / "scorecard-history.csv", tmp_path / "h.csv")
+    shutil.copyfile(WEEKLY / "scorecard-history.csv", tmp_path / "h.csv")
     rows = read_history(tmp_path / "h.csv")
     upsert_history(tmp_path / "h.csv", rows)
     assert (tmp_path / "h.csv").read_bytes() == first
