@@ -377,6 +377,24 @@ def test_timeout_kills_the_container(runner: DockerRunner, tmp_path: Path) -> No
     assert "widget-tuning" not in _init_skills(run_dir)
 
 
+def test_a_broken_output_stream_is_reported_not_silently_truncated(
+    runner: DockerRunner, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real_start = runner.client.api.exec_start
+
+    def breaking_start(*args: Any, **kwargs: Any) -> Iterator[tuple[bytes | None, bytes | None]]:
+        yield next(iter(real_start(*args, **kwargs)))
+        raise ConnectionError("stream cut")
+
+    monkeypatch.setattr(runner.client.api, "exec_start", breaking_start)
+    outcome = runner.run(_spec("widget-tuning", "no-skill"), _cfg(tmp_path, standin.base_url),
+                         tmp_path / "run")
+    # The CLI loses its stdout with the stream and ends (its exit code is kept); the run
+    # says its transcript may be incomplete instead of passing a truncated one as whole.
+    assert outcome.exit_code is not None and not outcome.timed_out
+    assert "output stream broke (ConnectionError: stream cut)" in (outcome.error or "")
+
+
 def test_keyboard_interrupt_removes_the_container(runner: DockerRunner, client: Any,
                                                   tmp_path: Path) -> None:
     api = StandIn(agent=probe_agent, api_key=API_KEY, latency_s=60)

@@ -299,12 +299,15 @@ class DockerRunner:
                     if spec.with_skill:
                         self._install_skill(container_id, cfg.skills_root / spec.prompt.family)
                     self.client.api.start(container_id)
-                    exit_code, timed_out = self._exec(container_id, spec, cfg, env, out, err,
-                                                      t0)
+                    exit_code, timed_out, broken = self._exec(container_id, spec, cfg, env,
+                                                              out, err, t0)
                     if timed_out:
                         error = f"timed out after {cfg.timeout_s:g}s; container killed"
                     elif exit_code == 137 and self._oom_killed(container_id):
                         error = f"out of memory: the CLI was killed at the {self.memory} limit"
+                    elif broken:
+                        error = (f"docker: the output stream broke ({broken}); "
+                                 "the transcript may be incomplete")
             except Exception as exc:  # a harness failure is a run outcome, not a crash
                 error = f"docker: {type(exc).__name__}: {exc}"
             finally:
@@ -400,8 +403,10 @@ class DockerRunner:
             raise RuntimeError(f"put_archive of {family_dir.name} into {self.home} failed")
 
     def _exec(self, container_id: str, spec: RunSpec, cfg: AgentConfig, env: dict[str, str],
-              out: _LineSink, err: _LineSink, t0: float) -> tuple[int | None, bool]:
-        """Run the CLI; returns (exit code, timed out). Output is written as it arrives."""
+              out: _LineSink, err: _LineSink, t0: float,
+              ) -> tuple[int | None, bool, str | None]:
+        """Run the CLI; returns (exit code, timed out, stream error). Output is written as it
+        arrives; the container is killed at the deadline."""
         argv = build_argv(self.claude, spec, cfg)
         exec_id = self.client.api.exec_create(
             container_id, argv, stdout=True, stderr=True, stdin=False, tty=False,
@@ -430,23 +435,31 @@ class DockerRunner:
         deadline = t0 + cfg.timeout_s
         # Short slices: a Ctrl-C that does not interrupt the wait itself still raises in 0.25 s.
         while not done.wait(max(0.0, min(0.25, deadline - time.monotonic()))):
-            if time.monotonic() < deadline:
-                continue
-            with contextlib.suppress(Exception):
-                self.client.api.kill(container_id)
-            reader.join(10)
-            return None, True
+            if time.monotonic() >= deadline:
+                self._kill(container_id, reader)
+                return None, True, None
         reader.join(10)
-        # The stream closes a moment before the engine records the exit code.
-        for _ in range(50):
+        broken = f"{type(failure[0]).__name__}: {failure[0]}" if failure else None
+        # The stream normally closes as the CLI exits and the engine records the exit code a
+        # moment later; a stream that broke early leaves the CLI running, so keep to the
+        # deadline rather than report a run that has not ended.
+        pause = 0.02
+        while True:
             info = self.client.api.exec_inspect(exec_id)
             if not info.get("Running"):
                 code = info.get("ExitCode")
-                return (int(code) if code is not None else None), False
-            time.sleep(0.02)
-        if failure:
-            raise failure[0]
-        return None, False
+                return (int(code) if code is not None else None), False, broken
+            if time.monotonic() >= deadline:
+                self._kill(container_id, reader)
+                return None, True, broken
+            time.sleep(pause)
+            pause = min(0.5, pause * 2)
+
+    def _kill(self, container_id: str, reader: threading.Thread) -> None:
+        """Kill the container (every process in it) and let the reader drain."""
+        with contextlib.suppress(docker.errors.APIError):
+            self.client.api.kill(container_id)
+        reader.join(10)
 
     def _oom_killed(self, container_id: str) -> bool:
         """Whether the kernel's OOM killer fired in the container (exit 137 alone is any
