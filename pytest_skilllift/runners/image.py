@@ -68,7 +68,8 @@ LABEL_INIT = "skilllift.init"
 #: package can build the connected-machine image without the source tree.
 DOCKERFILE = """\
 # The skilllift agent image for connected machines: a slim base, the Claude Code CLI at a
-# pinned version, a non-root user, tini as PID 1. Build it with
+# pinned version, a non-root user (the base's "node" user, uid 1000, is replaced by "agent"),
+# tini as PID 1. npm's global prefix in the node images is /usr/local. Build it with
 #   skilllift image build --tag skilllift:2.1.332
 # (air-gapped machines: add --from-local, which needs no registry at all).
 FROM node:22-bookworm-slim
@@ -83,8 +84,9 @@ RUN apt-get update \\
  && rm -rf /var/lib/apt/lists/* \\
  && npm install -g --no-fund --no-audit "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}" \\
  && npm cache clean --force \\
- && ln -sf "$(command -v claude)" /usr/local/bin/claude \\
+ && test -x /usr/local/bin/claude \\
  && (userdel -r node 2>/dev/null || true) \\
+ && (groupdel node 2>/dev/null || true) \\
  && groupadd -g 1000 agent \\
  && useradd -u 1000 -g 1000 -m -d /home/agent -s /bin/bash agent \\
  && install -d -o agent -g agent -m 0755 /home/agent/.claude /home/agent/.claude/skills \\
