@@ -262,6 +262,33 @@ def test_with_skill_installs_family_and_runs_as_non_root(
     assert kwargs["name"].startswith("skilllift-widget-tuning-with-skill-r1-")
 
 
+def test_api_key_is_not_visible_to_docker_inspect_during_the_run(
+    runner: DockerRunner, client: Any, tmp_path: Path,
+) -> None:
+    """While the CLI runs (the stand-in is mid-request), inspect the live container and its
+    exec the way ``docker inspect`` would: the key must be in neither."""
+    seen: list[str] = []
+
+    def inspecting_agent(body: dict[str, Any]) -> Reply:
+        for c in _mine(client):
+            info = client.api.inspect_container(c.id)
+            seen.append(json.dumps(info))
+            seen.extend(json.dumps(client.api.exec_inspect(e)) for e in info.get("ExecIDs") or [])
+        return Reply.text("Final answer.")
+
+    api = StandIn(agent=inspecting_agent, api_key=API_KEY)
+    api.start()
+    try:
+        outcome = runner.run(_spec("widget-tuning", "no-skill"), _cfg(tmp_path, api.base_url),
+                             tmp_path / "run")
+    finally:
+        api.stop()
+    assert outcome.exit_code == 0, outcome
+    assert len(seen) >= 2  # the container and at least the CLI's exec were inspected
+    assert all(API_KEY not in text for text in seen)
+    assert any('"Running": true' in text for text in seen)
+
+
 def test_no_skill_installs_nothing(runner: DockerRunner, standin: StandIn,
                                    tmp_path: Path) -> None:
     skills = tmp_path / "skills"
