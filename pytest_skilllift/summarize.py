@@ -8,9 +8,11 @@ are collected and the scorecard says what is missing.
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,6 +127,13 @@ def summarize_week(
     plots are drawn); ``banner`` is shown at the very top (e.g. "DEMO — scripted models").
     """
     week_dir = Path(week_dir)
+    plot_import = None
+    if write and plots:
+        # matplotlib takes ~0.3 s to import; do it while pyarrow parses the CSVs (its C++
+        # reader runs without the GIL), so the two overlap instead of adding up.
+        plot_import = threading.Thread(target=importlib.import_module,
+                                       args=("pytest_skilllift.plots",), daemon=True)
+        plot_import.start()
     week = load_week(week_dir)
     problems = week.problems
     hist_path = Path(history) if history is not None else week_dir.parent / "scorecard-history.csv"
@@ -213,8 +222,10 @@ def summarize_week(
                      n_runs_hist, hist_path, banner)
 
     written: list[Path] = []
+    if plot_import is not None:
+        plot_import.join()
     if write and plots and agg is not None:
-        from pytest_skilllift import plots as plotmod  # matplotlib is slow to import
+        from pytest_skilllift import plots as plotmod  # imported in the background above
 
         try:
             forest = plotmod.forest_plot(data, week_dir / "forest.png")
