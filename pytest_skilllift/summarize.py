@@ -8,6 +8,7 @@ are collected and the scorecard says what is missing.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import os
@@ -101,6 +102,13 @@ def _f(x: float | np.floating | None) -> float | None:
     return v if math.isfinite(v) else None
 
 
+def _warm_import(module: str) -> None:
+    """Import ``module`` ahead of use; a failure is left for the real import to report."""
+    # Reported where the module is actually used (inside the plots' try), not here.
+    with contextlib.suppress(Exception):
+        importlib.import_module(module)
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -131,8 +139,8 @@ def summarize_week(
     if write and plots:
         # matplotlib takes ~0.3 s to import; do it while pyarrow parses the CSVs (its C++
         # reader runs without the GIL), so the two overlap instead of adding up.
-        plot_import = threading.Thread(target=importlib.import_module,
-                                       args=("pytest_skilllift.plots",), daemon=True)
+        plot_import = threading.Thread(target=_warm_import, args=("pytest_skilllift.plots",),
+                                       daemon=True)
         plot_import.start()
     week = load_week(week_dir)
     problems = week.problems
@@ -225,9 +233,9 @@ def summarize_week(
     if plot_import is not None:
         plot_import.join()
     if write and plots and agg is not None:
-        from pytest_skilllift import plots as plotmod  # imported in the background above
-
         try:
+            from pytest_skilllift import plots as plotmod  # imported in the background above
+
             forest = plotmod.forest_plot(data, week_dir / "forest.png")
             if forest:
                 data["plots"]["forest"] = forest.name
