@@ -141,6 +141,9 @@ class Settings:
     demo_judge_latency_s: float = 0.0
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""
+    #: The controller's shared judge (set under xdist): workers grade through it.
+    judge_url: str = ""
+    judge_token: str = ""
     #: Environment the runs need beyond the host's (e.g. the demo's dummy key). Not a secret
     #: store: the real key is read from the environment at run time and never kept here.
     extra_env: dict[str, str] = field(default_factory=dict)

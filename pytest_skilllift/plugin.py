@@ -46,7 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     if not settings.enabled:
         return
-    state = SkillLiftSession(settings)
+    state = SkillLiftSession(settings, worker=_is_worker(config))
     if not _is_worker(config):
         _controller_setup(config, state)
         config.pluginmanager.register(ControllerPlugin(state), "skilllift-controller")
@@ -76,7 +76,15 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
         state.start_demo()
     if s.fresh:
         state.week.discard_grades()
+    if _uses_workers(config):
+        state.start_judge_service()
     state.warm_summarizer()
+
+
+def _uses_workers(config: pytest.Config) -> bool:
+    """Whether xdist will start workers (``-n N`` with N > 0 and a distributing mode)."""
+    workers = getattr(config.option, "numprocesses", None)
+    return bool(workers) and getattr(config.option, "dist", "no") != "no"
 
 
 def _point_args_at_prompts(config: pytest.Config, settings: Settings) -> None:

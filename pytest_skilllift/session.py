@@ -55,8 +55,10 @@ class SessionTally:
 class SkillLiftSession:
     """Settings plus lazily created parts (runner, judge, demo server)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, worker: bool = False) -> None:
         self.settings = settings
+        self.worker = worker
+        self._judge_service: Any = None
         self.week = Week(settings.out_dir)
         self.tally = SessionTally()
         self._weekrun: WeekRun | None = None
@@ -77,6 +79,15 @@ class SkillLiftSession:
         url = self._server.start()
         self.settings = dataclasses.replace(
             self.settings, base_url=url, extra_env={"ANTHROPIC_API_KEY": DEMO_KEY})
+
+    def start_judge_service(self) -> None:
+        """Under xdist: one judge client in the controller, served to every worker."""
+        from pytest_skilllift.judge_service import JudgeService
+
+        self._judge_service = JudgeService(self._local_grader)
+        url = self._judge_service.start()
+        self.settings = dataclasses.replace(self.settings, judge_url=url,
+                                            judge_token=self._judge_service.token)
 
     def warm_summarizer(self) -> None:
         """Import the summarizer (numpy, scipy, matplotlib) while the runs are going, so the
@@ -104,6 +115,9 @@ class SkillLiftSession:
         if self._server is not None:
             self._server.stop()
             self._server = None
+        if self._judge_service is not None:
+            self._judge_service.stop()
+            self._judge_service = None
 
     # -- the run ------------------------------------------------------------------------
     @property
@@ -145,6 +159,13 @@ class SkillLiftSession:
         return LocalRunner()
 
     def _make_grader(self) -> Grader:
+        if self.worker and self.settings.judge_url:
+            from pytest_skilllift.judge_service import RemoteGrader
+
+            return RemoteGrader(self.settings.judge_url, self.settings.judge_token)
+        return self._local_grader()
+
+    def _local_grader(self) -> Grader:
         from pytest_skilllift.judge_client import Judge
 
         s = self.settings

@@ -5,6 +5,7 @@ Both arms get exactly the same argv apart from the prompt text (tool parity, see
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -69,11 +70,12 @@ def build_env(cfg: AgentConfig, home: str, base: dict[str, str] | None = None) -
 
 def bundled_claude() -> Path | None:
     """The CLI binary shipped in the ``claude-agent-sdk`` wheel, when installed."""
-    try:
-        import claude_agent_sdk
-    except ImportError:
+    # find_spec locates the package without importing it (the import costs ~0.7 s of CPU in
+    # every process, for a file path).
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or spec.origin is None:
         return None
-    path = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    path = Path(spec.origin).parent / "_bundled" / "claude"
     return path if path.is_file() else None
 
 
