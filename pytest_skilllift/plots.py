@@ -1,8 +1,8 @@
 """Pictures for the scorecard (matplotlib, Agg backend, PNG).
 
-* forest plot: per-prompt must-coverage lift per model, each with its rep range
-  ([min_with − max_no, max_with − min_no]) as the interval, and the model's mean lift with
-  its 95% t interval as a band;
+* forest plot: per-prompt must-coverage lift, one panel per model on a shared prompt axis,
+  each point with its rep range ([min_with − max_no, max_with − min_no]) as the interval, and
+  the model's mean lift with its 95% t interval as a line and band;
 * trend chart: weekly lift ± SE per model once the history has at least two runs.
 
 Inputs are the scorecard.json dict and the history rows: no statistics are computed here.
@@ -24,65 +24,78 @@ import numpy as np
 from pytest_skilllift.history import HistoryRow, run_order
 
 #: A forest plot with more rows than this is unreadable; beyond it the plot shows the
-#: prompts with the largest |lift| and its title says how many of how many are shown.
+#: prompts with the largest |lift| in any model, and its title says how many of how many.
 MAX_FOREST_PROMPTS = 40
 
 
 def forest_plot(data: dict[str, Any], path: Path) -> Path | None:
-    """Draw the per-prompt lift forest plot; returns the path, or None with nothing to plot."""
+    """Draw the per-prompt lift forest plot; returns the path, or None with nothing to plot.
+
+    One panel per model on a shared prompt axis, so a row is the same prompt in every panel
+    (and its label is drawn once).  Above ``MAX_FOREST_PROMPTS`` prompts the rows are those
+    with the largest |lift| in any model, and the title says how many of how many.
+    """
     models = [m for m in data.get("model_order", []) if m in data.get("models", {})]
-    rows_by_model: dict[str, list[dict[str, Any]]] = {m: [] for m in models}
+    by_key: dict[tuple[str, str], dict[str, Any]] = {}
+    biggest: dict[str, float] = {}
     for r in data.get("prompts", []):
-        if r["model"] in rows_by_model and r["must_lift"] is not None:
-            rows_by_model[r["model"]].append(r)
-    if not any(rows_by_model.values()):
+        if r["model"] in models and r["must_lift"] is not None:
+            by_key[(r["prompt"], r["model"])] = r
+            biggest[r["prompt"]] = max(biggest.get(r["prompt"], 0.0), abs(r["must_lift"]))
+    if not biggest:
         return None
-    n_max = max(min(len(v), MAX_FOREST_PROMPTS) for v in rows_by_model.values())
-    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 1.2 + 0.22 * n_max),
-                             sharex=True, squeeze=False)
+    total = len(biggest)
+    prompts = sorted(biggest)
+    if total > MAX_FOREST_PROMPTS:
+        keep = set(sorted(prompts, key=lambda p: (-biggest[p], p))[:MAX_FOREST_PROMPTS])
+        prompts = [p for p in prompts if p in keep]
+    prompts.reverse()  # alphabetical from the top
+    n = len(prompts)
+    y = np.arange(n)
+    height = max(2.4, 1.4 + 0.22 * n)
+    fig, axes = plt.subplots(1, len(models), figsize=(2.6 + 3.6 * len(models), height),
+                             sharex=True, sharey=True, squeeze=False)
+
+    def col(label: str, key: str) -> np.ndarray:
+        return np.array([np.nan if (r := by_key.get((p, label))) is None or r[key] is None
+                         else r[key] for p in prompts], float)
+
     for ax, label in zip(axes[0], models, strict=True):
-        rows = rows_by_model[label]
-        total = len(rows)
-        if total > MAX_FOREST_PROMPTS:
-            rows = sorted(rows, key=lambda r: -abs(r["must_lift"]))[:MAX_FOREST_PROMPTS]
-        rows = sorted(rows, key=lambda r: r["prompt"], reverse=True)
-        y = np.arange(len(rows))
-        lift = np.array([r["must_lift"] for r in rows], float)
-
-        def arr(key: str, default: np.ndarray, rows: list[dict[str, Any]] = rows) -> np.ndarray:
-            return np.array([np.nan if r[key] is None else r[key] for r in rows], float) \
-                if rows else default
-
-        lo = arr("must_with_min", lift) - arr("must_no_max", lift)
-        hi = arr("must_with_max", lift) - arr("must_no_min", lift)
+        lift = col(label, "must_lift")
+        lo = col(label, "must_with_min") - col(label, "must_no_max")
+        hi = col(label, "must_with_max") - col(label, "must_no_min")
         lo, hi = np.where(np.isnan(lo), lift, lo), np.where(np.isnan(hi), lift, hi)
-        ax.errorbar(lift, y, xerr=[np.maximum(lift - lo, 0), np.maximum(hi - lift, 0)],
+        ok = ~np.isnan(lift)
+        ax.errorbar(lift[ok], y[ok], xerr=[np.maximum(lift - lo, 0)[ok],
+                                           np.maximum(hi - lift, 0)[ok]],
                     fmt="o", ms=4, color="#1f4e79", ecolor="#8fb3d9", elinewidth=2, capsize=0)
         m = data["models"][label]
         if m.get("ci_low") is not None:
-            ax.axvspan(m["ci_low"], m["ci_high"], color="#f4b183", alpha=0.35,
-                       label="mean lift, 95% t CI")
+            ax.axvspan(m["ci_low"], m["ci_high"], color="#f4b183", alpha=0.35)
         if m.get("must_lift") is not None:
             ax.axvline(m["must_lift"], color="#c55a11", lw=1.5)
         ax.axvline(0.0, color="black", lw=0.8)
-        ax.set_yticks(y)
-        ax.set_yticklabels([r["prompt"] for r in rows], fontsize=7)
         ax.set_xlim(-1.05, 1.05)
-        shown = f" — {len(rows)} of {total} prompts (largest |lift|)" if total > len(rows) \
-            else f" — {total} prompts"
         # An explicit y skips matplotlib's title auto-positioning, which measures every
-        # tick label again (a third of the drawing time on a full-size week).
-        ax.set_title(f"{label}: must-coverage lift{shown}", fontsize=9, y=1.005)
-        ax.set_xlabel("with-skill − no-skill (bars: rep range)", fontsize=8)
+        # tick label again.
+        ax.set_title(f"{label} (n = {m.get('n_prompts')})", fontsize=9, y=1.005)
+        # The key lives in the axis label: a legend would sit on top of some prompt's row.
+        ax.set_xlabel("must lift, with − no\n(bar: rep range; line and band: mean lift, 95% t CI)",
+                      fontsize=7)
         ax.grid(axis="x", alpha=0.3)
-        if m.get("ci_low") is not None:
-            ax.legend(fontsize=7, loc="lower left")
-    fig.suptitle(f"Per-prompt lift — {data.get('week', '')}"
-                 + (f" — {data['banner']}" if data.get("banner") else ""), fontsize=10)
-    # Fixed margins instead of tight_layout: tight_layout lays out every label twice more.
-    height = 1.2 + 0.22 * n_max
-    fig.subplots_adjust(left=0.27 / len(models) * 2 if len(models) > 1 else 0.3,
-                        right=0.98, wspace=0.9, top=1 - 0.6 / height, bottom=0.55 / height)
+    axes[0][0].set_yticks(y)
+    axes[0][0].set_yticklabels(prompts, fontsize=7)
+    axes[0][0].set_ylim(-0.7, n - 0.3)
+    shown = (f"{n} of {total} prompts, largest |lift|" if total > n else f"{total} prompts")
+    fig.suptitle(f"Per-prompt must-coverage lift — {data.get('week', '')} ({shown})"
+                 + (f" — {data['banner']}" if data.get("banner") else ""), fontsize=10,
+                 y=1 - 0.08 / height, va="top")
+    # Fixed margins instead of tight_layout, which lays every label out twice more; the
+    # left margin fits the longest prompt name (≈ 0.055 in per 7-pt character).
+    width = fig.get_figwidth()
+    longest = max(len(p) for p in prompts)
+    fig.subplots_adjust(left=min(0.6, (0.2 + 0.055 * longest) / width), right=0.98,
+                        wspace=0.08, top=1 - 0.62 / height, bottom=0.75 / height)
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return Path(path)
