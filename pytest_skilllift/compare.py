@@ -37,7 +37,11 @@ def compare_weeks(a: Path, b: Path) -> str:
     if sa.problems or sb.problems:
         L.append("")
 
-    history_rows = hist.read_history(b.parent / "scorecard-history.csv")
+    try:
+        history_rows = hist.read_history(b.parent / "scorecard-history.csv")
+    except hist.HistoryError as exc:
+        L.append(f"- ⚠ history not used: {exc}\n")
+        history_rows = []
     L.append("## Lift per model (must_coverage, with-skill − no-skill)\n")
     rows = []
     notes = []

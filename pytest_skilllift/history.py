@@ -54,22 +54,29 @@ def read_history(path: Path) -> list[HistoryRow]:
     """All rows of a history file (empty list when it does not exist yet).
 
     Unparseable numbers read as None rather than failing: a damaged history should
-    degrade the week-over-week section, not the whole scorecard.
+    degrade the week-over-week section, not the whole scorecard.  A file that is not a
+    history at all raises :class:`HistoryError`.
     """
     path = Path(path)
     if not path.exists():
         return []
-    with path.open(newline="", encoding="utf-8") as f:
-        return [
-            HistoryRow(
-                run_key=(r.get("run_key") or "").strip(),
-                window_end=(r.get("window_end") or "").strip(),
-                model=(r.get("model") or "").strip(),
-                **{c: _parse(r.get(c)) for c in _NUMERIC},
-            )
-            for r in csv.DictReader(f)
-            if (r.get("run_key") or "").strip()
-        ]
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            if reader.fieldnames is not None and "run_key" not in reader.fieldnames:
+                raise HistoryError(f"{path.name}: not a scorecard history (no run_key column)")
+            return [
+                HistoryRow(
+                    run_key=(r.get("run_key") or "").strip(),
+                    window_end=(r.get("window_end") or "").strip(),
+                    model=(r.get("model") or "").strip(),
+                    **{c: _parse(r.get(c)) for c in _NUMERIC},
+                )
+                for r in reader
+                if (r.get("run_key") or "").strip()
+            ]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise HistoryError(f"{path.name}: unreadable ({exc})") from exc
 
 
 def merge_history(
@@ -92,13 +99,25 @@ def merge_history(
     return out
 
 
+class HistoryError(Exception):
+    """The history file exists but cannot be read as a history (it is then never rewritten)."""
+
+
 def upsert_history(path: Path, rows: Sequence[HistoryRow]) -> list[HistoryRow]:
     """Merge this run's rows into the file (see :func:`merge_history`), atomically.
 
-    Returns the full history as written.
+    Returns the full history as written.  Raises :class:`HistoryError` (and leaves the file
+    alone) when the existing file cannot be read.
     """
     path = Path(path)
     out = merge_history(read_history(path), rows)
+    write_history(path, out)
+    return out
+
+
+def write_history(path: Path, rows: Sequence[HistoryRow]) -> None:
+    """Write the whole history atomically (temp file + rename)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".scorecard-history.", suffix=".tmp")
     try:
@@ -106,7 +125,7 @@ def upsert_history(path: Path, rows: Sequence[HistoryRow]) -> list[HistoryRow]:
             # csv's default "\r\n" terminator: the reference file is written the same way.
             w = csv.writer(f)
             w.writerow(HISTORY_COLUMNS)
-            for r in out:
+            for r in rows:
                 w.writerow([r.run_key, r.window_end, r.model, _fmt(r.must_lift),
                             _fmt(r.must_lift_se), _fmt(r.composite_lift), _fmt(r.cost_delta),
                             _fmt(r.turns_delta)])
@@ -114,7 +133,6 @@ def upsert_history(path: Path, rows: Sequence[HistoryRow]) -> list[HistoryRow]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return out
 
 
 def run_order(rows: Sequence[HistoryRow]) -> list[str]:

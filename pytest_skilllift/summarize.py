@@ -213,10 +213,16 @@ def summarize_week(
     # A week without any lift (one arm only, unreadable scores) is not a run of history:
     # it would count toward the four runs while contributing nothing.
     can_write_history = write and any(lf.lift is not None for lf in lifts.values())
+    try:
+        existing = hist.read_history(hist_path)
+    except hist.HistoryError as exc:
+        # Never overwrite a file we cannot read: it may hold weeks we cannot rebuild.
+        problems.append(Problem(str(hist_path), f"{exc}; it was left untouched and this "
+                                "week was not added"))
+        existing, can_write_history = [], False
+    all_hist = hist.merge_history(existing, hist_rows_now)
     if can_write_history:
-        all_hist = hist.upsert_history(hist_path, hist_rows_now)
-    else:
-        all_hist = hist.merge_history(hist.read_history(hist_path), hist_rows_now)
+        hist.write_history(hist_path, all_hist)
     wow = {}
     for label in week.models:
         lf = lifts.get(label)

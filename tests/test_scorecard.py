@@ -138,3 +138,14 @@ def test_terminal_lines(tmp_path: Path) -> None:
     assert lines[0].startswith("skill lift (must_coverage")
     assert any(ln.split()[:1] == ["sonnet"] for ln in lines)
     assert any("graded 12 of 12 runs; dropped 0" in ln for ln in lines)
+
+
+def test_unreadable_history_is_reported_and_left_alone(tmp_path: Path) -> None:
+    weekly = tmp_path / "weekly"
+    w = write_week(weekly / "20260801")
+    hist = weekly / "scorecard-history.csv"
+    hist.write_bytes(b"week,notes\n1,\x00\x00 binary\n")
+    s = summarize_week(w, plots=False)
+    assert any("scorecard-history.csv" in p and "left untouched" in p for p in s.problems)
+    assert hist.read_bytes() == b"week,notes\n1,\x00\x00 binary\n"
+    assert "Will be computed after four runs." in s.markdown
