@@ -38,6 +38,10 @@ class HistoryRow:
     turns_delta: float | None = None
 
 
+class HistoryError(Exception):
+    """The history file exists but cannot be read as a history (it is then never rewritten)."""
+
+
 def _fmt(v: float | None) -> str:
     return "" if v is None or not math.isfinite(v) else f"{v:.6f}"
 
@@ -97,10 +101,6 @@ def merge_history(
     if not inserted:
         out.extend(rows)
     return out
-
-
-class HistoryError(Exception):
-    """The history file exists but cannot be read as a history (it is then never rewritten)."""
 
 
 def upsert_history(path: Path, rows: Sequence[HistoryRow]) -> list[HistoryRow]:
