@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift.collect import SESSION_KEY, PromptFile
+from pytest_skilllift.collect import SESSION_KEY, PromptFile, RubricTest
 from pytest_skilllift.config import Settings, SettingsError, add_options
 from pytest_skilllift.prompts import is_heldout
 from pytest_skilllift.session import SkillLiftSession
@@ -109,6 +109,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadScopeScheduling
 
     return LoadScopeScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Longest runs first: with-skill runs read the skill (more model turns), so scheduling
+    them before the no-skill runs balances a parallel week (longest-processing-time first).
+    Stable and deterministic, so every xdist worker collects the same order."""
+    if SESSION_KEY not in config.stash:
+        return
+    items.sort(key=lambda item: not (isinstance(item, RubricTest) and item.run.with_skill))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> PromptFile | None:

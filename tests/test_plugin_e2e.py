@@ -160,9 +160,11 @@ def test_k_focuses_one_skill(pytester: pytest.Pytester, standin: Any) -> None:
 def test_collect_only_ids_and_no_calls(pytester: pytest.Pytester, standin: Any) -> None:
     make_project(pytester, PROMPTS[:1])
     result = run(pytester, standin, "-p", "no:xdist", "--collect-only", "-q")
+    # with-skill runs are scheduled first (longest first balances a parallel week)
     result.stdout.fnmatch_lines([
-        "evals/test-prompts/git-bisect-regression.json::haiku::no-skill::r1::must-1",
+        "evals/test-prompts/git-bisect-regression.json::haiku::with-skill::r1::must-1",
         "*::haiku::with-skill::r1::avoid-1",
+        "evals/test-prompts/git-bisect-regression.json::haiku::no-skill::r1::must-1",
     ])
     assert standin.count() == 0
 
