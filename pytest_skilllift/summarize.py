@@ -568,6 +568,14 @@ def _assemble(
                                   f"transcripts report {snap}")
     if len(week.cli_versions) > 1:
         mismatches.append("more than one CLI version")
+    if week.docker_cli_versions:
+        # Imported only for docker weeks: the image module pulls in the docker SDK.
+        from pytest_skilllift.runners.image import PINNED_CLI_VERSION, cli_version_mismatch
+
+        for version in week.docker_cli_versions:
+            if cli_version_mismatch(version):
+                mismatches.append(f"docker image CLI {version} is not the pinned "
+                                  f"{PINNED_CLI_VERSION}")
     if len(week.skills_shas) > 1:
         mismatches.append("more than one skills commit")
     data["provenance"] = {

@@ -63,7 +63,7 @@ _MANIFEST_NUMERIC: tuple[str, ...] = (
 _MANIFEST_STRINGS: tuple[str, ...] = (
     "prompt", "skill_family", "model", "condition", "run_id", "timestamp", "skill_activation",
     "model_snapshot", "cli_version", "skills_sha", "run_status", "run_error", "model_id",
-    "started_utc", "ended_utc",
+    "started_utc", "ended_utc", "runner",
 )
 _MANIFEST_TYPES: dict[str, pa.DataType] = {
     **{c: pa.float64() for c in _MANIFEST_NUMERIC},
@@ -138,6 +138,8 @@ class Week:
     #: model label → sorted distinct requested model ids (our ``model_id`` column).
     model_ids: dict[str, list[str]] = field(default_factory=dict)
     cli_versions: list[str] = field(default_factory=list)
+    #: CLI versions of runs made by the docker runner (checked against the pinned image CLI).
+    docker_cli_versions: list[str] = field(default_factory=list)
     skills_shas: list[str] = field(default_factory=list)
     window: tuple[str, str] | None = None  # (min timestamp, max timestamp), UTC
     #: Wall-clock seconds of the generation phase, or None when not derivable.
@@ -594,6 +596,11 @@ def _fill_manifest(
             d = t[col].chunk(0).dictionary.to_pylist()
             vals = {str(d[i]).strip() for i in used if i >= 0}
             setattr(week, attr, sorted(vals - {""}))
+    if {"runner", "cli_version"} <= set(t.column_names) and n:
+        pairs = pa.table({"r": t["runner"], "v": t["cli_version"]}).group_by(
+            ["r", "v"]).aggregate([]).to_pylist()
+        week.docker_cli_versions = sorted(
+            {(p["v"] or "").strip() for p in pairs if p["r"] == "docker"} - {""})
     week.window, week.wall_clock_s = _window(t, week)
 
 

@@ -55,3 +55,4 @@ def test_week_in_fresh_containers(pytester: pytest.Pytester, standin: Any) -> No
     client.close()
     assert left == []
     assert SECRET not in all_text(root)
+
