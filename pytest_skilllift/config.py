@@ -300,3 +300,40 @@ def add_options(parser: pytest.Parser) -> None:
             conv: Callable[[str], Any] = {"int": int, "float": float}.get(o.kind, str)
             group.addoption(o.flag, dest=o.dest, type=conv, default=None, metavar="VALUE",
                             choices=list(o.choices) if o.choices else None, help=o.help)
+
+
+@dataclass(frozen=True)
+class LintSettings:
+    """``pytest --skill-lint``: the skills root to lint, its id label, the composite threshold."""
+
+    enabled: bool
+    root: Path
+    label: str
+    threshold: float | None = None
+
+    @classmethod
+    def from_pytest(cls, config: pytest.Config) -> LintSettings:
+        """``--skill-lint-path`` (relative to the invocation dir), else the ini
+        ``skill_lift_skills`` (relative to the rootdir), else ``<rootdir>/skills``."""
+        opt = config.getoption("skill_lint_path")
+        if opt:
+            root = Path(opt)
+            if not root.is_absolute():
+                root = Path(config.invocation_params.dir) / root
+        else:
+            try:
+                value: Any = config.getini("skill_lift_skills")
+            except ValueError:  # the main plugin is not loaded: its ini key is unknown
+                value = None
+            root = _resolve(config.rootpath, str(value or "skills"))
+        raw = str(config.getini("skill_lint_threshold") or "").strip()
+        try:
+            threshold = float(raw) if raw else None
+        except ValueError:
+            raise SettingsError(f"skill_lint_threshold = {raw!r} is not a number") from None
+        try:
+            label = root.resolve().relative_to(config.rootpath.resolve()).as_posix() or root.name
+        except (ValueError, OSError):
+            label = root.name
+        return cls(enabled=bool(config.getoption("skill_lint")), root=root, label=label,
+                   threshold=threshold)

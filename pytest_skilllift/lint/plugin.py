@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift.config import LintSettings, SettingsError
 from pytest_skilllift.lint.analyze import SkillReport, analyze
 from pytest_skilllift.lint.antipatterns import ANTI_PATTERN_FLAGS, FRONTMATTER_CHECK, LINKS_CHECK
 from pytest_skilllift.lint.skillfile import Finding, find_skill_dirs, load_skill
@@ -55,44 +56,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+LINT_KEY: pytest.StashKey[LintSettings] = pytest.StashKey()
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the marker every lint test carries (``-m skill_lint`` selects only them)."""
+    """Read the settings once; register the marker every lint test carries."""
     config.addinivalue_line("markers", "skill_lint: a static SKILL.md check (pytest --skill-lint)")
-
-
-def skills_root(config: pytest.Config) -> Path:
-    """``--skill-lint-path`` (relative to the invocation dir), else the ini
-    ``skill_lift_skills`` (relative to the rootdir) when the main plugin registered it,
-    else ``<rootdir>/skills``."""
-    opt = config.getoption("skill_lint_path")
-    if opt:
-        p = Path(opt)
-        return p if p.is_absolute() else Path(config.invocation_params.dir) / p
     try:
-        value: Any = config.getini("skill_lift_skills")
-    except ValueError:  # main plugin not loaded: the ini key is unknown
-        value = "skills"
-    if isinstance(value, list):
-        value = value[0] if value else ""
-    p = Path(str(value or "skills"))
-    return p if p.is_absolute() else config.rootpath / p
-
-
-def _threshold(config: pytest.Config) -> float | None:
-    raw = str(config.getini("skill_lint_threshold") or "").strip()
-    if not raw:
-        return None
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise pytest.UsageError(f"skill_lint_threshold = {raw!r} is not a number") from exc
-
-
-def _label(root: Path, rootpath: Path) -> str:
-    try:
-        return root.resolve().relative_to(rootpath.resolve()).as_posix() or root.name
-    except (ValueError, OSError):
-        return root.name
+        config.stash[LINT_KEY] = LintSettings.from_pytest(config)
+    except SettingsError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 @pytest.hookimpl(tryfirst=True)  # before -k/-m deselection, so those apply to lint tests too
@@ -100,13 +73,12 @@ def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
     """Append one collector's items per skill to the session's items."""
-    if not config.getoption("skill_lint"):
+    settings = config.stash[LINT_KEY]
+    if not settings.enabled:
         return
-    root = skills_root(config)
+    root, threshold, label = settings.root, settings.threshold, settings.label
     if not root.is_dir():
         raise pytest.UsageError(f"--skill-lint: skills root {root} is not a directory")
-    threshold = _threshold(config)
-    label = _label(root, config.rootpath)
     walk: list[Finding] = []
     for skill_dir in find_skill_dirs(root, walk):
         rel = skill_dir.relative_to(root).as_posix()
