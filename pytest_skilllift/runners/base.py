@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 from pathlib import Path
 from typing import Protocol
 
@@ -33,3 +35,22 @@ class Runner(Protocol):
     def close(self) -> None:
         """Release resources (clients, leftover containers)."""
         ...
+
+
+def transcript_cli_version(stdout_path: Path, max_lines: int = 50) -> str:
+    """``claude_code_version`` from the transcript's init event; ``""`` when absent.
+
+    Read from the run's own output, so no extra process is spawned to ask the CLI.
+    """
+    try:
+        with stdout_path.open("rb") as fh:
+            for line in itertools.islice(fh, max_lines):
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict) and event.get("subtype") == "init":
+                    return str(event.get("claude_code_version") or "")
+    except OSError:
+        pass
+    return ""

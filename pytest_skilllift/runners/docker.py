@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import itertools
-import json
 import os
 import re
 import secrets
@@ -46,7 +44,7 @@ import docker.client
 import docker.errors
 
 from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
-from pytest_skilllift.runners.base import STDERR_NAME, STDOUT_NAME
+from pytest_skilllift.runners.base import STDERR_NAME, STDOUT_NAME, transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env
 from pytest_skilllift.runners.image import (
     AGENT_GID,
@@ -103,22 +101,6 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:  # exists, owned by someone else
         return True
     return True
-
-
-def transcript_cli_version(stdout_path: Path, max_lines: int = 50) -> str:
-    """``claude_code_version`` from the transcript's init event; ``""`` when absent."""
-    try:
-        with stdout_path.open("rb") as fh:
-            for line in itertools.islice(fh, max_lines):
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(event, dict) and event.get("subtype") == "init":
-                    return str(event.get("claude_code_version") or "")
-    except OSError:
-        pass
-    return ""
 
 
 def container_name(run_id: str) -> str:

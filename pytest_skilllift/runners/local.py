@@ -13,7 +13,6 @@ would not leave it in ``run_dir``.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
-from pytest_skilllift.runners.base import STDERR_NAME, STDOUT_NAME
+from pytest_skilllift.runners.base import STDERR_NAME, STDOUT_NAME, transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env
 
 #: Environment variable names whose values are treated as secrets and redacted from output.
@@ -87,25 +86,6 @@ def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
         proc.wait(timeout=grace_s)
 
 
-def _cli_version_from(stdout_path: Path, max_lines: int = 50) -> str:
-    """``claude_code_version`` from the transcript's init event (no extra process spawn)."""
-    try:
-        with stdout_path.open("rb") as fh:
-            for _ in range(max_lines):
-                line = fh.readline()
-                if not line:
-                    break
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(ev, dict) and ev.get("subtype") == "init":
-                    return str(ev.get("claude_code_version") or "")
-    except OSError:
-        pass
-    return ""
-
-
 class LocalRunner:
     """Runs the CLI as a local subprocess (satisfies :class:`runners.base.Runner`).
 
@@ -151,7 +131,7 @@ class LocalRunner:
             return RunOutcome(
                 exit_code=exit_code, started_utc=started, ended_utc=utc_stamp(t1),
                 wall_ms=int((t1 - t0) * 1000), timed_out=timed_out, error=error,
-                runner=self.name, cli_version=_cli_version_from(stdout_path),
+                runner=self.name, cli_version=transcript_cli_version(stdout_path),
             )
 
         root = Path(tempfile.mkdtemp(prefix="skilllift-", dir=self.tmp_root))
