@@ -15,14 +15,14 @@ from collections.abc import Sequence
 #: ``func=callable(args) -> int`` on its parser.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.summarize_cli",  # summarize
-    "pytest_skilllift.judge_cli",  # judge (regrade a week), calibrate
+    "pytest_skilllift.judge_cli",  # calibrate
     "pytest_skilllift.lint.cli",  # score, compare (skills or weeks)
     "pytest_skilllift.runners.image_cli",  # image build
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full parser; modules that are not importable are skipped with a note in --help."""
+    """The full parser: every subcommand module registers its own subparsers."""
     parser = argparse.ArgumentParser(
         prog="skilllift",
         description="Skill-lift tooling: summarize a week, score skills statically, build images.",
