@@ -134,3 +134,69 @@ def audit_invocation(transcript: Transcript, *, family: str | None = None) -> In
 def _is_top_skill_md(path: str) -> bool:
     """``…/.claude/skills/<family>/SKILL.md`` exactly (not a nested sub-skill)."""
     return re.search(r"\.claude/skills/[^/]+/SKILL\.md$", path.replace("\\", "/")) is not None
+
+
+def audit_record(audit: InvocationAudit) -> dict[str, object]:
+    """The per-run ``audit.json`` in seed 001's schema (``skill_invocation``, ``skill_misuse``).
+
+    ``partial_follow_through`` (SB-3a) needs the skill's workflow steps matched against the
+    later tool calls; it is not detected here and is written as ``None`` (unknown), not False.
+    """
+    return {
+        "skill_invocation": {
+            "status": audit.status,
+            "skills_read": list(audit.skills_read),
+            "sub_files_read": list(audit.sub_files_read),
+            "discovery_method": audit.discovery_method,
+            "failed_invocations": audit.failed_invocations,
+            "evidence": audit.evidence,
+        },
+        "skill_misuse": {
+            "partial_follow_through": None,
+            "top_level_only": audit.top_level_only,
+            "evidence": audit.evidence if audit.top_level_only else "",
+        },
+    }
+
+
+# -- SB-2: skill impact (cross-trajectory) ----------------------------------------------------
+
+HELPED, HURT, NO_OP = "helped", "hurt", "no-op"
+#: |Δ| at which a prompt's must-coverage lift counts as a skill effect (seed 001: 10 pp).
+IMPACT_THRESHOLD = 0.10
+#: "Skills HURT for ALL agents (delta ≤ −20 pp on every model)" (seed 001 aggregation).
+HURT_ALL_THRESHOLD = -0.20
+#: "Single-trial deltas with |Δ| < 30 pp are likely noise."
+SINGLE_TRIAL_NOISE = 0.30
+
+
+def impact_outcome(delta: float) -> str:
+    """HELPED for Δ ≥ +10 pp, HURT for Δ ≤ −10 pp, NO-OP otherwise (seed 001, SB-2)."""
+    if delta >= IMPACT_THRESHOLD - 1e-12:
+        return HELPED
+    if delta <= -IMPACT_THRESHOLD + 1e-12:
+        return HURT
+    return NO_OP
+
+
+def impact_flags(lifts: dict[str, dict[str, float]],
+                 invocations: dict[str, dict[str, int]]) -> list[str]:
+    """Seed 001's PR-level patterns, per prompt across all models.
+
+    ``lifts``: prompt → model → must-coverage lift; ``invocations``: prompt → status → runs.
+    """
+    flags = []
+    for prompt in sorted(lifts):
+        deltas = list(lifts[prompt].values())
+        if deltas and all(d <= HURT_ALL_THRESHOLD + 1e-12 for d in deltas):
+            flags.append(f"{prompt}: skill HURT on every model (Δ ≤ −0.20 each)")
+        elif deltas and all(impact_outcome(d) == NO_OP for d in deltas):
+            flags.append(f"{prompt}: NO-OP on every model — skill may be redundant for "
+                         "these models")
+    for prompt in sorted(invocations):
+        counts = invocations[prompt]
+        total = sum(counts.values())
+        if total and counts.get(NOT_INVOKED, 0) == total:
+            flags.append(f"{prompt}: NOT_INVOKED in all {total} with-skill runs — skill never "
+                         "discovered (a description / placement issue)")
+    return flags

@@ -16,7 +16,7 @@ MANIFEST_COLUMNS: tuple[str, ...] = (
 #: Our extra manifest columns, written after the qdrant ones.
 MANIFEST_EXTRA_COLUMNS: tuple[str, ...] = (
     "run_status", "run_error", "runner", "model_id", "started_utc", "ended_utc",
-    "wall_ms", "invocation_status", "permission_denials",
+    "wall_ms", "invocation_status", "top_level_only", "permission_denials",
 )
 
 #: The 12 qdrant scores columns, in their order.

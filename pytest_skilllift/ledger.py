@@ -128,6 +128,10 @@ class Week:
         with contextlib.suppress(FileNotFoundError):
             (run_dir / JUDGE_ERROR_FILE).unlink()
 
+    def save_audit(self, run_id: str, record: dict[str, Any]) -> None:
+        """Seed 001's per-run audit (with-skill runs): invocation status and misuse."""
+        atomic_write_json(self.run_dir(run_id) / "audit.json", record)
+
     def save_judge_error(self, run_id: str, reason: str) -> None:
         atomic_write_text(self.run_dir(run_id) / JUDGE_ERROR_FILE, reason + "\n")
 

@@ -118,6 +118,7 @@ def render_markdown(data: dict[str, Any]) -> str:
     L += _cells_section(data)
     L += _prompts_section(data)
     L += _activation_section(data)
+    L += _audit_section(data)
     L += _selfserved_section(data)
     L += _avoid_section(data)
     L += _coverage_section(data)
@@ -311,6 +312,48 @@ def _activation_section(data: dict[str, Any]) -> list[str]:
     L += _cap_note(len(shown), len(acts), "activation rows")
     L.append("")
     return L
+
+
+MAX_HURT_ROWS = 50
+
+
+def _audit_section(data: dict[str, Any]) -> list[str]:
+    a = data.get("audit")
+    if not a:
+        return []
+    L = ["## Trajectory audit — invocation, misuse, skill impact", ""]
+    if a["available"]:
+        rows = [[m, c["VERIFIED"], c["PARTIAL"], c["NOT_INVOKED"], sum(c.values())]
+                for m, c in a["invocation"].items()]
+        L += md_table(["model", "VERIFIED", "PARTIAL", "NOT_INVOKED", "with-skill runs"], rows)
+        L += ["", "_VERIFIED: the skill was loaded (Skill tool or a Read of its SKILL.md) and, "
+              "where it links sub-files, one was opened; PARTIAL: loaded but no linked file "
+              "opened; NOT_INVOKED: installed and never read._", ""]
+        L.append(f"- top-level only (read SKILL.md, never opened a linked sub-file): "
+                 f"**{a['top_level_only_runs']}** of {a['audited_runs']} audited runs")
+    else:
+        L.append("- invocation status: not recorded in this week's manifest "
+                 "(no `invocation_status` column)")
+    thr = a["impact_threshold"]
+    counts = ", ".join(
+        f"{m}: helped {c['helped']}, hurt {c['hurt']}, no-op {c['no-op']}"
+        for m, c in a["impact_counts"].items())
+    L.append(f"- skill impact per prompt (must lift ≥ +{thr:.2f} helped, ≤ −{thr:.2f} hurt, "
+             f"else no-op): {counts}")
+    if a["reps"] == 1:
+        L.append("- ⚠ one rep per arm: a single-trial |Δ| < 0.30 is likely noise; re-run "
+                 "with more reps before acting on a verdict")
+    hurt = [r for r in a["impact"] if r["outcome"] == "hurt"]
+    if hurt:
+        shown = hurt[:MAX_HURT_ROWS]
+        L += ["", "Prompts where the skill hurt:", ""]
+        L += md_table(["prompt", "model", "must lift"],
+                      [[r["prompt"], r["model"], signed(r["must_lift"])] for r in shown])
+        L += _cap_note(len(shown), len(hurt), "hurt rows")
+    if a["flags"]:
+        L += ["", "Flags (seed 001 patterns across models):", ""]
+        L += [f"- {f}" for f in a["flags"]]
+    return [*L, ""]
 
 
 def _selfserved_section(data: dict[str, Any]) -> list[str]:

@@ -24,6 +24,7 @@ from pytest_skilllift import __version__, scorecard, stats
 from pytest_skilllift import history as hist
 from pytest_skilllift.columns import ACTIVATIONS, CONDITIONS
 from pytest_skilllift.weekio import (
+    INVOCATION_STATUSES,
     RUN_STATUSES,
     STATUS_BUDGET,
     STATUS_ERRORED,
@@ -275,6 +276,48 @@ _REASONS = {
 }
 
 
+def _audit_data(week: Any, ws: np.ndarray, prompts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Seed 001's layer: invocation status per model (with-skill runs), top-level-only misuse,
+    HELPED / HURT / NO-OP per prompt and model, and the cross-model flags."""
+    from pytest_skilllift import audit
+
+    n_st = len(INVOCATION_STATUSES)
+
+    def tally(group: np.ndarray, names: list[str]) -> dict[str, dict[str, int]]:
+        # One bincount over (group, status) pairs: no per-group pass over the runs.
+        keep = has_status & (group >= 0)
+        counts = np.bincount(group[keep].astype(np.int64) * n_st + week.m_invocation[keep],
+                             minlength=len(names) * n_st).reshape(len(names), n_st)
+        return {names[g]: dict(zip(INVOCATION_STATUSES, counts[g].tolist(), strict=True))
+                for g in np.flatnonzero(counts.sum(axis=1)).tolist()}
+
+    has_status = ws & (week.m_invocation >= 0)
+    invocation = tally(week.m_model, list(week.models))
+    per_prompt = tally(week.m_prompt, list(week.prompts))
+    top = week.m_num.get("top_level_only", np.full(week.n_runs, np.nan))
+    impact = [{"prompt": r["prompt"], "model": r["model"], "must_lift": r["must_lift"],
+               "outcome": audit.impact_outcome(r["must_lift"])}
+              for r in prompts if r["must_lift"] is not None]
+    outcomes = {label: {o: 0 for o in (audit.HELPED, audit.HURT, audit.NO_OP)}
+                for label in week.models}
+    lifts: dict[str, dict[str, float]] = {}
+    for r in impact:
+        outcomes[r["model"]][r["outcome"]] += 1
+        lifts.setdefault(r["prompt"], {})[r["model"]] = r["must_lift"]
+    reps = int(np.unique(week.m_rep[week.m_rep >= 0]).size) if week.n_runs else 0
+    return {
+        "available": bool(has_status.any()),
+        "invocation": invocation,
+        "top_level_only_runs": int(np.count_nonzero(ws & (top == 1))),
+        "audited_runs": int(np.count_nonzero(has_status)),
+        "impact_threshold": audit.IMPACT_THRESHOLD,
+        "impact": impact,
+        "impact_counts": outcomes,
+        "reps": reps,
+        "flags": audit.impact_flags(lifts, per_prompt),
+    }
+
+
 def _reason(status: int, exit_code: float, error: str | None) -> str:
     if status == STATUS_ERRORED:
         r = f"errored (exit {'?' if math.isnan(exit_code) else int(exit_code)})"
@@ -454,6 +497,9 @@ def _assemble(
         "unknown_activation_runs": int(act_total[n_src]),
         "available": "skill_activation" in week.manifest_columns,
     }
+
+    # ---- trajectory audit (seed 001): invocation status, misuse, skill impact
+    data["audit"] = _audit_data(week, ws, prompts_out)
 
     # ---- baseline self-served
     ns = week.m_cond == 0

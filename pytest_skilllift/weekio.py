@@ -33,6 +33,9 @@ from pytest_skilllift.columns import ACTIVATIONS, CONDITIONS, ITEM_TYPES, VERDIC
 #: pipeline writes ``""`` or ``PARSE_ERROR``; our judge may write ``ungraded``/``error``.
 UNGRADED_VERDICTS: frozenset[str] = frozenset({"", "PARSE_ERROR", "ungraded", "error", "ERROR"})
 
+#: Seed 001 invocation statuses (our manifest's ``invocation_status``).
+INVOCATION_STATUSES: tuple[str, ...] = ("VERIFIED", "PARTIAL", "NOT_INVOKED")
+
 #: Run statuses (our manifest's ``run_status``; derived from base columns when absent).
 RUN_STATUSES: tuple[str, ...] = (
     "ok", "invalid", "errored", "budget_capped", "timeout", "no_answer",
@@ -59,11 +62,12 @@ _SCORES_TYPES: dict[str, pa.DataType] = {
 _MANIFEST_NUMERIC: tuple[str, ...] = (
     "rep", "exit_code", "skill_available", "reached_leaf", "fetched_site", "fetched_count",
     "total_cost_usd", "num_turns", "budget_hit", "signals_ok", "duration_ms", "wall_ms",
+    "top_level_only",
 )
 _MANIFEST_STRINGS: tuple[str, ...] = (
     "prompt", "skill_family", "model", "condition", "run_id", "timestamp", "skill_activation",
     "model_snapshot", "cli_version", "skills_sha", "run_status", "run_error", "model_id",
-    "started_utc", "ended_utc", "runner",
+    "started_utc", "ended_utc", "runner", "invocation_status",
 )
 _MANIFEST_TYPES: dict[str, pa.DataType] = {
     **{c: pa.float64() for c in _MANIFEST_NUMERIC},
@@ -138,6 +142,8 @@ class Week:
     #: model label → sorted distinct requested model ids (our ``model_id`` column).
     model_ids: dict[str, list[str]] = field(default_factory=dict)
     cli_versions: list[str] = field(default_factory=list)
+    #: Seed 001 invocation status per run: index into ``INVOCATION_STATUSES``, -1 = none.
+    m_invocation: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
     #: CLI versions of runs made by the docker runner (checked against the pinned image CLI).
     docker_cli_versions: list[str] = field(default_factory=list)
     skills_shas: list[str] = field(default_factory=list)
@@ -596,6 +602,10 @@ def _fill_manifest(
             d = t[col].chunk(0).dictionary.to_pylist()
             vals = {str(d[i]).strip() for i in used if i >= 0}
             setattr(week, attr, sorted(vals - {""}))
+    i_idx, i_vals = _dict_parts(t, "invocation_status")
+    inv_map = {v: i for i, v in enumerate(INVOCATION_STATUSES)}
+    week.m_invocation = (_codes(i_idx, _lookup(i_vals, inv_map, default=-1)).astype(np.int8)
+                         if "invocation_status" in t.column_names else np.full(n, -1, np.int8))
     if {"runner", "cli_version"} <= set(t.column_names) and n:
         pairs = pa.table({"r": t["runner"], "v": t["cli_version"]}).group_by(
             ["r", "v"]).aggregate([]).to_pylist()

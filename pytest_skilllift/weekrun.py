@@ -145,8 +145,9 @@ class WeekRun:
         family = spec.prompt.family
         if family not in self._sha:
             self._sha[family] = skills_sha(self.agent.skills_root, family)
-        invocation = (audit.audit_invocation(parsed, family=family).status
-                      if spec.with_skill else "")
+        inv = audit.audit_invocation(parsed, family=family) if spec.with_skill else None
+        if inv is not None:
+            self.week.save_audit(spec.run_id, audit.audit_record(inv))
         return {
             "prompt": spec.prompt.name, "skill_family": family, "skill_leaf": spec.prompt.leaf,
             "model": spec.model_label, "condition": spec.condition, "rep": spec.rep,
@@ -166,7 +167,9 @@ class WeekRun:
             "run_status": status, "run_error": reason, "runner": outcome.runner,
             "model_id": spec.model_id, "started_utc": outcome.started_utc,
             "ended_utc": outcome.ended_utc, "wall_ms": outcome.wall_ms,
-            "invocation_status": invocation, "permission_denials": sig.permission_denials,
+            "invocation_status": inv.status if inv else "",
+            "top_level_only": "" if inv is None else int(inv.top_level_only),
+            "permission_denials": sig.permission_denials,
             "prompt_path": str(spec.prompt.path),
             "final_answer": sig.final_answer,
         }

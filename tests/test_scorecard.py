@@ -58,7 +58,9 @@ def test_all_sections_present_in_order(data: dict[str, Any]) -> None:
     assert titles == [
         "Lift per model (with-skill − no-skill)", "Week-over-week lift delta",
         "Per-cell metrics", "Per-prompt (must_coverage; with-skill lift)",
-        "Activation / trigger misses", "Lift caveat — baseline self-served the skill",
+        "Activation / trigger misses",
+        "Trajectory audit — invocation, misuse, skill impact",
+        "Lift caveat — baseline self-served the skill",
         "`avoid` violations (most damaging failures)", "Coverage", "Cost & time",
         "Run health", "Provenance"]
     assert "**Will be computed after four runs.** (this is run 1 of 4;" in md
