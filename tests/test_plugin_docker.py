@@ -6,6 +6,8 @@ without them the module is skipped with the reason.
 
 from __future__ import annotations
 
+import socket
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +40,57 @@ if _PROBLEM:
     pytest.skip(_PROBLEM, allow_module_level=True)
 
 
-def test_week_in_fresh_containers(pytester: pytest.Pytester, standin: Any) -> None:
+class TcpRelay:
+    """DOCKER_HOST=tcp://127.0.0.1:PORT → the local engine's unix socket, so the runner is
+    exercised against an engine it reaches over TCP, as with a remote DOCKER_HOST."""
+
+    def __init__(self, target: str = "/var/run/docker.sock") -> None:
+        self.target = target
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            upstream = socket.socket(socket.AF_UNIX)
+            upstream.connect(self.target)
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.server.close()
+
+
+@pytest.mark.parametrize("mode", ["serial", "xdist-2-tcp-docker-host"])
+def test_week_in_fresh_containers(pytester: pytest.Pytester, standin: Any, mode: str) -> None:
     root: Path = make_project(pytester, PROMPTS[:1])
-    result = run(pytester, standin, "-p", "no:xdist", "--skill-lift-runner=docker",
-                 f"--skill-lift-image={TEST_IMAGE_TAG}", "--skill-lift-docker-network=host")
+    relay = TcpRelay() if mode != "serial" else None
+    try:
+        result = run(pytester, standin,
+                     *(("-n", "2") if relay else ("-p", "no:xdist")),
+                     "--skill-lift-runner=docker", f"--skill-lift-image={TEST_IMAGE_TAG}",
+                     "--skill-lift-docker-network=host",
+                     env_extra={"DOCKER_HOST": f"tcp://127.0.0.1:{relay.port}"} if relay else None)
+    finally:
+        if relay:
+            relay.close()
+    if relay:
+        assert relay.connections > 0  # the workers really talked to the engine over TCP
     assert result.ret == 0, result.stdout.str()
     manifest = {r["condition"]: r for r in rows(root / "week" / "manifest.csv")}
     assert {r["runner"] for r in manifest.values()} == {"docker"}

@@ -51,9 +51,10 @@ def make_project(pytester: pytest.Pytester, prompts: tuple[str, ...] = PROMPTS) 
     return root
 
 
-def run(pytester: pytest.Pytester, server: Any, *args: str,
-        timeout: float = 300) -> pytest.RunResult:
-    env = {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": SECRET}
+def run(pytester: pytest.Pytester, server: Any, *args: str, timeout: float = 300,
+        env_extra: dict[str, str] | None = None) -> pytest.RunResult:
+    env = {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": SECRET,
+           **(env_extra or {})}
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
