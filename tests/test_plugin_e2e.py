@@ -260,3 +260,20 @@ def test_a_quarter_of_requests_failing_gives_the_same_week(pytester: pytest.Pyte
             shutil.rmtree(root / "evals")
     assert faulted > 0
     assert weeks[0] == weeks[1]
+
+
+def test_bare_path_after_an_option_is_explained(pytester: pytest.Pytester,
+                                                standin: Any) -> None:
+    """The pitfall: ``--skill-lift-claude /path`` makes pytest pick the rootdir from /path
+    (plugins are not loaded yet), so no prompt is found; the error says why and how to fix."""
+    make_project(pytester, PROMPTS[:1])
+    elsewhere = pytester.path.parent / f"{pytester.path.name}-bin"
+    elsewhere.mkdir()
+    claude = bundled_claude()
+    assert claude is not None
+    (elsewhere / "claude").symlink_to(claude)
+    result = run(pytester, standin, "--skill-lift-claude", str(elsewhere / "claude"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*found no prompt files in*rootdir*Write path options as --skill-lift-claude=PATH*"])
+    assert standin.count() == 0
