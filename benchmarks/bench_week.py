@@ -40,7 +40,7 @@ def run_week(root: Path, workers: int) -> dict[str, float]:
     shutil.rmtree(root / "evals" / "weekly-demo", ignore_errors=True)
     args = ["-n", str(workers)] if workers > 1 else ["-p", "no:xdist"]
     cmd = [sys.executable, "-m", "pytest", "--skill-lift-demo", "-q", "-p", "no:cacheprovider",
-           "--skill-lift-models=haiku", "--skill-lift-reps=2",
+           "--skill-lift-models=sonnet", "--skill-lift-reps=2",
            f"--skill-lift-demo-latency={AGENT_LATENCY}",
            f"--skill-lift-demo-judge-latency={JUDGE_LATENCY}", *args]
     started = time.monotonic()
