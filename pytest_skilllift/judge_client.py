@@ -39,26 +39,21 @@ import re
 import time
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.judge import ReplyMode, build_judge_request, parse_judge_reply
 from pytest_skilllift.model import JudgeResult, RubricItem
 
 __all__ = [
-    "JUDGE_COST_NAME",
     "PRICES",
     "Judge",
     "default_judge_model",
     "estimate_cost",
-    "read_judge_cost",
-    "write_judge_cost",
 ]
 
 log = logging.getLogger("pytest_skilllift.judge")
 
 #: File in a run directory holding the judge's spend for that run (qdrant name).
-JUDGE_COST_NAME = "judge_cost.txt"
 
 #: Used only when the installed SDK lists no usable Opus model at all.
 FALLBACK_JUDGE_MODEL = "claude-opus-4-5"
@@ -193,32 +188,6 @@ def default_judge_model(
         return FALLBACK_JUDGE_MODEL
     # max over (version, date, id): "" < "20251101", and the id breaks any remaining tie.
     return max(candidates)[2]
-
-
-# ---------------------------------------------------------------------------------------------
-# judge_cost.txt
-
-
-def write_judge_cost(run_dir: str | os.PathLike[str], cost: float) -> Path:
-    """Write ``<run_dir>/judge_cost.txt``: a plain float in USD, as the qdrant pipeline does.
-
-    Written atomically (temp file + rename) so a reader never sees a half-written number.
-    """
-    directory = Path(run_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / JUDGE_COST_NAME
-    tmp = directory / f".{JUDGE_COST_NAME}.{os.getpid()}.tmp"
-    tmp.write_text(f"{float(cost):.6f}\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
-
-
-def read_judge_cost(run_dir: str | os.PathLike[str]) -> float | None:
-    """The run's judge spend, or None when the file is absent or not a number."""
-    try:
-        return float((Path(run_dir) / JUDGE_COST_NAME).read_text(encoding="utf-8").strip())
-    except (OSError, ValueError):
-        return None
 
 
 # ---------------------------------------------------------------------------------------------

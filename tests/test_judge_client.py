@@ -12,14 +12,12 @@ import pytest
 
 from pytest_skilllift.judge import JUDGE_MARKER, TOOL_NAME
 from pytest_skilllift.judge_client import (
-    JUDGE_COST_NAME,
     Judge,
     _classify,
     default_judge_model,
     estimate_cost,
-    read_judge_cost,
-    write_judge_cost,
 )
+from pytest_skilllift.ledger import Week
 from pytest_skilllift.model import JudgeResult, RubricItem
 from pytest_skilllift.testing.judge_script import decide, keyword_judge, make_judge
 from pytest_skilllift.testing.server import FAULT_KINDS, Faults, Reply, StandIn
@@ -241,11 +239,10 @@ def test_fabricated_evidence_is_flagged() -> None:
 def test_cost_is_positive_and_written(api: StandIn, tmp_path: Path) -> None:
     result = fast_judge(api).grade("q", ANSWER, ITEMS, seed=1)
     assert result.cost_usd > 0
-    path = write_judge_cost(tmp_path / "run-1", result.cost_usd)
-    assert path.name == JUDGE_COST_NAME
+    # The ledger writes the qdrant-named file next to the run's grades.
+    Week(tmp_path).save_grades("run-1", [], result.model, result.cost_usd)
+    path = tmp_path / "run-1" / "judge_cost.txt"
     assert float(path.read_text()) == pytest.approx(result.cost_usd, abs=1e-6)
-    assert read_judge_cost(tmp_path / "run-1") == pytest.approx(result.cost_usd, abs=1e-6)
-    assert read_judge_cost(tmp_path / "nowhere") is None
 
 
 def test_api_key_is_never_written_or_logged(
@@ -260,7 +257,7 @@ def test_api_key_is_never_written_or_logged(
     with StandIn(judge=keyword_judge, api_key="other") as api:
         results.append(fast_judge(api).grade("q", ANSWER, ITEMS, seed=1))  # a 401
     for i, result in enumerate(results):
-        write_judge_cost(tmp_path / f"run-{i}", result.cost_usd)
+        Week(tmp_path).save_grades(f"run-{i}", [], result.model, result.cost_usd)
         (tmp_path / f"run-{i}" / "result.txt").write_text(repr(result))
     written = "".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
     assert KEY not in written
