@@ -10,7 +10,6 @@ workers through xdist's workerinput, keeps other local processes from spending t
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hmac
 import json
@@ -23,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from pytest_skilllift.model import ItemVerdict, JudgeResult, RubricItem
-from pytest_skilllift.weekrun import Grader
+from pytest_skilllift.weekrun import Grader, Warmed
 
 TOKEN_HEADER = "X-Skilllift-Token"
 
@@ -49,18 +48,10 @@ class JudgeService:
     """Serves ``grader.grade`` on 127.0.0.1 to the session's workers."""
 
     def __init__(self, grader: Callable[[], Grader]) -> None:
-        self._factory = grader
-        self._grader: Grader | None = None
-        self._lock = threading.Lock()
+        self.grader: Warmed[Grader] = Warmed(grader)
         self.token = secrets.token_hex(16)
         self._server: ThreadingHTTPServer | None = None
         self.url = ""
-
-    def grader(self) -> Grader:
-        with self._lock:
-            if self._grader is None:
-                self._grader = self._factory()
-            return self._grader
 
     def start(self) -> str:
         service = self
@@ -74,7 +65,7 @@ class JudgeService:
                 items = [RubricItem(**i) for i in body["items"]]
                 model = ""
                 try:
-                    grader = service.grader()
+                    grader = service.grader.get()
                     model = grader.model
                     result = grader.grade(body["prompt_text"], body["answer"], items,
                                           body["seed"])
@@ -98,15 +89,10 @@ class JudgeService:
         threading.Thread(target=self._server.serve_forever, name="skilllift-judge-service",
                          daemon=True).start()
         # Build the client (the SDK import) now, while workers start and runs generate.
-        threading.Thread(target=self._warm, name="skilllift-judge-warmup", daemon=True).start()
+        self.grader.warm("skilllift-judge-warmup")
         host, port = self._server.server_address[:2]
         self.url = f"http://{host!s}:{port}"
         return self.url
-
-    def _warm(self) -> None:
-        # A failure here is reported, properly, by the first grade.
-        with contextlib.suppress(Exception):
-            self.grader()
 
     def stop(self) -> None:
         if self._server is not None:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from pytest_skilllift.ledger import Week
@@ -37,6 +37,34 @@ DROP_REASONS = {
     BUDGET_CAPPED: "budget-capped (hit --max-budget-usd; truncated)",
     NO_ANSWER: "no gradeable answer",
 }
+
+
+T = TypeVar("T")
+
+
+class Warmed(Generic[T]):
+    """A value built once: ahead of first use in a background thread (``warm``), or on first
+    use, whichever comes first. Building the judge client imports the anthropic SDK, seconds
+    of CPU that should overlap the first CLI run rather than follow it."""
+
+    def __init__(self, factory: Callable[[], T]) -> None:
+        self._factory = factory
+        self._value: T | None = None
+        self._lock = threading.Lock()
+
+    def warm(self, name: str) -> None:
+        threading.Thread(target=self._warm, name=name, daemon=True).start()
+
+    def _warm(self) -> None:
+        # A failure here (e.g. no credentials) is raised again, properly, by the first get.
+        with contextlib.suppress(Exception):
+            self.get()
+
+    def get(self) -> T:
+        with self._lock:
+            if self._value is None:
+                self._value = self._factory()
+            return self._value
 
 
 class Grader(Protocol):
@@ -91,17 +119,13 @@ class WeekRun:
                  grader: Callable[[], Grader], *, site: str = "") -> None:
         self.week = week
         self.agent = agent
-        self._runner_factory, self._grader_factory = runner, grader
+        self._runner_factory = runner
         self._runner: Runner | None = None
-        self._grader: Grader | None = None
         self.site = site
         self._cache: dict[str, GradedRun] = {}
         self._sha: dict[str, str] = {}
-        self._grader_lock = threading.Lock()
-        # Building the judge client imports the anthropic SDK (seconds of CPU); do it while
-        # the first CLI run waits on the API instead of after it.
-        threading.Thread(target=self._warm_grader, name="skilllift-judge-warmup",
-                         daemon=True).start()
+        self._grader: Warmed[Grader] = Warmed(grader)
+        self._grader.warm("skilllift-judge-warmup")
 
     def close(self) -> None:
         if self._runner is not None:
@@ -179,17 +203,6 @@ class WeekRun:
         return urlsplit(url).hostname if url else None
 
     # -- judging ------------------------------------------------------------------------
-    def _warm_grader(self) -> None:
-        # A failure here (e.g. no credentials) is raised again, properly, by the first grade.
-        with contextlib.suppress(Exception):
-            self._get_grader()
-
-    def _get_grader(self) -> Grader:
-        with self._grader_lock:
-            if self._grader is None:
-                self._grader = self._grader_factory()
-            return self._grader
-
     def _ensure_graded(self, spec: RunSpec, record: dict[str, Any],
                        generated: bool) -> GradedRun:
         status = record.get("run_status", ERRORED)
@@ -200,7 +213,7 @@ class WeekRun:
         rows = self.week.load_grades(spec.run_id)
         judged = False
         if rows is None:
-            grader = self._get_grader()
+            grader = self._grader.get()
             started = time.monotonic()
             result = grader.grade(spec.prompt.prompt, record.get("final_answer", ""),
                                         spec.prompt.rubric, spec.run_id)
