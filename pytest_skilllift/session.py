@@ -6,10 +6,9 @@ and the exit-status decision; workers only generate and grade runs into the week
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
+import importlib
 import os
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +17,7 @@ from pytest_skilllift.ledger import Week
 from pytest_skilllift.model import AgentConfig
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import find_claude
-from pytest_skilllift.weekrun import OK, Grader, WeekRun
+from pytest_skilllift.weekrun import OK, Grader, Warmed, WeekRun
 
 DEMO_KEY = "demo-key-not-a-secret"
 DEMO_BANNER = ("DEMO — scripted models: every answer and grade below comes from the package's "
@@ -92,12 +91,8 @@ class SkillLiftSession:
     def warm_summarizer(self) -> None:
         """Import the summarizer (numpy, scipy, matplotlib) while the runs are going, so the
         scorecard is not seconds of imports after the last run."""
-
-        def _import() -> None:
-            with contextlib.suppress(Exception):
-                import pytest_skilllift.summarize  # noqa: F401
-
-        threading.Thread(target=_import, name="skilllift-summarize-warmup", daemon=True).start()
+        Warmed(lambda: importlib.import_module("pytest_skilllift.summarize")).warm(
+            "skilllift-summarize-warmup")
 
     def check_credentials(self) -> None:
         """A real run needs a key before the first paid call, not after 200 runs failed."""
