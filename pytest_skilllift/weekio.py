@@ -26,15 +26,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from pytest_skilllift.audit import STATUSES as INVOCATION_STATUSES
 from pytest_skilllift.columns import ACTIVATIONS, CONDITIONS, ITEM_TYPES, VERDICTS
 
 #: Verdict strings that mean "the judge gave no usable verdict" (judge or parse error).
 #: Such items are excluded and counted as ungraded, never scored as zero.  The qdrant
 #: pipeline writes ``""`` or ``PARSE_ERROR``; our judge may write ``ungraded``/``error``.
 UNGRADED_VERDICTS: frozenset[str] = frozenset({"", "PARSE_ERROR", "ungraded", "error", "ERROR"})
-
-#: Seed 001 invocation statuses (our manifest's ``invocation_status``).
-INVOCATION_STATUSES: tuple[str, ...] = ("VERIFIED", "PARTIAL", "NOT_INVOKED")
 
 #: Run statuses (our manifest's ``run_status``; derived from base columns when absent).
 RUN_STATUSES: tuple[str, ...] = (
