@@ -390,6 +390,16 @@ def _avoid_section(data: dict[str, Any]) -> list[str]:
     return L
 
 
+#: Coverage counts shown only when nonzero: (scorecard.json key, label).
+_COVERAGE_COUNTS: tuple[tuple[str, str], ...] = (
+    ("items_invalid", "items excluded as invalid input (see Input problems)"),
+    ("items_excluded_with_run", "graded items excluded with their dropped run"),
+    ("unscored_prompt_reps", "prompt×rep unscored (no gradeable must item)"),
+    ("composite_unscored_prompt_reps",
+     "prompt×rep with composite unscored (all bonus items ungraded)"),
+)
+
+
 def _coverage_section(data: dict[str, Any]) -> list[str]:
     c = data.get("coverage", {})
     L = ["## Coverage\n"]
@@ -399,23 +409,10 @@ def _coverage_section(data: dict[str, Any]) -> list[str]:
         L.append(f"- dropped: **{len(dropped)}** (a partial run is not a clean run)")
     else:
         L.append("- dropped: **0**")
-    extra = []
     if c.get("items_ungraded"):
-        extra.append(f"- ungraded items (judge/parse error; excluded, not scored as zero): "
-                     f"**{c['items_ungraded']}** of {c['items_total']}")
-    if c.get("items_invalid"):
-        extra.append(f"- items excluded as invalid input (see Input problems): "
-                     f"**{c['items_invalid']}**")
-    if c.get("items_excluded_with_run"):
-        extra.append(f"- graded items excluded with their dropped run: "
-                     f"**{c['items_excluded_with_run']}**")
-    if c.get("unscored_prompt_reps"):
-        extra.append(f"- prompt×rep unscored (no gradeable must item): "
-                     f"**{c['unscored_prompt_reps']}**")
-    if c.get("composite_unscored_prompt_reps"):
-        extra.append(f"- prompt×rep with composite unscored (all bonus items ungraded): "
-                     f"**{c['composite_unscored_prompt_reps']}**")
-    L += extra
+        L.append(f"- ungraded items (judge/parse error; excluded, not scored as zero): "
+                 f"**{c['items_ungraded']}** of {c['items_total']}")
+    L += [f"- {label}: **{c[key]}**" for key, label in _COVERAGE_COUNTS if c.get(key)]
     if dropped:
         shown = dropped[:MAX_DROPPED_ROWS]
         L.append("")
