@@ -151,3 +151,16 @@ def test_unreadable_history_is_reported_and_left_alone(tmp_path: Path) -> None:
     assert any("scorecard-history.csv" in p and "left untouched" in p for p in s.problems)
     assert hist.read_bytes() == b"week,notes\n1,\x00\x00 binary\n"
     assert "Will be computed after four runs." in s.markdown
+
+
+def test_coverage_names_every_nonzero_exclusion(data: dict[str, Any]) -> None:
+    data["coverage"].update({"items_ungraded": 3, "items_total": 40, "items_invalid": 2,
+                             "items_excluded_with_run": 5, "unscored_prompt_reps": 1,
+                             "composite_unscored_prompt_reps": 0})
+    md = scorecard.render_markdown(data)
+    assert ("- ungraded items (judge/parse error; excluded, not scored as zero): **3** of 40"
+            in md)
+    assert "- items excluded as invalid input (see Input problems): **2**" in md
+    assert "- graded items excluded with their dropped run: **5**" in md
+    assert "- prompt×rep unscored (no gradeable must item): **1**" in md
+    assert "composite unscored" not in md  # zero counts are not shown
