@@ -104,9 +104,9 @@ def generate_week(out: Path, n_prompts: int = 5000, reps: int = 5, seed: int = 1
 _CHILD = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
-from pytest_skilllift.summarize import summarize_week
+from pytest_skilllift.report.summarize import summarize_week
 if {plots}:
-    import pytest_skilllift.plots  # the plot import is paid once per process, time it apart
+    import pytest_skilllift.report.plots  # the plot import is paid once per process, time it apart
 t_import = time.perf_counter() - t0
 best = best_cpu = None
 for _ in range({repeat}):

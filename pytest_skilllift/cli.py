@@ -14,8 +14,8 @@ from collections.abc import Sequence
 #: subcommand modules, each exposing ``add_parser(subparsers) -> None`` which sets
 #: ``func=callable(args) -> int`` on its parser.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
-    "pytest_skilllift.summarize_cli",  # summarize
-    "pytest_skilllift.judge_cli",  # calibrate
+    "pytest_skilllift.report.cli",  # summarize
+    "pytest_skilllift.judge.calibrate",  # calibrate
     "pytest_skilllift.lint.cli",  # score, compare (skills or weeks)
     "pytest_skilllift.runners.image_cli",  # image build
 )

@@ -153,3 +153,18 @@ class JudgeResult:
     ungraded: tuple[RubricItem, ...] = ()
     #: Why items are ungraded or flagged, retries taken, pricing caveats (human-readable).
     notes: tuple[str, ...] = ()
+
+
+#: The Claude Code CLI version scored runs are pinned to (qdrant/skills SCORING.md, "Weekly
+#: Run": the CLI is pinned with the tool allow-list and the model snapshots). The docker image
+#: installs it; provenance flags any other version.
+PINNED_CLI_VERSION = "2.1.332"
+
+
+def cli_version_mismatch(version: str, pinned: str = PINNED_CLI_VERSION) -> bool:
+    """True when ``version`` is not the pinned CLI version (unknown counts as a mismatch).
+
+    The provenance section shows this flag: a scored run on a different CLI build is a
+    different measurement.
+    """
+    return version.strip() != pinned

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_skilllift.collect import SESSION_KEY, PromptFile, RubricTest
 from pytest_skilllift.config import Settings, SettingsError, add_options
-from pytest_skilllift.prompts import is_heldout
+from pytest_skilllift.run.prompts import is_heldout
 from pytest_skilllift.session import SkillLiftSession
 
 WIRE_KEY = "skilllift_settings"

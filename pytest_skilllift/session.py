@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_skilllift.config import Settings, SettingsError
-from pytest_skilllift.ledger import Week
 from pytest_skilllift.model import AgentConfig
+from pytest_skilllift.run.engine import OK, Grader, Warmed, WeekRun
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import find_claude
-from pytest_skilllift.weekrun import OK, Grader, Warmed, WeekRun
+from pytest_skilllift.week.ledger import Week
 
 DEMO_KEY = "demo-key-not-a-secret"
 DEMO_BANNER = ("DEMO — scripted models: every answer and grade below comes from the package's "
@@ -81,7 +81,7 @@ class SkillLiftSession:
 
     def start_judge_service(self) -> None:
         """Under xdist: one judge client in the controller, served to every worker."""
-        from pytest_skilllift.judge_service import JudgeService
+        from pytest_skilllift.judge.service import JudgeService
 
         self._judge_service = JudgeService(self._local_grader)
         url = self._judge_service.start()
@@ -91,7 +91,7 @@ class SkillLiftSession:
     def warm_summarizer(self) -> None:
         """Import the summarizer (numpy, scipy, matplotlib) while the runs are going, so the
         scorecard is not seconds of imports after the last run."""
-        Warmed(lambda: importlib.import_module("pytest_skilllift.summarize")).warm(
+        Warmed(lambda: importlib.import_module("pytest_skilllift.report.summarize")).warm(
             "skilllift-summarize-warmup")
 
     def check_credentials(self) -> None:
@@ -155,13 +155,13 @@ class SkillLiftSession:
 
     def _make_grader(self) -> Grader:
         if self.worker and self.settings.judge_url:
-            from pytest_skilllift.judge_service import RemoteGrader
+            from pytest_skilllift.judge.service import RemoteGrader
 
             return RemoteGrader(self.settings.judge_url, self.settings.judge_token)
         return self._local_grader()
 
     def _local_grader(self) -> Grader:
-        from pytest_skilllift.judge_client import Judge
+        from pytest_skilllift.judge.client import Judge
 
         s = self.settings
         return Judge(s.judge_model or None, api_key=s.extra_env.get("ANTHROPIC_API_KEY"),
@@ -170,7 +170,7 @@ class SkillLiftSession:
     # -- controller wrap-up -------------------------------------------------------------
     def finish(self) -> bool:
         """Rebuild the CSVs, write the scorecard; return whether coverage is enough."""
-        from pytest_skilllift.summarize import summarize_week
+        from pytest_skilllift.report.summarize import summarize_week
 
         if not any(self.week.root.glob("*/run.json")):
             return True

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilllift.audit import HELPED, HURT, NO_OP, impact_flags, impact_outcome
-from pytest_skilllift.columns import (
+from pytest_skilllift.report.summarize import summarize_week
+from pytest_skilllift.run.audit import HELPED, HURT, NO_OP, impact_flags, impact_outcome
+from pytest_skilllift.week.columns import (
     MANIFEST_COLUMNS,
     MANIFEST_EXTRA_COLUMNS,
     SCORES_COLUMNS,
     SCORES_EXTRA_COLUMNS,
 )
-from pytest_skilllift.summarize import summarize_week
 
 
 @pytest.mark.parametrize(("delta", "outcome"), [

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift.columns import VERDICTS
-from pytest_skilllift.judge import (
+from pytest_skilllift.judge.protocol import (
     JUDGE_MARKER,
     TOOL_NAME,
     JudgeReplyError,
@@ -19,6 +18,7 @@ from pytest_skilllift.judge import (
     parse_rubric_block,
 )
 from pytest_skilllift.model import RubricItem
+from pytest_skilllift.week.columns import VERDICTS
 
 ITEMS = (
     RubricItem("must", "Recommends RRF as the default because score scales are incomparable", 1),

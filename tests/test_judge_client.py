@@ -10,17 +10,17 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift.judge import JUDGE_MARKER, TOOL_NAME
-from pytest_skilllift.judge_client import (
+from pytest_skilllift.judge.client import (
     Judge,
     _classify,
     default_judge_model,
     estimate_cost,
 )
-from pytest_skilllift.ledger import Week
+from pytest_skilllift.judge.protocol import JUDGE_MARKER, TOOL_NAME
 from pytest_skilllift.model import JudgeResult, RubricItem
 from pytest_skilllift.testing.judge_script import decide, keyword_judge, make_judge
 from pytest_skilllift.testing.server import FAULT_KINDS, Faults, Reply, StandIn
+from pytest_skilllift.week.ledger import Week
 
 KEY = "sk-ant-test-DO-NOT-WRITE-0123456789"
 MODEL = "claude-opus-4-7"  # listed by the installed SDK and not deprecated
@@ -160,7 +160,7 @@ def test_random_faults_do_not_change_verdicts() -> None:
 
 def test_exhausted_retries_leave_the_run_unscored(caplog: pytest.LogCaptureFixture) -> None:
     faults = Faults(first_n=100, kinds=("529", "500"))
-    with caplog.at_level(logging.WARNING, logger="pytest_skilllift.judge"), \
+    with caplog.at_level(logging.WARNING, logger="pytest_skilllift.judge.protocol"), \
             StandIn(judge=keyword_judge, faults=faults, api_key=KEY) as api:
         result = fast_judge(api, max_retries=3).grade("q", ANSWER, ITEMS, seed=1)
         assert len(api.requests) == 4

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from pytest_skilllift.judge_service import (
+from pytest_skilllift.judge.service import (
     TOKEN_HEADER,
     JudgeService,
     RemoteGrader,

@@ -7,8 +7,8 @@ import threading
 import time
 from pathlib import Path
 
-from pytest_skilllift.columns import MANIFEST_COLUMNS, SCORES_COLUMNS
-from pytest_skilllift.ledger import Week, atomic_write_text
+from pytest_skilllift.week.columns import MANIFEST_COLUMNS, SCORES_COLUMNS
+from pytest_skilllift.week.ledger import Week, atomic_write_text
 
 
 def test_atomic_write_leaves_no_temp_files(tmp_path: Path) -> None:

@@ -187,7 +187,7 @@ def test_compare_two_weeks_delegates(
 
     monkeypatch.setitem(
         sys.modules,
-        "pytest_skilllift.compare",
+        "pytest_skilllift.report.compare",
         types.SimpleNamespace(compare_weeks=compare_weeks),
     )
     a, b = tmp_path / "w1", tmp_path / "w2"
@@ -263,7 +263,7 @@ def write_week(week: Path) -> None:
 def test_week_grounds_triggering_and_output_quality(
     tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_skilllift.stats import wilson_interval
+    from pytest_skilllift.report.stats import wilson_interval
 
     week = tmp_path / "week"
     write_week(week)
@@ -330,7 +330,7 @@ def test_week_from_manifest_calls_summarize_lazily(
 
     monkeypatch.setitem(
         sys.modules,
-        "pytest_skilllift.summarize",
+        "pytest_skilllift.report.summarize",
         types.SimpleNamespace(summarize_week=summarize_week),
     )
     rc, out, _ = run(capsys, "score", str(tree / "sizing"), "--week", str(week), "--output", "json")

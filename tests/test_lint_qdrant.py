@@ -78,9 +78,9 @@ def test_real_week_when_summarize_is_available(qdrant: Path) -> None:
     """The real 2026-08-08 week has only manifest.csv/scores.csv: --week summarises it via
     another module; skip until that module exists."""
     try:
-        from pytest_skilllift.summarize import summarize_week  # noqa: F401
+        from pytest_skilllift.report.summarize import summarize_week  # noqa: F401
     except ImportError:
-        pytest.skip("pytest_skilllift.summarize not available yet")
+        pytest.skip("pytest_skilllift.report.summarize not available yet")
     from pytest_skilllift.lint.measured import load_week, measured_for_family
 
     data = load_week(qdrant / "weekly" / "20260808")

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilllift.history import read_history, upsert_history
-from pytest_skilllift.summarize import Summary, summarize_week
+from pytest_skilllift.report.summarize import Summary, summarize_week
+from pytest_skilllift.week.history import read_history, upsert_history
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_CANDIDATES = (REPO.parent / "shared" / "data", Path("/work/shared/data"))

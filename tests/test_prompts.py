@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilllift.prompts import PromptError, is_heldout, load_prompt, skill_path_from_url
+from pytest_skilllift.run.prompts import PromptError, is_heldout, load_prompt, skill_path_from_url
 
 GOOD = {
     "name": "p1",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from pytest_skilllift.columns import MANIFEST_COLUMNS, MANIFEST_EXTRA_COLUMNS
+from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.runners.image import PINNED_CLI_VERSION
-from pytest_skilllift.summarize import summarize_week
+from pytest_skilllift.week.columns import MANIFEST_COLUMNS, MANIFEST_EXTRA_COLUMNS
 
 
 def test_image_cli_other_than_the_pinned_one_is_flagged(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift import scorecard
-from pytest_skilllift.history import HistoryRow, upsert_history
-from pytest_skilllift.summarize import summarize_week
+from pytest_skilllift.report import scorecard
+from pytest_skilllift.report.summarize import summarize_week
+from pytest_skilllift.week.history import HistoryRow, upsert_history
 
 # The small-week writer lives in test_weekio.py; load it by path so this works under any
 # pytest import mode.

@@ -1,4 +1,4 @@
-"""The scoring math of seeds/000 (pure functions in pytest_skilllift.stats)."""
+"""The scoring math of seeds/000 (pure functions in pytest_skilllift.report.stats)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pytest_skilllift import stats
+from pytest_skilllift.report import stats
 
 NAN = float("nan")
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilllift import summarize_cli
-from pytest_skilllift.compare import compare_weeks
+from pytest_skilllift.report import cli as summarize_cli
+from pytest_skilllift.report.compare import compare_weeks
 
 _spec = importlib.util.spec_from_file_location(
     "_skilllift_test_weekio", Path(__file__).with_name("test_weekio.py"))
@@ -91,7 +91,7 @@ def test_compare_weeks(tmp_path: Path) -> None:
 
 
 def test_compare_weeks_uses_between_week_sigma_from_history(tmp_path: Path) -> None:
-    from pytest_skilllift.history import HistoryRow, upsert_history
+    from pytest_skilllift.week.history import HistoryRow, upsert_history
 
     weekly = tmp_path / "weekly"
     a = write_week(weekly / "20260801")

@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift.audit import NOT_INVOKED, PARTIAL, VERIFIED, audit_invocation
-from pytest_skilllift.columns import ACTIVATIONS
-from pytest_skilllift.transcript import (
+from pytest_skilllift.run.audit import NOT_INVOKED, PARTIAL, VERIFIED, audit_invocation
+from pytest_skilllift.run.transcript import (
     extract_signals,
     leaf_skill_names,
     parse_events,
     parse_text,
     parse_transcript,
 )
+from pytest_skilllift.week.columns import ACTIVATIONS
 
 SITE = "skills.example.com"
 

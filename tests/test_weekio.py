@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_skilllift.columns import MANIFEST_COLUMNS, MANIFEST_EXTRA_COLUMNS, SCORES_COLUMNS
-from pytest_skilllift.summarize import summarize_week
-from pytest_skilllift.weekio import STATUS_OK, load_week
+from pytest_skilllift.report.summarize import summarize_week
+from pytest_skilllift.week.columns import MANIFEST_COLUMNS, MANIFEST_EXTRA_COLUMNS, SCORES_COLUMNS
+from pytest_skilllift.week.tables import STATUS_OK, load_week
 
 VERDICT = {"must": ("met", "missing"), "bonus": ("met", "absent"), "avoid": ("violated", "clean")}
 RUBRIC = ("must", "must", "must", "bonus", "avoid")

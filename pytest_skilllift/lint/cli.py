@@ -360,7 +360,7 @@ def _num(x: float | None) -> str:
 
 def _compare_weeks(a: Path, b: Path, out: TextIO) -> int:
     try:
-        from pytest_skilllift.compare import compare_weeks  # another engineer's module
+        from pytest_skilllift.report.compare import compare_weeks  # another engineer's module
     except ImportError as exc:
         print(f"skilllift compare: week comparison is not available ({exc})", file=sys.stderr)
         return 2

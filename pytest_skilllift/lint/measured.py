@@ -11,7 +11,8 @@ them instead, and the measured values take the Monte Carlo column of the blend t
   which grades F: a skill that does not improve answers has not earned a pass).
 
 Input: ``<week>/scorecard.json`` (keys ``activation[]`` and ``prompts[]``), or, when only
-``manifest.csv`` exists, ``pytest_skilllift.summarize.summarize_week(week, write=False).data``.
+``manifest.csv`` exists,
+``pytest_skilllift.report.summarize.summarize_week(week, write=False).data``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def _wilson(successes: int, n: int) -> tuple[float, float] | None:
     and the lint report); None when there are no runs to bound."""
     if n <= 0:
         return None
-    from pytest_skilllift.stats import wilson_interval  # scipy import: only paid with --week
+    from pytest_skilllift.report.stats import wilson_interval  # scipy import: only paid with --week
 
     lo, hi = wilson_interval(successes, n)
     return (float(lo), float(hi))
@@ -55,10 +56,10 @@ def load_week(week_dir: Path) -> dict[str, Any]:
         return data
     if (week_dir / "manifest.csv").is_file():
         try:
-            from pytest_skilllift.summarize import summarize_week
+            from pytest_skilllift.report.summarize import summarize_week
         except ImportError as exc:
             raise WeekError(
-                f"{week_dir} has no scorecard.json and pytest_skilllift.summarize is not "
+                f"{week_dir} has no scorecard.json and pytest_skilllift.report.summarize is not "
                 f"available to build one ({exc})"
             ) from exc
         result = summarize_week(week_dir, write=False)

@@ -35,10 +35,8 @@ from typing import Any
 
 from docker.utils import parse_repository_tag
 
+from pytest_skilllift.model import PINNED_CLI_VERSION, cli_version_mismatch
 from pytest_skilllift.runners.claude import bundled_claude, cli_version
-
-#: The Claude Code CLI version scored runs are pinned to (seed 000, "Weekly Run").
-PINNED_CLI_VERSION = "2.1.332"
 
 #: The non-root user the agent runs as, in every skilllift image.
 AGENT_USER = "agent"
@@ -129,14 +127,6 @@ class ImageInfo:
     #: Non-empty when the image's CLI differs from :data:`PINNED_CLI_VERSION`.
     warnings: tuple[str, ...] = ()
 
-
-def cli_version_mismatch(version: str, pinned: str = PINNED_CLI_VERSION) -> bool:
-    """True when ``version`` is not the pinned CLI version (unknown counts as a mismatch).
-
-    The provenance section shows this flag: a scored run on a different CLI build is a
-    different measurement (seed 000 pins the CLI with the allow-list and model snapshots).
-    """
-    return version.strip() != pinned
 
 
 def mismatch_message(version: str, pinned: str = PINNED_CLI_VERSION) -> str | None:

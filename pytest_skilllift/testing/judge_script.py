@@ -1,8 +1,8 @@
 """A scripted judge for the stand-in: deterministic verdicts by keyword overlap.
 
 :func:`keyword_judge` is a :data:`~pytest_skilllift.testing.server.Handler`: it reads the judge
-request our protocol sends (:func:`pytest_skilllift.judge.build_judge_request`), decides each
-shown item by a documented word-overlap rule, and replies through the forced
+request our protocol sends (:func:`pytest_skilllift.judge.protocol.build_judge_request`), decides
+each shown item by a documented word-overlap rule, and replies through the forced
 ``record_verdicts`` tool when the request offers it, else as JSON text.
 
 The rule (deterministic, no model):
@@ -26,14 +26,14 @@ import json
 import re
 from typing import Any
 
-from pytest_skilllift.columns import VERDICTS
-from pytest_skilllift.judge import (
+from pytest_skilllift.judge.protocol import (
     ANSWER_TAG,
     RUBRIC_TAG,
     TOOL_NAME,
     parse_rubric_block,
 )
 from pytest_skilllift.testing.server import Handler, Reply
+from pytest_skilllift.week.columns import VERDICTS
 
 __all__ = [
     "JUDGE_MODES",

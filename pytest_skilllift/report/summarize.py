@@ -20,10 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from pytest_skilllift import __version__, scorecard, stats
-from pytest_skilllift import history as hist
-from pytest_skilllift.columns import ACTIVATIONS, CONDITIONS
-from pytest_skilllift.weekio import (
+from pytest_skilllift import __version__
+from pytest_skilllift.report import scorecard, stats
+from pytest_skilllift.week import history as hist
+from pytest_skilllift.week.columns import ACTIVATIONS, CONDITIONS
+from pytest_skilllift.week.tables import (
     INVOCATION_STATUSES,
     RUN_STATUSES,
     STATUS_BUDGET,
@@ -140,7 +141,7 @@ def summarize_week(
     if write and plots:
         # matplotlib takes ~0.3 s to import; do it while pyarrow parses the CSVs (its C++
         # reader runs without the GIL), so the two overlap instead of adding up.
-        plot_import = threading.Thread(target=_warm_import, args=("pytest_skilllift.plots",),
+        plot_import = threading.Thread(target=_warm_import, args=("pytest_skilllift.report.plots",),
                                        daemon=True)
         plot_import.start()
     week = load_week(week_dir)
@@ -241,7 +242,7 @@ def summarize_week(
         plot_import.join()
     if write and plots and agg is not None:
         try:
-            from pytest_skilllift import plots as plotmod  # imported in the background above
+            from pytest_skilllift.report import plots as plotmod  # imported in the background above
 
             forest = plotmod.forest_plot(data, week_dir / "forest.png")
             if forest:
@@ -279,7 +280,7 @@ _REASONS = {
 def _audit_data(week: Any, ws: np.ndarray, prompts: list[dict[str, Any]]) -> dict[str, Any]:
     """Seed 001's layer: invocation status per model (with-skill runs), top-level-only misuse,
     HELPED / HURT / NO-OP per prompt and model, and the cross-model flags."""
-    from pytest_skilllift import audit
+    from pytest_skilllift.run import audit
 
     n_st = len(INVOCATION_STATUSES)
 
@@ -615,8 +616,7 @@ def _assemble(
     if len(week.cli_versions) > 1:
         mismatches.append("more than one CLI version")
     if week.docker_cli_versions:
-        # Imported only for docker weeks: the image module pulls in the docker SDK.
-        from pytest_skilllift.runners.image import PINNED_CLI_VERSION, cli_version_mismatch
+        from pytest_skilllift.model import PINNED_CLI_VERSION, cli_version_mismatch
 
         for version in week.docker_cli_versions:
             if cli_version_mismatch(version):

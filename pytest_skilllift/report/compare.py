@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from pytest_skilllift import history as hist
-from pytest_skilllift import stats
-from pytest_skilllift.scorecard import fmt, md_table, signed
+from pytest_skilllift.report import stats
+from pytest_skilllift.report.scorecard import fmt, md_table, signed
+from pytest_skilllift.week import history as hist
 
 #: Per-prompt movers shown per model (the count of all movers is always stated).
 MAX_MOVERS = 10
@@ -24,7 +24,7 @@ MAX_MOVERS = 10
 
 def compare_weeks(a: Path, b: Path) -> str:
     """Markdown comparing week ``a`` (before) with week ``b`` (after); nothing is written."""
-    from pytest_skilllift.summarize import summarize_week
+    from pytest_skilllift.report.summarize import summarize_week
 
     a, b = Path(a), Path(b)
     sa = summarize_week(a, write=False, plots=False)

@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from pytest_skilllift.model import ItemVerdict, JudgeResult, RubricItem
-from pytest_skilllift.weekrun import Grader, Warmed
+from pytest_skilllift.run.engine import Grader, Warmed
 
 TOKEN_HEADER = "X-Skilllift-Token"
 

@@ -21,7 +21,7 @@ matplotlib.use("Agg")  # headless: CI machines and pytest runs have no display
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pytest_skilllift.history import HistoryRow, run_order
+from pytest_skilllift.week.history import HistoryRow, run_order
 
 #: A forest plot with more rows than this is unreadable; beyond it the plot shows the
 #: prompts with the largest |lift| in any model, and its title says how many of how many.

@@ -26,8 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from pytest_skilllift.audit import STATUSES as INVOCATION_STATUSES
-from pytest_skilllift.columns import ACTIVATIONS, CONDITIONS, ITEM_TYPES, VERDICTS
+from pytest_skilllift.run.audit import STATUSES as INVOCATION_STATUSES
+from pytest_skilllift.week.columns import ACTIVATIONS, CONDITIONS, ITEM_TYPES, VERDICTS
 
 #: Verdict strings that mean "the judge gave no usable verdict" (judge or parse error).
 #: Such items are excluded and counted as ungraded, never scored as zero.  The qdrant

@@ -33,8 +33,8 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status."""
-    from pytest_skilllift.scorecard import render_json
-    from pytest_skilllift.summarize import summarize_week
+    from pytest_skilllift.report.scorecard import render_json
+    from pytest_skilllift.report.summarize import summarize_week
 
     week_dir: Path = args.week_dir
     if not week_dir.is_dir():

@@ -2,7 +2,7 @@
 
 Talks to Anthropic (or any Messages-API-compatible endpoint: ``base_url`` or
 ``ANTHROPIC_BASE_URL``) through the official ``anthropic`` SDK. The protocol itself (what is
-sent, how the reply is read) is :mod:`pytest_skilllift.judge`.
+sent, how the reply is read) is :mod:`pytest_skilllift.judge.protocol`.
 
 Retry policy
     One logical call per run. Transient failures are retried by *our* loop, not the SDK's
@@ -41,7 +41,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pytest_skilllift.judge import ReplyMode, build_judge_request, parse_judge_reply
+from pytest_skilllift.judge.protocol import ReplyMode, build_judge_request, parse_judge_reply
 from pytest_skilllift.model import JudgeResult, RubricItem
 
 __all__ = [
@@ -51,7 +51,7 @@ __all__ = [
     "estimate_cost",
 ]
 
-log = logging.getLogger("pytest_skilllift.judge")
+log = logging.getLogger("pytest_skilllift.judge.protocol")
 
 #: File in a run directory holding the judge's spend for that run (qdrant name).
 

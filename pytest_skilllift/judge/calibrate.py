@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from pytest_skilllift.columns import ITEM_TYPES
 from pytest_skilllift.model import JudgeResult, RubricItem
+from pytest_skilllift.week.columns import ITEM_TYPES
 
 #: Share of must items that must come back unanimous for one judge sample to stand.
 MUST_UNANIMITY_BAR = 0.95
@@ -139,7 +139,7 @@ def read_answer(run_dir: Path, record: dict[str, Any]) -> str:
     stdout = run_dir / "stdout.txt"
     if not stdout.is_file():
         raise CalibrationError(f"{run_dir} has no final_answer in run.json and no stdout.txt")
-    from pytest_skilllift.transcript import extract_signals, parse_transcript
+    from pytest_skilllift.run.transcript import extract_signals, parse_transcript
 
     signals = extract_signals(parse_transcript(stdout), family="", leaf="", site_host=None)
     if not signals.final_answer.strip():
@@ -186,7 +186,7 @@ def calibrate(week_dir: Path, run_id: str, samples: int, judge: _Grader,
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pytest_skilllift.judge_client import Judge
+    from pytest_skilllift.judge.client import Judge
 
     week = Path(args.week_dir)
     try:

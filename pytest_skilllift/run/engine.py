@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
 
-from pytest_skilllift.ledger import Week
 from pytest_skilllift.model import AgentConfig, JudgeResult, RubricItem, RunOutcome, RunSpec
 from pytest_skilllift.runners.base import STDOUT_NAME, Runner
+from pytest_skilllift.week.ledger import Week
 
 #: Run statuses. Only ``ok`` runs are judged; the rest are dropped from scoring with a reason.
 OK, INVALID, ERRORED, TIMEOUT, BUDGET_CAPPED, NO_ANSWER = (
@@ -158,8 +158,8 @@ class WeekRun:
         return record, True
 
     def _record(self, spec: RunSpec, outcome: RunOutcome, transcript: Path) -> dict[str, Any]:
-        from pytest_skilllift import audit
-        from pytest_skilllift.transcript import extract_signals, parse_transcript
+        from pytest_skilllift.run import audit
+        from pytest_skilllift.run.transcript import extract_signals, parse_transcript
 
         parsed = parse_transcript(transcript)
         sig = extract_signals(parsed, family=spec.prompt.family, leaf=spec.prompt.leaf,

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.columns import (
+from pytest_skilllift.week.columns import (
     MANIFEST_COLUMNS,
     MANIFEST_EXTRA_COLUMNS,
     SCORES_COLUMNS,

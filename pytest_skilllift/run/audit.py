@@ -10,7 +10,7 @@ Statuses, made mechanical for Claude Code transcripts:
   sub-file was opened.
 
 Seed 001's "workflow followed" and cargo-cult checks need an LLM reader; they are not
-attempted here. Pure logic over a :class:`~pytest_skilllift.transcript.Transcript`.
+attempted here. Pure logic over a :class:`~pytest_skilllift.run.transcript.Transcript`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pytest_skilllift.transcript import ToolUse, Transcript
+from pytest_skilllift.run.transcript import ToolUse, Transcript
 
 VERIFIED = "VERIFIED"
 PARTIAL = "PARTIAL"

@@ -1,6 +1,6 @@
 """The grading protocol of the blind LLM judge: request, shuffle, reply parsing, evidence check.
 
-Pure: no network, no pytest, no SDK. The API side lives in :mod:`pytest_skilllift.judge_client`.
+Pure: no network, no pytest, no SDK. The API side lives in :mod:`pytest_skilllift.judge.client`.
 
 Rules implemented here (``seeds/000``, "Grading: The Judge" and "Per-Item Credit"):
 
@@ -9,7 +9,7 @@ Rules implemented here (``seeds/000``, "Grading: The Judge" and "Per-Item Credit
 * **Shuffled.** Items are shown in an order drawn from ``random.Random(f"{seed}")`` and each is
   numbered with its 1-based *shown* index; replies are mapped back through that order.
 * **Binary vocabularies.** must ``met|missing``, bonus ``met|absent``, avoid ``violated|clean``
-  (:data:`pytest_skilllift.columns.VERDICTS`); avoid items get adversarial framing.
+  (:data:`pytest_skilllift.week.columns.VERDICTS`); avoid items get adversarial framing.
 * **Evidence required.** Every ``met``/``violated`` verdict must quote the answer verbatim;
   the quote is checked here (``evidence_ok``), never trusted.
 * **Errored, never zero** (``seeds/002``). An item without a usable verdict (missing, invalid
@@ -35,8 +35,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pytest_skilllift.columns import VERDICTS, contribution_for, credit_for
 from pytest_skilllift.model import ItemVerdict, JudgeResult, RubricItem
+from pytest_skilllift.week.columns import VERDICTS, contribution_for, credit_for
 
 __all__ = [
     "ANSWER_TAG",

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pytest_skilllift.columns import ITEM_TYPES
 from pytest_skilllift.model import PromptSpec, RubricItem
+from pytest_skilllift.week.columns import ITEM_TYPES
 
 HELDOUT_PREFIX = "discord-"
 
