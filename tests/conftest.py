@@ -1,4 +1,4 @@
-"""Shared fixtures: the reference data folder, a stand-in Messages API."""
+"""Shared fixtures: the reference data (``tests/fixtures/data``), a stand-in Messages API."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+#: Real material from outside this project (qdrant/skills, Apache-2.0; CLI transcripts), kept
+#: in the repository so a fresh clone runs every test. Its README names the sources.
+REFERENCE_DATA = Path(__file__).resolve().parent / "fixtures" / "data"
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """``../shared/data`` beside the repo; a user's fresh clone has none, so skip cleanly."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"reference data not present at {SHARED_DATA}")
-    return SHARED_DATA
+def reference_data() -> Path:
+    """``tests/fixtures/data``: the real qdrant/skills set, its week 20260808, CLI transcripts."""
+    return REFERENCE_DATA
 
 
 @pytest.fixture

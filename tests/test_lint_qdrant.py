@@ -1,4 +1,4 @@
-"""The real qdrant/skills tree (``../shared/data/qdrant-skills``): a golden static run."""
+"""The real qdrant/skills tree (``tests/fixtures/data/qdrant-skills``): a golden static run."""
 
 from __future__ import annotations
 
@@ -11,19 +11,12 @@ import pytest
 from pytest_skilllift.lint import cli
 from pytest_skilllift.lint.analyze import score_path
 
-REPO = Path(__file__).resolve().parents[1]
-CANDIDATES = (
-    REPO.parent / "shared" / "data" / "qdrant-skills",
-    Path("/work/shared/data/qdrant-skills"),
-)
+QDRANT = Path(__file__).resolve().parent / "fixtures" / "data" / "qdrant-skills"
 
 
 @pytest.fixture(scope="module")
 def qdrant() -> Path:
-    for c in CANDIDATES:
-        if (c / "skills").is_dir():
-            return c
-    pytest.skip("reference data ../shared/data/qdrant-skills not present")
+    return QDRANT
 
 
 def test_every_real_skill_scores_cleanly(qdrant: Path) -> None:

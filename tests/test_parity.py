@@ -1,8 +1,7 @@
-"""Parity with the qdrant pipeline on its real week ``shared/data/qdrant-skills/weekly/20260808``.
+"""Parity with the qdrant pipeline on its real week ``fixtures/data/qdrant-skills/weekly/20260808``.
 
 The expected numbers are parsed from that week's own ``scorecard.md`` (not typed in here), and
-compared at the precision the reference prints.  The shared folder is outside the repository
-(``<repo>/../shared``); without it these tests skip.
+compared at the precision the reference prints.
 
 Known, documented differences (docs/methodology-notes.md): judge $ (the week ships without
 its ``judge_cost.txt`` files, so it is reported as not recorded), and additive sections/columns.
@@ -19,12 +18,7 @@ import pytest
 from pytest_skilllift.report.summarize import Summary, summarize_week
 from pytest_skilllift.week.history import read_history, upsert_history
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_CANDIDATES = (REPO.parent / "shared" / "data", Path("/work/shared/data"))
-SHARED = next((p for p in SHARED_CANDIDATES if (p / "qdrant-skills").is_dir()), None)
-pytestmark = pytest.mark.skipif(
-    SHARED is None, reason="reference data (<repo>/../shared/data/qdrant-skills) not present")
-WEEKLY = (SHARED / "qdrant-skills" / "weekly") if SHARED else Path("/nonexistent")
+WEEKLY = Path(__file__).resolve().parent / "fixtures" / "data" / "qdrant-skills" / "weekly"
 REF_WEEK = WEEKLY / "20260808"
 
 

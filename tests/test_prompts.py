@@ -101,8 +101,8 @@ def test_heldout_and_url_helpers() -> None:
     assert skill_path_from_url("a/SKILL.md", "") == "a/SKILL.md"
 
 
-def test_real_qdrant_prompts_all_load(shared_data: Path) -> None:
-    root = shared_data / "qdrant-skills"
+def test_real_qdrant_prompts_all_load(reference_data: Path) -> None:
+    root = reference_data / "qdrant-skills"
     files = sorted((root / "test-prompts").glob("*.json"))
     assert len(files) == 26
     specs = [load_prompt(f, root / "skills", "https://skills.qdrant.tech/") for f in files]

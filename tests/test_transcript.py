@@ -27,8 +27,8 @@ SITE = "skills.example.com"
 
 
 @pytest.fixture(scope="module")
-def transcripts(shared_data: Path) -> Path:
-    return shared_data / "transcripts"
+def transcripts(reference_data: Path) -> Path:
+    return reference_data / "transcripts"
 
 
 # -- real transcripts ----------------------------------------------------------------------
