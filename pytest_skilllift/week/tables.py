@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -73,6 +74,17 @@ _MANIFEST_TYPES: dict[str, pa.DataType] = {
 }
 
 
+class Violation(TypedDict):
+    """An avoid item judged ``violated``, with the judge's evidence quote."""
+
+    prompt: str
+    model: str
+    condition: str
+    rep: int
+    item_text: str
+    evidence: str
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with the input, precise enough to go and fix it."""
@@ -119,8 +131,8 @@ class Week:
     n_items: int = 0
     n_ungraded: int = 0  # judge/parse errors: excluded and counted
     n_invalid_rows: int = 0  # rows that failed validation: excluded and counted
-    #: Avoid items judged ``violated``: {prompt, model, condition, rep, item_text, evidence}.
-    violations: list[dict[str, object]] = field(default_factory=list)
+    #: Avoid items judged ``violated``.
+    violations: list[Violation] = field(default_factory=list)
     # -- manifest.csv (one entry per run) --
     manifest_present: bool = False
     manifest_columns: tuple[str, ...] = ()
