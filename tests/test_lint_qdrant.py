@@ -74,9 +74,9 @@ def test_real_week_when_summarize_is_available(qdrant: Path) -> None:
         from pytest_skilllift.report.summarize import summarize_week  # noqa: F401
     except ImportError:
         pytest.skip("pytest_skilllift.report.summarize not available yet")
-    from pytest_skilllift.lint.measured import load_week, measured_for_family
+    from pytest_skilllift.lint.measured import load_scorecard, measured_for_family
 
-    data = load_week(qdrant / "weekly" / "20260808")
+    data = load_scorecard(qdrant / "weekly" / "20260808")
     m = measured_for_family(data, "qdrant-scaling")
     assert m is not None and m.with_skill_runs > 0
     assert m.activation_ci is not None and 0 <= m.activation_ci[0] <= m.activation_ci[1] <= 1

@@ -33,7 +33,7 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pytest_skilllift.model import ItemVerdict, JudgeResult, RubricItem
 from pytest_skilllift.week.columns import VERDICTS, contribution_for, credit_for
@@ -137,6 +137,18 @@ VERDICTS_SCHEMA: dict[str, Any] = {
 
 # "3. [must: met|missing] Recommends RRF ..." — one line per shown item.
 _ITEM_LINE = re.compile(r"^(\d+)\. \[(\w+): (\w+)\|(\w+)\] (.*)$")
+
+
+class Grader(Protocol):
+    """What the run engine and calibration need from a judge: grade one answer against its
+    rubric.  ``seed`` fixes the shuffle of the items (usually the run id), nothing else.
+    Implemented by ``judge.client.Judge``, the workers' ``judge.service.RemoteGrader`` and
+    users' own judges."""
+
+    model: str
+
+    def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
+              seed: int | str) -> JudgeResult: ...
 
 
 class JudgeReplyError(ValueError):

@@ -18,7 +18,8 @@ import numpy as np
 
 from pytest_skilllift.report import stats
 from pytest_skilllift.week import history as hist
-from pytest_skilllift.week.tables import STATUS_INVALID, Week
+from pytest_skilllift.week.files import STATUS_INVALID
+from pytest_skilllift.week.tables import Week
 
 T = TypeVar("T")
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import os
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +23,16 @@ from pytest_skilllift.report.context import BOOTSTRAP_N, BOOTSTRAP_SEED, Context
 from pytest_skilllift.report.markdown import ci_flag, fmt, signed
 from pytest_skilllift.week import history as hist
 from pytest_skilllift.week.columns import CONDITIONS
-from pytest_skilllift.week.tables import STATUS_OK, Problem, Week, load_week
+from pytest_skilllift.week.files import (
+    FOREST_PNG,
+    HISTORY_CSV,
+    SCORECARD_JSON,
+    SCORECARD_MD,
+    STATUS_OK,
+    TREND_PNG,
+    atomic_write_text,
+)
+from pytest_skilllift.week.tables import Problem, Week, load_week
 
 
 @dataclass
@@ -74,7 +81,7 @@ class Summary:
             lines.append(f"  ⚠ {len(self.problems)} input problem(s): {self.problems[0]}"
                          + (" …" if len(self.problems) > 1 else ""))
         for p in self.written:
-            if p.name == "scorecard.md":
+            if p.name == SCORECARD_MD:
                 lines.append(f"  scorecard: {p}")
         return lines
 
@@ -84,17 +91,6 @@ def _warm_import(module: str) -> None:
     # Reported where the module is actually used (inside the plots' try), not here.
     with contextlib.suppress(Exception):
         importlib.import_module(module)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def summarize_week(
@@ -121,7 +117,7 @@ def summarize_week(
         plot_import.start()
     week = load_week(week_dir)
     problems = week.problems
-    hist_path = Path(history) if history is not None else week_dir.parent / "scorecard-history.csv"
+    hist_path = Path(history) if history is not None else week_dir.parent / HISTORY_CSV
     P, M = len(week.prompts), len(week.models)
 
     # Scores of runs that must not be scored (invalid install, errored, capped, timeout)
@@ -222,11 +218,11 @@ def summarize_week(
         try:
             from pytest_skilllift.report import plots as plotmod  # imported in the background above
 
-            forest = plotmod.forest_plot(data, week_dir / "forest.png")
+            forest = plotmod.forest_plot(data, week_dir / FOREST_PNG)
             if forest:
                 data["plots"]["forest"] = forest.name
                 written.append(forest)
-            trend = plotmod.trend_plot(all_hist, week.models, week_dir / "trend.png")
+            trend = plotmod.trend_plot(all_hist, week.models, week_dir / TREND_PNG)
             if trend:
                 data["plots"]["trend"] = trend.name
                 written.append(trend)
@@ -235,9 +231,9 @@ def summarize_week(
     data["problems"] = [str(p) for p in problems]
     markdown = scorecard.render_markdown(data)
     if write:
-        md, js = week_dir / "scorecard.md", week_dir / "scorecard.json"
-        _atomic_write(md, markdown.encode("utf-8"))
-        _atomic_write(js, scorecard.render_json(data).encode("utf-8"))
+        md, js = week_dir / SCORECARD_MD, week_dir / SCORECARD_JSON
+        atomic_write_text(md, markdown)
+        atomic_write_text(js, scorecard.render_json(data))
         written[:0] = [md, js]
         if can_write_history:
             written.append(hist_path)

@@ -19,11 +19,7 @@ import re
 from dataclasses import dataclass
 
 from pytest_skilllift.run.transcript import ToolUse, Transcript
-
-VERIFIED = "VERIFIED"
-PARTIAL = "PARTIAL"
-NOT_INVOKED = "NOT_INVOKED"
-STATUSES: tuple[str, ...] = (VERIFIED, PARTIAL, NOT_INVOKED)
+from pytest_skilllift.week.columns import NOT_INVOKED, PARTIAL, VERIFIED
 
 _SKILL_BODY_PREFIX = "Base directory for this skill:"
 _MD_LINK = re.compile(r"\]\(([^)\s#]+\.md)\)")

@@ -39,6 +39,12 @@ VERDICTS: dict[str, tuple[str, str]] = {
     "avoid": ("violated", "clean"),
 }
 
+#: Trajectory-audit invocation status of a with-skill run (``invocation_status``; the
+#: SkillsBench trajectory audit): the skill was loaded and followed into a linked sub-file when
+#: it links any (VERIFIED), loaded but stopped at the top level (PARTIAL), or never read.
+VERIFIED, PARTIAL, NOT_INVOKED = "VERIFIED", "PARTIAL", "NOT_INVOKED"
+INVOCATION_STATUSES: tuple[str, ...] = (VERIFIED, PARTIAL, NOT_INVOKED)
+
 #: Activation sources in precedence order (seed 000: skill_tool > file_read > web_fetch > none).
 ACTIVATIONS: tuple[str, ...] = ("skill_tool", "file_read", "web_fetch", "none")
 

@@ -10,7 +10,7 @@ import numpy as np
 from pytest_skilllift.report.markdown import cap_note, md_table, signed
 from pytest_skilllift.report.sections.prompts import prompt_rows
 from pytest_skilllift.run import audit
-from pytest_skilllift.week.tables import INVOCATION_STATUSES
+from pytest_skilllift.week.columns import INVOCATION_STATUSES
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.card import Scorecard

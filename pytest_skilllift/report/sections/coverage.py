@@ -9,15 +9,7 @@ import numpy as np
 
 from pytest_skilllift.report.markdown import cap_note, cell, md_table
 from pytest_skilllift.week.columns import CONDITIONS
-from pytest_skilllift.week.tables import (
-    RUN_STATUSES,
-    STATUS_BUDGET,
-    STATUS_ERRORED,
-    STATUS_INVALID,
-    STATUS_NO_ANSWER,
-    STATUS_OK,
-    STATUS_TIMEOUT,
-)
+from pytest_skilllift.week.files import DROP_REASONS, RUN_STATUSES, STATUS_ERRORED, STATUS_OK
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.card import Scorecard
@@ -55,27 +47,19 @@ class Data(TypedDict):
     coverage: Coverage
 
 
-#: Why a run was dropped, by status; a run_error from the ledger is appended.
-_REASONS = {
-    STATUS_INVALID: "invalid install (skill not in the init skill list)",
-    STATUS_BUDGET: "budget-capped (truncated)",
-    STATUS_TIMEOUT: "timeout",
-    STATUS_NO_ANSWER: "no gradeable answer",
-    STATUS_OK: "no gradeable answer",
-}
+#: How a run_error that already names its status begins (``DROP_REASONS``' words, or the
+#: qdrant pipeline's): such an error is not prefixed with the reason again.
+_SAYS_STATUS = ("invalid", "errored", "budget", "timed out", "timeout", "no ", "ungraded")
 
 
 def _reason(status: int, exit_code: float, error: str | None) -> str:
+    """Why the run was dropped: the status's reason, then the run's own error, if any."""
+    r = DROP_REASONS[RUN_STATUSES[status]]
     if status == STATUS_ERRORED:
-        r = f"errored (exit {'?' if math.isnan(exit_code) else int(exit_code)})"
-    else:
-        r = _REASONS.get(status, RUN_STATUSES[status])
+        r += f" (exit {'?' if math.isnan(exit_code) else int(exit_code)})"
     if not error:
         return r
-    # Our ledger's run_error often already names the status ("invalid install: …",
-    # "timed out", "budget-capped (…)"): don't say it twice.
-    head = error.strip().lower()
-    if head.startswith(("invalid", "budget", "timed out", "timeout", "errored", "no ")):
+    if error.strip().lower().startswith(_SAYS_STATUS):
         return error.strip()
     return f"{r}: {error.strip()}"
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
-from pytest_skilllift.week.tables import (
+from pytest_skilllift.week.files import (
     STATUS_BUDGET,
     STATUS_ERRORED,
     STATUS_INVALID,
