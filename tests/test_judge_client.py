@@ -18,8 +18,8 @@ from pytest_skilllift.judge.client import (
 )
 from pytest_skilllift.judge.protocol import JUDGE_MARKER, TOOL_NAME
 from pytest_skilllift.model import JudgeResult, RubricItem
+from pytest_skilllift.testing import FAULT_KINDS, Faults, Reply, StandIn
 from pytest_skilllift.testing.judge_script import decide, keyword_judge, make_judge
-from pytest_skilllift.testing.server import FAULT_KINDS, Faults, Reply, StandIn
 from pytest_skilllift.week.ledger import Ledger
 
 KEY = "sk-ant-test-DO-NOT-WRITE-0123456789"
