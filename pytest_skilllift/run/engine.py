@@ -42,7 +42,7 @@ class GradedRun:
     """Everything the items of one run need to report their outcome."""
 
     run_id: str
-    status: str
+    status: RunStatus
     reason: str
     #: Score rows keyed by item key (``must-1``…); missing key = ungraded item.
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
