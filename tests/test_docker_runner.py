@@ -308,7 +308,7 @@ def test_broken_install_is_caught_by_the_availability_check(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A family that is copied but does not register: the run's init ``skills`` lacks it,
-    so the availability check marks the run invalid (seed 000's hard check)."""
+    so the availability check marks the run invalid (SCORING.md's hard check)."""
     skills = tmp_path / "skills"
     if broken == "bad-frontmatter":
         _family(skills, "widget-tuning",

@@ -7,6 +7,7 @@ blocks excluded); report code never imports runners; pure layers never import py
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,26 @@ def test_pure_layers_never_import_pytest(graph: dict[str, set[str]], layer: str)
     for m, deps in graph.items():
         if m.startswith(f"pytest_skilllift.{layer}"):
             assert not any(d == "pytest" or d.startswith(("pytest.", "_pytest")) for d in deps), m
+
+
+REPO = PACKAGE.parent
+#: Private working notes have names users cannot look up; the text cites public sources.
+PRIVATE_REFERENCE = re.compile(r"seeds?[/ _-]?0\d\d|shared/seeds|\bthe seed's\b", re.I)
+#: A developer machine's paths (the image's /home/agent is the container's own, not one).
+ABSOLUTE_MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|root|Users)/\w")
+
+
+def _repository_text() -> list[Path]:
+    files = [REPO / "README.md", *(REPO / "docs").rglob("*.md"), *PACKAGE.rglob("*.py"),
+             *(REPO / "benchmarks").rglob("*.py"), *(REPO / "tests").glob("*.py")]
+    return [f for f in files if f.is_file()]
+
+
+def test_text_cites_public_sources_and_no_machine_paths() -> None:
+    found = []
+    for f in _repository_text():
+        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            if f.name != "test_layout.py" and (PRIVATE_REFERENCE.search(line)
+                                               or ABSOLUTE_MACHINE_PATH.search(line)):
+                found.append(f"{f.relative_to(REPO)}:{n}: {line.strip()}")
+    assert found == []

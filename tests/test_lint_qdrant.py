@@ -31,7 +31,7 @@ def test_every_real_skill_scores_cleanly(qdrant: Path) -> None:
         r.skill.rel_id: [f.flag for f in r.anti_patterns] for r in run.reports if r.anti_patterns
     }
     # Both descriptions are trigger-like in spirit ("Use this whenever ...", none at all),
-    # but neither holds one of the seed's four exact phrases.
+    # but neither holds one of PluginEval's four exact phrases.
     assert flagged == {
         "qdrant-advisor": ["MISSING_TRIGGER"],
         "qdrant-clients-sdk": ["MISSING_TRIGGER"],

@@ -1,4 +1,5 @@
-"""``skilllift calibrate``: the judge's self-agreement check (``seeds/000``, "Grading: The Judge").
+"""``skilllift calibrate``: the judge's self-agreement check (qdrant/skills SCORING.md,
+"Grading: The Judge").
 
 Grades one run's final answer N times (each sample sees its own shuffle), then reports per
 item whether every sample agreed, and the share of must items that were unanimous against

@@ -26,7 +26,7 @@ def add_parser(subparsers: Any) -> None:
     """Register ``score`` and ``compare`` on the ``skilllift`` sub-parser set."""
     p = subparsers.add_parser(
         "score",
-        help="static analysis of skills (seed 003 layer 1): composite, grades, anti-patterns",
+        help="static analysis of skills (PluginEval's Layer 1): composite, grades, anti-patterns",
         description="Score a skill (a SKILL.md, a skill directory, or a tree of skills) with "
         "no model. Optionally ground triggering accuracy and output quality in a week of runs.",
     )

@@ -1,4 +1,5 @@
-"""The docker runner: every run in its own fresh container (seed 000, "Weekly Run").
+"""The docker runner: every run in its own fresh container (qdrant/skills SCORING.md,
+"Weekly Run").
 
 One run is one container, created from the configured image and removed right after:
 

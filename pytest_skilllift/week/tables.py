@@ -1,8 +1,8 @@
 """Columnar loading and validation of a week directory (``manifest.csv``, ``scores.csv``).
 
-The week directory is the qdrant pipeline's format (``seeds/000`` Outputs) plus our extra
-columns after the base ones.  Weeks can be large (a million graded items), so both CSVs are
-read with ``pyarrow.csv`` -- only the needed columns, strings dictionary-encoded -- and
+The week directory is the qdrant pipeline's format (qdrant/skills SCORING.md, "Outputs") plus
+our extra columns after the base ones.  Weeks can be large (a million graded items), so both
+CSVs are read with ``pyarrow.csv`` -- only the needed columns, strings dictionary-encoded -- and
 turned into integer-coded numpy arrays.  Nothing here loops over rows in Python: validation
 works on the (small) dictionaries and maps the result back with one fancy-index.
 
@@ -163,7 +163,7 @@ class Week:
     #: model label → sorted distinct requested model ids (our ``model_id`` column).
     model_ids: dict[str, list[str]] = field(default_factory=dict)
     cli_versions: list[str] = field(default_factory=list)
-    #: Seed 001 invocation status per run: index into ``INVOCATION_STATUSES``, -1 = none.
+    #: Trajectory-audit invocation status per run: index into ``INVOCATION_STATUSES``, -1 = none.
     m_invocation: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
     #: CLI versions of runs made by the docker runner (checked against the pinned image CLI).
     docker_cli_versions: list[str] = field(default_factory=list)

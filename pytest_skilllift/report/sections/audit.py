@@ -122,6 +122,6 @@ def render(card: Scorecard) -> list[str]:
                       [[r["prompt"], r["model"], signed(r["must_lift"])] for r in shown])
         L += cap_note(len(shown), len(hurt), "hurt rows")
     if a["flags"]:
-        L += ["", "Flags (seed 001 patterns across models):", ""]
+        L += ["", "Flags (the SkillsBench trajectory audit's patterns across models):", ""]
         L += [f"- {f}" for f in a["flags"]]
     return [*L, ""]
