@@ -229,7 +229,7 @@ class Settings:
         models_text = v["models"]
         if demo and models_text == DEFAULT_MODELS:
             models_text = DEMO_MODELS
-        day = (today or dt.datetime.now(dt.timezone.utc).date()).strftime("%Y%m%d")
+        day = (today or dt.datetime.now(dt.UTC).date()).strftime("%Y%m%d")
         # The demo gets its own tree so its history never mixes with real weeks'.
         out = v["out"] or f"evals/{'weekly-demo' if demo else 'weekly'}/{day}"
         budget = v["max-budget-usd"]

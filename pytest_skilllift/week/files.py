@@ -20,7 +20,7 @@ import json
 import os
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal, get_args
 
@@ -86,7 +86,7 @@ UTC_STAMP_FORMAT: Final = "%Y%m%dT%H%M%SZ"
 
 def utc_stamp(ts: float | None = None) -> str:
     """``yyyymmddTHHMMSSZ`` of ``ts`` (POSIX seconds; now when None)."""
-    when = datetime.fromtimestamp(time.time() if ts is None else ts, tz=timezone.utc)
+    when = datetime.fromtimestamp(time.time() if ts is None else ts, tz=UTC)
     return when.strftime(UTC_STAMP_FORMAT)
 
 

@@ -19,6 +19,7 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 from typing import TypedDict
 
@@ -674,12 +675,12 @@ def _run_status(t: pa.Table, week: Week) -> np.ndarray:
 
 def _parse_utc(v: str) -> float | None:
     """yyyymmddTHHMMSSZ (or ISO 8601) → POSIX seconds; None when unparseable."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     v = v.strip()
     for fmt in (UTC_STAMP_FORMAT, "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ"):
         try:
-            return datetime.strptime(v, fmt).replace(tzinfo=timezone.utc).timestamp()
+            return datetime.strptime(v, fmt).replace(tzinfo=UTC).timestamp()
         except ValueError:
             continue
     try:
@@ -687,7 +688,7 @@ def _parse_utc(v: str) -> float | None:
     except ValueError:
         return None
     if d.tzinfo is None:
-        d = d.replace(tzinfo=timezone.utc)
+        d = d.replace(tzinfo=UTC)
     return d.timestamp()
 
 
