@@ -213,8 +213,11 @@ def _write_findings(title: str, findings: list[Finding], out: TextIO) -> None:
         return
     print(f"\n{title}:", file=out)
     for f in findings:
-        print(f"  {f.flag}: {f.evidence}", file=out)
+        tag = " (warning)" if f.is_warning else ""
+        print(f"  {f.flag}{tag}: {f.evidence}", file=out)
         print(f"    fix: {f.fix}", file=out)
+        if f.source:
+            print(f"    rule: {f.source}", file=out)
 
 
 def write_tree_text(reports: list[SkillReport], walk: list[Finding], out: TextIO) -> None:

@@ -16,6 +16,7 @@ the only module of ``lint/`` that imports pytest; all the judging is done by the
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,10 @@ class WalkCollector(pytest.Collector):
         return iter(())
 
 
+class SkillLintWarning(UserWarning):
+    """A lint finding that is reported but fails nothing (e.g. Claude-Code-only keys)."""
+
+
 class SkillLintFailure(Exception):
     """Raised by a lint test; ``repr_failure`` prints ``text`` instead of a traceback."""
 
@@ -148,15 +153,23 @@ class SkillCheckItem(pytest.Item):
         self.add_marker("skill_lint")
 
     def runtest(self) -> None:
-        """Fail with every finding's evidence and fix."""
-        if not self.findings:
+        """Fail with every error finding's evidence and fix; warnings only warn."""
+        for w in self.findings:
+            if w.is_warning:
+                # Reported in pytest's warnings summary; a warning never fails the check.
+                warnings.warn(SkillLintWarning(f"{self.nodeid}: {w.flag}: {w.evidence}"),
+                              stacklevel=1)
+        errors = [f for f in self.findings if not f.is_warning]
+        if not errors:
             return
         # First line = first finding: it is what `-rA`/the short summary shows.
         lines: list[str] = []
-        for f in self.findings:
+        for f in errors:
             lines.append(f"{f.flag}: {f.evidence}")
             lines.append(f"  fix: {f.fix}")
-        if self.report is not None and any(f.anti_pattern for f in self.findings):
+            if f.source:
+                lines.append(f"  rule: {f.source}")
+        if self.report is not None and any(f.anti_pattern for f in errors):
             c = self.report.composite
             lines.append(
                 f"  (anti-pattern penalty x{c.penalty:.2f}; composite {c.score:.1f}, "
