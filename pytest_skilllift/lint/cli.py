@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from pytest_skilllift.lint.analyze import LintUsageError, SkillReport, score_path
 from pytest_skilllift.lint.composite import DIMENSION_WEIGHTS, grade
+from pytest_skilllift.lint.depth_cli import add_depth_arguments, run_depth
 from pytest_skilllift.lint.measured import WeekError, load_week
 from pytest_skilllift.lint.skillfile import SKILL_FILENAME, Finding
 
@@ -25,16 +26,19 @@ def add_parser(subparsers: Any) -> None:
     """Register ``score`` and ``compare`` on the ``skilllift`` sub-parser set."""
     p = subparsers.add_parser(
         "score",
-        help="static analysis of skills (seed 003 layer 1): composite, grades, anti-patterns",
-        description="Score a skill (a SKILL.md, a skill directory, or a tree of skills) with "
-        "no model. Optionally ground triggering accuracy and output quality in a week of runs.",
+        help="PluginEval quality layers of skills: static (quick), + LLM judge (standard), "
+        "+ Monte Carlo on the real CLI (deep); composite, grades, anti-patterns",
+        description="Score a skill (a SKILL.md, a skill directory, or a tree of skills). "
+        "--depth quick needs no model; --week grounds triggering accuracy and output quality "
+        "in a week of runs.",
     )
     p.add_argument("path", type=Path, help="SKILL.md, a skill directory, or a tree of skills")
     p.add_argument(
         "--depth",
-        choices=["quick"],
+        choices=["quick", "standard", "deep"],
         default="quick",
-        help="quick = static layer only (the only depth that needs no model)",
+        help="quick = static layer only (no model call); standard = + LLM judge; "
+        "deep = + Monte Carlo runs of the real CLI (see also `skilllift certify`)",
     )
     p.add_argument("--output", choices=["text", "json"], default="text")
     p.add_argument(
@@ -52,6 +56,7 @@ def add_parser(subparsers: Any) -> None:
         help="week directory: measured activation rate -> triggering_accuracy, "
         "must-coverage lift -> output_quality",
     )
+    add_depth_arguments(p)
     p.set_defaults(func=run_score)
 
     c = subparsers.add_parser(
@@ -72,6 +77,8 @@ def add_parser(subparsers: Any) -> None:
 
 def run_score(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """``skilllift score``."""
+    if getattr(args, "depth", "quick") != "quick":
+        return run_depth(args, out)
     out = out or _stdout()
     week_data = None
     week = None
@@ -390,10 +397,14 @@ def _render(result: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Standalone entry (``python -m pytest_skilllift.lint.cli score ...``): the same two
-    subcommands without importing the rest of the ``skilllift`` script."""
+    """Standalone entry (``python -m pytest_skilllift.lint.cli score ...``): the same
+    subcommands (score, compare, certify, corpus) without the rest of the ``skilllift`` script."""
+    from pytest_skilllift.lint import depth_cli
+
     parser = argparse.ArgumentParser(prog="skilllift")
-    add_parser(parser.add_subparsers(dest="command", metavar="COMMAND"))
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_parser(sub)
+    depth_cli.add_parser(sub)
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help()
