@@ -385,7 +385,8 @@ def write_depth_text(r: DepthReport, out: TextIO) -> None:
     if r.elo is not None:
         e = r.elo.to_json()
         if e["rating"] is not None:
-            print(f"\nElo {e['rating']:.0f} {_ci(e['ci95']).replace('.00', '')} over "
+            ci = "" if not e["ci95"] else f"[{e['ci95'][0]:.0f}, {e['ci95'][1]:.0f}] "
+            print(f"\nElo {e['rating']:.0f} {ci}(95% bootstrap) over "
                   f"{len(e['matches'])} matches (W{e['wins']} D{e['draws']} L{e['losses']}); "
                   f"corpus percentile {e['percentile']:.0f}; position bias flagged in "
                   f"{e['position_bias']}", file=out)

@@ -174,47 +174,79 @@ def run_depth(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 def build_context(args: argparse.Namespace) -> Any:
     """The shared context of a depth run from the parsed options (raises on bad usage)."""
+    return make_context(
+        args.depth, judges=args.judges, judge_model=args.judge_model, max_spend=args.max_spend,
+        out=args.out, mc_prompts=args.mc_prompts, mc_runs=args.mc_runs, model=args.model,
+        runner=args.runner, image=args.image, docker_network=args.docker_network,
+        claude=args.claude, max_turns=args.max_turns, timeout=args.timeout, week=args.week,
+        corpus=getattr(args, "corpus", None))
+
+
+def make_context(
+    depth: str,
+    *,
+    judges: int = 1,
+    judge_model: str | None = None,
+    max_spend: float | None = None,
+    out: Path | None = None,
+    mc_prompts: Path | None = None,
+    mc_runs: int = 50,
+    model: str = "sonnet",
+    runner: str = "local",
+    image: str = "skilllift:local",
+    docker_network: str = "bridge",
+    claude: str | None = None,
+    max_turns: int | None = None,
+    timeout: float = 600.0,
+    week: Path | None = None,
+    corpus: Path | None = None,
+    progress: Any = _progress,
+) -> Any:
+    """A :class:`~pytest_skilllift.lint.depth.DepthContext` (raises DepthUsageError and the
+    loaders' errors on bad input). Used by the commands and by ``pytest --skill-lint``."""
     from pytest_skilllift.lint.depth import DepthContext, DepthUsageError, agent_config
     from pytest_skilllift.lint.elo import load_corpus
     from pytest_skilllift.lint.measured import load_week
     from pytest_skilllift.lint.montecarlo import MCConfig, load_mc_prompts
     from pytest_skilllift.lint.spend import Budget, Store
 
-    depth = args.depth
-    if args.judges < 1:
-        raise DepthUsageError(f"--judges must be 1 or more, not {args.judges}")
-    if args.mc_runs < 1:
-        raise DepthUsageError(f"--mc-runs must be 1 or more, not {args.mc_runs}")
-    budget = Budget(args.max_spend)
-    out_dir = args.out if args.out is not None else DEFAULT_OUT
-    ctx = DepthContext(depth=depth, budget=budget, store=Store(out_dir), judges=args.judges,
-                       progress=_progress)
-    ctx.client_factory = lambda: _client(args.judge_model)
-    if args.week is not None:
-        ctx.week_dir = args.week
+    if judges < 1:
+        raise DepthUsageError(f"--judges must be 1 or more, not {judges}")
+    if mc_runs < 1:
+        raise DepthUsageError(f"--mc-runs must be 1 or more, not {mc_runs}")
+    budget = Budget(max_spend)
+    ctx = DepthContext(depth=depth, budget=budget, store=Store(out if out is not None
+                                                               else DEFAULT_OUT),
+                       judges=judges, progress=progress)
+    ctx.client_factory = lambda: _client(judge_model)
+    if week is not None:
+        ctx.week_dir = week
         if depth in ("quick", "standard"):
-            ctx.week_data = load_week(args.week)
-        elif not Path(args.week).is_dir():
-            raise DepthUsageError(f"--week {args.week}: not a directory")
-    if depth in ("deep", "certify") and args.week is None:
-        if args.mc_prompts is not None:
-            ctx.mc_prompts = load_mc_prompts(args.mc_prompts)
-        claude = "claude"
-        if args.runner == "local":
+            ctx.week_data = load_week(week)
+        elif not Path(week).is_dir():
+            raise DepthUsageError(f"--week {week}: not a directory")
+    if depth in ("deep", "certify") and week is None:
+        if mc_prompts is not None:
+            ctx.mc_prompts = load_mc_prompts(mc_prompts)
+        claude_path = "claude"  # the docker image's own CLI
+        if runner == "local":
             from pytest_skilllift.runners.claude import find_claude
 
-            found = find_claude(args.claude)
+            found = find_claude(claude)
             if found is None:
                 raise DepthUsageError(
                     "Claude Code CLI not found for the Monte Carlo runs: pass --claude PATH, "
                     "put claude on PATH, or install claude-agent-sdk (it bundles the CLI)")
-            claude = found
-        ctx.mc = MCConfig(agent=agent_config(claude, Path("."), max_turns=args.max_turns,
-                                             timeout_s=args.timeout),
-                          model_id=args.model, runs=args.mc_runs)
-        ctx.runner_factory = _runner_factory(args)
+            claude_path = found
+        ctx.mc = MCConfig(agent=agent_config(claude_path, Path("."), max_turns=max_turns,
+                                             timeout_s=timeout),
+                          model_id=model, runs=mc_runs)
+        ctx.runner_factory = _runner_factory(runner, image, docker_network)
     if depth == "certify":
-        ctx.corpus = load_corpus(args.corpus)
+        if corpus is None:
+            raise DepthUsageError("certify needs --corpus INDEX (build one with `skilllift "
+                                  "corpus init DIR`)")
+        ctx.corpus = load_corpus(corpus)
     return ctx
 
 
@@ -224,12 +256,12 @@ def _client(model: str | None) -> Any:
     return SkillJudgeClient(model=model)
 
 
-def _runner_factory(args: argparse.Namespace) -> Any:
-    if args.runner == "docker":
+def _runner_factory(runner: str, image: str, network: str) -> Any:
+    if runner == "docker":
         def docker_runner() -> Any:
             from pytest_skilllift.runners.docker import DockerRunner
 
-            return DockerRunner(args.image, network=args.docker_network)
+            return DockerRunner(image, network=network)
         return docker_runner
 
     def local_runner() -> Any:
