@@ -25,7 +25,8 @@ The rules, all read from the request the client actually sent:
   +0.1 when reference files were sent (capped at 1).
 
 ``overrides={judge_number: {...}}`` replaces any of ``orchestration``, ``scope``, ``tasks``
-(three scores) or ``would`` (ten booleans) for one judge (the request says "judge k of n").
+(three scores), ``would`` (ten booleans) or ``mode`` for one judge (the request says "judge
+k of n").
 
 **Quality** (``record_output_quality``) — with a rubric: the share of its items the answer
 matches by the keyword judge's overlap rule; without: ``min(1, content stems / 30)``.
@@ -212,16 +213,17 @@ def make_skill_judge(
         if "would" in o:
             for p, w in zip(payload["trigger_prompts"], o["would"], strict=True):
                 p["would_trigger"] = w
-        if mode == "prose":
+        judge_mode = str(o.get("mode", mode))
+        if judge_mode == "prose":
             return Reply.text("This skill looks solid overall; I would give it about 0.8.\n"
                               + json.dumps(payload))
-        if mode == "nine-prompts":
+        if judge_mode == "nine-prompts":
             payload["trigger_prompts"] = payload["trigger_prompts"][:9]
-        elif mode == "out-of-range":
+        elif judge_mode == "out-of-range":
             payload["orchestration_fitness"]["score"] = 1.3
-        elif mode == "string-bool":
+        elif judge_mode == "string-bool":
             payload["trigger_prompts"][0]["would_trigger"] = "true"
-        elif mode == "six-should":
+        elif judge_mode == "six-should":
             payload["trigger_prompts"][5]["should_trigger"] = True
         return Reply.tool(ASSESS_TOOL, payload)
 
