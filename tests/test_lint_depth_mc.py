@@ -122,6 +122,7 @@ def _week_expectations(family: str) -> tuple[int, int, list[float]]:
 def test_figures_from_a_week_directory() -> None:
     n, activated, coverage = _week_expectations("qdrant-scaling")
     runs, problems = runs_from_week(QDRANT_WEEK, "qdrant-scaling")
+    assert problems == []
     f = figures(runs)
     assert (f.n_runs, f.n_activated) == (n, activated) == (32, 25)
     assert f.activation_rate == pytest.approx(25 / 32)

@@ -129,5 +129,5 @@ def test_elo_bootstrap_interval() -> None:
     ci = elo_bootstrap_ci(matches, seed=3)
     assert ci is not None and ci[0] < elo_replay(matches) < ci[1]
     assert elo_bootstrap_ci(matches, seed=3) == ci
-    assert 1500 - 32 * 5 <= ci[0] and ci[1] <= 1500 + 32 * 5  # 5 matches move at most 5K
+    assert ci[0] >= 1500 - 32 * 5 and ci[1] <= 1500 + 32 * 5  # 5 matches move at most 5K
     assert elo_bootstrap_ci([("a", 1.0)]) is None
