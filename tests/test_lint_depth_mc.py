@@ -284,3 +284,43 @@ def test_rerun_resumes_without_paying_twice(deep_run: dict[str, Any]) -> None:
     assert again["json"]["composite"]["score"] == first
     runs = sorted((deep_run["out"] / "mc").rglob("record.json"))
     assert len(runs) == 5
+
+
+def _docker_problem() -> str | None:
+    try:
+        import docker
+
+        client = docker.from_env()
+        client.ping()
+        client.images.get("skilllift-test:local")
+        client.close()
+    except Exception as exc:  # no SDK, no engine, no image: the docker runner cannot be used
+        return f"docker runner unavailable ({type(exc).__name__}: {exc})"
+    return None
+
+
+@pytest.mark.docker
+@pytest.mark.cli
+def test_deep_on_the_docker_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = _docker_problem()
+    if problem:
+        pytest.skip(problem)
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("How do I calibrate widget torque?\n")
+    with StandIn(agent=mc_agent(), judge=make_skill_judge()) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-docker-0123456789")
+        buf = io.StringIO()
+        with contextlib.redirect_stderr(io.StringIO()):
+            rc = _main(["score", str(DEMO), "--depth", "deep", "--output", "json",
+                        "--out", str(tmp_path / "out"), "--judge-model", "claude-opus-4-6",
+                        "--mc-prompts", str(prompts), "--mc-runs", "2",
+                        "--model", "claude-haiku-4-5", "--runner", "docker",
+                        "--image", "skilllift-test:local", "--docker-network", "host"], buf)
+    j = json.loads(buf.getvalue())
+    assert rc == 0
+    f = next(x for x in j["layers"] if x["layer"] == "monte_carlo")["figures"]
+    assert f["n_runs"] == 2 and f["triggering"]["activated"] == 2
+    assert f["failure_rate"]["statuses"] == {"ok": 2}
+    records = sorted((tmp_path / "out" / "mc").rglob("record.json"))
+    assert len(records) == 2 and (records[0].parent / "stdout.txt").stat().st_size > 0
