@@ -104,7 +104,7 @@ def analyze(
         measured = measured_for_family(week_data, skill.family)
         if measured is not None:
             for dim, value in measured.layer_scores().items():
-                # The measured runs stand in for the seed's simulated (Monte Carlo) layer.
+                # The measured runs stand in for PluginEval's simulated (Monte Carlo) layer.
                 layer_scores.setdefault(dim, {})["measured"] = value
     composite = compute_composite(layer_scores, len(anti)) if measured else static
     return SkillReport(

@@ -4,10 +4,13 @@
     pytest --skill-lint --skill-lint-path=DIR
 
 Test ids: ``<root>/<skill>::<CHECK>``, e.g. ``skills/qdrant-edge::ORPHAN_REFERENCE``. Checks per
-skill: the seed's six anti-patterns, FRONTMATTER_RULES (Claude Code's name/description rules),
-SKILL_FILE (unreadable, binary, empty, huge, symlink loops), LINKS (ordinary dead relative
-links) and, when the ini ``skill_lint_threshold`` is set, COMPOSITE. A failing check prints
-its evidence and fix, without a traceback.
+skill: PluginEval's six anti-patterns, FRONTMATTER_RULES (Claude Code's and the Agent Skills
+specification's frontmatter rules; warnings such as Claude-Code-only keys are pytest warnings,
+not failures), SKILL_FILE (unreadable, binary, empty, huge, symlink loops), LINKS (ordinary
+dead relative links), DEPTH when the ini ``skill_lint_depth`` is standard or deep (the model
+layers ran, or the test says which did not) and, when the ini ``skill_lint_threshold`` is set,
+COMPOSITE (at the configured depth). A failing check prints its evidence and fix, without a
+traceback.
 
 The skills are found from the session (in ``pytest_collection_modifyitems``), not through
 ``pytest_collect_file``, so they are linted whatever ``testpaths`` or arguments select. This is
