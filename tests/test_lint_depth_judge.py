@@ -318,3 +318,16 @@ def test_skill_lint_depth_rejects_unknown_values(pytester: pytest.Pytester) -> N
     result.stderr.fnmatch_lines(["*skill_lint_depth = 'thorough': expected quick, standard or "
                                  "deep*"])
     assert result.ret == 4
+
+
+def test_skill_lint_depth_under_xdist(pytester: pytest.Pytester, api: StandIn) -> None:
+    for name in ("alpha", "beta"):
+        write_skill(pytester.path / "skills" / name, name=name)
+    pytester.makeini("[pytest]\nskill_lint_depth = standard\nskill_lint_threshold = 10\n")
+    api.judge = make_skill_judge()
+    result = pytester.runpytest("--skill-lint", "-n", "2", "-p", "no:cacheprovider",
+                                "-k", "DEPTH or COMPOSITE")
+    result.assert_outcomes(passed=4)
+    # One judge call per skill, whichever worker ran its tests.
+    assert api.count("judge") == 2
+    assert len(list((pytester.path / ".skilllift" / "depth" / "judge").glob("*.json"))) == 2

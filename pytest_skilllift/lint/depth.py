@@ -222,14 +222,27 @@ def _layer_cis(report: SkillReport, judge: JudgeLayer | None, mc: MCLayer | None
 
 
 def evaluate(skill: SkillFile, ctx: DepthContext) -> DepthReport:
-    """Run every layer ``ctx.depth`` asks for on one skill and blend them."""
+    """Run every layer ``ctx.depth`` asks for on one skill and blend them.
+
+    Holds the family's lock in the store meanwhile, so two processes evaluating the same
+    family (xdist workers, two commands) never pay for the same call: the second reuses.
+    """
+    family_dir = skill.root / skill.family
+    with ctx.store.lock(tree_hash(family_dir) if family_dir.is_dir() else skill.rel_id
+                        .replace("/", "_")):
+        return _evaluate(skill, ctx)
+
+
+def _evaluate(skill: SkillFile, ctx: DepthContext) -> DepthReport:
     use_week_runs = ctx.week_dir is not None and ctx.depth in ("deep", "certify")
     base = analyze(skill, None if use_week_runs else ctx.week_data,
                    None if use_week_runs or ctx.week_data is None else str(ctx.week_dir or ""))
     scores = static_layer_scores(base)
     wanted = LAYERS[ctx.depth]
-    skill_hash = tree_hash(skill.root / skill.family) if (skill.root / skill.family).is_dir() \
-        else tree_hash(skill.dir)
+    # The judge and Elo read this skill; Monte Carlo installs (and so depends on) its family.
+    skill_hash = tree_hash(skill.dir)
+    family_dir = skill.root / skill.family
+    family_hash = tree_hash(family_dir) if family_dir.is_dir() else skill_hash
     judge = mc = None
     elo = None
     if "judge" in wanted:
@@ -240,7 +253,7 @@ def evaluate(skill: SkillFile, ctx: DepthContext) -> DepthReport:
         for dim, value in judge.scores().items():
             scores.setdefault(dim, {})["judge"] = value
     if "monte_carlo" in wanted:
-        mc = _monte_carlo(skill, ctx, judge, skill_hash)
+        mc = _monte_carlo(skill, ctx, judge, family_hash)
         if mc.scored and mc.figures is not None:
             for dim, value in mc.figures.dimension_scores().items():
                 scores.setdefault(dim, {})["monte_carlo"] = value

@@ -133,8 +133,7 @@ def run_depth(args: argparse.Namespace, out: TextIO | None = None) -> int:
         reports = []
         for d in dirs:
             reports.append(evaluate(load_skill(d), ctx))
-    except (LintUsageError, WeekError, DepthUsageError, MCPromptError, CorpusError,
-            ValueError) as exc:
+    except (LintUsageError, WeekError, DepthUsageError, MCPromptError, CorpusError) as exc:
         print(f"skilllift {name}: {exc}", file=sys.stderr)
         return 2
     finally:
@@ -214,6 +213,8 @@ def make_context(
         raise DepthUsageError(f"--judges must be 1 or more, not {judges}")
     if mc_runs < 1:
         raise DepthUsageError(f"--mc-runs must be 1 or more, not {mc_runs}")
+    if max_spend is not None and not max_spend >= 0:
+        raise DepthUsageError(f"--max-spend must be 0 or more dollars, not {max_spend}")
     budget = Budget(max_spend)
     ctx = DepthContext(depth=depth, budget=budget, store=Store(out if out is not None
                                                                else DEFAULT_OUT),

@@ -8,9 +8,12 @@ never paid twice; work skipped because the cap was reached is counted and named.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,6 +134,22 @@ class Store:
             return json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+
+    @contextlib.contextmanager
+    def lock(self, name: str) -> Iterator[None]:
+        """Exclusive lock across processes (xdist workers, concurrent commands): the first
+        holder does the paid work and stores it; the next finds it stored."""
+        if self.root is None:
+            yield
+            return
+        path = self.root / "locks" / f"{name}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
     def put(self, key: str, value: Any) -> None:
         """Store ``value`` (no-op without a store)."""
