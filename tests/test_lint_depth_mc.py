@@ -324,3 +324,20 @@ def test_deep_on_the_docker_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert f["failure_rate"]["statuses"] == {"ok": 2}
     records = sorted((tmp_path / "out" / "mc").rglob("record.json"))
     assert len(records) == 2 and (records[0].parent / "stdout.txt").stat().st_size > 0
+
+
+def test_project_prompt_files_are_kept_for_their_family(tmp_path: Path) -> None:
+    from pytest_skilllift.lint.montecarlo import discover_mc_prompts, for_family
+    from pytest_skilllift.lint.skillfile import load_skill
+
+    prompts_dir = QDRANT_WEEK.parents[1] / "test-prompts"
+    files = sorted(f for f in prompts_dir.glob("*.json") if not f.name.startswith("discord-"))
+    loaded = load_mc_prompts(prompts_dir)
+    assert len(loaded) == len(files)  # one prompt per file, held-out files skipped
+    want = [json.loads(f.read_text())["prompt"] for f in files
+            if "/qdrant-search-quality/" in json.loads(f.read_text())["skill_url"]]
+    kept, other = for_family(loaded, "qdrant-search-quality")
+    assert [p.text for p in kept] == want and want and other == len(files) - len(want)
+    skill = load_skill(QDRANT_WEEK.parents[1] / "skills" / "qdrant-search-quality")
+    found, problems = discover_mc_prompts(skill, prompts_dir)
+    assert [p.text for p in found] == want and problems == []

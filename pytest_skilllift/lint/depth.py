@@ -39,10 +39,12 @@ from pytest_skilllift.lint.composite import (
 from pytest_skilllift.lint.elo import Corpus, EloResult, play_corpus
 from pytest_skilllift.lint.judge_layer import JudgeLayer, run_judge_layer
 from pytest_skilllift.lint.montecarlo import (
+    PROJECT_PROMPTS,
     MCConfig,
     MCLayer,
     MCPrompt,
     discover_mc_prompts,
+    for_family,
     run_monte_carlo,
     week_layer,
 )
@@ -285,10 +287,12 @@ def _monte_carlo(skill: SkillFile, ctx: DepthContext, judge: JudgeLayer | None,
         return week_layer(ctx.week_dir, skill.family)
     if ctx.mc is None or ctx.runner_factory is None:
         raise DepthUsageError("Monte Carlo needs the CLI runner configuration")
-    prompts = list(ctx.mc_prompts or [])
     notes: list[str] = []
+    prompts, other = for_family(ctx.mc_prompts or [], skill.family)
+    if other:
+        notes.append(f"{other} prompt(s) of --mc-prompts target other skills: not run")
     if not prompts:
-        prompts, problems = discover_mc_prompts(skill)
+        prompts, problems = discover_mc_prompts(skill, PROJECT_PROMPTS)
         notes += problems
     if not prompts and judge is not None and judge.assessments:
         _k, first = judge.assessments[0]

@@ -66,6 +66,10 @@ DEFAULT_RUNS = 50
 SKILL_PROMPT_GLOBS: tuple[str, ...] = ("evals/evals.json", "evals/*.json")
 #: Status of a run the harness could not start: excluded from the rates, retried next time.
 HARNESS_ERROR = "harness_error"
+#: The reserved held-out prompt set (qdrant/skills SCORING.md): never loaded from a directory.
+HELDOUT_PREFIX = "discord-"
+#: The project's prompt directory (the weekly run's default), searched when the skill has none.
+PROJECT_PROMPTS = Path("evals") / "test-prompts"
 
 
 class MCPromptError(ValueError):
@@ -80,6 +84,13 @@ class MCPrompt:
     should_trigger: bool = True
     rubric: tuple[str, ...] = ()  # must items, shown to the quality judge when present
     source: str = ""
+    #: The skill a qdrant prompt file targets (its ``skill`` path or ``skill_url`` path);
+    #: empty when the file does not say.
+    target: str = ""
+
+    def targets(self, family: str) -> bool:
+        """Whether the prompt is for ``family`` (prompts that name no skill are for any)."""
+        return not self.target or family in self.target.strip("/").split("/")
 
 
 def _entry(path: Path, i: int, raw: Any) -> MCPrompt:
@@ -105,18 +116,27 @@ def _entry(path: Path, i: int, raw: Any) -> MCPrompt:
     expectations = raw.get("expectations")
     if isinstance(expectations, list):
         rubric += [str(e) for e in expectations if isinstance(e, str) and e.strip()]
-    return MCPrompt(text.strip(), should, tuple(rubric), str(path))
+    target = raw.get("skill") or ""
+    if not target and isinstance(raw.get("skill_url"), str):
+        from pytest_skilllift.run.prompts import skill_path_from_url
+
+        target = skill_path_from_url(raw["skill_url"], "")
+    return MCPrompt(text.strip(), should, tuple(rubric), str(path),
+                    target if isinstance(target, str) else "")
 
 
 def load_mc_prompts(path: Path) -> list[MCPrompt]:
     """Prompts from a file: a ``.txt`` (one per line, ``#`` comments), or JSON — a list of
     strings or of ``{"prompt"|"query", "should_trigger"?}`` objects (skill-creator's trigger
     evals), ``{"evals": [{"prompt", "expectations"?}]}`` (skill-creator's evals.json), or one
-    qdrant prompt file ``{"prompt", "rubric"}``; or a directory of such JSON files."""
+    qdrant prompt file ``{"prompt", "rubric", "skill_url"|"skill"}``; or a directory of such
+    JSON files (``discord-*`` held-out files skipped)."""
     path = Path(path)
     if path.is_dir():
         out: list[MCPrompt] = []
         for f in sorted(path.glob("*.json")):
+            if f.name.startswith(HELDOUT_PREFIX):
+                continue  # the reserved held-out set is never used for development scoring
             out += load_mc_prompts(f)
         if not out:
             raise MCPromptError(f"{path}: no *.json prompt files in this directory")
@@ -145,8 +165,11 @@ def load_mc_prompts(path: Path) -> list[MCPrompt]:
     return [_entry(path, i, raw) for i, raw in enumerate(data, 1)]
 
 
-def discover_mc_prompts(skill: SkillFile) -> tuple[list[MCPrompt], list[str]]:
-    """The skill's own prompt files (``evals/*.json``), and any that could not be read."""
+def discover_mc_prompts(skill: SkillFile, project_prompts: Path | None = None,
+                        ) -> tuple[list[MCPrompt], list[str]]:
+    """The skill's prompt files, and problems met: its own ``evals/*.json`` (skill-creator's
+    layout), else the project's prompt files (``project_prompts``, e.g. ``evals/test-prompts``)
+    that target the skill's family."""
     seen: set[Path] = set()
     prompts: list[MCPrompt] = []
     problems: list[str] = []
@@ -159,7 +182,20 @@ def discover_mc_prompts(skill: SkillFile) -> tuple[list[MCPrompt], list[str]]:
                 prompts += load_mc_prompts(f)
             except MCPromptError as exc:
                 problems.append(str(exc))
+    if not prompts and project_prompts is not None and Path(project_prompts).is_dir():
+        try:
+            found = load_mc_prompts(project_prompts)
+        except MCPromptError as exc:
+            problems.append(str(exc))
+            found = []
+        prompts = [p for p in found if p.target and p.targets(skill.family)]
     return prompts, problems
+
+
+def for_family(prompts: Sequence[MCPrompt], family: str) -> tuple[list[MCPrompt], int]:
+    """The prompts meant for ``family`` and how many were left out (they target others)."""
+    kept = [p for p in prompts if p.targets(family)]
+    return kept, len(prompts) - len(kept)
 
 
 def schedule(prompts: Sequence[MCPrompt], n: int) -> list[MCPrompt]:
