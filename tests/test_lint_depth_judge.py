@@ -203,6 +203,10 @@ def test_rerun_reuses_the_stored_judges(api: StandIn, tmp_path: Path) -> None:
 
 
 def test_usage_errors(tmp_path: Path) -> None:
+    rc, _, err = score(["score", str(DEMO), "--judges", "3"])
+    assert rc == 2 and "--judges needs --depth standard or deeper" in err
+    rc, _, err = score(standard(tmp_path, "--mc-runs", "5"))
+    assert rc == 2 and "--mc-runs needs --depth deep or deeper" in err
     rc, _, err = score(["certify", str(DEMO)])
     assert rc == 2 and "--corpus INDEX is required" in err
     rc, _, err = score(standard(tmp_path, "--judges", "0"))

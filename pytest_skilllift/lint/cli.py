@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from pytest_skilllift.lint.analyze import LintUsageError, SkillReport, score_path
 from pytest_skilllift.lint.composite import DIMENSION_WEIGHTS, grade
-from pytest_skilllift.lint.depth_cli import add_depth_arguments, run_depth
+from pytest_skilllift.lint.depth_cli import add_depth_arguments, run_depth, unused_options
 from pytest_skilllift.lint.measured import WeekError, load_week
 from pytest_skilllift.lint.skillfile import SKILL_FILENAME, Finding
 
@@ -79,6 +79,10 @@ def run_score(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """``skilllift score``."""
     if getattr(args, "depth", "quick") != "quick":
         return run_depth(args, out)
+    unused = unused_options(args) if hasattr(args, "judges") else []
+    if unused:
+        print(f"skilllift score: {'; '.join(unused)}", file=sys.stderr)
+        return 2
     out = out or _stdout()
     week_data = None
     week = None

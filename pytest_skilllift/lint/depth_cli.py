@@ -59,6 +59,32 @@ def add_depth_arguments(p: argparse.ArgumentParser, *, certify: bool = False) ->
                             "directory); required")
 
 
+#: (option, attribute, default, the least depth that uses it)
+_DEPTH_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
+    ("--judges", "judges", 1, "standard"),
+    ("--judge-model", "judge_model", None, "standard"),
+    ("--max-spend", "max_spend", None, "standard"),
+    ("--out", "out", None, "standard"),
+    ("--mc-prompts", "mc_prompts", None, "deep"),
+    ("--mc-runs", "mc_runs", 50, "deep"),
+    ("--model", "model", "sonnet", "deep"),
+    ("--runner", "runner", "local", "deep"),
+    ("--image", "image", "skilllift:local", "deep"),
+    ("--docker-network", "docker_network", "bridge", "deep"),
+    ("--claude", "claude", None, "deep"),
+    ("--max-turns", "max_turns", None, "deep"),
+    ("--timeout", "timeout", 600.0, "deep"),
+)
+_ORDER = {"quick": 0, "standard": 1, "deep": 2, "certify": 3}
+
+
+def unused_options(args: argparse.Namespace) -> list[str]:
+    """Options given that the chosen depth never uses (a usage error, not silently ignored)."""
+    depth = _ORDER[args.depth]
+    return [f"{flag} needs --depth {least} or deeper" for flag, attr, default, least
+            in _DEPTH_OPTIONS if getattr(args, attr, default) != default and depth < _ORDER[least]]
+
+
 def add_parser(subparsers: Any) -> None:
     """Register ``certify`` and ``corpus`` on the ``skilllift`` sub-parser set."""
     c = subparsers.add_parser(
@@ -127,6 +153,10 @@ def run_depth(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
     out = out or _stdout()
     name = "certify" if args.depth == "certify" else "score"
+    unused = unused_options(args)
+    if unused:
+        print(f"skilllift {name}: {'; '.join(unused)}", file=sys.stderr)
+        return 2
     try:
         ctx = build_context(args)
         root, single, dirs, walk = resolve_skills(args.path)
