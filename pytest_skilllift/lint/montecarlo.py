@@ -541,6 +541,11 @@ def run_monte_carlo(
                 else:
                     status, reason = classify(spec, outcome, sig.skill_available, sig.budget_hit,
                                               sig.is_error, sig.final_answer, sig.result_subtype)
+                    if sig.budget_hit and per_run < cfg.per_run_budget_usd:
+                        # Cut short by what was left of --max-spend, not by the skill.
+                        status = HARNESS_ERROR
+                        reason = (f"budget-capped at ${per_run:.2f}, what was left of "
+                                  "--max-spend: not a measurement")
                 usage = (tr.result or {}).get("usage")
                 cost = sig.total_cost_usd
                 rec = SimRun(index=i, prompt=mp.text, should_trigger=mp.should_trigger,
