@@ -341,3 +341,31 @@ def test_project_prompt_files_are_kept_for_their_family(tmp_path: Path) -> None:
     skill = load_skill(QDRANT_WEEK.parents[1] / "skills" / "qdrant-search-quality")
     found, problems = discover_mc_prompts(skill, prompts_dir)
     assert [p.text for p in found] == want and problems == []
+
+
+@pytest.mark.cli
+def test_max_spend_stops_the_runs_and_counts_them(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    if CLAUDE is None:
+        pytest.skip("claude-agent-sdk's bundled CLI missing")
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("How do I calibrate widget torque?\n")
+    with StandIn(agent=mc_agent(), judge=make_skill_judge()) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-cap-0123456789")
+        # The judge is paid first; with a $0.001 cap nothing else may start after it.
+        buf = io.StringIO()
+        with contextlib.redirect_stderr(io.StringIO()):
+            rc = _main(["score", str(DEMO), "--depth", "deep", "--output", "json",
+                        "--out", str(tmp_path / "out"), "--judge-model", "claude-opus-4-6",
+                        "--mc-prompts", str(prompts), "--mc-runs", "3", "--max-spend", "0.001",
+                        "--claude", str(CLAUDE), "--model", "claude-haiku-4-5"], buf)
+        assert api.count("agent", ok_only=False) == 0
+    j = json.loads(buf.getvalue())
+    assert rc == 0 and j["spend"]["cap_reached"] is True
+    assert j["cost"]["monte_carlo"]["not_run_spend_cap"] == 3
+    [u] = j["unscored_layers"]
+    assert u == {"layer": "monte_carlo",
+                 "reason": "no Monte Carlo run was made (--max-spend reached)"}
+    mc = next(x for x in j["layers"] if x["layer"] == "monte_carlo")
+    assert mc["notes"] == ["runs 1-3 not run: --max-spend reached"]
