@@ -19,6 +19,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.report.cli",  # summarize
     "pytest_skilllift.judge.calibrate",  # calibrate
     "pytest_skilllift.lint.cli",  # score, compare (skills or weeks)
+    "pytest_skilllift.lint.depth_cli",  # certify, corpus init
     "pytest_skilllift.runners.image_cli",  # image build
 )
 
