@@ -29,3 +29,39 @@ def test_image_cli_other_than_the_pinned_one_is_flagged(tmp_path: Path) -> None:
     mismatches = summarize_week(tmp_path, write=False).data["provenance"]["mismatches"]
     assert f"docker image CLI 9.9.9 is not the pinned {PINNED_CLI_VERSION}" in mismatches
     assert not any(PINNED_CLI_VERSION + " is not" in m for m in mismatches)
+
+
+def _weekio() -> object:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_skilllift_test_weekio", Path(__file__).with_name("test_weekio.py"))
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_one_tree_hash_per_family_is_normal_two_for_one_family_is_flagged(
+        tmp_path: Path) -> None:
+    write_week = _weekio().write_week  # type: ignore[attr-defined]
+
+    def per_family(run: dict[str, str]) -> None:  # p-a, p-b, p-c are three families
+        run["skills_sha"] = f"tree-{run['skill_family']}"
+
+    s = summarize_week(write_week(tmp_path / "a", run_override=per_family), write=False)
+    prov = s.data["provenance"]
+    assert len(prov["skills_commits"]) == 3 and prov["mismatches"] == []
+    assert prov["skills_commits_by_family"]["p-b"] == ["tree-p-b"]
+    assert "more than one skills commit" not in s.markdown
+
+    def changed(run: dict[str, str]) -> None:  # p-b's skill was edited between its reps
+        per_family(run)
+        if run["prompt"] == "p-b" and run["rep"] == "2":
+            run["skills_sha"] = "tree-p-b-v2"
+
+    s = summarize_week(write_week(tmp_path / "b", run_override=changed), write=False)
+    assert s.data["provenance"]["mismatches"] == [
+        "skill family p-b: more than one skills commit (tree-p-b, tree-p-b-v2)"]
+    assert ("- ⚠ skill family p-b has more than one skills commit (`tree-p-b`, `tree-p-b-v2`)"
+            " — it changed mid-week.") in s.markdown
