@@ -30,7 +30,7 @@ def run(argv: list[str]) -> int:
 
 def test_summarize_writes_scorecard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     w = write_week(tmp_path / "weekly" / "20260801")
-    assert run(["summarize", str(w), "--no-plots"]) == 0
+    assert run(["summarize", str(w), "--no-plots", "--print"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("# Weekly Skill Scorecard — 20260801")
     assert "wrote" in err
@@ -38,6 +38,23 @@ def test_summarize_writes_scorecard(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert json.loads((w / "scorecard.json").read_text())["models"]["sonnet"]["n_prompts"] == 3
     assert (tmp_path / "weekly" / "scorecard-history.csv").exists()
     assert not (w / "forest.png").exists()
+
+
+def test_prints_the_lift_table_and_the_paths_not_the_scorecard(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A big week's scorecard has a row per prompt and model: by default only the lift table
+    and where the files are go to the terminal."""
+    prompts = tuple(f"p{i:03d}" for i in range(150))
+    w = write_week(tmp_path / "weekly" / "20260801", prompts=prompts)
+    assert run(["summarize", str(w), "--no-plots"]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0].startswith("skill lift (must_coverage, with-skill − no-skill), week 20260801")
+    assert any(ln.split()[:1] == ["sonnet"] and ln.rstrip().endswith("150") for ln in lines)
+    assert lines[-1] == (f"wrote {w / 'scorecard.md'}, {w / 'scorecard.json'}, "
+                         f"{tmp_path / 'weekly' / 'scorecard-history.csv'}")
+    assert len(lines) < 10 and "p149" not in out and err == ""
 
 
 def test_json_and_history_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
