@@ -3,27 +3,19 @@ anything starts.  No CLI run here (nothing gets that far)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-PROMPTS = ("git-bisect-regression.json", "python-packaging-pyproject.json")
+from .test_plugin_e2e import make_project
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Two prompts, one model (haiku), one rep; no key anywhere in the environment."""
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
-    root = pytester.path
-    shutil.copytree(REPO / "skills", root / "skills")
-    (root / "evals" / "test-prompts").mkdir(parents=True)
-    for name in PROMPTS:
-        shutil.copy(REPO / "evals" / "test-prompts" / name, root / "evals" / "test-prompts")
-    pytester.makeini("[pytest]\nskill_lift_models = haiku,sonnet\nskill_lift_reps = 1\n"
-                     "skill_lift_out = week\n")
-    return root
+    return make_project(pytester)
 
 
 def test_collect_only_needs_no_key(pytester: pytest.Pytester, project: Path) -> None:
@@ -42,6 +34,7 @@ def test_k_with_collect_only_needs_no_key(pytester: pytest.Pytester, project: Pa
     assert result.ret == 0, result.stderr.str()
     ids = [ln for ln in result.stdout.lines if "::" in ln]
     assert ids and all("::haiku::with-skill::" in ln for ln in ids)
+    result.stdout.fnmatch_lines(["*deselected*"])  # the no-skill arm was listed out
 
 
 @pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["serial", "n2"])

@@ -9,6 +9,8 @@ from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.runners.image import PINNED_CLI_VERSION
 from pytest_skilllift.week.columns import MANIFEST_COLUMNS, MANIFEST_EXTRA_COLUMNS
 
+from .test_weekio import write_week
+
 
 def test_image_cli_other_than_the_pinned_one_is_flagged(tmp_path: Path) -> None:
     """Issue 4: the image's CLI version is checked against the pinned one in provenance."""
@@ -31,21 +33,8 @@ def test_image_cli_other_than_the_pinned_one_is_flagged(tmp_path: Path) -> None:
     assert not any(PINNED_CLI_VERSION + " is not" in m for m in mismatches)
 
 
-def _weekio() -> object:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "_skilllift_test_weekio", Path(__file__).with_name("test_weekio.py"))
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_one_tree_hash_per_family_is_normal_two_for_one_family_is_flagged(
         tmp_path: Path) -> None:
-    write_week = _weekio().write_week  # type: ignore[attr-defined]
-
     def per_family(run: dict[str, str]) -> None:  # p-a, p-b, p-c are three families
         run["skills_sha"] = f"tree-{run['skill_family']}"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 from pathlib import Path
 
@@ -12,12 +11,7 @@ import pytest
 from pytest_skilllift.report import cli as summarize_cli
 from pytest_skilllift.report.compare import compare_weeks
 
-_spec = importlib.util.spec_from_file_location(
-    "_skilllift_test_weekio", Path(__file__).with_name("test_weekio.py"))
-assert _spec and _spec.loader
-_weekio_tests = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_weekio_tests)
-write_week = _weekio_tests.write_week
+from .test_weekio import write_week
 
 
 def run(argv: list[str]) -> int:
