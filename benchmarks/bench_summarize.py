@@ -33,8 +33,13 @@ VERDICT = {"must": ("met", "missing"), "bonus": ("met", "absent"),
            "avoid": ("violated", "clean")}
 
 
-def generate_week(out: Path, n_prompts: int = 5000, reps: int = 5, seed: int = 1) -> dict[str, int]:
-    """Write manifest.csv and scores.csv for a synthetic week; returns sizes."""
+def generate_week(out: Path, n_prompts: int = 5000, reps: int = 5, seed: int = 1,
+                  avoid_rate: float = 0.05) -> dict[str, int]:
+    """Write manifest.csv and scores.csv for a synthetic week; returns sizes.
+
+    ``avoid_rate`` is the share of avoid items judged ``violated`` (0.05: the standard week's
+    ≈ 10,000 violations; 0.15: the heavy week's ≈ 150,000, a bad week for a skill set).
+    """
     rng = np.random.default_rng(seed)
     out.mkdir(parents=True, exist_ok=True)
     n_items = len(TYPES)
@@ -78,7 +83,7 @@ def generate_week(out: Path, n_prompts: int = 5000, reps: int = 5, seed: int = 1
     base = rng.random(n_prompts)[p[ri]] * 0.6 + 0.2
     prob = np.clip(base + 0.25 * c[ri] - 0.1 * m[ri], 0, 1)
     is_avoid = ti >= 8
-    pos = np.where(is_avoid, rng.random(ri.size) < 0.05, rng.random(ri.size) < prob)
+    pos = np.where(is_avoid, rng.random(ri.size) < avoid_rate, rng.random(ri.size) < prob)
     verdict = np.where(
         ti < 5, np.where(pos, "met", "missing"),
         np.where(ti < 8, np.where(pos, "met", "absent"), np.where(pos, "violated", "clean")))
@@ -97,6 +102,7 @@ def generate_week(out: Path, n_prompts: int = 5000, reps: int = 5, seed: int = 1
     })
     pacsv.write_csv(scores, out / "scores.csv", write_options=opts)
     return {"runs": n_runs, "items": int(ri.size),
+            "violations": int(np.count_nonzero(pos & is_avoid)),
             "scores_bytes": (out / "scores.csv").stat().st_size,
             "manifest_bytes": (out / "manifest.csv").stat().st_size}
 

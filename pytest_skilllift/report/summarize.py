@@ -30,6 +30,7 @@ from pytest_skilllift.week.files import (
     SCORECARD_MD,
     STATUS_OK,
     TREND_PNG,
+    atomic_write_bytes,
     atomic_write_text,
 )
 from pytest_skilllift.week.tables import Problem, Week, load_week
@@ -234,7 +235,7 @@ def summarize_week(
     if write:
         md, js = week_dir / SCORECARD_MD, week_dir / SCORECARD_JSON
         atomic_write_text(md, markdown)
-        atomic_write_text(js, scorecard.render_json(data))
+        atomic_write_bytes(js, scorecard.render_json_bytes(data))
         written[:0] = [md, js]
         if can_write_history:
             written.append(hist_path)

@@ -143,7 +143,8 @@ class Week:
     n_items: int = 0
     n_ungraded: int = 0  # judge/parse errors: excluded and counted
     n_invalid_rows: int = 0  # rows that failed validation: excluded and counted
-    #: Avoid items judged ``violated``.
+    #: Avoid items judged ``violated``, in scorecard order: by prompt, model name and
+    #: condition, in file order within each.
     violations: list[Violation] = field(default_factory=list)
     # -- manifest.csv (one entry per run) --
     manifest_present: bool = False
@@ -532,21 +533,27 @@ def _fill_scores(
     week.s_contested = _codes(c_idx, np.array(
         [0 if v.strip() in falsy else 1 for v in c_vals] + [0], np.int64)).astype(bool)
 
-    # Avoid violations with their evidence: only these rows' text is materialised.
+    # Avoid violations with their evidence: only these rows' text is materialised, column by
+    # column (a bad week has ~150,000 of them), in scorecard order.
     viol = np.flatnonzero(usable & (week.s_type == 2) & (credit == 1.0))
     if viol.size:
+        model_rank = np.argsort(np.argsort(np.array(week.models, dtype=object)))
+        pr, mo, co = week.s_prompt[viol], week.s_model[viol], week.s_cond[viol]
+        # np.lexsort is stable: file order within one (prompt, model, condition).
+        viol = viol[np.lexsort((co, model_rank[mo], pr))]
         take = pa.array(viol)
         texts = (t["item_text"].take(take).to_pylist() if "item_text" in t.column_names
                  else [""] * viol.size)
         quotes = (t["evidence_quote"].take(take).to_pylist()
                   if "evidence_quote" in t.column_names else [""] * viol.size)
-        pr, mo, co, rp = (week.s_prompt[viol], week.s_model[viol], week.s_cond[viol],
-                          week.s_rep[viol])
         week.violations = [
-            {"prompt": week.prompts[pr[i]], "model": week.models[mo[i]],
-             "condition": CONDITIONS[co[i]], "rep": int(rp[i]),
-             "item_text": texts[i] or "", "evidence": quotes[i] or ""}
-            for i in range(viol.size)
+            {"prompt": p, "model": m, "condition": c, "rep": r, "item_text": x or "",
+             "evidence": q or ""}
+            for p, m, c, r, x, q in zip(
+                np.array(week.prompts, dtype=object)[week.s_prompt[viol]].tolist(),
+                np.array(week.models, dtype=object)[week.s_model[viol]].tolist(),
+                np.array(CONDITIONS, dtype=object)[week.s_cond[viol]].tolist(),
+                week.s_rep[viol].tolist(), texts, quotes, strict=True)
         ]
 
 

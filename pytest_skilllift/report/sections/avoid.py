@@ -28,13 +28,11 @@ class Data(TypedDict):
 
 
 def build(ctx: Context) -> Data:
-    v = ctx.week.violations
-    order = sorted(range(len(v)), key=lambda i: (v[i]["prompt"], v[i]["model"],
-                                                 v[i]["condition"]))
+    # The week lists them in scorecard order already (prompt, model, condition).
     return {"avoid_violations": [
         {"prompt": x["prompt"], "model": x["model"], "condition": x["condition"],
          "rep": x["rep"], "item": x["item_text"], "evidence": x["evidence"]}
-        for x in (v[i] for i in order)
+        for x in ctx.week.violations
     ]}
 
 
