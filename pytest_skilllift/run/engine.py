@@ -9,6 +9,7 @@ xdist worker, a rerun) reads the ledger. No pytest here: the plugin only turns t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import subprocess
 import threading
@@ -223,7 +224,8 @@ class WeekRun:
                 return GradedRun(reason="ungraded: judge failed", judge_error=result.error,
                                  **base)
             rows = score_rows(spec, result)
-            self.week.save_grades(spec.run_id, rows, result.model, result.cost_usd, judge_ms)
+            self.week.save_grades(spec.run_id, rows, result.model, result.cost_usd, judge_ms,
+                                  meta=judge_meta(result))
             judged = True
         by_key = {f"{r['item_type']}-{r['item_index']}": r for r in rows if r.get("verdict")}
         return GradedRun(reason="", rows=by_key, judged_now=judged, **base)
@@ -256,15 +258,26 @@ def score_rows(spec: RunSpec, result: JudgeResult) -> list[dict[str, Any]]:
         {**common, "item_type": v.item.type, "item_index": v.item.index,
          "item_text": v.item.text, "verdict": v.verdict, "credit": v.credit,
          "contribution": v.contribution, "contested": int(v.contested) if v.contested else "",
-         "evidence_quote": v.evidence, "evidence_ok": int(v.evidence_ok)}
+         "evidence_quote": v.evidence, "evidence_ok": int(v.evidence_ok),
+         "claimed_verdict": v.claimed_verdict, "claimed_evidence": v.claimed_evidence,
+         **({"samples": [dataclasses.asdict(s) for s in v.samples]} if v.samples else {})}
         for v in result.verdicts
     ]
     rows += [
         {**common, "item_type": item.type, "item_index": item.index, "item_text": item.text,
          "verdict": "", "credit": "", "contribution": "", "contested": "",
-         "evidence_quote": "", "evidence_ok": ""}
+         "evidence_quote": "", "evidence_ok": "", "claimed_verdict": "", "claimed_evidence": ""}
         for item in result.ungraded
     ]
     order = {item.key: pos for pos, item in enumerate(spec.prompt.rubric)}
     rows.sort(key=lambda r: order.get(f"{r['item_type']}-{r['item_index']}", 0))
     return rows
+
+
+def judge_meta(result: JudgeResult) -> dict[str, Any]:
+    """What grades.json records about how a run was judged (calls, samples, evidence policy)."""
+    from pytest_skilllift.judge.protocol import PROMPT_VERSION
+
+    return {"judge_calls": result.calls, "judge_samples": result.samples,
+            "tie_breaks": result.tie_breaks, "evidence_policy": result.evidence_policy,
+            "prompt_version": PROMPT_VERSION}

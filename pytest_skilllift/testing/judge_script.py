@@ -123,14 +123,21 @@ def _block_texts(body: dict[str, Any]) -> list[str]:
     return texts
 
 
+def _opening(tag: str) -> re.Pattern[str]:
+    # ``<answer-3f9c…>`` (our protocol: a per-request boundary) or a bare ``<answer>``.
+    return re.compile(rf"<{tag}(-[0-9a-f]+)?>\n")
+
+
 def _between(text: str, tag: str, *, last: bool = False) -> str | None:
-    opening, closing = f"<{tag}>\n", f"\n</{tag}>"
-    start = text.rfind(opening) if last else text.find(opening)
-    if start < 0:
+    """The body of the ``tag`` section: from its opening tag to the closing tag that carries
+    the same boundary (the last one, so a look-alike inside the body cannot end it)."""
+    found = list(_opening(tag).finditer(text))
+    if not found:
         return None
-    start += len(opening)
+    m = found[-1] if last else found[0]
+    closing = f"\n</{tag}{m.group(1) or ''}>"
     end = text.rfind(closing)
-    return text[start:end] if end >= start else None
+    return text[m.end():end] if end >= m.end() else None
 
 
 def read_judge_request(body: dict[str, Any]) -> tuple[str, list[tuple[int, str, str]]]:
@@ -140,13 +147,14 @@ def read_judge_request(body: dict[str, Any]) -> tuple[str, list[tuple[int, str, 
     rubric: str | None = None
     # Our protocol puts each section in its own block; that is the unambiguous path.
     for block in blocks:
-        if answer is None and block.startswith(f"<{ANSWER_TAG}>\n"):
+        if answer is None and _opening(ANSWER_TAG).match(block):
             answer = _between(block, ANSWER_TAG)
-        if block.startswith(f"<{RUBRIC_TAG}>\n"):
+        if _opening(RUBRIC_TAG).match(block):
             rubric = _between(block, RUBRIC_TAG)
     if answer is None or rubric is None:  # one concatenated string (another client)
         whole = "\n\n".join(blocks)
-        rubric_at = whole.rfind(f"<{RUBRIC_TAG}>\n")
+        at = list(_opening(RUBRIC_TAG).finditer(whole))
+        rubric_at = at[-1].start() if at else len(whole)
         answer = _between(whole[:rubric_at], ANSWER_TAG) or ""
         rubric = _between(whole[rubric_at:], RUBRIC_TAG) or ""
     rows = [(i, t, text) for i, t, _pos, _neg, text in parse_rubric_block(rubric)]
