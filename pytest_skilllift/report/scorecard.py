@@ -13,6 +13,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_skilllift.report import judging
+
 #: Markdown shows at most this many rows of a table; the JSON always keeps all of them,
 #: and a capped table says so right under it (no silent caps).
 MAX_PROMPT_ROWS = 20000
@@ -124,6 +126,7 @@ def render_markdown(data: dict[str, Any]) -> str:
     L += _coverage_section(data)
     L += _cost_section(data)
     L += _health_section(data)
+    L += judging.render_section(data)
     L += _provenance_section(data)
     L += _plots_section(data)
     return "\n".join(L)
@@ -483,6 +486,7 @@ def _health_section(data: dict[str, Any]) -> list[str]:
         L.append(f"- runs that produced no answer (dropped): {h['no_answer_runs']}")
     if h.get("invalid_items"):
         L.append(f"- items that failed validation (excluded): {h['invalid_items']}")
+    L += judging.health_lines(data)
     L.append("")
     return L
 
@@ -526,6 +530,7 @@ def _provenance_section(data: dict[str, Any]) -> list[str]:
     L.append("- Note: an alias like `claude-sonnet-5` can float to a newer build without "
              "changing name; the run window is the only correlate for such a silent swap. "
              "Pass a dated model id if byte-level pinning matters.")
+    L += judging.provenance_lines(data)
     L.append("")
     return L
 

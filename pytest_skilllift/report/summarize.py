@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pytest_skilllift import __version__
-from pytest_skilllift.report import scorecard, stats
+from pytest_skilllift.report import judging, scorecard, stats
 from pytest_skilllift.week import history as hist
 from pytest_skilllift.week.columns import ACTIVATIONS, CONDITIONS
 from pytest_skilllift.week.tables import (
@@ -200,6 +200,8 @@ def summarize_week(
     # History: this week's rows merged into the file (or in memory when not writing).
     run_key = week_dir.name
     window_end = week.window[1] if week.window else ""
+    judge = judging.build(week_dir, history=hist_path, run_key=run_key, write=write)
+    contested = judging.contested_per_model(judge, week.models)
     hist_rows_now = []
     for mi, label in enumerate(week.models):
         lf = lifts.get(label)
@@ -211,6 +213,7 @@ def summarize_week(
             composite_lift=comp_lift,
             cost_delta=_f(cost_mean[mi, 1] - cost_mean[mi, 0]) if M else None,
             turns_delta=_f(turns_mean[mi, 1] - turns_mean[mi, 0]) if M else None,
+            contested_items=contested[label],
         ))
     # A week without any lift (one arm only, unreadable scores) is not a run of history:
     # it would count toward the four runs while contributing nothing.
@@ -236,6 +239,7 @@ def summarize_week(
     data = _assemble(week, agg, lifts, boots, wow, cost_mean, cost_n, turns_mean,
                      cost_excluded, credit, n_excluded_run_items, hist_rows_now,
                      n_runs_hist, hist_path, banner)
+    data["judge"] = judge
 
     written: list[Path] = []
     if plot_import is not None:

@@ -143,6 +143,16 @@ class WeekRun:
         self._cache[spec.run_id] = graded
         return graded
 
+    def grade_generated(self, spec: RunSpec) -> GradedRun:
+        """Grade a run that is already generated; never generates (``skilllift judge``)."""
+        with self.week.lock(spec.run_id):
+            record = self.week.load_run(spec.run_id)
+            if record is None:
+                return GradedRun(run_id=spec.run_id, status=ERRORED, reason="not generated")
+            graded = self._ensure_graded(spec, record, False)
+        self._cache[spec.run_id] = graded
+        return graded
+
     # -- generation ---------------------------------------------------------------------
     def _ensure_generated(self, spec: RunSpec) -> tuple[dict[str, Any], bool]:
         record = self.week.load_run(spec.run_id)
