@@ -175,7 +175,7 @@ def build(week_dir: Path, *, history: Path | None = None, run_key: str | None = 
     rows = _flagged_rows(week_dir / "scores.csv")
 
     # ---- quotes not found in the answer
-    quotes = []
+    quotes: list[dict[str, Any]] = []
     for r in rows:
         if r.get("evidence_ok", "").strip() != "0":
             continue
