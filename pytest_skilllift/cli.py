@@ -16,6 +16,9 @@ from collections.abc import Sequence
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.report.cli",  # summarize
     "pytest_skilllift.judge.calibrate",  # calibrate
+    "pytest_skilllift.judge.regrade",  # judge
+    "pytest_skilllift.judge.agreement",  # judge-check
+    "pytest_skilllift.judge.labels",  # label
     "pytest_skilllift.lint.cli",  # score, compare (skills or weeks)
     "pytest_skilllift.runners.image_cli",  # image build
 )

@@ -36,7 +36,7 @@ __all__ = [
     "health_lines", "provenance_lines", "render_section",
 ]
 
-#: Runs (this one included) an item must be contested in to be flagged as ambiguous wording.
+#: Weekly runs (this one included) an item must be contested in to be flagged as ambiguous.
 AMBIGUOUS_RUNS = 2
 CONTESTED_HISTORY = "contested-history.csv"
 CONTESTED_COLUMNS = ("run_key", "prompt", "item_type", "item_index", "item_text", "runs")
@@ -320,9 +320,9 @@ def health_lines(data: dict[str, Any]) -> list[str]:
         lines.append(f"- ⚠ quotes not in the answer but **kept** (evidence policy flag): "
                      f"{j['kept_unverified_quotes']} — {cells}")
     if j["contested_items"]:
-        lines.append(f"- contested items by item: {len(j['contested'])} item(s), "
-                     f"{j['ambiguous_items']} flagged as ambiguous wording (see Judge "
-                     "reliability)")
+        lines.append(f"- contested rubric items: {len(j['contested'])} distinct (in "
+                     f"{j['contested_items']} runs), {j['ambiguous_items']} flagged as ambiguous "
+                     "wording (see Judge reliability)")
     return lines
 
 
@@ -357,15 +357,15 @@ def render_section(data: dict[str, Any]) -> list[str]:
                  "multi-sample run(s)._\n")
     else:
         shown = j["contested"][:MAX_LISTED]
-        L += _table(["prompt", "item", "contested (runs)", "arms", "across weeks"],
+        L += _table(["prompt", "item", "runs contested", "arms", "across weeks"],
                     [[g["prompt"], _cell(f"{g['item_type']}-{g['item_index']}: "
                                          f"{g['item_text']}", 80), g["runs"],
                       ", ".join(f"{a} ×{n}" for a, n in g["arms"].items()),
-                      (f"⚠ ambiguous wording (contested in {g['contested_in_runs']} runs)"
-                       if g["ambiguous"] else "first time")] for g in shown])
+                      (f"⚠ ambiguous wording (contested in {g['contested_in_runs']} weeks)"
+                       if g["ambiguous"] else "first week")] for g in shown])
         L += _capped(len(shown), len(j["contested"]), "contested items")
         L.append(f"\n_Contested: the judge samples disagreed and a tie-break decided. An item "
-                 f"contested in {AMBIGUOUS_RUNS} or more runs is worded ambiguously rather "
+                 f"contested in {AMBIGUOUS_RUNS} or more weeks is worded ambiguously rather "
                  "than hard: reword it._\n")
     L.append("### Judge self-agreement (calibration)\n")
     cal = j.get("calibration")
