@@ -293,7 +293,8 @@ def add_parser(subparsers: Any) -> None:
     """Register ``skilllift calibrate``."""
     parser = subparsers.add_parser(
         "calibrate",
-        help="judge self-agreement: grade one run's answer N times, report per-item unanimity",
+        help="judge self-agreement: grade runs' answers N times, report per-item unanimity "
+             "and flip rates (kept in WEEKDIR/calibration.json for the scorecard)",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     parser.add_argument("week_dir", metavar="WEEK_DIR", help="the week directory")
