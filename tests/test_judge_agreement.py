@@ -30,6 +30,7 @@ from pytest_skilllift.judge.agreement import (
     trust_state,
 )
 from pytest_skilllift.report import judging
+from pytest_skilllift.report.sections import provenance
 
 SCORE_COLUMNS = ["prompt", "skill", "model", "condition", "rep", "item_type", "item_text",
                  "verdict", "credit", "contribution", "contested", "evidence_quote",
@@ -191,17 +192,17 @@ def test_unusable_label_file_is_a_clear_error(tmp_path: Path,
 
 def test_trust_state_reaches_the_scorecard_provenance(tmp_path: Path) -> None:
     week, labels = make_week(tmp_path)
-    assert judging.provenance_lines({"judge": judging.build(week)})[-1].startswith(
+    assert provenance.judge_lines({"judge": judging.build(week)})[-1].startswith(
         "- judge trust: **unmeasured**")
     cli.main(["judge-check", str(week), "--labels",
               str(write_labels(tmp_path / "labels.csv", labels))])
     data = {"judge": judging.build(week)}
-    line = next(ln for ln in judging.provenance_lines(data) if "judge trust" in ln)
+    line = next(ln for ln in provenance.judge_lines(data) if "judge trust" in ln)
     assert line.startswith("- judge trust: **provisional** — must agreement 0.920 over 25 "
                            "labelled musts, κ 0.73")
     assert not data["judge"]["trust"]["stale"]
     # Regraded by another judge since: the check no longer measures this week's judge.
     (week / "p01-haiku-with-skill-r1" / "grades.json").write_text(
         json.dumps({"judge_model": "claude-sonnet-4-5", "rows": []}))
-    assert any("run it again" in ln for ln in judging.provenance_lines(
+    assert any("run it again" in ln for ln in provenance.judge_lines(
         {"judge": judging.build(week)}))

@@ -15,9 +15,9 @@ import json
 from pytest_skilllift.judge.client import Judge
 from pytest_skilllift.judge.protocol import build_judge_request, parse_judge_reply
 from pytest_skilllift.model import JudgeResult, RubricItem
+from pytest_skilllift.testing import Reply, StandIn
 from pytest_skilllift.testing.gullible_judge import gullible_judge, naive_sections
 from pytest_skilllift.testing.judge_script import keyword_judge
-from pytest_skilllift.testing.server import Reply, StandIn
 
 KEY = "sk-ant-test-injection"
 BASE = ("Use RRF fusion by default, because dense and sparse score scales differ.\n"

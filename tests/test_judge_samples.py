@@ -12,8 +12,8 @@ import pytest
 from pytest_skilllift.judge.client import Judge
 from pytest_skilllift.judge.samples import SampledJudge, combine_samples, sample_seed
 from pytest_skilllift.model import ItemVerdict, JudgeResult, RubricItem
+from pytest_skilllift.testing import Faults, StandIn
 from pytest_skilllift.testing.judge_script import flaky_judge, keyword_judge, make_judge
-from pytest_skilllift.testing.server import Faults, StandIn
 
 KEY = "sk-ant-test-samples"
 ANSWER = ("Use RRF fusion by default, because dense and sparse score scales differ.\n"

@@ -18,9 +18,9 @@ import pytest
 from pytest_skilllift import cli
 from pytest_skilllift.judge.client import default_judge_model
 from pytest_skilllift.runners.claude import bundled_claude
+from pytest_skilllift.testing import Reply, StandIn
 from pytest_skilllift.testing.agent_script import skill_agent
 from pytest_skilllift.testing.judge_script import decide, flaky_judge, keyword_judge, make_judge
-from pytest_skilllift.testing.server import Reply, StandIn
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-ant-test-judge-trust"

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime as dt
 import json
 import math
 import sys
@@ -59,6 +58,7 @@ from pytest_skilllift.judge.graded import (
     text_key,
 )
 from pytest_skilllift.week.columns import ITEM_TYPES, VERDICTS
+from pytest_skilllift.week.files import JUDGE_CHECK_FILE, atomic_write_json, utc_stamp
 
 __all__ = [
     "CHECK_FILE", "MIN_MUST_LABELS", "PROVISIONAL_KAPPA", "PROVISIONAL_MUST_AGREEMENT",
@@ -67,7 +67,7 @@ __all__ = [
     "read_labels", "trust_state",
 ]
 
-CHECK_FILE = "judge-check.json"
+CHECK_FILE = JUDGE_CHECK_FILE
 MIN_MUST_LABELS = 20
 TRUSTED_MUST_AGREEMENT = 0.95
 TRUSTED_KAPPA = 0.80
@@ -349,7 +349,7 @@ def check_week(week_dir: Path, labels_path: Path) -> dict[str, Any]:
     return {
         "week": week_dir.name,
         "labels": str(labels_path),
-        "checked_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "checked_utc": utc_stamp(),
         "judge_models": _judge_models(week_dir),
         "state": state,
         "reasons": reasons,
@@ -410,8 +410,6 @@ def report_lines(report: dict[str, Any]) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pytest_skilllift.week.ledger import atomic_write_json
-
     week = Path(args.week_dir)
     if not week.is_dir():
         print(f"skilllift judge-check: {week}: not a directory", file=sys.stderr)

@@ -1,4 +1,5 @@
-"""``skilllift calibrate``: the judge's self-agreement check (``seeds/000``, "Grading: The Judge").
+"""``skilllift calibrate``: the judge's self-agreement check (qdrant/skills SCORING.md,
+"Grading: The Judge").
 
 Grades one run's final answer N times (each sample sees its own shuffle), then reports per
 item whether every sample agreed, and the share of must items that were unanimous against
@@ -23,24 +24,25 @@ import argparse
 import json
 import random
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from pytest_skilllift.model import JudgeResult, RubricItem
+from pytest_skilllift.judge.protocol import Grader
+from pytest_skilllift.model import RubricItem
 from pytest_skilllift.week.columns import ITEM_TYPES
+from pytest_skilllift.week.files import (
+    CALIBRATION_FILE,
+    GRADES_FILE,
+    OK,
+    RUN_FILE,
+    STDOUT_FILE,
+    atomic_write_json,
+    atomic_write_text,
+)
 
 #: Share of must items that must come back unanimous for one judge sample to stand.
 MUST_UNANIMITY_BAR = 0.95
-CALIBRATION_FILE = "calibration.json"
-
-
-class _Grader(Protocol):
-    model: str
-
-    def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
-              seed: int | str) -> JudgeResult: ...
 
 
 class CalibrationError(Exception):
@@ -141,9 +143,10 @@ def read_answer(run_dir: Path, record: dict[str, Any]) -> str:
     answer = record.get("final_answer")
     if isinstance(answer, str) and answer.strip():
         return answer
-    stdout = run_dir / "stdout.txt"
+    stdout = run_dir / STDOUT_FILE
     if not stdout.is_file():
-        raise CalibrationError(f"{run_dir} has no final_answer in run.json and no stdout.txt")
+        raise CalibrationError(f"{run_dir} has no final_answer in {RUN_FILE} and no "
+                               f"{STDOUT_FILE}")
     from pytest_skilllift.run.transcript import extract_signals, parse_transcript
 
     signals = extract_signals(parse_transcript(stdout), family="", leaf="", site_host=None)
@@ -152,19 +155,19 @@ def read_answer(run_dir: Path, record: dict[str, Any]) -> str:
     return signals.final_answer
 
 
-def calibrate(week_dir: Path, run_id: str, samples: int, judge: _Grader,
+def calibrate(week_dir: Path, run_id: str, samples: int, judge: Grader,
               bar: float = MUST_UNANIMITY_BAR) -> Calibration:
     """Grade the run's answer ``samples`` times and tally agreement per item."""
     if samples < 2:
         raise CalibrationError(f"--samples must be at least 2, not {samples}")
     run_dir = week_dir / run_id
     try:
-        record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        record = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
-        raise CalibrationError(f"cannot read {run_dir / 'run.json'}: {err!r}") from None
+        raise CalibrationError(f"cannot read {run_dir / RUN_FILE}: {err!r}") from None
     prompt_path = record.get("prompt_path")
     if not prompt_path:
-        raise CalibrationError(f"{run_dir / 'run.json'} records no prompt_path")
+        raise CalibrationError(f"{run_dir / RUN_FILE} records no prompt_path")
     prompt_text, items = read_prompt(Path(prompt_path))
     answer = read_answer(run_dir, record)
 
@@ -219,8 +222,6 @@ def calibration_summary(runs: dict[str, dict[str, Any]],
 
 def record_week_calibration(week: Path, result: Calibration) -> dict[str, Any]:
     """Upsert one run's calibration into ``<week>/calibration.json``; returns the file's dict."""
-    from pytest_skilllift.week.ledger import atomic_write_json
-
     path = week / CALIBRATION_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -236,13 +237,13 @@ def record_week_calibration(week: Path, result: Calibration) -> dict[str, Any]:
 def pick_runs(week: Path, count: int, seed: str) -> list[str]:
     """``count`` graded ``ok`` runs of the week, drawn with ``random.Random(seed)``."""
     eligible = []
-    for path in sorted(week.glob("*/run.json")):
+    for path in sorted(week.glob(f"*/{RUN_FILE}")):
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if (isinstance(record, dict) and record.get("run_status", "ok") == "ok"
-                and (path.parent / "grades.json").is_file()):
+        if (isinstance(record, dict) and record.get("run_status", OK) == OK
+                and (path.parent / GRADES_FILE).is_file()):
             eligible.append(path.parent.name)
     return sorted(random.Random(seed).sample(eligible, min(count, len(eligible))))
 
@@ -270,8 +271,8 @@ def _run(args: argparse.Namespace) -> int:
             return 2
         for line in result.lines():
             print(line)
-        (week / run_id / CALIBRATION_FILE).write_text(
-            json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(week / run_id / CALIBRATION_FILE,
+                          json.dumps(result.to_json(), indent=2) + "\n")
         if result.graded_samples < 2:
             print(f"skilllift calibrate: fewer than two samples of {run_id} were graded; no "
                   "agreement to report", file=sys.stderr)

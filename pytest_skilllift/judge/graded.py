@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_skilllift.week.columns import ITEM_TYPES, VERDICTS
+from pytest_skilllift.week.files import SCORES_CSV
 
 __all__ = ["GradedItem", "GradedWeekError", "ItemKey", "read_graded_items", "rep_key",
            "text_key"]
@@ -87,7 +88,7 @@ def _rows(path: Path) -> Iterator[dict[str, str]]:
 
 def read_graded_items(week_dir: Path) -> list[GradedItem]:
     """Every item row of ``week_dir/scores.csv`` (graded or not), in file order."""
-    path = Path(week_dir) / "scores.csv"
+    path = Path(week_dir) / SCORES_CSV
     if not path.is_file():
         raise GradedWeekError(f"{path}: not found; grade the week first (pytest --skill-lift, "
                               "or skilllift judge WEEKDIR)")

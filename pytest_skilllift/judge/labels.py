@@ -30,6 +30,7 @@ from typing import Any, TextIO
 
 from pytest_skilllift.judge.graded import GradedItem, GradedWeekError, read_graded_items
 from pytest_skilllift.week.columns import ITEM_TYPES, VERDICTS
+from pytest_skilllift.week.files import MANIFEST_CSV, RUN_FILE
 
 __all__ = ["SHEET_COLUMNS", "add_parser", "allocate", "stratified_sample", "write_sheet"]
 
@@ -95,7 +96,7 @@ def _answers(week_dir: Path, items: Sequence[GradedItem]) -> dict[RunKey, str]:
     from pytest_skilllift.judge.calibrate import CalibrationError, read_answer
 
     manifest: dict[tuple[str, str, str, int], str] = {}
-    path = week_dir / "manifest.csv"
+    path = week_dir / MANIFEST_CSV
     if path.is_file():
         with path.open(newline="", encoding="utf-8") as fh:
             for row in csv.DictReader(fh):
@@ -116,7 +117,7 @@ def _answers(week_dir: Path, items: Sequence[GradedItem]) -> dict[RunKey, str]:
             continue
         run_dir = week_dir / run_id
         try:
-            record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+            record = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             record = {}
         try:

@@ -5,7 +5,7 @@ already graded, so an interrupted judge pass continues without re-grading (or re
 completed runs; pass --fresh to grade every run from scratch"). This is that step, on our
 ledger, through the same code path as ``pytest --skill-lift``: each run is graded by
 :meth:`pytest_skilllift.run.engine.WeekRun.grade_generated` under the run's file lock and
-written by :class:`pytest_skilllift.week.ledger.Week`, so the two can never disagree on what
+written by :class:`pytest_skilllift.week.ledger.Ledger`, so the two can never disagree on what
 a graded run is. No agent call is ever made: the runner factory refuses.
 
 The stages, each its own function so another grading path (the Message Batches API) can take
@@ -36,28 +36,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_skilllift.config import OPTIONS
+from pytest_skilllift.judge.protocol import EVIDENCE_POLICIES, Grader
 from pytest_skilllift.model import AgentConfig, PromptSpec, RunSpec
-from pytest_skilllift.run.engine import OK, GradedRun, Grader, WeekRun
+from pytest_skilllift.run.engine import GradedRun, WeekRun
 from pytest_skilllift.runners.base import Runner
-from pytest_skilllift.week.ledger import (
+from pytest_skilllift.week.files import (
+    CALIBRATION_FILE,
+    FRESH_MARKER,
     GRADES_FILE,
+    HISTORY_CSV,
+    JUDGE_COST_FILE,
     JUDGE_ERROR_FILE,
     LOCK_FILE,
+    OK,
     RUN_FILE,
-    Week,
     atomic_write_json,
 )
+from pytest_skilllift.week.ledger import Ledger
 
 __all__ = [
     "FRESH_MARKER", "FreshPass", "RegradeError", "RegradePlan", "add_parser", "copy_week",
     "finish", "grade_direct", "plan_regrade", "same_judge", "week_judge_models",
 ]
 
-#: Progress of an interrupted ``--fresh`` pass: the runs it already graded (kept on resume).
-FRESH_MARKER = ".fresh-regrade.json"
 #: Per-run files that belong to a grading, not to the generation (not copied by ``--out``).
-GRADING_FILES = frozenset({GRADES_FILE, "judge_cost.txt", JUDGE_ERROR_FILE, LOCK_FILE,
-                           "calibration.json"})
+GRADING_FILES = frozenset({GRADES_FILE, JUDGE_COST_FILE, JUDGE_ERROR_FILE, LOCK_FILE,
+                           CALIBRATION_FILE})
+#: The pytest options' defaults (stated once, in ``config.OPTIONS``) for the same settings.
+_DEFAULTS = {o.name: o.default for o in OPTIONS}
 
 
 class RegradeError(Exception):
@@ -139,7 +146,7 @@ def spec_from_record(record: dict[str, Any], prompts_dir: Path | None = None) ->
 def plan_regrade(week_dir: Path, *, fresh: bool = False,
                  prompts_dir: Path | None = None) -> RegradePlan:
     """Which generated runs need grading (all ``ok`` runs with ``fresh``, else the ungraded)."""
-    week = Week(Path(week_dir))
+    week = Ledger(Path(week_dir))
     plan = RegradePlan(week_dir=week.root)
     for record in week.run_records():
         run_id = str(record["run_id"])
@@ -178,7 +185,7 @@ class FreshPass:
 
     def start(self, plan: RegradePlan) -> None:
         """Drop the runs this pass already graded from the plan; discard the others' grades."""
-        week = Week(plan.week_dir)
+        week = Ledger(plan.week_dir)
         keep = [s for s in plan.specs if s.run_id in self.done
                 and week.load_grades(s.run_id) is not None]
         plan.kept += len(keep)
@@ -203,7 +210,7 @@ class FreshPass:
 
 def discard_grading(run_dir: Path) -> None:
     """Remove a run's grades, judge cost and judge error (its generation stays)."""
-    for name in (GRADES_FILE, "judge_cost.txt", JUDGE_ERROR_FILE):
+    for name in (GRADES_FILE, JUDGE_COST_FILE, JUDGE_ERROR_FILE):
         (run_dir / name).unlink(missing_ok=True)
 
 
@@ -246,8 +253,9 @@ def grade_direct(plan: RegradePlan, grader: Grader, *, jobs: int = 4,
                  on_graded: Callable[[GradedRun], None] | None = None) -> list[GradedRun]:
     """Grade the planned runs through the engine, ``jobs`` at a time (one API call each per
     judge sample). Returns the graded runs in completion order."""
-    weekrun = WeekRun(Week(plan.week_dir), AgentConfig(claude_path="", skills_root=Path(".")),
-                      _no_runner, lambda: grader)
+    weekrun = WeekRun(Ledger(plan.week_dir),
+                      AgentConfig(claude_path="", skills_root=Path(".")), _no_runner,
+                      lambda: grader)
     results: list[GradedRun] = []
     try:
         with ThreadPoolExecutor(max_workers=max(1, jobs),
@@ -267,7 +275,7 @@ def finish(week_dir: Path, *, history: Path | None = None) -> Any:
     """Rebuild the CSVs from the run directories and write the scorecard; the Summary."""
     from pytest_skilllift.report.summarize import summarize_week
 
-    Week(Path(week_dir)).rebuild_csvs()
+    Ledger(Path(week_dir)).rebuild_csvs()
     return summarize_week(Path(week_dir), history=history)
 
 
@@ -306,7 +314,7 @@ def _run(args: argparse.Namespace) -> int:
             target = Path(args.out)
             copied = copy_week(week_dir, target)
             # The copy is a judge trial, not a week: its history stays inside it.
-            history = target / "scorecard-history.csv"
+            history = target / HISTORY_CSV
             print(f"copied {copied} generated run(s) into {target} (grades not copied)",
                   file=err)
         elif other and not args.fresh:
@@ -381,18 +389,19 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--judge-model", default="", metavar="M",
                         help="judge model (default: the newest non-deprecated Opus id the "
                              "installed anthropic SDK lists)")
-    parser.add_argument("--samples", type=int, default=1, metavar="N",
+    parser.add_argument("--samples", type=int, default=_DEFAULTS["judge-samples"], metavar="N",
                         help="independent judge samples per run; with 2, items whose samples "
                              "disagree get a tie-breaking third and are flagged contested "
-                             "(default 1)")
+                             f"(default {_DEFAULTS['judge-samples']})")
     parser.add_argument("-j", "--jobs", type=int, default=4, metavar="CONCURRENCY",
                         help="runs graded at the same time (default 4)")
     parser.add_argument("--out", default="", metavar="DIR",
                         help="grade a copy of the week in DIR (its generated runs, no grades); "
                              "required for a different judge model unless --fresh")
-    parser.add_argument("--evidence", choices=("reject", "flag"), default="reject",
+    parser.add_argument("--evidence", choices=EVIDENCE_POLICIES, default=_DEFAULTS["evidence"],
                         help="a met/violated whose quote is not in the answer: reject (scored "
-                             "as missing/absent/clean; default) or flag (kept, evidence_ok=0)")
+                             "as missing/absent/clean) or flag (kept, evidence_ok=0) (default "
+                             f"{_DEFAULTS['evidence']})")
     parser.add_argument("--prompts", default="", metavar="DIR",
                         help="directory of the prompt files, when they moved since the week "
                              "was generated (default: each run's recorded prompt_path)")

@@ -30,8 +30,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pytest_skilllift.judge.protocol import Grader
 from pytest_skilllift.model import ItemVerdict, JudgeResult, RubricItem, SampleVote
-from pytest_skilllift.run.engine import Grader
 
 __all__ = ["TIE_BREAK_SEED", "SampledJudge", "combine_samples", "sample_seed"]
 

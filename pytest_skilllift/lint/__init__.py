@@ -1,4 +1,4 @@
-"""Static SKILL.md analysis (seed 003, layer 1): no model needed.
+"""Static SKILL.md analysis (PluginEval's Layer 1): no model needed.
 
 Public surface:
 

@@ -1,6 +1,6 @@
-"""The seed's six anti-pattern flags, Claude Code's frontmatter rules, and dead links.
+"""PluginEval's six anti-pattern flags, Claude Code's frontmatter rules, and dead links.
 
-Anti-pattern triggers follow ``shared/seeds/003_*`` word for word:
+Anti-pattern triggers follow PluginEval's evaluation methodology word for word:
 
 * OVER_CONSTRAINED   more than 15 occurrences of MUST, ALWAYS or NEVER in the SKILL.md
 * EMPTY_DESCRIPTION  frontmatter ``description`` shorter than 20 characters after stripping
@@ -12,7 +12,7 @@ Anti-pattern triggers follow ``shared/seeds/003_*`` word for word:
 
 Only these six count toward the penalty ``max(0.5, 1 - 0.05 * count)``. Frontmatter-rule and
 dead-link findings are reported (and fail their own ``--skill-lint`` tests) but do not touch
-the penalty, so the composite stays the seed's number.
+the penalty, so the composite stays PluginEval's number.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ LINKS_CHECK = "LINKS"
 def directive_count(text: str) -> Counter[str]:
     """MUST / ALWAYS / NEVER occurrences, upper-case whole words (the shouted directives).
 
-    Lower-case "never" is ordinary English; the seed's flag is about capitalised commands.
+    Lower-case "never" is ordinary English; PluginEval's flag is about capitalised commands.
     """
     return Counter(_DIRECTIVE.findall(text))
 
@@ -86,7 +86,7 @@ def skill_directives(skill: SkillFile) -> Counter[str]:
 
 
 def has_trigger(description: str) -> bool:
-    """Whether the description holds one of the seed's four trigger phrases.
+    """Whether the description holds one of PluginEval's four trigger phrases.
 
     Whitespace is collapsed first so a YAML-folded "Use\\n  when" still counts.
     """
@@ -95,7 +95,7 @@ def has_trigger(description: str) -> bool:
 
 
 def detect_anti_patterns(skill: SkillFile) -> list[Finding]:
-    """The seed's anti-patterns for ``skill`` (each a Finding with anti_pattern=True)."""
+    """PluginEval's anti-patterns for ``skill`` (each a Finding with anti_pattern=True)."""
     out: list[Finding] = []
     counts = skill_directives(skill)
     total = sum(counts.values())
@@ -213,7 +213,7 @@ def _exists(skill: SkillFile, base: str, rel: str) -> bool:
 
 
 def cross_ref_resolves(skill: SkillFile, path: str) -> bool:
-    """Markdown resolves links against the file's directory; the seed also accepts paths
+    """Markdown resolves links against the file's directory; PluginEval also accepts paths
     written from the skills/ directory, so both are tried (and the root's parent for
     ``skills/...`` spellings)."""
     bases = (str(skill.dir), str(skill.root), str(skill.root.parent))
@@ -281,7 +281,8 @@ def _link_findings(skill: SkillFile) -> list[Finding]:
                     "DEAD_LINK",
                     f"line {link.line}: relative link {link.target!r} does not exist in "
                     f"{skill.rel_id}/",
-                    "Create the file or fix the link (this one is not a seed anti-pattern and "
+                    "Create the file or fix the link (this one is not a PluginEval anti-pattern "
+                    "and "
                     "does not change the score).",
                     LINKS_CHECK,
                     line=link.line,

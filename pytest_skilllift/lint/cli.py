@@ -17,15 +17,16 @@ from typing import Any, TextIO
 
 from pytest_skilllift.lint.analyze import LintUsageError, SkillReport, score_path
 from pytest_skilllift.lint.composite import DIMENSION_WEIGHTS, grade
-from pytest_skilllift.lint.measured import WeekError, load_week
+from pytest_skilllift.lint.measured import WeekError, load_scorecard
 from pytest_skilllift.lint.skillfile import SKILL_FILENAME, Finding
+from pytest_skilllift.week.files import MANIFEST_CSV, SCORES_CSV
 
 
 def add_parser(subparsers: Any) -> None:
     """Register ``score`` and ``compare`` on the ``skilllift`` sub-parser set."""
     p = subparsers.add_parser(
         "score",
-        help="static analysis of skills (seed 003 layer 1): composite, grades, anti-patterns",
+        help="static analysis of skills (PluginEval's Layer 1): composite, grades, anti-patterns",
         description="Score a skill (a SKILL.md, a skill directory, or a tree of skills) with "
         "no model. Optionally ground triggering accuracy and output quality in a week of runs.",
     )
@@ -77,7 +78,7 @@ def run_score(args: argparse.Namespace, out: TextIO | None = None) -> int:
     week = None
     try:
         if args.week is not None:
-            week_data = load_week(args.week)
+            week_data = load_scorecard(args.week)
             week = str(args.week)
         run = score_path(args.path, week_data, week)
     except (LintUsageError, WeekError) as exc:
@@ -255,7 +256,7 @@ def classify(path: Path) -> str:
     holding one), or ``"unknown"``."""
     try:
         if path.is_dir():
-            if (path / "manifest.csv").is_file() or (path / "scores.csv").is_file():
+            if (path / MANIFEST_CSV).is_file() or (path / SCORES_CSV).is_file():
                 return "week"
             if (path / SKILL_FILENAME).exists():
                 return "skill"

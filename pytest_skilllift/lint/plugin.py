@@ -4,7 +4,7 @@
     pytest --skill-lint --skill-lint-path=DIR
 
 Test ids: ``<root>/<skill>::<CHECK>``, e.g. ``skills/qdrant-edge::ORPHAN_REFERENCE``. Checks per
-skill: the seed's six anti-patterns, FRONTMATTER_RULES (Claude Code's name/description rules),
+skill: PluginEval's six anti-patterns, FRONTMATTER_RULES (Claude Code's name/description rules),
 SKILL_FILE (unreadable, binary, empty, huge, symlink loops), LINKS (ordinary dead relative
 links) and, when the ini ``skill_lint_threshold`` is set, COMPOSITE. A failing check prints
 its evidence and fix, without a traceback.

@@ -41,7 +41,7 @@ class Finding:
     ``check`` groups findings into the tests ``pytest --skill-lint`` shows (an anti-pattern's
     check is its own flag; Claude Code frontmatter rules share ``FRONTMATTER_RULES``; file
     problems share ``SKILL_FILE``; unresolved ordinary links are ``LINKS``).
-    ``anti_pattern`` is True only for the seed's six flags: only those count toward the
+    ``anti_pattern`` is True only for PluginEval's six flags: only those count toward the
     penalty ``max(0.5, 1 - 0.05 * count)``.
     """
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from pytest_skilllift.judge.protocol import ANSWER_TAG, RUBRIC_TAG, TOOL_NAME, parse_rubric_block
 from pytest_skilllift.testing.judge_script import _block_texts, _offers_tool, decide
-from pytest_skilllift.testing.server import Reply
+from pytest_skilllift.testing.replies import Reply
 
 __all__ = ["OBEY_INSIDE", "OBEY_OUTSIDE", "gullible_judge", "naive_sections"]
 

@@ -11,12 +11,13 @@ unchanged.
 from __future__ import annotations
 
 import csv
+import io
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from pytest_skilllift.week.files import atomic_write_text
 
 #: The reference file's columns, in order.
 HISTORY_COLUMNS: tuple[str, ...] = (
@@ -129,28 +130,20 @@ def upsert_history(path: Path, rows: Sequence[HistoryRow]) -> list[HistoryRow]:
 
 def write_history(path: Path, rows: Sequence[HistoryRow]) -> None:
     """Write the whole history atomically (temp file + rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".scorecard-history.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
-            # csv's default "\r\n" terminator: the reference file is written the same way.
-            w = csv.writer(f)
-            # The extra column appears once some run has a count, so a history of weeks
-            # graded with one judge sample stays byte-identical to the reference file.
-            extra = any(r.contested_items is not None for r in rows)
-            w.writerow(HISTORY_COLUMNS + (HISTORY_EXTRA_COLUMNS if extra else ()))
-            for r in rows:
-                cells = [r.run_key, r.window_end, r.model, _fmt(r.must_lift),
-                         _fmt(r.must_lift_se), _fmt(r.composite_lift), _fmt(r.cost_delta),
-                         _fmt(r.turns_delta)]
-                if extra:
-                    cells.append("" if r.contested_items is None else str(r.contested_items))
-                w.writerow(cells)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    buf = io.StringIO(newline="")
+    # csv's default "\r\n" terminator: the reference file is written the same way.
+    w = csv.writer(buf)
+    # The extra column appears once some run has a count, so a history of weeks graded with
+    # one judge sample stays byte-identical to the reference file.
+    extra = any(r.contested_items is not None for r in rows)
+    w.writerow(HISTORY_COLUMNS + (HISTORY_EXTRA_COLUMNS if extra else ()))
+    for r in rows:
+        cells = [r.run_key, r.window_end, r.model, _fmt(r.must_lift), _fmt(r.must_lift_se),
+                 _fmt(r.composite_lift), _fmt(r.cost_delta), _fmt(r.turns_delta)]
+        if extra:
+            cells.append("" if r.contested_items is None else str(r.contested_items))
+        w.writerow(cells)
+    atomic_write_text(Path(path), buf.getvalue())
 
 
 def run_order(rows: Sequence[HistoryRow]) -> list[str]:
