@@ -22,6 +22,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.judge.agreement",  # judge-check
     "pytest_skilllift.judge.labels",  # label
     "pytest_skilllift.lint.cli",  # score, compare (skills or weeks)
+    "pytest_skilllift.lint.depth_cli",  # certify, corpus init
     "pytest_skilllift.runners.image_cli",  # image build
 )
 

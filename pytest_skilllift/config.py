@@ -349,6 +349,7 @@ class LintSettings:
     root: Path
     label: str
     threshold: float | None = None
+    depth: str = "quick"  # ini skill_lint_depth: quick | standard | deep
 
     @classmethod
     def from_pytest(cls, config: pytest.Config) -> LintSettings:
@@ -374,5 +375,8 @@ class LintSettings:
             label = root.resolve().relative_to(config.rootpath.resolve()).as_posix() or root.name
         except (ValueError, OSError):
             label = root.name
+        depth = str(config.getini("skill_lint_depth") or "quick").strip()
+        if depth not in ("quick", "standard", "deep"):
+            raise SettingsError(f"skill_lint_depth = {depth!r}: expected quick, standard or deep")
         return cls(enabled=bool(config.getoption("skill_lint")), root=root, label=label,
-                   threshold=threshold)
+                   threshold=threshold, depth=depth)

@@ -23,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from pytest_skilllift.lint.agentskills import spec_findings
 from pytest_skilllift.lint.skillfile import Finding, Link, SkillFile
 
 OVER_CONSTRAINED_THRESHOLD = 15  # "more than 15"
@@ -67,6 +68,9 @@ _WS = re.compile(r"\s+")
 
 FRONTMATTER_CHECK = "FRONTMATTER_RULES"
 LINKS_CHECK = "LINKS"
+#: Where the name/description rules come from (cited in each finding's ``source``).
+_CC_SOURCE = "Claude Code skills page (code.claude.com/docs/en/skills), Required Frontmatter Fields"
+_BP_SOURCE = "Anthropic's skill authoring best practices (platform.claude.com), YAML frontmatter"
 
 
 def directive_count(text: str) -> Counter[str]:
@@ -213,7 +217,7 @@ def _exists(skill: SkillFile, base: str, rel: str) -> bool:
 
 
 def cross_ref_resolves(skill: SkillFile, path: str) -> bool:
-    """Markdown resolves links against the file's directory; PluginEval also accepts paths
+    """Markdown resolves links against the file's directory; the methodology also accepts paths
     written from the skills/ directory, so both are tried (and the root's parent for
     ``skills/...`` spellings)."""
     bases = (str(skill.dir), str(skill.root), str(skill.root.parent))
@@ -282,8 +286,7 @@ def _link_findings(skill: SkillFile) -> list[Finding]:
                     f"line {link.line}: relative link {link.target!r} does not exist in "
                     f"{skill.rel_id}/",
                     "Create the file or fix the link (this one is not a PluginEval anti-pattern "
-                    "and "
-                    "does not change the score).",
+                    "and does not change the score).",
                     LINKS_CHECK,
                     line=link.line,
                 )
@@ -333,6 +336,7 @@ def frontmatter_rule_findings(skill: SkillFile) -> list[Finding]:
                 f"Add 'name: {_suggest_name(skill.dir.name)}' (lowercase letters, digits, "
                 "hyphens).",
                 FRONTMATTER_CHECK,
+                source=_CC_SOURCE,
             )
         )
     else:
@@ -345,6 +349,7 @@ def frontmatter_rule_findings(skill: SkillFile) -> list[Finding]:
                     + (f" (found {''.join(bad)!r})" if bad else ""),
                     f"Rename to {_suggest_name(name)!r}.",
                     FRONTMATTER_CHECK,
+                source=_CC_SOURCE,
                 )
             )
         if len(name) > NAME_MAX:
@@ -354,6 +359,7 @@ def frontmatter_rule_findings(skill: SkillFile) -> list[Finding]:
                     f"name is {len(name)} characters; Claude Code allows at most {NAME_MAX}",
                     f"Shorten the name to {NAME_MAX} characters or fewer.",
                     FRONTMATTER_CHECK,
+                source=_CC_SOURCE,
                 )
             )
         hit = [w for w in _RESERVED if w in name.lower()]
@@ -364,6 +370,7 @@ def frontmatter_rule_findings(skill: SkillFile) -> list[Finding]:
                     f"name {name!r} contains the reserved word {hit[0]!r}",
                     "Pick a name without 'anthropic' or 'claude'.",
                     FRONTMATTER_CHECK,
+                    source=_BP_SOURCE,
                 )
             )
     raw_desc = fm.get("description")
@@ -374,6 +381,7 @@ def frontmatter_rule_findings(skill: SkillFile) -> list[Finding]:
                 f"description is a YAML {type(raw_desc).__name__}, not text",
                 "Write the description as one string (quote it if it contains ': ').",
                 FRONTMATTER_CHECK,
+                source=_CC_SOURCE,
             )
         )
     elif raw_desc is None or not skill.description.strip():
@@ -384,6 +392,7 @@ def frontmatter_rule_findings(skill: SkillFile) -> list[Finding]:
                 "model sees when deciding to load the skill)",
                 "Add 'description: <what it does>. Use when <situations>.'",
                 FRONTMATTER_CHECK,
+                source=_CC_SOURCE,
             )
         )
     desc = skill.description
@@ -395,6 +404,7 @@ def frontmatter_rule_findings(skill: SkillFile) -> list[Finding]:
                 f"{DESCRIPTION_MAX}",
                 "Cut the description to the trigger situations; move detail into the body.",
                 FRONTMATTER_CHECK,
+                source=_CC_SOURCE,
             )
         )
     for field_name, value in (("name", name), ("description", desc)):
@@ -406,8 +416,11 @@ def frontmatter_rule_findings(skill: SkillFile) -> list[Finding]:
                     f"{field_name} contains the XML tag {m.group(0)!r}",
                     f"Remove angle-bracket tags from {field_name}.",
                     FRONTMATTER_CHECK,
+                    source=_BP_SOURCE,
                 )
             )
+    # The Agent Skills specification's own rules (hyphens, compatibility, allowed keys).
+    out += spec_findings(fm, name if raw_name is not None else "")
     return out
 
 

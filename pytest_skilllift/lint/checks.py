@@ -161,7 +161,7 @@ def progressive_disclosure(skill: SkillFile) -> SubScore:
     Base: < 100 lines 0.20 (PluginEval's number), 100-199 0.55, 200-600 0.75, 601-800 0.50,
     > 800 0.25. Bonuses: non-empty references/ +0.15 (+0.25 above 400 lines, where offloading
     matters more), non-empty assets/ +0.10. Sub-skills in child directories are not counted
-    as references: PluginEval counts references/ only.
+    as references: the methodology counts references/ only.
     """
     lines = skill.line_count
     if lines < 100:

@@ -1,7 +1,7 @@
 """Ground two model-based dimensions in a real week of lift runs (``--week DIR``).
 
-PluginEval fills triggering_accuracy and output_quality from simulated prompts (Layer 3, Monte
-Carlo). This project already runs every prompt with and without the skill, so it measures
+PluginEval fills triggering_accuracy and output_quality from simulated prompts (Layer 3,
+Monte Carlo). This project already runs every prompt with and without the skill, so it measures
 them instead, and the measured values take the Monte Carlo column of the blend table:
 
 * triggering_accuracy ← the activation rate of the skill family's with-skill runs
