@@ -88,11 +88,12 @@ class Summary:
         return lines
 
 
-def _warm_import(module: str) -> None:
-    """Import ``module`` ahead of use; a failure is left for the real import to report."""
+def _warm_imports(modules: list[str]) -> None:
+    """Import ``modules`` ahead of use; a failure is left for the real import to report."""
     # Reported where the module is actually used (inside the plots' try), not here.
-    with contextlib.suppress(Exception):
-        importlib.import_module(module)
+    for module in modules:
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
 
 
 def summarize_week(
@@ -110,13 +111,14 @@ def summarize_week(
     plots are drawn); ``banner`` is shown at the very top (e.g. "DEMO — scripted models").
     """
     week_dir = Path(week_dir)
-    plot_import = None
+    # scipy.special (~0.25 s) and matplotlib (~0.3 s) take long to import; do it while
+    # pyarrow parses the CSVs (its C++ reader runs without the GIL), so they overlap
+    # instead of adding up.
+    warm = ["scipy.special"]
     if write and plots:
-        # matplotlib takes ~0.3 s to import; do it while pyarrow parses the CSVs (its C++
-        # reader runs without the GIL), so the two overlap instead of adding up.
-        plot_import = threading.Thread(target=_warm_import, args=("pytest_skilllift.report.plots",),
-                                       daemon=True)
-        plot_import.start()
+        warm.append("pytest_skilllift.report.plots")
+    warm_import = threading.Thread(target=_warm_imports, args=(warm,), daemon=True)
+    warm_import.start()
     week = load_week(week_dir)
     problems = week.problems
     hist_path = Path(history) if history is not None else week_dir.parent / HISTORY_CSV
@@ -173,7 +175,8 @@ def summarize_week(
     # History: this week's rows merged into the file (or in memory when not writing).
     run_key = week_dir.name
     window_end = week.window[1] if week.window else ""
-    judge = judging.build(week_dir, history=hist_path, run_key=run_key, write=write)
+    judge = judging.build(week_dir, history=hist_path, run_key=run_key, write=write,
+                          flagged=week.s_judge_flagged if week.scores_present else None)
     contested = judging.contested_per_model(judge, week.models)
     hist_rows_now = []
     for mi, label in enumerate(week.models):
@@ -217,8 +220,7 @@ def summarize_week(
     data = build_card(ctx)
 
     written: list[Path] = []
-    if plot_import is not None:
-        plot_import.join()
+    warm_import.join()
     if write and plots and agg is not None:
         try:
             from pytest_skilllift.report import plots as plotmod  # imported in the background above

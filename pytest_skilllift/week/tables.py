@@ -54,6 +54,9 @@ from pytest_skilllift.week.files import (
 #: pipeline writes ``""`` or ``PARSE_ERROR``; our judge may write ``ungraded``/``error``.
 UNGRADED_VERDICTS: frozenset[str] = frozenset({"", "PARSE_ERROR", "ungraded", "error", "ERROR"})
 
+#: ``contested`` values (trimmed, lower-cased) that mean "not contested".
+JUDGE_NOT_CONTESTED: frozenset[str] = frozenset({"", "0", "false", "no"})
+
 #: How many offending rows a problem message lists before saying "and N more".
 MAX_ROWS_LISTED = 10
 
@@ -68,7 +71,7 @@ _NUMBER_RE = r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$"
 _SCORES_TYPES: dict[str, pa.DataType] = {
     "prompt": _DICT, "model": _DICT, "condition": _DICT, "rep": pa.float64(),
     "item_type": _DICT, "item_text": _DICT, "verdict": _DICT, "credit": pa.float64(),
-    "contested": _DICT, "evidence_quote": pa.string(), "run_id": _DICT,
+    "contested": _DICT, "evidence_quote": pa.string(), "run_id": _DICT, "evidence_ok": _DICT,
 }
 _MANIFEST_NUMERIC: tuple[str, ...] = (
     "rep", "exit_code", "skill_available", "reached_leaf", "fetched_site", "fetched_count",
@@ -138,6 +141,8 @@ class Week:
     #: 1.0 / 0.0 per graded item; NaN when ungraded or invalid (excluded, counted).
     s_credit: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     s_contested: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    #: Rows the judge's report lists (``report.judging``): contested, or ``evidence_ok`` = 0.
+    s_judge_flagged: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     #: Index of the manifest row this item belongs to (-1: none found).
     s_run: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     n_items: int = 0
@@ -357,6 +362,39 @@ def _dict_parts(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
     return idx, [str(v) for v in arr.dictionary.to_pylist()]
 
 
+def _strings_at(table: pa.Table, name: str, rows: np.ndarray) -> list[str | None]:
+    """The values of a string column at ``rows`` (None for null; "" when the column is absent).
+
+    A dictionary column goes through its (small) dictionary: ``take().to_pylist()`` on a
+    dictionary array decodes every row on its own, 100× slower for 10^5 rows.
+    """
+    if name not in table.column_names:
+        return [""] * rows.size
+    arr = table[name].chunk(0)
+    if pa.types.is_dictionary(arr.type):
+        values = np.array([*arr.dictionary.to_pylist(), None], dtype=object)
+        idx = arr.indices.take(pa.array(rows)).fill_null(-1).to_numpy(zero_copy_only=False)
+        return list(values[idx].tolist())
+    return list(arr.take(pa.array(rows)).to_pylist())
+
+
+def _distinct_pairs(
+    a: tuple[np.ndarray, Sequence[str]], b: tuple[np.ndarray, Sequence[str]],
+) -> list[tuple[str | None, str | None]]:
+    """The distinct (a, b) value pairs of two coded columns (codes and values, as
+    :func:`_dict_parts` gives them; code -1 = null → None).  One ``np.unique`` over
+    combined codes: no per-row Python, and no pyarrow group-by (its import alone costs more
+    than this)."""
+    (a_idx, a_vals), (b_idx, b_vals) = a, b
+    nb = len(b_vals) + 1
+    code = (a_idx.astype(np.int64) + 1) * nb + (b_idx.astype(np.int64) + 1)
+    out: list[tuple[str | None, str | None]] = []
+    for c in np.unique(code).tolist():
+        ai, bi = divmod(c, nb)
+        out.append((a_vals[ai - 1] if ai else None, b_vals[bi - 1] if bi else None))
+    return out
+
+
 def _lookup(values: list[str], mapping: dict[str, int], default: int = -1) -> np.ndarray:
     """Per-dictionary-entry code table (values are few: this loop is over distinct values)."""
     return np.array([mapping.get(v.strip(), default) for v in values] + [default], np.int64)
@@ -532,6 +570,11 @@ def _fill_scores(
     falsy = {"", "0", "false", "False", "FALSE", "no"}
     week.s_contested = _codes(c_idx, np.array(
         [0 if v.strip() in falsy else 1 for v in c_vals] + [0], np.int64)).astype(bool)
+    # report.judging's reading of the same columns, so it need not parse scores.csv again.
+    e_idx, e_vals = _dict_parts(t, "evidence_ok")
+    week.s_judge_flagged = _codes(c_idx, np.array(
+        [v.strip().lower() not in JUDGE_NOT_CONTESTED for v in c_vals] + [False])) | _codes(
+        e_idx, np.array([v.strip() == "0" for v in e_vals] + [False]))
 
     # Avoid violations with their evidence: only these rows' text is materialised, column by
     # column (a bad week has ~150,000 of them), in scorecard order.
@@ -541,11 +584,8 @@ def _fill_scores(
         pr, mo, co = week.s_prompt[viol], week.s_model[viol], week.s_cond[viol]
         # np.lexsort is stable: file order within one (prompt, model, condition).
         viol = viol[np.lexsort((co, model_rank[mo], pr))]
-        take = pa.array(viol)
-        texts = (t["item_text"].take(take).to_pylist() if "item_text" in t.column_names
-                 else [""] * viol.size)
-        quotes = (t["evidence_quote"].take(take).to_pylist()
-                  if "evidence_quote" in t.column_names else [""] * viol.size)
+        texts = _strings_at(t, "item_text", viol)
+        quotes = _strings_at(t, "evidence_quote", viol)
         week.violations = [
             {"prompt": p, "model": m, "condition": c, "rep": r, "item_text": x or "",
              "evidence": q or ""}
@@ -609,50 +649,42 @@ def _fill_manifest(
         }
 
     # Provenance: the distinct (model, snapshot) pairs and version strings (few values).
+    models = (week.m_model, week.models)
     if "model_snapshot" in t.column_names and n:
-        pairs = pa.table({"m": week.m_model, "s": t["model_snapshot"]}).group_by(
-            ["m", "s"]).aggregate([]).to_pylist()
         snaps: dict[str, set[str]] = {}
-        for r in pairs:
-            s = (r["s"] or "").strip()
-            if r["m"] >= 0 and s and s != "MISSING_TRANSCRIPT":
-                snaps.setdefault(week.models[r["m"]], set()).add(s)
+        for m, s in _distinct_pairs(models, _dict_parts(t, "model_snapshot")):
+            s = (s or "").strip()
+            if m is not None and s and s != "MISSING_TRANSCRIPT":
+                snaps.setdefault(m, set()).add(s)
         week.snapshots = {m: sorted(v) for m, v in snaps.items()}
     if "model_id" in t.column_names and n:
         # Our manifest records the model id each label was requested as (provenance).
-        pairs = pa.table({"m": week.m_model, "i": t["model_id"]}).group_by(
-            ["m", "i"]).aggregate([]).to_pylist()
         ids: dict[str, set[str]] = {}
-        for r in pairs:
-            mid = (r["i"] or "").strip()
-            if r["m"] >= 0 and mid:
-                ids.setdefault(week.models[r["m"]], set()).add(mid)
+        for m, i in _distinct_pairs(models, _dict_parts(t, "model_id")):
+            mid = (i or "").strip()
+            if m is not None and mid:
+                ids.setdefault(m, set()).add(mid)
         week.model_ids = {m: sorted(v) for m, v in ids.items()}
     for attr, col in (("cli_versions", "cli_version"), ("skills_shas", "skills_sha")):
         if col in t.column_names and n:
-            used = set(np.unique(t[col].chunk(0).indices.fill_null(-1).to_numpy()).tolist())
-            d = t[col].chunk(0).dictionary.to_pylist()
-            vals = {str(d[i]).strip() for i in used if i >= 0}
+            c_idx, c_vals = _dict_parts(t, col)
+            used = np.unique(c_idx).tolist()
+            vals = {c_vals[i].strip() for i in used if i >= 0}
             setattr(week, attr, sorted(vals - {""}))
     if "skills_sha" in t.column_names and n:
-        families = (t["skill_family"] if "skill_family" in t.column_names
-                    else pa.array([""] * n, pa.string()))
-        pairs = pa.table({"f": families, "s": t["skills_sha"]}).group_by(
-            ["f", "s"]).aggregate([]).to_pylist()
         shas: dict[str, set[str]] = {}
-        for r in pairs:
-            if (sha := (r["s"] or "").strip()):
-                shas.setdefault((r["f"] or "").strip(), set()).add(sha)
+        for f, s in _distinct_pairs(_dict_parts(t, "skill_family"), _dict_parts(t, "skills_sha")):
+            if (sha := (s or "").strip()):
+                shas.setdefault((f or "").strip(), set()).add(sha)
         week.skills_shas_by_family = {f: sorted(v) for f, v in sorted(shas.items())}
     i_idx, i_vals = _dict_parts(t, "invocation_status")
     inv_map = {v: i for i, v in enumerate(INVOCATION_STATUSES)}
     week.m_invocation = (_codes(i_idx, _lookup(i_vals, inv_map, default=-1)).astype(np.int8)
                          if "invocation_status" in t.column_names else np.full(n, -1, np.int8))
     if {"runner", "cli_version"} <= set(t.column_names) and n:
-        pairs = pa.table({"r": t["runner"], "v": t["cli_version"]}).group_by(
-            ["r", "v"]).aggregate([]).to_pylist()
+        pairs = _distinct_pairs(_dict_parts(t, "runner"), _dict_parts(t, "cli_version"))
         week.docker_cli_versions = sorted(
-            {(p["v"] or "").strip() for p in pairs if p["r"] == "docker"} - {""})
+            {(v or "").strip() for r, v in pairs if r == "docker"} - {""})
     week.window, week.wall_clock_s = _window(t, week)
 
 
