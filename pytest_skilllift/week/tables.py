@@ -21,7 +21,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
-from typing import TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -89,15 +88,21 @@ _MANIFEST_TYPES: dict[str, pa.DataType] = {
 }
 
 
-class Violation(TypedDict):
-    """An avoid item judged ``violated``, with the judge's evidence quote."""
+@dataclass
+class Violations:
+    """The avoid items judged ``violated``, with the judge's evidence quotes, column by column
+    (a bad week has ~10^5 of them: one list per field, not one object per item), in scorecard
+    order: by prompt, model name and condition, in file order within each."""
 
-    prompt: str
-    model: str
-    condition: str
-    rep: int
-    item_text: str
-    evidence: str
+    prompt: list[str] = field(default_factory=list)
+    model: list[str] = field(default_factory=list)
+    condition: list[str] = field(default_factory=list)
+    rep: list[int] = field(default_factory=list)
+    item_text: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.prompt)
 
 
 @dataclass(frozen=True)
@@ -148,9 +153,8 @@ class Week:
     n_items: int = 0
     n_ungraded: int = 0  # judge/parse errors: excluded and counted
     n_invalid_rows: int = 0  # rows that failed validation: excluded and counted
-    #: Avoid items judged ``violated``, in scorecard order: by prompt, model name and
-    #: condition, in file order within each.
-    violations: list[Violation] = field(default_factory=list)
+    #: Avoid items judged ``violated`` (columns), in scorecard order.
+    violations: Violations = field(default_factory=Violations)
     # -- manifest.csv (one entry per run) --
     manifest_present: bool = False
     manifest_columns: tuple[str, ...] = ()
@@ -362,8 +366,8 @@ def _dict_parts(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
     return idx, [str(v) for v in arr.dictionary.to_pylist()]
 
 
-def _strings_at(table: pa.Table, name: str, rows: np.ndarray) -> list[str | None]:
-    """The values of a string column at ``rows`` (None for null; "" when the column is absent).
+def _strings_at(table: pa.Table, name: str, rows: np.ndarray) -> list[str]:
+    """The values of a string column at ``rows`` ("" for null, and when the column is absent).
 
     A dictionary column goes through its (small) dictionary: ``take().to_pylist()`` on a
     dictionary array decodes every row on its own, 100× slower for 10^5 rows.
@@ -372,10 +376,10 @@ def _strings_at(table: pa.Table, name: str, rows: np.ndarray) -> list[str | None
         return [""] * rows.size
     arr = table[name].chunk(0)
     if pa.types.is_dictionary(arr.type):
-        values = np.array([*arr.dictionary.to_pylist(), None], dtype=object)
+        values = np.array([*(v or "" for v in arr.dictionary.to_pylist()), ""], dtype=object)
         idx = arr.indices.take(pa.array(rows)).fill_null(-1).to_numpy(zero_copy_only=False)
         return list(values[idx].tolist())
-    return list(arr.take(pa.array(rows)).to_pylist())
+    return list(arr.take(pa.array(rows)).fill_null("").to_pylist())
 
 
 def _distinct_pairs(
@@ -584,17 +588,14 @@ def _fill_scores(
         pr, mo, co = week.s_prompt[viol], week.s_model[viol], week.s_cond[viol]
         # np.lexsort is stable: file order within one (prompt, model, condition).
         viol = viol[np.lexsort((co, model_rank[mo], pr))]
-        texts = _strings_at(t, "item_text", viol)
-        quotes = _strings_at(t, "evidence_quote", viol)
-        week.violations = [
-            {"prompt": p, "model": m, "condition": c, "rep": r, "item_text": x or "",
-             "evidence": q or ""}
-            for p, m, c, r, x, q in zip(
-                np.array(week.prompts, dtype=object)[week.s_prompt[viol]].tolist(),
-                np.array(week.models, dtype=object)[week.s_model[viol]].tolist(),
-                np.array(CONDITIONS, dtype=object)[week.s_cond[viol]].tolist(),
-                week.s_rep[viol].tolist(), texts, quotes, strict=True)
-        ]
+        week.violations = Violations(
+            prompt=np.array(week.prompts, dtype=object)[week.s_prompt[viol]].tolist(),
+            model=np.array(week.models, dtype=object)[week.s_model[viol]].tolist(),
+            condition=np.array(CONDITIONS, dtype=object)[week.s_cond[viol]].tolist(),
+            rep=week.s_rep[viol].tolist(),
+            item_text=_strings_at(t, "item_text", viol),
+            evidence=_strings_at(t, "evidence_quote", viol),
+        )
 
 
 def _fill_manifest(
