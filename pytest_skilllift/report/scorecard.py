@@ -13,6 +13,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_skilllift.report import custom_checks, judge_provenance
+
 #: Markdown shows at most this many rows of a table; the JSON always keeps all of them,
 #: and a capped table says so right under it (no silent caps).
 MAX_PROMPT_ROWS = 20000
@@ -121,6 +123,7 @@ def render_markdown(data: dict[str, Any]) -> str:
     L += _audit_section(data)
     L += _selfserved_section(data)
     L += _avoid_section(data)
+    L += custom_checks.render_section(data)
     L += _coverage_section(data)
     L += _cost_section(data)
     L += _health_section(data)
@@ -523,6 +526,7 @@ def _provenance_section(data: dict[str, Any]) -> list[str]:
         L.append("- ⚠ more than one CLI version present — versions were not pinned across runs.")
     if len(sha) > 1:
         L.append("- ⚠ more than one skills commit present — the skills tree changed mid-week.")
+    L += judge_provenance.render_lines(p.get("judge"))
     L.append("- Note: an alias like `claude-sonnet-5` can float to a newer build without "
              "changing name; the run window is the only correlate for such a silent swap. "
              "Pass a dated model id if byte-level pinning matters.")

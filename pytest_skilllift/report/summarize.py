@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pytest_skilllift import __version__
-from pytest_skilllift.report import scorecard, stats
+from pytest_skilllift.report import custom_checks, judge_provenance, scorecard, stats
 from pytest_skilllift.week import history as hist
 from pytest_skilllift.week.columns import ACTIVATIONS, CONDITIONS
 from pytest_skilllift.week.tables import (
@@ -236,6 +236,8 @@ def summarize_week(
     data = _assemble(week, agg, lifts, boots, wow, cost_mean, cost_n, turns_mean,
                      cost_excluded, credit, n_excluded_run_items, hist_rows_now,
                      n_runs_hist, hist_path, banner)
+    data["provenance"]["judge"] = judge_provenance.build(week_dir)
+    data.update(custom_checks.build(week_dir, list(week.models)))
 
     written: list[Path] = []
     if plot_import is not None:
