@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_skilllift.hookcalls import HookError
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
 from pytest_skilllift.run.engine import OK, make_run_id
 from pytest_skilllift.run.matrix import keywords_of
@@ -146,6 +147,8 @@ class RubricTest(pytest.Function):
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
                      style: Any = None) -> str | TerminalRepr:
+        if isinstance(excinfo.value, HookError):
+            return str(excinfo.value)  # the user's hook, named; our call stack is noise
         if isinstance(excinfo.value, RubricFailure):
             verdict, evidence = excinfo.value.args
             lines = [f"{self.item.key} {verdict}: {self.item.text}"]

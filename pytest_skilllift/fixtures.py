@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.collect import SESSION_KEY, RubricTest, report_hook_errors
-from pytest_skilllift.hookcalls import call_hook
+from pytest_skilllift.hookcalls import HookError, call_hook
 from pytest_skilllift.model import RunSpec
 from pytest_skilllift.run.engine import OK
 from pytest_skilllift.run.matrix import keywords_of, narrow, run_key
@@ -179,7 +179,7 @@ def wire_hooks(config: pytest.Config, state: SkillLiftSession) -> None:
         out = call_hook(hook.pytest_skilllift_make_runner, root, firstresult=True,
                         config=config)
         if out.errors:
-            raise RuntimeError("; ".join(out.errors))
+            raise HookError("; ".join(out.errors))
         return out.first
 
     def run_finished(run: SkillLiftRun) -> list[str]:

@@ -15,7 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HookOutcome", "call_hook", "impl_name"]
+__all__ = ["HookError", "HookOutcome", "call_hook", "impl_name"]
+
+
+class HookError(Exception):
+    """An implementation of a hook the run cannot do without raised (the message names it)."""
 
 
 def impl_name(function: Any, rootdir: Path | None = None) -> str:

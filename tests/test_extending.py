@@ -356,3 +356,17 @@ def pytest_skilllift_run_finished(config, run):  # a second implementation, brok
     # The week itself is complete: the error is reported, not a lost run.
     assert len(rows(root / "week" / "manifest.csv")) == 2
     assert len(lines(root / "calls" / "graded.log")) == 2
+
+
+def test_a_failing_runner_hook_names_itself_and_nothing_runs(api: Any, tmp_path: Path) -> None:
+    conftest = '''
+def pytest_skilllift_make_runner(config):
+    raise ValueError("no sandbox quota left")
+'''
+    root = make_project(tmp_path, conftest, checks=None, prompts=PROMPTS[:1])
+    before = api.count()
+    ret, out = run_pytest(root, api, "-p", "no:xdist")
+    assert ret == 1
+    assert re.search(r"pytest_skilllift_make_runner in conftest\.py:2 "
+                     r"pytest_skilllift_make_runner raised ValueError: no sandbox quota left", out)
+    assert api.count() == before  # no CLI run, no judge call
