@@ -106,8 +106,16 @@ class RunNode(pytest.Collector):
         self.run = run
 
     def collect(self) -> Iterator[pytest.Item]:
+        # Every rubric item of a prompt file requests the same fixtures from the same place:
+        # resolve them once per file, not once per item (thousands in a real week).
+        prompt_file = self.getparent(PromptFile)
         for item in self.run.prompt.rubric:
-            yield RubricTest.from_parent(self, name=item.key, run=self.run, item=item)
+            test = RubricTest.from_parent(
+                self, name=item.key, run=self.run, item=item,
+                fixtureinfo=getattr(prompt_file, "_skilllift_fixtureinfo", None))
+            if prompt_file is not None:
+                prompt_file._skilllift_fixtureinfo = test._fixtureinfo  # type: ignore[attr-defined]
+            yield test
 
 
 def _graded_through(skill_lift_judge: Any) -> None:

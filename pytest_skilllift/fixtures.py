@@ -106,7 +106,7 @@ def skill_lift_week(request: pytest.FixtureRequest, skill_lift_judge: Any) -> Sk
     state = _state(request.config, "skill_lift_week")
     runs: dict[str, RunSpec] = {}
     for item in request.session.items:
-        spec = _run_of(item)
+        spec = run_of(item)
         if spec is not None:
             runs.setdefault(spec.run_id, spec)
     for spec in runs.values():
@@ -121,7 +121,7 @@ def skill_lift_week(request: pytest.FixtureRequest, skill_lift_judge: Any) -> Sk
                                                          plots=False))
 
 
-def _run_of(item: pytest.Item) -> RunSpec | None:
+def run_of(item: pytest.Item) -> RunSpec | None:
     if isinstance(item, RubricTest):
         return item.run
     callspec = getattr(item, "callspec", None)
@@ -158,7 +158,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_itemcollected(item: pytest.Item) -> None:
     """A check of one run: the run's family and leaf as ``-k`` keywords, and what the
     controller needs to tally its outcome (travels with every report, also from workers)."""
-    spec = _run_of(item) if not isinstance(item, RubricTest) else None
+    spec = run_of(item) if not isinstance(item, RubricTest) else None
     if spec is None:
         return
     item.extra_keyword_matches.update(keywords_of(spec.prompt))

@@ -65,7 +65,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     state = SkillLiftSession(settings, worker=_is_worker(config))
     if _is_worker(config):
-        state.session_id = config.workerinput.get(SESSION_ID_KEY, state.session_id)  # type: ignore[attr-defined]
+        workerinput = config.workerinput  # type: ignore[attr-defined]
+        state.session_id = workerinput.get(SESSION_ID_KEY, state.session_id)
     from pytest_skilllift.fixtures import wire_hooks
 
     wire_hooks(config, state)
@@ -154,12 +155,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     Stable and deterministic, so every xdist worker collects the same order."""
     if SESSION_KEY not in config.stash:
         return
-    from pytest_skilllift.fixtures import _run_of
+    from pytest_skilllift.fixtures import run_of
 
     def order(item: pytest.Item) -> tuple[bool, bool]:
         # Whole-week tests last: by then the runs they summarize are done (in this process).
         week = "skill_lift_week" in getattr(item, "fixturenames", ())
-        run = _run_of(item)
+        run = run_of(item)
         return week, not (run is not None and run.with_skill)
 
     items.sort(key=order)
