@@ -15,6 +15,7 @@ Loaded by ``plugin.py`` (``pytest_plugins``); nothing here computes.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -63,14 +64,9 @@ def skill_lift_run(request: pytest.FixtureRequest, skill_lift_judge: Any) -> Ski
         pytest.fail("skill_lift_run is parametrized by pytest-skilllift over the week's runs; "
                     "narrow it with @pytest.mark.skill_lift(prompts=…, conditions=…) instead "
                     "of parametrizing it yourself", pytrace=False)
-    node = request.node
-    try:
-        graded = state.result(spec, skill_lift_judge)
-    finally:
-        if isinstance(node, pytest.Item):
-            report_hook_errors(node)
+    graded = state.result(spec, skill_lift_judge)
     status = "ungraded" if graded.judge_error else graded.status
-    node.user_properties.append(("skilllift_run", f"{graded.run_id}|{status}"))
+    request.node.user_properties.append(("skilllift_run", f"{graded.run_id}|{status}"))
     if graded.status != OK:
         pytest.skip(f"run excluded ({graded.status}): {graded.reason}")
     return state.run_view(spec)
@@ -111,8 +107,6 @@ def skill_lift_week(request: pytest.FixtureRequest, skill_lift_judge: Any) -> Sk
             runs.setdefault(spec.run_id, spec)
     for spec in runs.values():
         state.result(spec, skill_lift_judge)
-    if isinstance(request.node, pytest.Item):
-        report_hook_errors(request.node)
     from pytest_skilllift.report.summarize import summarize_week
 
     if any(state.week.root.glob("*/run.json")):
@@ -129,6 +123,14 @@ def run_of(item: pytest.Item) -> RunSpec | None:
     return spec if isinstance(spec, RunSpec) else None
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item) -> None:
+    """Hook errors raised while this phase generated or graded a run (a rubric item, a check,
+    a whole-week test) travel with its report — to the controller under -n."""
+    if SESSION_KEY in item.config.stash:
+        report_hook_errors(item)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrize ``skill_lift_run`` over the week's runs, narrowed by the marker."""
     if "skill_lift_run" not in metafunc.fixturenames:
@@ -143,8 +145,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                         f"arguments only (prompts=, families=, models=, conditions=), got "
                         f"{mark.args!r}", pytrace=False)
         options.update(mark.kwargs)
+    matrix = state.matrix()
+    if matrix.problems and not state.matrix_warned:
+        state.matrix_warned = True  # once a session: the same files fail the rubric items too
+        for problem in matrix.problems:
+            warnings.warn(pytest.PytestWarning(
+                f"skill_lift_run: prompt file left out of the checks' runs: {problem}"),
+                stacklevel=1)
     try:
-        runs = narrow(state.matrix().runs, options)
+        runs = narrow(matrix.runs, options)
     except ValueError as exc:
         pytest.fail(f"{metafunc.definition.nodeid}: {exc}", pytrace=False)
     params = []

@@ -89,6 +89,7 @@ class SkillLiftSession:
         self._judge: SessionJudge | None = None
         self._graders: dict[int, FixtureGrader] = {}
         self._matrix: Matrix | None = None
+        self.matrix_warned = False
 
     # -- controller set-up --------------------------------------------------------------
     def start_demo(self) -> None:

@@ -348,7 +348,7 @@ def pytest_skilllift_run_finished(config, run):  # a second implementation, brok
     raise RuntimeError("dashboard down")
 '''
     root = make_project(tmp_path, conftest, checks=None, prompts=PROMPTS[:1])
-    ret, out = run_pytest(root, api, "-p", "no:xdist")
+    ret, out = run_pytest(root, api, "-n", "2")  # errors travel from the workers
     assert ret == 1, out
     assert "2 hook error(s)" in out
     assert re.search(r"pytest_skilllift_run_finished in conftest\.py:\d+ "

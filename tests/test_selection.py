@@ -125,3 +125,22 @@ def test_without_the_flag_checks_skip_saying_why(pytester: pytest.Pytester) -> N
     result = pytester.runpytest_subprocess("-rs", "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines(["*needs --skill-lift (or --skill-lift-demo)*"])
     result.assert_outcomes(skipped=1)
+
+
+def test_a_bad_prompt_file_is_named_when_only_checks_run(pytester: pytest.Pytester,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-collect-only")
+    prompts = pytester.path / "prompts"
+    prompts.mkdir()
+    (prompts / "qdrant-edge.json").write_text((DATA / "test-prompts" / "qdrant-edge.json")
+                                              .read_text())
+    (prompts / "broken.json").write_text('{"name": "broken"')
+    pytester.makeini(f"[pytest]\nskill_lift_prompts = prompts\n"
+                     f"skill_lift_skills = {DATA / 'skills'}\n")
+    pytester.makepyfile(test_checks="def test_x(skill_lift_run):\n    pass\n")
+    result = pytester.runpytest_subprocess("--skill-lift", "-p", "no:cacheprovider",
+                                           "--collect-only", "-q", "test_checks.py")
+    result.stdout.fnmatch_lines([
+        "*skill_lift_run: prompt file left out of the checks' runs: *broken.json: field "
+        "'(file)': is not valid JSON*"])
+    assert sum(1 for line in result.stdout.lines if "test_x[qdrant-edge::" in line) == 8

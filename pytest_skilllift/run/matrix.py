@@ -50,10 +50,12 @@ class Matrix:
     problems: tuple[str, ...]
 
     def names_by_path(self, rootdir: Path) -> dict[str, str]:
-        """Prompt file path relative to ``rootdir`` (as in a test id) → prompt name."""
+        """Prompt file path relative to ``rootdir`` (as in a test id) → prompt name; a prompts
+        directory outside the rootdir gives ids of bare file names, keyed here too."""
         out: dict[str, str] = {}
         for spec in self.runs:
             path = spec.prompt.path
+            out.setdefault(path.name, spec.prompt.name)
             try:
                 out[path.resolve().relative_to(rootdir.resolve()).as_posix()] = spec.prompt.name
             except ValueError:
