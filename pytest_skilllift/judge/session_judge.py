@@ -96,7 +96,8 @@ class SessionJudge:
         return result
 
     def __repr__(self) -> str:
-        return f"SessionJudge(grader={self._grader()!r})"
+        # Not the client's repr: building it imports the SDK (and may need credentials).
+        return f"SessionJudge(calls={self.calls}, cost_usd={self.cost_usd:.4f})"
 
 
 def describe(obj: object) -> str:
