@@ -15,10 +15,11 @@ import pytest
 
 from pytest_skilllift.hookcalls import HookError
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
-from pytest_skilllift.run.engine import OK, make_run_id
+from pytest_skilllift.run.engine import make_run_id
 from pytest_skilllift.run.matrix import keywords_of
 from pytest_skilllift.run.prompts import PromptError, load_prompt
 from pytest_skilllift.week.columns import CONDITIONS
+from pytest_skilllift.week.files import OK
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr

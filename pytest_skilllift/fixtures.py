@@ -24,10 +24,10 @@ import pytest
 from pytest_skilllift.collect import SESSION_KEY, RubricTest, report_hook_errors
 from pytest_skilllift.hookcalls import HookError, call_hook
 from pytest_skilllift.model import RunSpec
-from pytest_skilllift.run.engine import OK
 from pytest_skilllift.run.matrix import keywords_of, narrow, run_key
 from pytest_skilllift.run.view import SkillLiftRun
 from pytest_skilllift.session import SkillLiftSession
+from pytest_skilllift.week.files import OK, RUN_FILE
 
 #: user_properties key of a check item: its id without the run, and the run's coordinates.
 CHECK_PROP = "skilllift_check"
@@ -109,7 +109,7 @@ def skill_lift_week(request: pytest.FixtureRequest, skill_lift_judge: Any) -> Sk
         state.result(spec, skill_lift_judge)
     from pytest_skilllift.report.summarize import summarize_week
 
-    if any(state.week.root.glob("*/run.json")):
+    if any(state.week.root.glob(f"*/{RUN_FILE}")):
         state.week.rebuild_csvs()
     return SkillLiftWeek(state.week.root, summarize_week(state.week.root, write=False,
                                                          plots=False))

@@ -16,15 +16,18 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pytest_skilllift.config import Settings, SettingsError
+from pytest_skilllift.judge.protocol import Grader
 from pytest_skilllift.judge.session_judge import FixtureGrader, SessionJudge
 from pytest_skilllift.model import AgentConfig, JudgeResult, RunSpec
-from pytest_skilllift.run.engine import OK, GradedRun, Grader, Warmed, WeekRun
+from pytest_skilllift.run.engine import GradedRun, WeekRun
 from pytest_skilllift.run.matrix import Matrix, load_matrix
 from pytest_skilllift.run.view import SkillLiftRun
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import find_claude
+from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week.checks import CheckTally, merge_checks
-from pytest_skilllift.week.ledger import Week
+from pytest_skilllift.week.files import OK, RUN_FILE
+from pytest_skilllift.week.ledger import Ledger
 
 DEMO_KEY = "demo-key-not-a-secret"
 DEMO_BANNER = ("DEMO — scripted models: every answer and grade below comes from the package's "
@@ -71,7 +74,7 @@ class SkillLiftSession:
         self.settings = settings
         self.worker = worker
         self._judge_service: Any = None
-        self.week = Week(settings.out_dir)
+        self.week = Ledger(settings.out_dir)
         self.tally = SessionTally()
         self._weekrun: WeekRun | None = None
         self._server: Any = None
@@ -245,7 +248,7 @@ class SkillLiftSession:
         """Rebuild the CSVs, write the scorecard; return whether coverage is enough."""
         from pytest_skilllift.report.summarize import summarize_week
 
-        if not any(self.week.root.glob("*/run.json")):
+        if not any(self.week.root.glob(f"*/{RUN_FILE}")):
             return True
         self.week.rebuild_csvs()
         merge_checks(self.week.root, self.checks.finished())

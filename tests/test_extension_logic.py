@@ -17,8 +17,8 @@ from pytest_skilllift import hookspecs
 from pytest_skilllift.hookcalls import call_hook
 from pytest_skilllift.judge.session_judge import FixtureGrader, SessionJudge, as_rubric
 from pytest_skilllift.model import ItemVerdict, JudgeResult, PromptSpec, RubricItem, RunSpec
-from pytest_skilllift.report import custom_checks, judge_provenance
 from pytest_skilllift.report.extra_sections import sections_from
+from pytest_skilllift.report.sections import custom_checks, provenance
 from pytest_skilllift.run.matrix import keywords_of, narrow, run_key, run_scope
 from pytest_skilllift.week.checks import CheckTally, merge_checks, read_checks
 
@@ -154,7 +154,7 @@ def test_custom_checks_section(tmp_path: Path) -> None:
         rows.append({**meta("t.py::test_x", "haiku", "with-skill", rep), "outcome": wi,
                      "reason": "run excluded (timeout): timed out" if wi == "skipped" else ""})
     merge_checks(tmp_path, rows)
-    data = custom_checks.build(tmp_path, ["haiku"])
+    data = custom_checks.from_week_dir(tmp_path, ["haiku"])
     by_cond = {c["condition"]: c for c in data["custom_checks"]}
     assert (by_cond["no-skill"]["passed"], by_cond["no-skill"]["failed"],
             by_cond["no-skill"]["pass_rate"]) == (1, 2, pytest.approx(1 / 3))
@@ -166,11 +166,11 @@ def test_custom_checks_section(tmp_path: Path) -> None:
     assert data["custom_checks_lift"][0]["difference"] == pytest.approx(2 / 3)
     assert data["custom_checks_skipped"] == [
         {"test": "t.py::test_x", "reason": "run excluded (timeout): timed out", "count": 1}]
-    md = "\n".join(custom_checks.render_section(data))
+    md = "\n".join(custom_checks.render(data))
     assert "## Custom checks" in md
     assert "| `t.py::test_x` | haiku | 0.33 (1/3) [" in md and "+0.67 [" in md
     assert "1 × run excluded (timeout): timed out" in md
-    assert custom_checks.render_section(custom_checks.build(tmp_path / "none")) == []
+    assert custom_checks.render(custom_checks.from_week_dir(tmp_path / "none")) == []
 
 
 # -- hook calls ------------------------------------------------------------------------------
@@ -335,11 +335,11 @@ def test_judge_provenance_counts_runs(tmp_path: Path) -> None:
             "judge_model": model, "judge_prompt_version": version, "judge_overridden": over,
             "judge_impl": "conftest.Mine", "rows": []}))
     (tmp_path / "run9").mkdir()  # generated, never graded
-    got = judge_provenance.build(tmp_path)
+    got = provenance.judge_of(tmp_path)
     assert got == {"graded_runs": 3, "models": {"opus-a": 2, "opus-b": 1},
                    "prompt_versions": {"unknown": 1, "v1": 2}, "overridden_runs": 2,
                    "overrides": {"conftest.Mine": 2}}
-    text = "\n".join(judge_provenance.render_lines(got))
+    text = "\n".join(provenance.judge_lines(got))
     assert "judge overridden" in text and "for 2 of 3 graded runs" in text
     assert "more than one judge model or prompt version" in text
-    assert judge_provenance.render_lines(judge_provenance.build(tmp_path / "none")) == []
+    assert provenance.judge_lines(provenance.judge_of(tmp_path / "none")) == []

@@ -11,12 +11,31 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
+from pytest_skilllift.report.card import Scorecard
 from pytest_skilllift.report.scorecard import render_json
-from pytest_skilllift.week.ledger import atomic_write_text
+from pytest_skilllift.week.files import SCORECARD_JSON, SCORECARD_MD, atomic_write_text
 
-__all__ = ["Section", "append_sections", "sections_from"]
+__all__ = ["ExtendedScorecard", "ExtraSection", "Section", "append_sections", "sections_from"]
+
+
+class ExtraSection(TypedDict):
+    """One hook-supplied section as scorecard.json lists it under ``extra``."""
+
+    title: str
+    #: The implementation that returned it (``conftest.py:function``).
+    source: str
+    markdown: str
+    #: Whatever JSON-serialisable value the implementation returned with it (or None).
+    data: Any
+
+
+class ExtendedScorecard(Scorecard, total=False):
+    """scorecard.json after a session whose hooks added sections: ``extra`` comes last, and
+    only when there is at least one (``skilllift summarize`` never writes it)."""
+
+    extra: list[ExtraSection]
 
 
 @dataclass(frozen=True)
@@ -55,9 +74,10 @@ def sections_from(result: Any, source: str) -> list[Section]:
     return [_one(item, source) for item in result]
 
 
-def append_sections(week_dir: Path, data: dict[str, Any], markdown: str,
-                    sections: list[Section]) -> tuple[dict[str, Any], str]:
-    """Add ``sections`` to the scorecard dict and markdown and rewrite both files."""
+def append_sections(week_dir: Path, card: Scorecard, markdown: str,
+                    sections: list[Section]) -> tuple[ExtendedScorecard, str]:
+    """Add ``sections`` to the scorecard card and markdown and rewrite both files."""
+    data = cast("ExtendedScorecard", card)
     if not sections:
         return data, markdown
     data["extra"] = [{"title": s.title, "source": s.source, "markdown": s.markdown,
@@ -66,6 +86,6 @@ def append_sections(week_dir: Path, data: dict[str, Any], markdown: str,
     for s in sections:
         parts += [f"## {s.title}\n", s.markdown.rstrip("\n"), ""]
     markdown = "\n".join(parts)
-    atomic_write_text(Path(week_dir) / "scorecard.md", markdown)
-    atomic_write_text(Path(week_dir) / "scorecard.json", render_json(data))
+    atomic_write_text(Path(week_dir) / SCORECARD_MD, markdown)
+    atomic_write_text(Path(week_dir) / SCORECARD_JSON, render_json(data))
     return data, markdown

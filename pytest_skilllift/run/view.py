@@ -17,12 +17,16 @@ from typing import Any
 
 from pytest_skilllift.model import RunSpec, Signals
 from pytest_skilllift.run.transcript import Transcript, extract_signals, parse_transcript
-from pytest_skilllift.runners.base import STDOUT_NAME
-from pytest_skilllift.week.ledger import Week
+from pytest_skilllift.week.files import (
+    AUDIT_FILE,
+    ERRORED,
+    JUDGE_COST_FILE,
+    OK,
+    STDOUT_FILE,
+)
+from pytest_skilllift.week.ledger import Ledger
 
 __all__ = ["SkillLiftRun"]
-
-_OK = "ok"  # run.engine.OK (not imported: the engine imports the runners and this stays light)
 
 
 def _num(value: Any) -> float | None:
@@ -53,12 +57,12 @@ class SkillLiftRun:
     site_host: str | None = field(default=None, repr=False)
 
     @classmethod
-    def load(cls, week: Week, spec: RunSpec, *, site_host: str | None = None) -> SkillLiftRun:
+    def load(cls, week: Ledger, spec: RunSpec, *, site_host: str | None = None) -> SkillLiftRun:
         """The run as the ledger holds it now (``run.json`` must exist)."""
         record = week.load_run(spec.run_id) or {}
         rows = week.load_grades(spec.run_id) or []
         grades = {f"{r['item_type']}-{r['item_index']}": r for r in rows if r.get("verdict")}
-        status = str(record.get("run_status") or "errored")
+        status = str(record.get("run_status") or ERRORED)
         return cls(spec=spec, week_dir=week.root, status=status,
                    reason=str(record.get("run_error") or ""), record=record, grades=grades,
                    judge_error=week.judge_error(spec.run_id), site_host=site_host)
@@ -110,7 +114,7 @@ class SkillLiftRun:
     @property
     def excluded(self) -> bool:
         """Not scored (see ``status``/``reason``)."""
-        return self.status != _OK
+        return self.status != OK
 
     @property
     def final_answer(self) -> str:
@@ -119,7 +123,7 @@ class SkillLiftRun:
     @property
     def transcript_path(self) -> Path:
         """The stream-json transcript (``<week>/<run_id>/stdout.txt``)."""
-        return self.week_dir / self.run_id / STDOUT_NAME
+        return self.week_dir / self.run_id / STDOUT_FILE
 
     @functools.cached_property
     def transcript(self) -> Transcript:
@@ -147,7 +151,7 @@ class SkillLiftRun:
     def audit(self) -> dict[str, Any] | None:
         """The run's ``audit.json`` (with-skill runs), None when absent."""
         try:
-            data = json.loads((self.week_dir / self.run_id / "audit.json").read_text("utf-8"))
+            data = json.loads((self.week_dir / self.run_id / AUDIT_FILE).read_text("utf-8"))
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None
@@ -166,7 +170,7 @@ class SkillLiftRun:
     def judge_cost_usd(self) -> float | None:
         """What grading this run cost, None when it is not graded."""
         try:
-            return float((self.week_dir / self.run_id / "judge_cost.txt").read_text().strip())
+            return float((self.week_dir / self.run_id / JUDGE_COST_FILE).read_text().strip())
         except (OSError, ValueError):
             return None
 

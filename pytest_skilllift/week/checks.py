@@ -17,9 +17,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_skilllift.week.ledger import atomic_write_text
+from pytest_skilllift.week.files import CUSTOM_CHECKS_CSV, atomic_write_text
 
-CHECKS_FILE = "custom_checks.csv"
 COLUMNS: tuple[str, ...] = ("test", "prompt", "skill_family", "model", "condition", "rep",
                             "run_id", "outcome", "reason")
 OUTCOMES: tuple[str, ...] = ("passed", "failed", "skipped")
@@ -59,7 +58,7 @@ class CheckTally:
 @contextlib.contextmanager
 def _locked(root: Path) -> Iterator[None]:
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / f".{CHECKS_FILE}.lock", "w") as fh:
+    with open(root / f".{CUSTOM_CHECKS_CSV}.lock", "w") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -74,7 +73,7 @@ def _rep(text: str) -> int:
 def read_checks(root: Path) -> list[dict[str, str]]:
     """The week's check outcomes; empty when the week has none (or no file)."""
     try:
-        text = (root / CHECKS_FILE).read_text(encoding="utf-8")
+        text = (root / CUSTOM_CHECKS_CSV).read_text(encoding="utf-8")
     except FileNotFoundError:
         return []
     return [{c: (row.get(c) or "") for c in COLUMNS} for row in csv.DictReader(io.StringIO(text))]
@@ -96,5 +95,5 @@ def merge_checks(root: Path, rows: Iterable[dict[str, str]]) -> int:
                                 lineterminator="\n")
         writer.writeheader()
         writer.writerows(ordered)
-        atomic_write_text(root / CHECKS_FILE, buf.getvalue())
+        atomic_write_text(root / CUSTOM_CHECKS_CSV, buf.getvalue())
     return len(ordered)
