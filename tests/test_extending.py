@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift.judge.protocol import PROMPT_VERSION
 from pytest_skilllift.runners.claude import bundled_claude
 
 REPO = Path(__file__).resolve().parents[1]
@@ -260,10 +261,10 @@ def test_every_graded_run_goes_through_the_conftest_judge(session: Session) -> N
     # stand-in saw exactly those calls: nothing graded around the override.
     assert len(judged) == len(set(judged)) == 3 == session.judge_calls
     card = json.loads((session.week / "scorecard.json").read_text())
-    judge = card["provenance"]["judge"]
+    judge = card["judge"]
     assert judge["graded_runs"] == 3 and judge["overridden_runs"] == 3
     assert list(judge["overrides"]) == ["conftest.CountingJudge"]
-    assert list(judge["prompt_versions"]) == ["skilllift-judge/1"]
+    assert list(judge["prompt_versions"]) == [PROMPT_VERSION]
     assert "judge overridden" in (session.week / "scorecard.md").read_text()
 
 

@@ -15,12 +15,17 @@ import pytest
 
 from pytest_skilllift import hookspecs
 from pytest_skilllift.hookcalls import call_hook
+from pytest_skilllift.judge.protocol import PROMPT_VERSION
+from pytest_skilllift.judge.samples import SampledJudge
 from pytest_skilllift.judge.session_judge import FixtureGrader, SessionJudge, as_rubric
 from pytest_skilllift.model import ItemVerdict, JudgeResult, PromptSpec, RubricItem, RunSpec
+from pytest_skilllift.report import judging
 from pytest_skilllift.report.extra_sections import sections_from
 from pytest_skilllift.report.sections import custom_checks, provenance
 from pytest_skilllift.run.matrix import keywords_of, narrow, run_key, run_scope
 from pytest_skilllift.week.checks import CheckTally, merge_checks, read_checks
+from pytest_skilllift.week.columns import VERDICTS, contribution_for, credit_for
+from pytest_skilllift.week.files import GRADES_FILE, OK
 
 hookimpl = pluggy.HookimplMarker("pytest")
 ITEMS = (RubricItem("must", "Uses git bisect", 1), RubricItem("avoid", "Reverts blindly", 1))
@@ -285,7 +290,7 @@ def test_session_judge_grades_through_the_configured_client() -> None:
     judge.grade("q?", "answer", ITEMS, seed="run-1")
     assert inner.sent[1][3] == "run-1"
     assert (judge.calls, judge.cost_usd, judge.model) == (2, 0.5, "judge-x")
-    assert judge.prompt_version == "skilllift-judge/1"
+    assert judge.prompt_version == PROMPT_VERSION
     with pytest.raises(ValueError, match=r"rubric\[0\]\.type is 'maybe'"):
         as_rubric([{"type": "maybe", "text": "x"}])
 
@@ -304,7 +309,7 @@ def test_fixture_grader_passes_seed_only_when_accepted_and_never_crashes() -> No
     minimal = Minimal()
     grader = FixtureGrader(minimal, default)
     assert grader.grade("q", "a", ITEMS, "seed").error is None and len(minimal.args) == 3
-    assert grader.provenance == {"judge_prompt_version": "", "judge_overridden": True,
+    assert grader.provenance == {"prompt_version": "", "judge_overridden": True,
                                  "judge_impl": f"{__name__}.{Minimal.__qualname__}"}
     assert FixtureGrader(default, default).provenance["judge_overridden"] is False
 
@@ -328,18 +333,83 @@ def test_fixture_grader_passes_seed_only_when_accepted_and_never_crashes() -> No
 
 
 def test_judge_provenance_counts_runs(tmp_path: Path) -> None:
+    week = tmp_path / "week"
     for i, (model, version, over) in enumerate((("opus-a", "v1", False), ("opus-a", "v1", True),
                                                ("opus-b", "", True))):
-        (tmp_path / f"run{i}").mkdir()
-        (tmp_path / f"run{i}" / "grades.json").write_text(json.dumps({
-            "judge_model": model, "judge_prompt_version": version, "judge_overridden": over,
+        (week / f"run{i}").mkdir(parents=True)
+        (week / f"run{i}" / "grades.json").write_text(json.dumps({
+            "judge_model": model, "prompt_version": version, "judge_overridden": over,
             "judge_impl": "conftest.Mine", "rows": []}))
-    (tmp_path / "run9").mkdir()  # generated, never graded
-    got = provenance.judge_of(tmp_path)
-    assert got == {"graded_runs": 3, "models": {"opus-a": 2, "opus-b": 1},
-                   "prompt_versions": {"unknown": 1, "v1": 2}, "overridden_runs": 2,
-                   "overrides": {"conftest.Mine": 2}}
-    text = "\n".join(provenance.judge_lines(got))
+    (week / "run9").mkdir()  # generated, never graded
+    got = judging.build(week)
+    keys = ("graded_runs", "judge_models", "prompt_versions", "overridden_runs", "overrides")
+    assert {k: got[k] for k in keys} == {  # type: ignore[literal-required]
+        "graded_runs": 3, "judge_models": {"opus-a": 2, "opus-b": 1},
+        "prompt_versions": {"unrecorded": 1, "v1": 2}, "overridden_runs": 2,
+        "overrides": {"conftest.Mine": 2}}
+    text = "\n".join(provenance.judge_lines({"judge": got}))  # type: ignore[typeddict-item]
     assert "judge overridden" in text and "for 2 of 3 graded runs" in text
-    assert "more than one judge model or prompt version" in text
-    assert provenance.judge_lines(provenance.judge_of(tmp_path / "none")) == []
+    assert "more than one judge model" in text and "more than one judge prompt version" in text
+    # No run graded by this tool: no override lines at all (nothing to say either way).
+    empty = "\n".join(provenance.judge_lines(
+        {"judge": judging.build(tmp_path / "none")}))  # type: ignore[typeddict-item]
+    assert "overridden" not in empty and "not recorded" in empty
+
+
+class Alternating:
+    """A judge whose must verdicts flip on every call (met, missing, met…): two samples of it
+    disagree on every must, so the sampled judge asks a third time to break the tie."""
+
+    model = "judge-flip"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def grade(self, prompt_text: str, answer: str, items: Any, seed: Any) -> JudgeResult:
+        self.calls += 1
+        verdicts = []
+        for item in items:
+            positive, negative = VERDICTS[item.type]
+            verdict = positive if item.type != "must" or self.calls % 2 else negative
+            quote = answer[:12] if verdict in ("met", "violated") else ""
+            credit = credit_for(item.type, verdict)
+            verdicts.append(ItemVerdict(item, verdict, quote, credit,
+                                        contribution_for(item.type, credit), True))
+        return JudgeResult(verdicts=tuple(verdicts), cost_usd=0.01, model=self.model, calls=1)
+
+
+def test_a_conftest_wrapper_grades_through_the_sampled_judge(tmp_path: Path) -> None:
+    # The default skill_lift_judge wraps the session's sampled judge; a conftest.py wrapper of
+    # it grades with every sample and the tie-break, and grades.json records both the samples
+    # and the override.
+    from tests.test_engine import FakeRunner
+    from tests.test_engine import engine as make_engine
+    from tests.test_engine import spec as engine_spec
+
+    inner = Alternating()
+    sampled = SampledJudge(inner, samples=2)
+    default = SessionJudge(lambda: sampled)
+
+    class Wrapper:
+        def __init__(self, judge: SessionJudge) -> None:
+            self.judge, self.calls = judge, 0
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.judge, name)
+
+        def grade(self, prompt: str, answer: str, rubric: Any, **kw: Any) -> JudgeResult:
+            self.calls += 1
+            return self.judge.grade(prompt, answer, rubric, **kw)
+
+    wrapper = Wrapper(default)
+    week = tmp_path / "weekly" / "20260808"
+    engine = make_engine(week, FakeRunner(), Alternating())  # its own judge is never asked
+    run = engine_spec()
+    graded = engine.result(run, FixtureGrader(wrapper, default))
+    assert graded.status == OK and graded.judged_now
+    assert (wrapper.calls, inner.calls) == (1, 3)  # one grade: 2 samples + 1 tie-break
+    assert graded.rows["must-1"]["contested"] == 1
+    stored = json.loads((week / run.run_id / GRADES_FILE).read_text())
+    assert (stored["judge_samples"], stored["judge_calls"], stored["tie_breaks"]) == (2, 3, 1)
+    assert stored["judge_overridden"] is True and stored["judge_impl"].endswith("Wrapper")
+    assert stored["prompt_version"] == PROMPT_VERSION and stored["judge_model"] == "judge-flip"

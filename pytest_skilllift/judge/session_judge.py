@@ -1,10 +1,13 @@
 """The judge as the ``skill_lift_judge`` fixture hands it out, and how the week grades through it.
 
 :class:`SessionJudge` is the fixture's default value: the configured judge of the session
-(:class:`~pytest_skilllift.judge.client.Judge`, or under ``-n`` the controller's shared client
+(:class:`~pytest_skilllift.judge.samples.SampledJudge` around the
+:class:`~pytest_skilllift.judge.client.Judge`, or under ``-n`` the controller's shared one
 reached through :class:`~pytest_skilllift.judge.service.RemoteGrader`) behind one small
 method, ``grade(prompt, answer, rubric)``. It adds nothing to grading — the blind protocol,
-the shuffle, the evidence check, retries and cost accounting all stay in the wrapped client.
+the shuffle, the evidence policy, the judge samples and tie-break, retries and cost
+accounting all stay in the wrapped judge, and its result (``calls``, ``samples``,
+``contested`` items…) comes back as is.
 
 :class:`FixtureGrader` adapts whatever the fixture returns (the default, a wrapper of it, or a
 replacement from a ``conftest.py``) to what the run engine calls, so a user's judge can never
@@ -140,7 +143,7 @@ class FixtureGrader:
     @property
     def provenance(self) -> dict[str, Any]:
         version = getattr(self.judge, "prompt_version", "")
-        return {"judge_prompt_version": str(version or ""),
+        return {"prompt_version": str(version or ""),
                 "judge_overridden": self.overridden,
                 "judge_impl": self.name}
 

@@ -1,20 +1,14 @@
 """Provenance: the exact model builds, CLI versions and skills commits behind the numbers, and
-every mismatch among them (a model that changed mid-week is a different measurement); and
-which judge graded the week — model, prompt version, and whether a conftest.py overrode the
-``skill_lift_judge`` fixture (each graded run's ``grades.json`` records them; a week written
-by another tool has no ``grades.json`` and shows no judge lines)."""
+every mismatch among them (a model that changed mid-week is a different measurement); the
+judge that graded them, how (and whether a conftest.py overrode the ``skill_lift_judge``
+fixture), and whether people have checked it."""
 
 from __future__ import annotations
 
-import json
-import os
-from collections import Counter
-from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 from pytest_skilllift.model import PINNED_CLI_VERSION, cli_version_mismatch
 from pytest_skilllift.report.markdown import md_table
-from pytest_skilllift.week.files import GRADES_FILE
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.card import Scorecard
@@ -24,19 +18,6 @@ if TYPE_CHECKING:
 class Window(TypedDict):
     start: str
     end: str
-
-
-class JudgeProvenance(TypedDict):
-    """Graded runs counted by the judge that graded them."""
-
-    graded_runs: int
-    #: judge model → graded runs (``unknown`` when not recorded).
-    models: dict[str, int]
-    #: judge prompt version → graded runs (``unknown`` when not recorded).
-    prompt_versions: dict[str, int]
-    #: Runs graded through an overridden ``skill_lift_judge``, and by which class.
-    overridden_runs: int
-    overrides: dict[str, int]
 
 
 class Provenance(TypedDict):
@@ -51,7 +32,6 @@ class Provenance(TypedDict):
     skills_commits_by_family: dict[str, list[str]]
     window: Window | None
     mismatches: list[str]
-    judge: JudgeProvenance
 
 
 class Data(TypedDict):
@@ -92,62 +72,7 @@ def build(ctx: Context) -> Data:
         "skills_commits_by_family": week.skills_shas_by_family,
         "window": ({"start": week.window[0], "end": week.window[1]} if week.window else None),
         "mismatches": mismatches,
-        "judge": judge_of(week.week_dir),
     }}
-
-
-def judge_of(week_dir: Path) -> JudgeProvenance:
-    """Tally every run's ``grades.json`` in ``week_dir`` (an unrecorded model or prompt
-    version counts under ``"unknown"``)."""
-    models: Counter[str] = Counter()
-    versions: Counter[str] = Counter()
-    overrides: Counter[str] = Counter()
-    graded = overridden = 0
-    try:
-        entries = list(os.scandir(week_dir))
-    except OSError:
-        entries = []
-    for entry in entries:
-        if not entry.is_dir():
-            continue
-        try:
-            with open(os.path.join(entry.path, GRADES_FILE), encoding="utf-8") as fh:
-                data = json.load(fh)
-        except (OSError, ValueError):
-            continue
-        if not isinstance(data, dict):
-            continue
-        graded += 1
-        models[str(data.get("judge_model") or "unknown")] += 1
-        versions[str(data.get("judge_prompt_version") or "unknown")] += 1
-        if data.get("judge_overridden"):
-            overridden += 1
-            overrides[str(data.get("judge_impl") or "unknown")] += 1
-    return {"graded_runs": graded, "models": dict(sorted(models.items())),
-            "prompt_versions": dict(sorted(versions.items())),
-            "overridden_runs": overridden, "overrides": dict(sorted(overrides.items()))}
-
-
-def _counts(values: dict[str, int]) -> str:
-    return ", ".join(f"`{v}` ({n} runs)" for v, n in values.items()) or "_(unknown)_"
-
-
-def judge_lines(judge: JudgeProvenance | None) -> list[str]:
-    """The judge's bullet lines (none when no run of the week was graded by this tool)."""
-    if not judge or not judge.get("graded_runs"):
-        return []
-    lines = [f"- judge model(s): {_counts(judge['models'])}",
-             f"- judge prompt version(s): {_counts(judge['prompt_versions'])}"]
-    if judge.get("overridden_runs"):
-        lines.append(f"- ⚠ judge overridden (a `skill_lift_judge` fixture in conftest.py) for "
-                     f"{judge['overridden_runs']} of {judge['graded_runs']} graded runs: "
-                     + ", ".join(f"`{k}`" for k in judge.get("overrides", {})))
-    else:
-        lines.append("- judge: the configured one (`skill_lift_judge` not overridden)")
-    if len(judge["models"]) > 1 or len(judge["prompt_versions"]) > 1:
-        lines.append("- ⚠ more than one judge model or prompt version graded this week — "
-                     "grades are not all comparable.")
-    return lines
 
 
 def render(card: Scorecard) -> list[str]:
@@ -188,9 +113,65 @@ def render(card: Scorecard) -> list[str]:
         if len(shas) > 1:
             L.append(f"- ⚠ skill family {family or '(unnamed)'} has more than one skills commit "
                      f"({', '.join(f'`{v}`' for v in shas)}) — it changed mid-week.")
-    L += judge_lines(p.get("judge"))
     L.append("- Note: an alias like `claude-sonnet-5` can float to a newer build without "
              "changing name; the run window is the only correlate for such a silent swap. "
              "Pass a dated model id if byte-level pinning matters.")
+    L += judge_lines(card)
     L.append("")
+    return L
+
+
+def judge_lines(card: Scorecard) -> list[str]:
+    """The judge's bullets: which judge graded, how, and whether people trust it, from the
+    ``judge`` key (:mod:`.judge`)."""
+    j = card.get("judge")
+    if not j:
+        return []
+    L = []
+    models = j["judge_models"]
+    if models:
+        L.append("- judge: " + ", ".join(f"`{m}` ({n} runs)" for m, n in models.items())
+                 + " — prompt " + ", ".join(f"`{v}`" for v in j["prompt_versions"]))
+        if len(models) > 1:
+            L.append("- ⚠ more than one judge model graded this week — its numbers mix two "
+                     "measurements (regrade with `skilllift judge WEEKDIR --fresh`)")
+        if len(j["prompt_versions"]) > 1:
+            L.append("- ⚠ more than one judge prompt version graded this week — grades are "
+                     "not all comparable (regrade with `skilllift judge WEEKDIR --fresh`)")
+    else:
+        L.append("- judge: not recorded (no run has a grades.json)")
+    if j["graded_runs"]:
+        samples = ", ".join(f"{k} per run ({n} runs)" for k, n in j["samples_per_run"].items())
+        calls = ("" if j["judge_calls"] is None else
+                 f"; judge calls {j['judge_calls']} (incl. {j['tie_breaks']} tie-breaks)")
+        L.append(f"- judge samples: {samples}{calls}")
+        policies = j["evidence_policy"]
+        if "flag" in policies:
+            L.append(f"- ⚠ evidence policy **flag** ({policies['flag']} runs): a met/violated "
+                     "whose quote is not in the answer still scores "
+                     "(`--skill-lift-evidence=flag`)")
+        else:
+            L.append("- evidence policy: reject — a met/violated whose quote is not in the "
+                     "answer scores nothing")
+        if j["overridden_runs"]:
+            L.append(f"- ⚠ judge overridden (a `skill_lift_judge` fixture in conftest.py) for "
+                     f"{j['overridden_runs']} of {j['graded_runs']} graded runs: "
+                     + ", ".join(f"`{k}`" for k in j["overrides"]))
+        else:
+            L.append("- judge: the configured one (`skill_lift_judge` not overridden)")
+    t = j["trust"]
+    if t["source"] is None:
+        L.append("- judge trust: **unmeasured** — no human labels yet (`skilllift label` "
+                 "then `skilllift judge-check`)")
+    else:
+        agreement = t["must_agreement"]
+        kappa = t["kappa"]
+        facts = (f"must agreement {'n/a' if agreement is None else f'{agreement:.3f}'} over "
+                 f"{t['must_labels'] or 0} labelled musts, κ "
+                 f"{'n/a' if kappa is None else f'{kappa:.2f}'}")
+        L.append(f"- judge trust: **{t['state']}** — {facts} (judge-check "
+                 f"{t['checked_utc'] or '?'})")
+        if t["stale"]:
+            L.append(f"- ⚠ the judge-check measured {', '.join(t['judge_models'])}, but this "
+                     "week is now graded by another judge: run it again")
     return L
