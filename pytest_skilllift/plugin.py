@@ -6,6 +6,8 @@ from ``summarize``. The ``skilllift`` pytest11 entry point loads this module.
 
 from __future__ import annotations
 
+import atexit
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if not settings.enabled:
         return
     state = SkillLiftSession(settings, worker=_is_worker(config))
+    # At interpreter exit, collect nothing more: finalizing the anthropic SDK's and
+    # matplotlib's object graphs took ~1 s after the session had ended (atexit runs this
+    # last, after every other plugin's handler; the OS frees the memory anyway).
+    atexit.register(gc.freeze)
     if _is_worker(config):
         workerinput = config.workerinput  # type: ignore[attr-defined]
         state.session_id = workerinput.get(SESSION_ID_KEY, state.session_id)
@@ -95,8 +101,20 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
     if s.fresh:
         state.week.discard_grades()
     if _uses_workers(config):
-        state.start_judge_service()
-    state.warm_summarizer()
+        # The judge client and the summarizer's imports are seconds of CPU: under xdist they
+        # wait until the workers are up (ControllerPlugin) instead of slowing their start.
+        state.start_judge_service(warm=False)
+    else:
+        state.warm_summarizer()
+
+
+def _worker_count(config: pytest.Config) -> int:
+    """How many xdist workers the session starts (``--tx`` specs, ``N*spec`` counted N)."""
+    count = 0
+    for spec in getattr(config.option, "tx", None) or ():
+        n, star, _ = str(spec).partition("*")
+        count += int(n) if star and n.isdigit() else 1
+    return count
 
 
 def _uses_workers(config: pytest.Config) -> bool:
@@ -181,6 +199,15 @@ class ControllerPlugin:
     def __init__(self, state: SkillLiftSession) -> None:
         self.state = state
         self._hook_seen: set[tuple[str, object]] = set()
+        self._collected_nodes = 0
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Any) -> None:
+        """Every worker is up: build the judge client now (the runs need it within seconds;
+        while they wait on the model the cores are free)."""
+        self._collected_nodes += 1
+        if self._collected_nodes >= _worker_count(node.config):
+            self.state.warm_judge()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
@@ -199,6 +226,11 @@ class ControllerPlugin:
         """Count outcomes per run (the run's status travels in ``user_properties``)."""
         props = {str(k): str(v) for k, v in report.user_properties}
         self.state.tally.add(report.outcome, report.when, props)
+        if report.when == "call":
+            # A run is done (items run it in their call): import the summarizer while the
+            # others run; a no-op after the first time.
+            self.state.warm_judge()
+            self.state.warm_summarizer()
         for key, value in report.user_properties:  # every phase's report repeats them
             if key == HOOK_ERROR_PROP and (report.nodeid, value) not in self._hook_seen:
                 self._hook_seen.add((report.nodeid, value))
@@ -213,10 +245,16 @@ class ControllerPlugin:
         if report.failed:
             self.state.tally.other_failures += 1
 
+    @pytest.hookimpl(tryfirst=True, specname="pytest_sessionfinish")
+    def start_wrap_up(self) -> None:
+        """Start writing the CSVs and the scorecard now, in the background: under xdist the
+        other sessionfinish hooks wait for the workers to shut down, which needs no CPU."""
+        self.state.start_finish()
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Write CSVs and scorecard; the exit status is a report, not a verdict."""
-        enough = self.state.finish()
+        enough = self.state.finished()
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
                           pytest.ExitCode.USAGE_ERROR):
             return
