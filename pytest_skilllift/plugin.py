@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+# First of this package: keeps pytest from assertion-rewriting the modules imported next.
+from pytest_skilllift import _rewrite  # noqa: F401
 from pytest_skilllift.collect import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
 from pytest_skilllift.config import Settings, SettingsError, add_options
 from pytest_skilllift.fixtures import CHECK_PROP
