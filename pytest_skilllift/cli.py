@@ -18,6 +18,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.judge.calibrate",  # calibrate
     "pytest_skilllift.lint.cli",  # score, compare (skills or weeks)
     "pytest_skilllift.runners.image_cli",  # image build
+    "pytest_skilllift.report.export",  # export (skill-creator layout)
 )
 
 

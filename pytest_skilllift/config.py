@@ -85,6 +85,15 @@ OPTIONS: tuple[Option, ...] = (
            "float", 0.0),
     Option("demo-judge-latency", "Demo only: seconds of scripted latency per judge call.",
            "float", 0.0),
+    Option("triggers", "Directory of trigger test files <family>.json (relative to rootdir).",
+           default="evals/triggers", cli=False),
+    Option("triggers-all", "Run trigger tests with every skill family installed at once; the "
+           "scorecard adds a confusion table (which skill fired for which query).",
+           "bool", False),
+    Option("triggers-max-turns", "--max-turns of a trigger run (default 2: one exploring tool "
+           "call, then the skill).", "int", 2),
+    Option("skill-creator-evals", "Collect Anthropic skill-creator evals/evals.json files "
+           "(true|false; default true when such files exist).", "bool", None, cli=False),
 )
 
 
@@ -139,6 +148,11 @@ class Settings:
     docker_network: str = "bridge"
     demo_latency_s: float = 0.0
     demo_judge_latency_s: float = 0.0
+    triggers_dir: Path = Path("evals/triggers")
+    triggers_all: bool = False
+    triggers_max_turns: int = 2
+    #: None: collect skill-creator evals.json files when there are any.
+    skill_creator_evals: bool | None = None
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""
     #: The controller's shared judge (set under xdist): workers grade through it.
@@ -193,6 +207,9 @@ class Settings:
         reps = int(v["reps"])
         if reps < 1:
             raise SettingsError(f"--skill-lift-reps must be at least 1, got {reps}")
+        if int(v["triggers-max-turns"]) < 1:
+            raise SettingsError("--skill-lift-triggers-max-turns must be at least 1, got "
+                                f"{v['triggers-max-turns']}")
         cov = float(v["min-coverage"])
         if not 0.0 <= cov <= 1.0:
             raise SettingsError(f"--skill-lift-min-coverage must be within [0, 1], got {cov}")
@@ -235,6 +252,11 @@ class Settings:
             docker_network=v["docker-network"],
             demo_latency_s=float(v["demo-latency"]),
             demo_judge_latency_s=float(v["demo-judge-latency"]),
+            triggers_dir=_resolve(rootdir, v["triggers"]),
+            triggers_all=bool(v["triggers-all"]),
+            triggers_max_turns=int(v["triggers-max-turns"]),
+            skill_creator_evals=(None if v["skill-creator-evals"] is None
+                                 else bool(v["skill-creator-evals"])),
         )
 
     @classmethod

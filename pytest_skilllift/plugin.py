@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift import collect_extra
 from pytest_skilllift.collect import SESSION_KEY, PromptFile, RubricTest
 from pytest_skilllift.config import Settings, SettingsError, add_options
 from pytest_skilllift.run.prompts import is_heldout
@@ -34,6 +35,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "must: a must rubric item")
     config.addinivalue_line("markers", "bonus: a bonus rubric item")
     config.addinivalue_line("markers", "avoid: an avoid rubric item")
+    config.addinivalue_line("markers", "trigger: a trigger test (skill invoked iff it should)")
     try:
         if _is_worker(config):
             wire = config.workerinput.get(WIRE_KEY)  # type: ignore[attr-defined]
@@ -59,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
     s = state.settings
     prompts = sorted(s.prompts_dir.glob("*.json")) if s.prompts_dir.is_dir() else []
-    if not prompts:
+    if not prompts and not collect_extra.has_inputs(s):
         raise pytest.UsageError(
             f"--skill-lift found no prompt files in {s.prompts_dir} "
             f"(rootdir {s.rootdir}, ini file {s.inifile or 'none'}). Set skill_lift_prompts "
@@ -90,7 +92,7 @@ def _uses_workers(config: pytest.Config) -> bool:
 def _point_args_at_prompts(config: pytest.Config, settings: Settings) -> None:
     """Without explicit paths, ``pytest --skill-lift`` means the weekly run: the prompts dir."""
     if config.args_source != pytest.Config.ArgsSource.ARGS:
-        config.args = [str(settings.prompts_dir)]
+        config.args = [str(settings.prompts_dir), *collect_extra.extra_args(settings)]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -120,11 +122,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: not (isinstance(item, RubricTest) and item.run.with_skill))
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> PromptFile | None:
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
     """Prompt JSON files under the prompts dir; ``discord-*`` only with ``--skill-lift-heldout``."""
     state = parent.config.stash.get(SESSION_KEY, None)
     if state is None or file_path.suffix != ".json":
         return None
+    extra = collect_extra.collect_extra_file(file_path, parent, state.settings)
+    if extra is not None:
+        return extra
     prompts_dir = state.settings.prompts_dir.resolve()
     if prompts_dir not in file_path.resolve().parents:
         return None
@@ -174,6 +179,10 @@ class ControllerPlugin:
                 tr.write_line(line)
         if state.coverage_note:
             tr.write_line(f"coverage: {state.coverage_note}")
+        from pytest_skilllift.report.triggering import trigger_terminal_lines
+
+        for line in trigger_terminal_lines(state.summary.data if state.summary else {}):
+            tr.write_line(line)
         if state.tally.rubric_failures:
             tr.write_line(f"{state.tally.rubric_failures} rubric findings (must missing / "
                           "avoid violated) are reported, not a failed run: the exit status "

@@ -34,8 +34,19 @@ class SessionTally:
     other_failures: int = 0
     passed: int = 0
     skipped: int = 0
+    #: Trigger tests: run_id -> status, and misses / false triggers (findings, like rubric
+    #: failures: reported, not a broken run). Trigger runs never count toward the lift.
+    trigger_runs: dict[str, str] = field(default_factory=dict)
+    trigger_findings: int = 0
 
     def add(self, outcome: str, when: str, props: dict[str, str]) -> None:
+        trigger = props.get("skilllift_trigger")
+        if trigger is not None:
+            run_id, _, status = trigger.partition("|")
+            self.trigger_runs[run_id] = status
+            if outcome == "failed" and when == "call" and "trigger" in props:
+                self.trigger_findings += 1
+                return
         run = props.get("skilllift_run")
         if run is not None:
             run_id, _, status = run.partition("|")
@@ -61,6 +72,7 @@ class SkillLiftSession:
         self.week = Week(settings.out_dir)
         self.tally = SessionTally()
         self._weekrun: WeekRun | None = None
+        self._triggers: Any = None
         self._server: Any = None
         self.summary: Any = None
         self.coverage_note = ""
@@ -107,6 +119,8 @@ class SkillLiftSession:
     def stop(self) -> None:
         if self._weekrun is not None:
             self._weekrun.close()
+        if self._triggers is not None:
+            self._triggers.close()
         if self._server is not None:
             self._server.stop()
             self._server = None
@@ -121,6 +135,19 @@ class SkillLiftSession:
             self._weekrun = WeekRun(self.week, self.agent_config(), self._make_runner,
                                     self._make_grader, site=self.settings.site)
         return self._weekrun
+
+    @property
+    def triggers(self) -> Any:
+        """Trigger runs (``run.triggers.TriggerRun``): the lift's agent config and runner,
+        only ``--max-turns`` changed, into ``<week>/triggers/``."""
+        if self._triggers is None:
+            from pytest_skilllift.run.triggers import TRIGGERS_SUBDIR, TriggerRun
+
+            agent = dataclasses.replace(self.agent_config(),
+                                        max_turns=self.settings.triggers_max_turns)
+            self._triggers = TriggerRun(self.week.root / TRIGGERS_SUBDIR, agent,
+                                        self._make_runner)
+        return self._triggers
 
     def agent_config(self) -> AgentConfig:
         s = self.settings
@@ -171,8 +198,10 @@ class SkillLiftSession:
     def finish(self) -> bool:
         """Rebuild the CSVs, write the scorecard; return whether coverage is enough."""
         from pytest_skilllift.report.summarize import summarize_week
+        from pytest_skilllift.run.triggers import rebuild_trigger_table
 
-        if not any(self.week.root.glob("*/run.json")):
+        has_triggers = rebuild_trigger_table(self.week.root) > 0
+        if not any(self.week.root.glob("*/run.json")) and not has_triggers:
             return True
         self.week.rebuild_csvs()
         banner = DEMO_BANNER if self.settings.demo else None

@@ -13,6 +13,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_skilllift.report.triggering import render_triggering
+
 #: Markdown shows at most this many rows of a table; the JSON always keeps all of them,
 #: and a capped table says so right under it (no silent caps).
 MAX_PROMPT_ROWS = 20000
@@ -119,6 +121,7 @@ def render_markdown(data: dict[str, Any]) -> str:
     L += _prompts_section(data)
     L += _activation_section(data)
     L += _audit_section(data)
+    L += render_triggering(data)
     L += _selfserved_section(data)
     L += _avoid_section(data)
     L += _coverage_section(data)

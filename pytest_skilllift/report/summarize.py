@@ -22,6 +22,7 @@ import numpy as np
 
 from pytest_skilllift import __version__
 from pytest_skilllift.report import scorecard, stats
+from pytest_skilllift.report.triggering import trigger_data
 from pytest_skilllift.week import history as hist
 from pytest_skilllift.week.columns import ACTIVATIONS, CONDITIONS
 from pytest_skilllift.week.tables import (
@@ -236,6 +237,7 @@ def summarize_week(
     data = _assemble(week, agg, lifts, boots, wow, cost_mean, cost_n, turns_mean,
                      cost_excluded, credit, n_excluded_run_items, hist_rows_now,
                      n_runs_hist, hist_path, banner)
+    data.update(trigger_data(week_dir))  # the Triggering section (never part of the lift)
 
     written: list[Path] = []
     if plot_import is not None:

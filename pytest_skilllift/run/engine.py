@@ -20,6 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from pytest_skilllift.model import AgentConfig, JudgeResult, RubricItem, RunOutcome, RunSpec
+from pytest_skilllift.run.skill_creator import judge_prompt_text
 from pytest_skilllift.runners.base import STDOUT_NAME, Runner
 from pytest_skilllift.week.ledger import Week
 
@@ -215,7 +216,8 @@ class WeekRun:
         if rows is None:
             grader = self._grader.get()
             started = time.monotonic()
-            result = grader.grade(spec.prompt.prompt, record.get("final_answer", ""),
+            # skill-creator evals: expected_output reaches the judge as context, not an item.
+            result = grader.grade(judge_prompt_text(spec.prompt), record.get("final_answer", ""),
                                         spec.prompt.rubric, spec.run_id)
             judge_ms = int((time.monotonic() - started) * 1000)
             if result.error is not None:
