@@ -92,7 +92,9 @@ def _uses_workers(config: pytest.Config) -> bool:
 def _point_args_at_prompts(config: pytest.Config, settings: Settings) -> None:
     """Without explicit paths, ``pytest --skill-lift`` means the weekly run: the prompts dir."""
     if config.args_source != pytest.Config.ArgsSource.ARGS:
-        config.args = [str(settings.prompts_dir), *collect_extra.extra_args(settings)]
+        extra = collect_extra.extra_args(settings)  # trigger files, skill-creator evals
+        walk_prompts = settings.prompts_dir.is_dir() or not extra
+        config.args = [str(settings.prompts_dir)] * walk_prompts + extra
 
 
 @pytest.hookimpl(optionalhook=True)

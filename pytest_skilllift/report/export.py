@@ -153,6 +153,11 @@ def export_skill_creator(week_dir: Path, out: Path) -> ExportResult:
     for s in scores:
         items[(s.get("prompt", ""), s.get("model", ""), s.get("condition", ""),
                s.get("rep", ""))].append(s)
+    records = {row.get("run_id", ""): _run_record(week_dir / row.get("run_id", ""))
+               for row in manifest}
+    for row in manifest:  # the prompt file is named in run.json, not in manifest.csv
+        row.setdefault("prompt_path", str(records[row.get("run_id", "")].get("prompt_path")
+                                          or ""))
     ids = _eval_ids(manifest)
     result = ExportResult()
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -177,7 +182,7 @@ def export_skill_creator(week_dir: Path, out: Path) -> ExportResult:
             continue
         assert config is not None
         run_dir = week_dir / run_id
-        record = _run_record(run_dir)
+        record = records[run_id]
         metrics = _transcript_metrics(run_dir)
         eval_id = ids.get(row.get("prompt", ""), row.get("prompt", ""))
         rep = int(_float(row.get("rep")) or 1)
@@ -236,7 +241,7 @@ def export_skill_creator(week_dir: Path, out: Path) -> ExportResult:
             "notes": grading["user_notes_summary"]["uncertainties"] + violated,
             "_tokens_known": bool(metrics.get("tokens")),
         })
-        m = meta.setdefault(group, {"skill_path": row.get("skill_leaf", ""),
+        m = meta.setdefault(group, {"skill_path": skill,  # the installed folder
                                     "executor_model": row.get("model_id") or model,
                                     "analyzer_model": "", "timestamp": "", "reps": 0})
         m["analyzer_model"] = m["analyzer_model"] or _judge_model(run_dir)
