@@ -14,8 +14,9 @@ arm installs it (same ``RunSpec``, same runner, same ``AgentConfig`` apart from 
 ``--max-turns``), without a judge. The run counts as *triggered* when the transcript audit
 (:mod:`pytest_skilllift.run.audit`) finds the family loaded — through the ``Skill`` tool or a
 ``Read`` of its files — at any point, also after other tool calls. That is what makes it
-measure the real thing: skill-creator's original description eval registered the
-description as a command and counted any earlier tool call as "not triggered".
+measure the real thing: skill-creator's description eval has been reported to register the
+description as a command and to count any earlier tool call as "not triggered"
+(anthropics/claude-plugins-official#3174, #2066), which pins its recall near 0%.
 
 Trigger runs live in ``<week>/triggers/<run_id>/`` (never in the lift's manifest or scores)
 and are tabled in ``<week>/triggers/triggers.csv``. No pytest here.
