@@ -200,8 +200,8 @@ def test_recall_precision_wilson_and_exclusions(tmp_path: Path) -> None:
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
     assert m["recall_wilson95"] == pytest.approx([centre - half, centre + half])
-    assert m["false_triggers"] == [{"q": 5, "query": "not 5", "runs": 1, "of": 2,
-                                    "fired": ["git-bisect"]}]
+    assert m["false_triggers"] == [{"q": 5, "file": "git-bisect", "query": "not 5", "runs": 1,
+                                    "of": 2, "fired": ["git-bisect"]}]
     assert [(e["q"], e["runs"], e["of"]) for e in m["misses"]] == [(3, 1, 2), (4, 2, 2)]
     assert m["triggered_after_other_tools"] == 2
     assert [x["status"] for x in m["excluded"]] == ["errored"]
@@ -212,6 +212,20 @@ def test_recall_precision_wilson_and_exclusions(tmp_path: Path) -> None:
     assert 'git-bisect q5: "not 5" — 1 of 2 run(s); fired: git-bisect' in md
     assert "errored — CLI exit 1" in md
     assert data["trigger_confusion"] == {}  # one family installed: no confusion table
+
+
+def test_two_files_for_one_family_stay_apart(tmp_path: Path) -> None:
+    _write_table(tmp_path, [
+        _row(query_index=1, query="a", should_trigger=0, triggered=1, fired="git-bisect",
+             trigger_set="git-bisect"),
+        _row(query_index=1, query="b", should_trigger=0, triggered=1, fired="git-bisect",
+             trigger_set="git-bisect-more", run_id="x"),
+    ])
+    m = trigger_data(tmp_path)["triggers"]["haiku"]["git-bisect"]
+    assert [(e["file"], e["q"], e["query"]) for e in m["false_triggers"]] == [
+        ("git-bisect", 1, "a"), ("git-bisect-more", 1, "b")]
+    md = "\n".join(render_triggering(trigger_data(tmp_path)))
+    assert "git-bisect (git-bisect-more.json) q1:" in md and "git-bisect q1:" in md
 
 
 def test_no_trigger_runs_no_section(tmp_path: Path) -> None:
@@ -410,7 +424,7 @@ def test_trigger_runs_keep_the_with_skill_install() -> None:
     from pytest_skilllift.run.triggers import TriggerQuery, TriggerSet, TriggerSpec
     from pytest_skilllift.runners.local import LocalRunner
 
-    tset = TriggerSet(path=Path("t.json"), family="git-bisect",
+    tset = TriggerSet(path=Path("git-bisect.json"), family="git-bisect",
                       queries=(TriggerQuery(1, "q", True),))
     spec = TriggerSpec(tset, tset.queries[0], "haiku", "claude-haiku-4-5", 1, "w",
                        siblings=("git-bisect", "sqlite-performance"))
@@ -424,3 +438,6 @@ def test_trigger_runs_keep_the_with_skill_install() -> None:
         installed = sorted(p.name for p in (Path(home) / ".claude" / "skills").iterdir())
     assert installed == ["git-bisect", "sqlite-performance"]
     assert spec.run_id == "git-bisect-q1-haiku-trigger-r1-w"
+    other = TriggerSpec(TriggerSet(Path("more bisect.json"), "git-bisect", tset.queries),
+                        tset.queries[0], "haiku", "m", 1, "w")
+    assert other.run_id == "more-bisect-q1-haiku-trigger-r1-w"  # no collision across files

@@ -37,6 +37,18 @@ def _split(value: str) -> list[str]:
     return [x for x in (value or "").split(";") if x]
 
 
+def _file(row: dict[str, str]) -> str:
+    """The trigger file (stem) a row came from; the family's own name for the usual
+    ``evals/triggers/<family>.json``."""
+    return row.get("trigger_set") or row.get("family", "")
+
+
+def _where(family: str, entry: dict[str, Any]) -> str:
+    """``git-bisect q3``, naming the file too when it is not ``<family>.json``."""
+    file = entry.get("file") or family
+    return f"{family} q{entry['q']}" if file == family else f"{family} ({file}.json) q{entry['q']}"
+
+
 def _expected(row: dict[str, str]) -> str:
     if row.get("expected_skill"):
         return row["expected_skill"]
@@ -96,19 +108,21 @@ def _family_numbers(group: list[dict[str, str]]) -> dict[str, Any]:
             and (r.get("tools_before_skill") or "0") not in ("", "0")),
         "other_skills_fired": _other_skills(ok),
         "excluded": [{"run_id": r.get("run_id", ""), "q": int(r.get("query_index") or 0),
-                      "status": r.get("run_status", ""), "reason": r.get("run_error", "")}
+                      "file": _file(r), "status": r.get("run_status", ""),
+                      "reason": r.get("run_error", "")}
                      for r in group if r.get("run_status") != OK],
-        "queries": len({r.get("query_index") for r in group}),
+        "queries": len({(_file(r), r.get("query_index")) for r in group}),
     }
 
 
 def _by_query(rows: list[dict[str, str]], *, want: str) -> list[dict[str, Any]]:
     """Queries with at least one run where ``triggered == want``, with counts."""
-    per: dict[int, dict[str, Any]] = {}
+    per: dict[tuple[str, int], dict[str, Any]] = {}
     for r in rows:
         q = int(r.get("query_index") or 0)
-        entry = per.setdefault(q, {"q": q, "query": r.get("query", ""), "runs": 0, "of": 0,
-                                   "fired": []})
+        entry = per.setdefault((_file(r), q), {"q": q, "file": _file(r),
+                                               "query": r.get("query", ""), "runs": 0,
+                                               "of": 0, "fired": []})
         entry["of"] += 1
         if (r.get("triggered") or "0") == want:
             entry["runs"] += 1
@@ -119,7 +133,7 @@ def _by_query(rows: list[dict[str, str]], *, want: str) -> list[dict[str, Any]]:
     for e in out:
         if want == "0":
             del e["fired"]  # a miss fired nothing of this family; other skills are below
-    return sorted(out, key=lambda e: e["q"])
+    return sorted(out, key=lambda e: (e["file"], e["q"]))
 
 
 def _other_skills(rows: list[dict[str, str]]) -> dict[str, int]:
@@ -142,7 +156,7 @@ def _confusion(rows: list[dict[str, str]]) -> dict[str, Any]:
     for label, group in sorted(by_model.items()):
         skills = sorted({s for r in group for s in _split(r["installed"])})
         matrix: dict[str, dict[str, int]] = {}
-        queries: dict[tuple[str, int], dict[str, Any]] = {}
+        queries: dict[tuple[str, str, int], dict[str, Any]] = {}
         routed = 0
         multi_fired = 0
         for r in group:
@@ -156,8 +170,8 @@ def _confusion(rows: list[dict[str, str]]) -> dict[str, Any]:
             if (fired[:1] == [exp]) if exp != NONE else not fired:
                 routed += 1
             multi_fired += len(fired) > 1
-            key = (r["family"], int(r.get("query_index") or 0))
-            q = queries.setdefault(key, {"family": r["family"], "q": key[1],
+            key = (r["family"], _file(r), int(r.get("query_index") or 0))
+            q = queries.setdefault(key, {"family": r["family"], "file": key[1], "q": key[2],
                                          "query": r.get("query", ""), "expected": exp,
                                          "runs": 0, "fired": {}})
             q["runs"] += 1
@@ -230,14 +244,14 @@ def render_triggering(data: dict[str, Any]) -> list[str]:
         L.append(f"\n**{title}:**" + (" none." if not items else ""))
         for label, family, e in items:
             fired = f"; fired: {', '.join(e['fired'])}" if e.get("fired") else ""
-            L.append(f"- {label} / {family} q{e['q']}: \"{_cell(e['query'])}\" — "
+            L.append(f"- {label} / {_where(family, e)}: \"{_cell(e['query'])}\" — "
                      f"{e['runs']} of {e['of']} run(s){fired}")
     excluded = [(label, family, x) for label in sorted(trig)
                 for family, m in sorted(trig[label].items()) for x in m["excluded"]]
     if excluded:
         L.append(f"\n**Not measured ({len(excluded)} run(s), never counted as a miss):**")
         for label, family, x in excluded:
-            L.append(f"- {label} / {family} q{x['q']} `{x['run_id']}`: {x['status']} — "
+            L.append(f"- {label} / {_where(family, x)} `{x['run_id']}`: {x['status']} — "
                      f"{_cell(x['reason'])}")
     for label, conf in sorted((data.get("trigger_confusion") or {}).items()):
         cols = [*conf["skills"], NONE]

@@ -27,6 +27,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,12 +60,16 @@ CLEAN_ENDS = frozenset({"success", "error_max_turns"})
 
 #: Columns of ``triggers/triggers.csv`` (one row per trigger run).
 TRIGGER_COLUMNS: tuple[str, ...] = (
-    "family", "query_index", "query", "should_trigger", "expected_skill", "model", "rep",
+    "family", "trigger_set", "query_index", "query", "should_trigger", "expected_skill",
+    "model", "rep",
     "run_id", "run_status", "run_error", "triggered", "fired", "fired_other", "first_tool",
     "tools_before_skill", "discovery_method", "installed", "model_id", "total_cost_usd",
     "num_turns", "result_subtype", "cli_version", "max_turns", "runner", "timestamp",
     "wall_ms", "trigger_file",
 )
+
+
+_ID_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 # -- trigger files -----------------------------------------------------------------------------
@@ -192,8 +197,14 @@ class TriggerSpec:
         return self.trigger_set.family
 
     @property
+    def set_name(self) -> str:
+        """The trigger file's stem: two files may test one family without their run ids
+        (``<stem>-q<i>-…``) colliding."""
+        return _ID_SAFE.sub("-", self.trigger_set.path.stem).strip("-") or self.family
+
+    @property
     def prompt_name(self) -> str:
-        return f"{self.family}-q{self.query.index}"
+        return f"{self.set_name}-q{self.query.index}"
 
     @property
     def run_id(self) -> str:
@@ -359,7 +370,8 @@ class TriggerRun:
         inv = audit.audit_invocation(parsed, family=spec.family)
         self.week.save_audit(spec.run_id, audit.audit_record(inv))
         return {
-            "family": spec.family, "query_index": spec.query.index, "query": spec.query.query,
+            "family": spec.family, "trigger_set": spec.set_name,
+            "query_index": spec.query.index, "query": spec.query.query,
             "should_trigger": int(spec.query.should_trigger),
             "expected_skill": spec.query.expected_skill or "",
             "model": spec.model_label, "rep": spec.rep, "run_id": spec.run_id,
@@ -417,7 +429,8 @@ def rebuild_trigger_table(week_root: Path) -> int:
     records = Week(root).run_records() if root.is_dir() else []
     if not records:
         return 0
-    records.sort(key=lambda r: (str(r.get("family", "")), int(r.get("query_index", 0)),
+    records.sort(key=lambda r: (str(r.get("family", "")), str(r.get("trigger_set", "")),
+                                int(r.get("query_index", 0)),
                                 str(r.get("model", "")), int(r.get("rep", 0))))
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(TRIGGER_COLUMNS), extrasaction="ignore",
