@@ -441,3 +441,53 @@ def test_trigger_runs_keep_the_with_skill_install() -> None:
     other = TriggerSpec(TriggerSet(Path("more bisect.json"), "git-bisect", tset.queries),
                         tset.queries[0], "haiku", "m", 1, "w")
     assert other.run_id == "more-bisect-q1-haiku-trigger-r1-w"  # no collision across files
+
+
+def test_trigger_settings_resolve_validate_and_travel_to_workers() -> None:
+    import datetime as dt
+
+    from pytest_skilllift.config import OPTIONS, Settings, SettingsError
+
+    def build(**overrides: Any) -> Settings:
+        values = {o.name: o.default for o in OPTIONS}
+        values.update(overrides)
+        return Settings.from_values(lambda o: values[o.name], enabled=True,
+                                    rootdir=Path("/proj"), today=dt.date(2026, 8, 8))
+
+    s = build()
+    assert s.triggers_dir == Path("/proj/evals/triggers") and s.triggers_max_turns == 2
+    assert s.triggers_all is False and s.skill_creator_evals is None  # None: when present
+    t = build(**{"triggers": "checks/trig", "triggers-all": True, "triggers-max-turns": 1,
+                 "skill-creator-evals": False})
+    assert (t.triggers_dir, t.triggers_all, t.triggers_max_turns, t.skill_creator_evals) == (
+        Path("/proj/checks/trig"), True, 1, False)
+    assert Settings.from_wire(json.loads(json.dumps(t.to_wire()))) == t
+    with pytest.raises(SettingsError, match="triggers-max-turns must be at least 1"):
+        build(**{"triggers-max-turns": 0})
+
+
+def test_a_bad_file_or_eval_is_named_and_the_others_collect(tmp_path: Path) -> None:
+    """Collection errors name file, field and fix; the good trigger file and the good eval
+    of a half-broken evals.json are still collected (no CLI run: --collect-only)."""
+    root = make_project(tmp_path, {
+        "git-bisect": [{"query": "Which commit broke it?", "should_trigger": True}],
+        "broken": {"skill": "git-bisect", "queries": [{"query": "x", "should_trigger": "yes"}]},
+    })
+    evals = root / "skills" / "python-packaging" / "evals"
+    evals.mkdir()
+    (evals / "evals.json").write_text(json.dumps({"evals": [
+        {"id": 1, "prompt": "Publish my package", "expectations": ["Uses python -m build"]},
+        {"id": 2, "prompt": "Publish it again", "expectations": []}]}))
+
+    class Offline:
+        base_url = "http://127.0.0.1:9"
+
+    result = run_pytest(root, Offline(), "--collect-only", "-q", "-p", "no:xdist")
+    out = result.stdout
+    assert "broken.json: field 'queries[0].should_trigger'" in out and "JSON boolean" in out
+    assert "field 'evals[1].expectations'" in out
+    assert "evals/triggers/git-bisect.json::haiku::q1::trigger" in out
+    assert ("skills/python-packaging/evals/evals.json::python-packaging-eval-1::haiku::"
+            "with-skill::r1::must-1") in out
+    assert "python-packaging-eval-2::haiku" not in out
+    assert result.returncode != 0  # bad input is not a clean run
