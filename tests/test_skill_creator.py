@@ -224,7 +224,8 @@ def test_the_qdrant_repository_collects(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def evals_week(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """Both evals.json files through the real CLI and the judge (one model, one rep)."""
+    """Both evals.json files through the real CLI and the judge (one model, one rep), under
+    ``-n 2``: the workers grade through the controller's judge, context included."""
     from pytest_skilllift.testing.agent_script import skill_agent, tool_results, user_prompt
     from pytest_skilllift.testing.judge_script import keyword_judge
     from pytest_skilllift.testing.server import Reply, StandIn
@@ -248,7 +249,7 @@ def evals_week(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
     (root / "pytest.ini").write_text("[pytest]\nskill_lift_models = haiku=claude-haiku-4-5\n"
                                      "skill_lift_reps = 1\nskill_lift_out = week\n")
     with StandIn(agent=reads_named_files, judge=keyword_judge) as server:
-        result = _pytest(root, _env(server.base_url), "-p", "no:xdist", "-rA")
+        result = _pytest(root, _env(server.base_url), "-n", "2", "-rA")
         yield {"root": root, "week": root / "week", "result": result,
                "judge_bodies": server.bodies("judge"), "judge": server.count("judge")}
 
