@@ -185,6 +185,9 @@ class ControllerPlugin:
 
         for line in trigger_terminal_lines(state.summary.data if state.summary else {}):
             tr.write_line(line)
+        if state.tally.trigger_findings:
+            tr.write_line(f"{state.tally.trigger_findings} trigger findings (misses / false "
+                          "triggers) are reported in the Triggering section, not a failed run")
         if state.tally.rubric_failures:
             tr.write_line(f"{state.tally.rubric_failures} rubric findings (must missing / "
                           "avoid violated) are reported, not a failed run: the exit status "

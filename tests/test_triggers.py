@@ -265,6 +265,7 @@ def test_items_pass_iff_the_skill_fired_as_it_should(bisect_week: dict[str, Any]
     assert "FAILED evals/triggers/git-bisect.json::haiku::q6::trigger" in out
     assert "miss: git-bisect should have been invoked but was not" in out
     assert "false trigger: git-bisect was invoked but should not be" in out
+    assert "2 trigger findings (misses / false triggers)" in out
     assert bisect_week["judge"] == 0  # no judge for trigger runs
 
 
