@@ -16,8 +16,6 @@ import pytest
 from pytest_skilllift.collect import SESSION_KEY
 from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.triggers import (
-    OK,
-    TRIGGERS_SUBDIR,
     TriggerQuery,
     TriggerResult,
     TriggerSet,
@@ -25,6 +23,7 @@ from pytest_skilllift.run.triggers import (
     load_trigger_file,
     skill_families,
 )
+from pytest_skilllift.week.files import OK, STDOUT_FILE, TRIGGERS_DIR
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -126,7 +125,7 @@ class TriggerTest(pytest.Item):
                 head = f"false trigger: {family} was invoked but should not be (fired: {fired})"
             out = self.config.stash[SESSION_KEY].settings.out_dir
             return "\n".join([head, f"  query: \"{self.spec.query.query}\"",
-                              f"  transcript: {out}/{TRIGGERS_SUBDIR}/{result.run_id}/stdout.txt"])
+                              f"  transcript: {out}/{TRIGGERS_DIR}/{result.run_id}/{STDOUT_FILE}"])
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:

@@ -80,19 +80,29 @@ class RunSpec:
         return self.condition == "with-skill"
 
 
+#: How a run is made unless told otherwise (qdrant/skills SCORING.md, "Weekly Run": the same
+#: tool allow-list in both arms, a $2 per-run spend cap as a runaway backstop).  Stated once:
+#: ``config.OPTIONS`` offers these as the option defaults, ``AgentConfig`` uses them when it is
+#: built directly.
+DEFAULT_ALLOWED_TOOLS: tuple[str, ...] = (
+    "Skill", "WebSearch", "WebFetch", "Read", "Grep", "Glob", "Bash",
+)
+DEFAULT_PERMISSION_MODE = "dontAsk"
+DEFAULT_MAX_BUDGET_USD = 2.0
+DEFAULT_TIMEOUT_S = 600.0
+
+
 @dataclass(frozen=True)
 class AgentConfig:
     """How the Claude Code CLI is invoked; identical for both arms (tool parity)."""
 
     claude_path: str
     skills_root: Path
-    allowed_tools: tuple[str, ...] = (
-        "Skill", "WebSearch", "WebFetch", "Read", "Grep", "Glob", "Bash",
-    )
-    permission_mode: str = "dontAsk"
+    allowed_tools: tuple[str, ...] = DEFAULT_ALLOWED_TOOLS
+    permission_mode: str = DEFAULT_PERMISSION_MODE
     max_turns: int | None = None
-    max_budget_usd: float | None = 2.0
-    timeout_s: float = 600.0
+    max_budget_usd: float | None = DEFAULT_MAX_BUDGET_USD
+    timeout_s: float = DEFAULT_TIMEOUT_S
     #: Extra environment variables passed to the CLI (e.g. ANTHROPIC_BASE_URL). Never written.
     env: dict[str, str] = field(default_factory=dict)
 

@@ -181,9 +181,9 @@ class ControllerPlugin:
                 tr.write_line(line)
         if state.coverage_note:
             tr.write_line(f"coverage: {state.coverage_note}")
-        from pytest_skilllift.report.triggering import trigger_terminal_lines
+        from pytest_skilllift.report.sections.triggering import trigger_terminal_lines
 
-        for line in trigger_terminal_lines(state.summary.data if state.summary else {}):
+        for line in trigger_terminal_lines(state.summary.data) if state.summary else []:
             tr.write_line(line)
         if state.tally.trigger_findings:
             tr.write_line(f"{state.tally.trigger_findings} trigger findings (misses / false "

@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_skilllift.config import Settings, SettingsError
+from pytest_skilllift.judge.protocol import Grader
 from pytest_skilllift.model import AgentConfig
-from pytest_skilllift.run.engine import OK, Grader, Warmed, WeekRun
+from pytest_skilllift.run.engine import WeekRun
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import find_claude
-from pytest_skilllift.week.ledger import Week
+from pytest_skilllift.warm import Warmed
+from pytest_skilllift.week.files import OK, RUN_FILE, TRIGGERS_DIR
+from pytest_skilllift.week.ledger import Ledger
 
 DEMO_KEY = "demo-key-not-a-secret"
 DEMO_BANNER = ("DEMO — scripted models: every answer and grade below comes from the package's "
@@ -69,7 +72,7 @@ class SkillLiftSession:
         self.settings = settings
         self.worker = worker
         self._judge_service: Any = None
-        self.week = Week(settings.out_dir)
+        self.week = Ledger(settings.out_dir)
         self.tally = SessionTally()
         self._weekrun: WeekRun | None = None
         self._triggers: Any = None
@@ -141,11 +144,11 @@ class SkillLiftSession:
         """Trigger runs (``run.triggers.TriggerRun``): the lift's agent config and runner,
         only ``--max-turns`` changed, into ``<week>/triggers/``."""
         if self._triggers is None:
-            from pytest_skilllift.run.triggers import TRIGGERS_SUBDIR, TriggerRun
+            from pytest_skilllift.run.triggers import TriggerRun
 
             agent = dataclasses.replace(self.agent_config(),
                                         max_turns=self.settings.triggers_max_turns)
-            self._triggers = TriggerRun(self.week.root / TRIGGERS_SUBDIR, agent,
+            self._triggers = TriggerRun(self.week.root / TRIGGERS_DIR, agent,
                                         self._make_runner)
         return self._triggers
 
@@ -201,7 +204,7 @@ class SkillLiftSession:
         from pytest_skilllift.run.triggers import rebuild_trigger_table
 
         has_triggers = rebuild_trigger_table(self.week.root) > 0
-        if not any(self.week.root.glob("*/run.json")) and not has_triggers:
+        if not any(self.week.root.glob(f"*/{RUN_FILE}")) and not has_triggers:
             return True
         self.week.rebuild_csvs()
         banner = DEMO_BANNER if self.settings.demo else None

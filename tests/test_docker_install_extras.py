@@ -19,9 +19,9 @@ import pytest
 docker = pytest.importorskip("docker", reason="the docker SDK is not installed")
 
 from pytest_skilllift.model import AgentConfig, PromptSpec, RunSpec  # noqa: E402
-from pytest_skilllift.runners.base import STDOUT_NAME  # noqa: E402
 from pytest_skilllift.runners.image import TEST_IMAGE_TAG  # noqa: E402
 from pytest_skilllift.testing import Reply, StandIn  # noqa: E402
+from pytest_skilllift.week.files import STDOUT_FILE  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli]
 API_KEY = "sk-ant-skilllift-test-" + uuid.uuid4().hex
@@ -81,7 +81,7 @@ def test_siblings_and_files_in_a_container(standin: StandIn, tmp_path: Path) -> 
     finally:
         runner.close()
     assert outcome.error is None, outcome
-    events = [json.loads(ln) for ln in (tmp_path / "run" / STDOUT_NAME).read_text().splitlines()
+    events = [json.loads(ln) for ln in (tmp_path / "run" / STDOUT_FILE).read_text().splitlines()
               if ln.strip()]
     init = next(e for e in events if e.get("subtype") == "init")
     assert {"alpha-skill", "beta-skill"} <= set(init.get("skills") or [])

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.model import RunOutcome
-from pytest_skilllift.report.triggering import render_triggering, trigger_data
+from pytest_skilllift.report.sections.triggering import render_triggering, trigger_data
 from pytest_skilllift.run import audit
 from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.transcript import parse_text, parse_transcript

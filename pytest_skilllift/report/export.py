@@ -30,11 +30,22 @@ import math
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.run.skill_creator import safe_name
 from pytest_skilllift.week.columns import NO_SKILL, WITH_SKILL
+from pytest_skilllift.week.files import (
+    GRADES_FILE,
+    MANIFEST_CSV,
+    OK,
+    RUN_FILE,
+    SCORES_CSV,
+    STDOUT_FILE,
+    UTC_STAMP_FORMAT,
+    atomic_write_text,
+)
 
 FORMATS: tuple[str, ...] = ("skill-creator",)
 #: skill-creator's configuration names (the viewer groups and colours by these strings).
@@ -78,7 +89,7 @@ def _transcript_metrics(run_dir: Path) -> dict[str, Any]:
     """Tool calls, errors, tokens from the run's transcript, when the week kept it."""
     from pytest_skilllift.run.transcript import parse_transcript
 
-    path = run_dir / "stdout.txt"
+    path = run_dir / STDOUT_FILE
     if not path.is_file():
         return {}
     tr = parse_transcript(path)
@@ -96,7 +107,7 @@ def _transcript_metrics(run_dir: Path) -> dict[str, Any]:
 
 def _run_record(run_dir: Path) -> dict[str, Any]:
     try:
-        data = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        data = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -104,7 +115,7 @@ def _run_record(run_dir: Path) -> dict[str, Any]:
 
 def _judge_model(run_dir: Path) -> str:
     try:
-        data = json.loads((run_dir / "grades.json").read_text(encoding="utf-8"))
+        data = json.loads((run_dir / GRADES_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return ""
     return str(data.get("judge_model") or "") if isinstance(data, dict) else ""
@@ -147,8 +158,8 @@ def _file_ids(path: Path) -> dict[str, Any]:
 
 def export_skill_creator(week_dir: Path, out: Path) -> ExportResult:
     """Write the skill-creator layout of ``week_dir`` under ``out``; see the module doc."""
-    manifest = _read_csv(week_dir / "manifest.csv")
-    scores = _read_csv(week_dir / "scores.csv")
+    manifest = _read_csv(week_dir / MANIFEST_CSV)
+    scores = _read_csv(week_dir / SCORES_CSV)
     items: dict[tuple[str, str, str, str], list[dict[str, str]]] = defaultdict(list)
     for s in scores:
         items[(s.get("prompt", ""), s.get("model", ""), s.get("condition", ""),
@@ -169,13 +180,13 @@ def export_skill_creator(week_dir: Path, out: Path) -> ExportResult:
         skill, model = row.get("skill_family", ""), row.get("model", "")
         group = (skill, model)
         run_id = row.get("run_id", "")
-        status = row.get("run_status") or "ok"  # a qdrant week has no status: all scored
+        status = row.get("run_status") or OK  # a qdrant week has no status: all scored
         config = CONFIGURATIONS.get(row.get("condition", ""))
         graded = [s for s in items.get(key, []) if s.get("item_type") == "must"
                   and s.get("verdict") in ("met", "missing")]
         reason = ("unknown condition" if config is None else
                   f"dropped ({status}): {row.get('run_error') or 'not scored'}"
-                  if status != "ok" else "" if graded else "no graded must item")
+                  if status != OK else "" if graded else "no graded must item")
         if reason:
             result.skipped.append((run_id, reason))
             notes[group].append(f"run {run_id} not exported: {reason}")
@@ -219,11 +230,11 @@ def export_skill_creator(week_dir: Path, out: Path) -> ExportResult:
         eval_dir = out / safe_name(skill) / safe_name(model) / f"eval-{safe_name(str(eval_id))}"
         run_out = eval_dir / config / f"run-{rep}"
         (run_out / "outputs").mkdir(parents=True, exist_ok=True)
-        (run_out / "grading.json").write_text(json.dumps(grading, indent=2,
-                                                         ensure_ascii=False) + "\n")
+        atomic_write_text(run_out / "grading.json", json.dumps(grading, indent=2,
+                                                               ensure_ascii=False) + "\n")
         if record.get("final_answer"):
-            (run_out / "outputs" / "answer.md").write_text(str(record["final_answer"]))
-        (eval_dir / "eval_metadata.json").write_text(json.dumps({
+            atomic_write_text(run_out / "outputs" / "answer.md", str(record["final_answer"]))
+        atomic_write_text(eval_dir / "eval_metadata.json", json.dumps({
             "eval_id": eval_id, "eval_name": row.get("prompt", ""),
             "prompt": _prompt_text(row, record), "assertions": [e["text"] for e in expectations],
         }, indent=2, ensure_ascii=False) + "\n")
@@ -272,11 +283,12 @@ def _prompt_text(row: dict[str, str], record: dict[str, Any]) -> str:
 
 
 def _iso(stamp: str) -> str:
-    """``20260808T073237Z`` → ``2026-08-08T07:32:37Z``; other text unchanged."""
-    if len(stamp) == 16 and stamp[8] == "T" and stamp.endswith("Z"):
-        return (f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]}T{stamp[9:11]}:{stamp[11:13]}:"
-                f"{stamp[13:15]}Z")
-    return stamp
+    """The manifest's stamp (``20260808T073237Z``) → ISO 8601 (``2026-08-08T07:32:37Z``);
+    other text unchanged."""
+    try:
+        return datetime.strptime(stamp, UTC_STAMP_FORMAT).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return stamp
 
 
 def _write_benchmark(out: Path, group: tuple[str, str], runs: list[dict[str, Any]],
@@ -326,7 +338,7 @@ def _write_benchmark(out: Path, group: tuple[str, str], runs: list[dict[str, Any
     }
     path = out / safe_name(skill) / safe_name(model) / "benchmark.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(benchmark, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(path, json.dumps(benchmark, indent=2, ensure_ascii=False) + "\n")
     return path
 
 
@@ -348,7 +360,7 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status (2 when WEEKDIR is unusable)."""
     week_dir: Path = args.week_dir
-    missing = [n for n in ("manifest.csv", "scores.csv") if not (week_dir / n).is_file()]
+    missing = [n for n in (MANIFEST_CSV, SCORES_CSV) if not (week_dir / n).is_file()]
     if not week_dir.is_dir() or missing:
         print(f"skilllift export: {week_dir}: not a week directory (missing "
               f"{', '.join(missing) or 'the directory'})", file=sys.stderr)

@@ -37,24 +37,30 @@ from pytest_skilllift.model import AgentConfig, PromptSpec, RunOutcome, RunSpec
 from pytest_skilllift.run import audit
 from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.transcript import Transcript, extract_signals, parse_transcript
-from pytest_skilllift.runners.base import STDOUT_NAME, Runner
+from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.week.columns import WITH_SKILL
-from pytest_skilllift.week.ledger import Week, atomic_write_text
+from pytest_skilllift.week.files import (
+    BUDGET_CAPPED,
+    ERRORED,
+    INVALID,
+    OK,
+    RETRY_ON_RERUN,
+    RUN_STATUSES,
+    STDOUT_FILE,
+    TIMEOUT,
+    TRIGGERS_CSV,
+    TRIGGERS_DIR,
+    RunStatus,
+    atomic_write_text,
+)
+from pytest_skilllift.week.ledger import Ledger
 
-#: Subfolder of the week directory that holds trigger runs and their table.
-TRIGGERS_SUBDIR = "triggers"
-TABLE_NAME = "triggers.csv"
 #: The condition name in trigger run ids (``<family>-q<i>-<model>-trigger-r<rep>-<week>``).
+#: A trigger run's ``--max-turns`` is ``--skill-lift-triggers-max-turns`` (default 2: room
+#: for one exploring tool call before the skill; the CLI runs the tools of its last allowed
+#: turn, so a Skill call in turn 2 still delivers the skill and shows in the transcript).
 TRIGGER_CONDITION = "trigger"
-#: Default ``--max-turns`` of a trigger run: room for one exploring tool call before the
-#: skill (the CLI runs the tools of its last allowed turn, so a Skill call in turn 2 still
-#: delivers the skill and shows in the transcript).
-DEFAULT_MAX_TURNS = 2
 
-OK, INVALID, ERRORED, TIMEOUT, BUDGET_CAPPED = (
-    "ok", "invalid", "errored", "timeout", "budget_capped")
-#: Statuses retried on a rerun (the run never reached a verdict, nothing is paid twice).
-RETRY_ON_RERUN = frozenset({ERRORED, TIMEOUT})
 #: Result subtypes that end a trigger run normally: an answer, or the planned stop.
 CLEAN_ENDS = frozenset({"success", "error_max_turns"})
 
@@ -228,7 +234,7 @@ class TriggerResult:
     """What a trigger item needs: status, whether the family fired, and what fired."""
 
     run_id: str
-    status: str
+    status: RunStatus
     reason: str
     triggered: bool
     fired: tuple[str, ...]
@@ -286,7 +292,7 @@ def fired_skills(transcript: Transcript, installed: Sequence[str]) -> tuple[
 
 
 def classify_trigger(outcome: RunOutcome, transcript: Transcript, installed: Sequence[str],
-                     triggered: bool) -> tuple[str, str]:
+                     triggered: bool) -> tuple[RunStatus, str]:
     """A trigger run's status and why it is excluded (empty for ``ok``).
 
     A load of the skill is decisive however the run ended; "not triggered" is only a
@@ -325,7 +331,7 @@ class TriggerRun:
     """
 
     def __init__(self, root: Path, agent: AgentConfig, runner: Callable[[], Runner]) -> None:
-        self.week = Week(root)
+        self.week = Ledger(root)
         self.agent = agent
         self._runner_factory = runner
         self._runner: Runner | None = None
@@ -352,7 +358,7 @@ class TriggerRun:
                     self._runner = self._runner_factory()
                 run_dir = self.week.run_dir(spec.run_id)
                 outcome = self._runner.run(run, self.agent, run_dir)
-                record = self._record(spec, installed, outcome, run_dir / STDOUT_NAME)
+                record = self._record(spec, installed, outcome, run_dir / STDOUT_FILE)
                 self.week.save_run(spec.run_id, record)
                 generated = True
         result = result_from_record(record, generated_now=generated)
@@ -408,8 +414,10 @@ def result_from_record(record: dict[str, Any], *, generated_now: bool = False) -
     def split(key: str) -> tuple[str, ...]:
         return tuple(x for x in str(record.get(key) or "").split(";") if x)
 
+    status = str(record.get("run_status", ERRORED))
     return TriggerResult(
-        run_id=str(record.get("run_id", "")), status=str(record.get("run_status", ERRORED)),
+        run_id=str(record.get("run_id", "")),
+        status=next((s for s in RUN_STATUSES if s == status), ERRORED),
         reason=str(record.get("run_error") or ""),
         triggered=str(record.get("triggered")) == "1", fired=split("fired"),
         fired_other=split("fired_other"), first_tool=str(record.get("first_tool") or ""),
@@ -425,8 +433,8 @@ def rebuild_trigger_table(week_root: Path) -> int:
     Returns the number of rows; writes nothing (and returns 0) when the week has no trigger
     runs. Idempotent, like the lift's CSVs: the run folders are the truth.
     """
-    root = Path(week_root) / TRIGGERS_SUBDIR
-    records = Week(root).run_records() if root.is_dir() else []
+    root = Path(week_root) / TRIGGERS_DIR
+    records = Ledger(root).run_records() if root.is_dir() else []
     if not records:
         return 0
     records.sort(key=lambda r: (str(r.get("family", "")), str(r.get("trigger_set", "")),
@@ -438,13 +446,13 @@ def rebuild_trigger_table(week_root: Path) -> int:
     writer.writeheader()
     for rec in records:
         writer.writerow({k: "" if rec.get(k) is None else rec.get(k) for k in TRIGGER_COLUMNS})
-    atomic_write_text(root / TABLE_NAME, buf.getvalue())
+    atomic_write_text(root / TRIGGERS_CSV, buf.getvalue())
     return len(records)
 
 
 def read_trigger_table(week_root: Path) -> list[dict[str, str]]:
     """Rows of ``<week>/triggers/triggers.csv``; empty when the week has none."""
-    path = Path(week_root) / TRIGGERS_SUBDIR / TABLE_NAME
+    path = Path(week_root) / TRIGGERS_DIR / TRIGGERS_CSV
     try:
         with path.open(newline="", encoding="utf-8") as fh:
             return list(csv.DictReader(fh))

@@ -20,7 +20,7 @@ from pytest_skilllift.testing.agent_script import (
     tool_results,
     user_prompt,
 )
-from pytest_skilllift.testing.server import Handler, Reply
+from pytest_skilllift.testing.replies import Handler, Reply
 
 #: Query words that make the scripted model explore the working directory first.
 EXPLORE_WORDS: tuple[str, ...] = ("repo", "repository", "codebase", "project", "checkout")

@@ -1,4 +1,4 @@
-"""The "Triggering" scorecard section: builder (week → numbers) and renderer (numbers → md).
+"""Triggering: does each skill fire when it should, and stay quiet when it should not?
 
 Reads ``<week>/triggers/triggers.csv`` (:mod:`pytest_skilllift.run.triggers`) and reports,
 per model and skill family, over the trigger runs that ended in a measurement:
@@ -9,8 +9,8 @@ per model and skill family, over the trigger runs that ended in a measurement:
   each rate with its 95% Wilson interval; the false triggers and misses by query.
 
 With several families installed at once (``--skill-lift-triggers-all``) it adds a confusion
-table per model: which skill fired for queries that expected which skill. Trigger runs
-never enter the lift. Pure: no pytest.
+table per model: which skill fired for queries that expected which skill.  Trigger runs
+never enter the lift.  The section is empty (no markdown) when the week has no trigger runs.
 """
 
 from __future__ import annotations
@@ -18,55 +18,174 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
+from pytest_skilllift.report.markdown import cell, md_table
 from pytest_skilllift.report.stats import wilson_interval
-from pytest_skilllift.run.triggers import OK, read_trigger_table
+from pytest_skilllift.run.triggers import read_trigger_table
+from pytest_skilllift.week.files import OK, TRIGGERS_CSV, TRIGGERS_DIR
 
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.context import Context
+
+#: The confusion table's column (and row) for "no installed skill fired / none expected".
 NONE = "none"
 
+#: A rate's 95% Wilson interval ``[low, high]`` (both None when the rate has no runs).
+Interval = list[float | None]
 
-def _rate(k: int, n: int) -> tuple[float | None, list[float | None]]:
+
+class MissedQuery(TypedDict):
+    """A should-trigger query with runs where the family did not fire."""
+
+    q: int
+    #: The trigger file's stem (the family's own name for ``<family>.json``).
+    file: str
+    query: str
+    #: Runs of this query that missed, of ``of`` measured runs.
+    runs: int
+    of: int
+
+
+class FalseTrigger(MissedQuery):
+    """A should-not query with runs where the family fired, and what fired in them."""
+
+    fired: list[str]
+
+
+class ExcludedRun(TypedDict):
+    """A trigger run that ended without a measurement (never counted as a miss)."""
+
+    run_id: str
+    q: int
+    file: str
+    status: str
+    reason: str
+
+
+class FamilyTriggers(TypedDict):
+    """``triggers.<model>.<family>``: the family's trigger numbers under one model."""
+
+    recall: float | None
+    recall_wilson95: Interval
+    precision: float | None
+    precision_wilson95: Interval
+    false_trigger_rate: float | None
+    false_trigger_rate_wilson95: Interval
+    miss_rate: float | None
+    miss_rate_wilson95: Interval
+    #: Measured runs (queries × reps) that should / should not have fired.
+    n_should: int
+    n_should_not: int
+    true_triggers: int
+    n_false_triggers: int
+    n_misses: int
+    false_triggers: list[FalseTrigger]
+    misses: list[MissedQuery]
+    #: Triggered runs whose first tool call was something else (they count as triggers).
+    triggered_after_other_tools: int
+    #: Skills outside the installed families (the CLI's built-ins) → runs that launched them.
+    other_skills_fired: dict[str, int]
+    excluded: list[ExcludedRun]
+    #: Distinct queries (file, index) of this family.
+    queries: int
+
+
+class ConfusionQuery(TypedDict):
+    family: str
+    file: str
+    q: int
+    query: str
+    expected: str
+    runs: int
+    #: fired skill (or ``none``) → runs.
+    fired: dict[str, int]
+
+
+class Confusion(TypedDict):
+    """``trigger_confusion.<model>``: expected skill × fired skill over runs that had more
+    than one family installed (``--skill-lift-triggers-all``)."""
+
+    skills: list[str]
+    #: expected skill → fired skill → runs (a run that fired two skills counts in both).
+    matrix: dict[str, dict[str, int]]
+    runs: int
+    routed_correctly: int
+    routing_accuracy: float | None
+    routing_accuracy_wilson95: Interval
+    multi_fired_runs: int
+    queries: list[ConfusionQuery]
+
+
+class TriggerRuns(TypedDict):
+    total: int
+    measured: int
+    excluded: int
+    #: The ``--max-turns`` values the trigger runs were stopped at.
+    max_turns: list[str]
+    #: The table's path relative to the week directory (None when there are no runs).
+    table: str | None
+
+
+class Data(TypedDict):
+    #: model → family → numbers.
+    triggers: dict[str, dict[str, FamilyTriggers]]
+    trigger_confusion: dict[str, Confusion]
+    trigger_runs: TriggerRuns
+
+
+Row = dict[str, str]
+
+
+def _rate(k: int, n: int) -> tuple[float | None, Interval]:
     if n <= 0:
         return None, [None, None]
     lo, hi = wilson_interval(k, n)
     return k / n, [None if math.isnan(lo) else lo, None if math.isnan(hi) else hi]
 
 
-def _split(value: str) -> list[str]:
+def _split(value: str | None) -> list[str]:
     return [x for x in (value or "").split(";") if x]
 
 
-def _file(row: dict[str, str]) -> str:
+def _file(row: Row) -> str:
     """The trigger file (stem) a row came from; the family's own name for the usual
     ``evals/triggers/<family>.json``."""
     return row.get("trigger_set") or row.get("family", "")
 
 
-def _where(family: str, entry: dict[str, Any]) -> str:
+def _q(row: Row) -> int:
+    return int(row.get("query_index") or 0)
+
+
+def _where(family: str, file: str, q: int) -> str:
     """``git-bisect q3``, naming the file too when it is not ``<family>.json``."""
-    file = entry.get("file") or family
-    return f"{family} q{entry['q']}" if file == family else f"{family} ({file}.json) q{entry['q']}"
+    file = file or family
+    return f"{family} q{q}" if file == family else f"{family} ({file}.json) q{q}"
 
 
-def _expected(row: dict[str, str]) -> str:
+def _expected(row: Row) -> str:
     if row.get("expected_skill"):
         return row["expected_skill"]
     return row["family"] if row.get("should_trigger") == "1" else NONE
 
 
-def trigger_data(week_dir: Path) -> dict[str, Any]:
+def build(ctx: Context) -> Data:
+    return trigger_data(ctx.week.week_dir)
+
+
+def trigger_data(week_dir: Path) -> Data:
     """``triggers``, ``trigger_confusion`` and ``trigger_runs`` for scorecard.json.
 
-    ``triggers.<label>.<family>`` = ``{recall, precision, n_should, n_should_not,
-    false_triggers, misses, …}``; ``n_should``/``n_should_not`` count runs (queries × reps)
-    that ended in a measurement; excluded runs are listed, never counted as misses.
+    ``n_should``/``n_should_not`` count runs (queries × reps) that ended in a measurement;
+    excluded runs are listed, never counted as misses.
     """
     rows = read_trigger_table(week_dir)
-    groups: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in rows:
         groups[(row.get("model", ""), row.get("family", ""))].append(row)
-    triggers: dict[str, dict[str, Any]] = {}
+    triggers: dict[str, dict[str, FamilyTriggers]] = {}
     for (label, family), group in sorted(groups.items()):
         triggers.setdefault(label, {})[family] = _family_numbers(group)
     excluded = sum(1 for r in rows if r.get("run_status") != OK)
@@ -76,12 +195,12 @@ def trigger_data(week_dir: Path) -> dict[str, Any]:
         "trigger_runs": {
             "total": len(rows), "measured": len(rows) - excluded, "excluded": excluded,
             "max_turns": sorted({r.get("max_turns", "") for r in rows} - {""}),
-            "table": "triggers/triggers.csv" if rows else None,
+            "table": f"{TRIGGERS_DIR}/{TRIGGERS_CSV}" if rows else None,
         },
     }
 
 
-def _family_numbers(group: list[dict[str, str]]) -> dict[str, Any]:
+def _family_numbers(group: list[Row]) -> FamilyTriggers:
     ok = [r for r in group if r.get("run_status") == OK]
     should = [r for r in ok if r.get("should_trigger") == "1"]
     should_not = [r for r in ok if r.get("should_trigger") != "1"]
@@ -99,69 +218,74 @@ def _family_numbers(group: list[dict[str, str]]) -> dict[str, Any]:
         "miss_rate": miss_rate, "miss_rate_wilson95": miss_ci,
         "n_should": len(should), "n_should_not": len(should_not),
         "true_triggers": tp, "n_false_triggers": fp, "n_misses": fn,
-        "false_triggers": _by_query(should_not, want="1"),
-        "misses": _by_query(should, want="0"),
+        "false_triggers": _false_triggers(should_not),
+        "misses": _misses(should),
         # Evidence that a load after other tool calls counts: triggered runs whose first
         # tool call was something else.
         "triggered_after_other_tools": sum(
             1 for r in ok if r.get("triggered") == "1"
             and (r.get("tools_before_skill") or "0") not in ("", "0")),
         "other_skills_fired": _other_skills(ok),
-        "excluded": [{"run_id": r.get("run_id", ""), "q": int(r.get("query_index") or 0),
-                      "file": _file(r), "status": r.get("run_status", ""),
-                      "reason": r.get("run_error", "")}
+        "excluded": [{"run_id": r.get("run_id", ""), "q": _q(r), "file": _file(r),
+                      "status": r.get("run_status", ""), "reason": r.get("run_error", "")}
                      for r in group if r.get("run_status") != OK],
         "queries": len({(_file(r), r.get("query_index")) for r in group}),
     }
 
 
-def _by_query(rows: list[dict[str, str]], *, want: str) -> list[dict[str, Any]]:
-    """Queries with at least one run where ``triggered == want``, with counts."""
-    per: dict[tuple[str, int], dict[str, Any]] = {}
+def _by_query(rows: list[Row], want: str) -> list[tuple[Row, int, int, list[str]]]:
+    """Per query (file, index), sorted: its first row, the runs where ``triggered == want``
+    (at least one), all its runs, and the skills those runs fired."""
+    per: dict[tuple[str, int], tuple[Row, list[int], list[str]]] = {}
     for r in rows:
-        q = int(r.get("query_index") or 0)
-        entry = per.setdefault((_file(r), q), {"q": q, "file": _file(r),
-                                               "query": r.get("query", ""), "runs": 0,
-                                               "of": 0, "fired": []})
-        entry["of"] += 1
+        _, counts, fired = per.setdefault((_file(r), _q(r)), (r, [0, 0], []))
+        counts[1] += 1
         if (r.get("triggered") or "0") == want:
-            entry["runs"] += 1
-            for f in _split(r.get("fired", "")) + _split(r.get("fired_other", "")):
-                if f not in entry["fired"]:
-                    entry["fired"].append(f)
-    out = [e for e in per.values() if e["runs"]]
-    for e in out:
-        if want == "0":
-            del e["fired"]  # a miss fired nothing of this family; other skills are below
-    return sorted(out, key=lambda e: (e["file"], e["q"]))
+            counts[0] += 1
+            for f in _split(r.get("fired")) + _split(r.get("fired_other")):
+                if f not in fired:
+                    fired.append(f)
+    return [(first, counts[0], counts[1], fired)
+            for _, (first, counts, fired) in sorted(per.items()) if counts[0]]
 
 
-def _other_skills(rows: list[dict[str, str]]) -> dict[str, int]:
+def _false_triggers(should_not: list[Row]) -> list[FalseTrigger]:
+    return [{"q": _q(r), "file": _file(r), "query": r.get("query", ""), "runs": runs,
+             "of": of, "fired": fired} for r, runs, of, fired in _by_query(should_not, "1")]
+
+
+def _misses(should: list[Row]) -> list[MissedQuery]:
+    # A miss fired nothing of this family; other skills show under other_skills_fired.
+    return [{"q": _q(r), "file": _file(r), "query": r.get("query", ""), "runs": runs,
+             "of": of} for r, runs, of, _ in _by_query(should, "0")]
+
+
+def _other_skills(rows: list[Row]) -> dict[str, int]:
     counts: dict[str, int] = defaultdict(int)
     for r in rows:
-        for name in _split(r.get("fired_other", "")):
+        for name in _split(r.get("fired_other")):
             counts[name] += 1
     return dict(sorted(counts.items()))
 
 
-def _confusion(rows: list[dict[str, str]]) -> dict[str, Any]:
+def _confusion(rows: list[Row]) -> dict[str, Confusion]:
     """Per model: expected skill (rows) × fired skill (columns), over runs that had more
-    than one family installed. A run that fired two skills counts in both columns."""
-    out: dict[str, Any] = {}
-    multi = [r for r in rows if r.get("run_status") == OK and len(_split(r.get("installed", "")))
+    than one family installed.  A run that fired two skills counts in both columns."""
+    out: dict[str, Confusion] = {}
+    multi = [r for r in rows if r.get("run_status") == OK and len(_split(r.get("installed")))
              > 1]
-    by_model: dict[str, list[dict[str, str]]] = defaultdict(list)
+    by_model: dict[str, list[Row]] = defaultdict(list)
     for r in multi:
         by_model[r.get("model", "")].append(r)
     for label, group in sorted(by_model.items()):
         skills = sorted({s for r in group for s in _split(r["installed"])})
         matrix: dict[str, dict[str, int]] = {}
-        queries: dict[tuple[str, str, int], dict[str, Any]] = {}
+        queries: dict[tuple[str, str, int], ConfusionQuery] = {}
         routed = 0
         multi_fired = 0
         for r in group:
             exp = _expected(r)
-            fired = _split(r.get("fired", ""))
+            fired = _split(r.get("fired"))
             cols = fired or [NONE]
             row = matrix.setdefault(exp, {})
             for c in cols:
@@ -170,7 +294,7 @@ def _confusion(rows: list[dict[str, str]]) -> dict[str, Any]:
             if (fired[:1] == [exp]) if exp != NONE else not fired:
                 routed += 1
             multi_fired += len(fired) > 1
-            key = (r["family"], _file(r), int(r.get("query_index") or 0))
+            key = (r["family"], _file(r), _q(r))
             q = queries.setdefault(key, {"family": r["family"], "file": key[1], "q": key[2],
                                          "query": r.get("query", ""), "expected": exp,
                                          "runs": 0, "fired": {}})
@@ -194,31 +318,29 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
-def _ci(pair: list[float | None]) -> str:
+def _ci(pair: Interval) -> str:
     lo, hi = pair
     return "" if lo is None or hi is None else f" [{lo:.2f}, {hi:.2f}]"
 
 
-def _cell(text: str) -> str:
-    return text.replace("\r", " ").replace("\n", " ").replace("|", "\\|")
+def render(card: Scorecard) -> list[str]:
+    return render_triggering(card)
 
 
-def render_triggering(data: dict[str, Any]) -> list[str]:
+def render_triggering(data: Data) -> list[str]:
     """The "Triggering" section's markdown lines; nothing when the week has no trigger runs."""
-    from pytest_skilllift.report.scorecard import md_table
-
-    trig: dict[str, Any] = data.get("triggers") or {}
-    runs = data.get("trigger_runs") or {}
+    trig = data.get("triggers") or {}
     if not trig:
         return []
-    turns = ", ".join(runs.get("max_turns") or []) or "the CLI's default"
+    runs = data["trigger_runs"]
+    turns = ", ".join(runs["max_turns"]) or "the CLI's default"
     L = ["## Triggering\n",
          f"Trigger tests: each query run through the real CLI with the skill installed as "
          f"in the with-skill arm, stopped at --max-turns {turns}, no judge. A run is "
          "triggered when the transcript audit finds the skill loaded (Skill tool, or a Read "
          "of its files) — also after other tool calls. Rates are over runs (queries × reps) "
          "that ended in a measurement, with 95% Wilson intervals; "
-         f"{runs.get('measured', 0)} of {runs.get('total', 0)} runs measured. Trigger runs "
+         f"{runs['measured']} of {runs['total']} runs measured. Trigger runs "
          "are not part of the lift.\n"]
     table = []
     for label in sorted(trig):
@@ -237,23 +359,28 @@ def render_triggering(data: dict[str, Any]) -> list[str]:
     if after:
         L.append(f"\n{after} triggered run(s) loaded the skill after calling another tool "
                  "first; they count as triggers.")
-    for title, key in (("False triggers (should not have fired)", "false_triggers"),
-                       ("Misses (should have fired, did not)", "misses")):
-        items = [(label, family, e) for label in sorted(trig)
-                 for family, m in sorted(trig[label].items()) for e in m[key]]
+    found: tuple[tuple[str, list[tuple[str, str, MissedQuery, list[str]]]], ...] = (
+        ("False triggers (should not have fired)",
+         [(label, family, e, e["fired"]) for label in sorted(trig)
+          for family, m in sorted(trig[label].items()) for e in m["false_triggers"]]),
+        ("Misses (should have fired, did not)",
+         [(label, family, e, []) for label in sorted(trig)
+          for family, m in sorted(trig[label].items()) for e in m["misses"]]),
+    )
+    for title, items in found:
         L.append(f"\n**{title}:**" + (" none." if not items else ""))
-        for label, family, e in items:
-            fired = f"; fired: {', '.join(e['fired'])}" if e.get("fired") else ""
-            L.append(f"- {label} / {_where(family, e)}: \"{_cell(e['query'])}\" — "
-                     f"{e['runs']} of {e['of']} run(s){fired}")
+        for label, family, e, fired_names in items:
+            fired = f"; fired: {', '.join(fired_names)}" if fired_names else ""
+            L.append(f"- {label} / {_where(family, e['file'], e['q'])}: "
+                     f"\"{cell(e['query'])}\" — {e['runs']} of {e['of']} run(s){fired}")
     excluded = [(label, family, x) for label in sorted(trig)
                 for family, m in sorted(trig[label].items()) for x in m["excluded"]]
     if excluded:
         L.append(f"\n**Not measured ({len(excluded)} run(s), never counted as a miss):**")
         for label, family, x in excluded:
-            L.append(f"- {label} / {_where(family, x)} `{x['run_id']}`: {x['status']} — "
-                     f"{_cell(x['reason'])}")
-    for label, conf in sorted((data.get("trigger_confusion") or {}).items()):
+            L.append(f"- {label} / {_where(family, x['file'], x['q'])} `{x['run_id']}`: "
+                     f"{x['status']} — {cell(x['reason'])}")
+    for label, conf in sorted(data["trigger_confusion"].items()):
         cols = [*conf["skills"], NONE]
         rows_out = []
         for exp in sorted(conf["matrix"], key=lambda e: (e == NONE, e)):
@@ -272,9 +399,9 @@ def render_triggering(data: dict[str, Any]) -> list[str]:
     return L
 
 
-def trigger_terminal_lines(data: dict[str, Any]) -> list[str]:
+def trigger_terminal_lines(data: Data) -> list[str]:
     """A compact recall / precision line per model and skill for the terminal summary."""
-    trig: dict[str, Any] = data.get("triggers") or {}
+    trig = data.get("triggers") or {}
     if not trig:
         return []
     lines = ["triggering (recall / precision over runs, 95% Wilson):"]
