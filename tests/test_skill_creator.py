@@ -288,7 +288,7 @@ def test_files_reach_the_working_dir_and_expected_output_only_the_judge(
     with_context = [s for s in shown if expected in s]
     assert len(with_context) == 2 and all(CONTEXT_HEADER in s for s in with_context)
     for s in with_context:  # context, not an item: the rubric holds the two expectations
-        rubric = s[s.index("<rubric>"):]
+        rubric = s[s.index("<rubric-"):]  # the section's tag carries the request's boundary
         assert rubric.count("[must: met|missing]") == 2 and expected not in rubric
     # The agent never sees expected_output.
     assert not any(expected in (week / d / "stdout.txt").read_text()
