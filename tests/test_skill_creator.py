@@ -295,6 +295,39 @@ def test_files_reach_the_working_dir_and_expected_output_only_the_judge(
                    for d in os.listdir(week) if (week / d / "stdout.txt").is_file())
 
 
+@pytest.mark.cli
+@pytest.mark.skipif(bundled_claude() is None, reason="claude-agent-sdk (bundled CLI) missing")
+def test_skilllift_judge_regrades_evals_with_their_expected_output(
+        evals_week: dict[str, Any]) -> None:
+    """``skilllift judge`` rebuilds an eval's run from the evals.json the week recorded: the
+    same expectations as must items, expected_output again only as the judge's context."""
+    from pytest_skilllift.run.regrade import plan_regrade
+
+    plan = plan_regrade(evals_week["week"], fresh=True)
+    assert plan.unreadable == [] and len(plan.specs) == 4  # 2 evals × 2 arms
+    by_name = {(s.prompt.name, s.condition): s for s in plan.specs}
+    spec = by_name[("git-bisect-eval-1", "with-skill")]
+    assert [i.text for i in spec.prompt.rubric] == GIT_BISECT_EVALS["evals"][0]["expectations"]
+    assert spec.prompt.judge_context == GIT_BISECT_EVALS["evals"][0]["expected_output"]
+    assert CONTEXT_HEADER in judge_prompt_text(spec.prompt)
+    other = by_name[("python-packaging-eval-pyproject", "no-skill")]
+    assert [i.key for i in other.prompt.rubric] == ["must-1", "must-2"]
+
+
+def test_a_regrade_names_an_eval_that_left_its_file(tmp_path: Path) -> None:
+    from pytest_skilllift.run.regrade import RegradeError, spec_from_record
+
+    path = tmp_path / "evals.json"
+    path.write_text(json.dumps(GIT_BISECT_EVALS))
+    record = {"prompt": "git-bisect-eval-7", "prompt_path": str(path), "model": "haiku",
+              "condition": "with-skill", "rep": 1, "run_id": "r"}
+    with pytest.raises(RegradeError, match=r"field 'evals': holds no eval collected as "
+                                           r"'git-bisect-eval-7'"):
+        spec_from_record(record)
+    record["prompt"] = "git-bisect-eval-1"
+    assert spec_from_record(record).prompt.judge_context.startswith("Bisects with")
+
+
 # -- export -----------------------------------------------------------------------------------
 
 

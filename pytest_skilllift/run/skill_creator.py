@@ -222,3 +222,27 @@ def load_evals(path: Path, skills_root: Path) -> list[tuple[str, PromptSpec | Pr
             out.append((name, exc))
     return out
 
+
+
+def eval_for_regrade(path: Path, name: str, skill_path: str) -> PromptSpec:
+    """The eval of ``path`` that a finished week collected as prompt ``name``
+    (``<skill>-eval-<id>``): its prompt, expectations and ``expected_output``, read without
+    the skills root, for grading the week again (``skilllift judge``).  Raises
+    ``PromptError`` when the file no longer holds that eval or it no longer reads."""
+    data = _read(path)
+    evals = data.get("evals")
+    for pos, entry in enumerate(evals if isinstance(evals, list) else []):
+        raw_id = entry.get("id") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict) or raw_id is None or isinstance(raw_id, bool) or not (
+                name.endswith(f"-eval-{safe_name(str(raw_id))}")):
+            continue
+        where = f"evals[{pos}]"
+        prompt, context = entry.get("prompt"), entry.get("expected_output") or ""
+        if not isinstance(prompt, str) or not prompt.strip() or not isinstance(context, str):
+            raise PromptError(path, where, "has no prompt text (or a non-string "
+                              "expected_output)", "restore the eval the week was run with")
+        return PromptSpec(path=path, name=name, product_area="", prompt=prompt,
+                          rubric=_expectations(path, where, entry), skill_path=skill_path,
+                          judge_context=context.strip())
+    raise PromptError(path, "evals", f"holds no eval collected as {name!r}",
+                      "restore the eval the week was run with, or regrade without this run")
