@@ -15,6 +15,7 @@ import pytest
 
 from pytest_skilllift.collect import SESSION_KEY, ModelNode
 from pytest_skilllift.model import PromptSpec
+from pytest_skilllift.run.matrix import keywords_of
 from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.skill_creator import load_evals
 
@@ -47,6 +48,10 @@ class EvalNode(pytest.Collector):
     def collect(self) -> Iterator[pytest.Collector]:
         if isinstance(self.spec, PromptError):
             raise self.spec
+        # Like a prompt file's items: `-k <family>` / `-m "skill_lift(family=…)"` select it.
+        family, leaf = keywords_of(self.spec)
+        self.extra_keyword_matches.update((family, leaf))
+        self.add_marker(pytest.mark.skill_lift(family=family, skill=leaf, prompt=self.spec.name))
         for label, model_id in self.config.stash[SESSION_KEY].settings.models:
             yield ModelNode.from_parent(self, name=label, spec=self.spec, model_id=model_id)
 

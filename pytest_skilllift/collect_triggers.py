@@ -2,8 +2,9 @@
 
 Test ids: ``evals/triggers/<family>.json::<model>::q<i>::trigger`` with one repetition, and
 ``…::q<i>::r<rep>::trigger`` with ``--skill-lift-reps`` above 1 (every repetition is its own
-run, and xdist's ``loadscope`` keeps each on one worker: the scope is the id up to the last
-``::``). The item passes when the skill was loaded iff the query says it should be.
+run and its own item; under xdist the run scheduler leaves these ids to loadscope, whose scope
+is the id up to the last ``::``: one run, one worker). The item passes when the skill was
+loaded iff the query says it should be; a per-run file lock generates each run once.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ class TriggerFile(pytest.File):
     def collect(self) -> Iterator[pytest.Collector]:
         settings = self.config.stash[SESSION_KEY].settings
         tset = load_trigger_file(self.path, settings.skills_root)
+        # `-k <family>` / `-m "skill_lift(family=…)"` select a skill's trigger tests too,
+        # whatever the file is named (each query's prompt is ``<file>-q<i>``).
+        self.extra_keyword_matches.add(tset.family)
+        self.add_marker(pytest.mark.skill_lift(family=tset.family, skill=tset.family))
         siblings = skill_families(settings.skills_root) if settings.triggers_all else ()
         for label, model_id in settings.models:
             yield TriggerModelNode.from_parent(self, name=label, tset=tset, model_id=model_id,

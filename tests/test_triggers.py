@@ -492,3 +492,44 @@ def test_a_bad_file_or_eval_is_named_and_the_others_collect(tmp_path: Path) -> N
             "with-skill::r1::must-1") in out
     assert "python-packaging-eval-2::haiku" not in out
     assert result.returncode != 0  # bad input is not a clean run
+
+
+@pytest.mark.parametrize("nodeid", ["evals/triggers/git-bisect.json::haiku::q1::trigger",
+                                    "evals/triggers/git-bisect.json::haiku::q1::r2::trigger"])
+def test_a_trigger_run_is_its_own_unit_of_work_under_xdist(nodeid: str) -> None:
+    """The run scheduler groups a lift run's rubric items and checks by the run; a trigger
+    run is one item, which the scheduler's fallback (xdist's loadscope: the id up to its last
+    ``::``) keeps as its own scope — never merged with the family's lift runs."""
+    from pytest_skilllift.run.matrix import run_scope
+
+    by_path = {"evals/test-prompts/git-bisect.json": "git-bisect", "git-bisect.json":
+               "git-bisect"}
+    assert run_scope(nodeid, by_path, ["git-bisect"]) is None
+    assert nodeid.rsplit("::", 1)[0] == nodeid.removesuffix("::trigger")
+
+
+def test_trigger_and_eval_items_are_selected_by_family(tmp_path: Path) -> None:
+    """Like a prompt file's items, trigger items (whatever their file is named) and
+    skill-creator eval items carry the family as a -k keyword and the skill_lift marker."""
+    root = make_project(tmp_path, {
+        "bisect-more": {"skill": "git-bisect", "queries": [{"query": "Which commit broke it?",
+                                                            "should_trigger": True}]},
+        "python-packaging": [{"query": "Publish to PyPI", "should_trigger": True}],
+    })
+    evals = root / "skills" / "git-bisect" / "evals"
+    evals.mkdir()
+    (evals / "evals.json").write_text(json.dumps({"evals": [
+        {"id": 1, "prompt": "Find the bad commit", "expectations": ["Uses git bisect"]}]}))
+
+    class Offline:
+        base_url = "http://127.0.0.1:9"
+
+    for selector in (("-k", "git-bisect"), ("-m", "skill_lift(family='git-bisect')")):
+        result = run_pytest(root, Offline(), "--collect-only", "-q", "-p", "no:xdist",
+                            *selector)
+        ids = [ln for ln in result.stdout.splitlines() if "::" in ln]
+        assert result.returncode == 0, result.stdout
+        assert "evals/triggers/bisect-more.json::haiku::q1::trigger" in ids
+        assert ("skills/git-bisect/evals/evals.json::git-bisect-eval-1::haiku::with-skill::"
+                "r1::must-1") in ids
+        assert not any("python-packaging" in i for i in ids), selector
