@@ -15,6 +15,7 @@ from collections.abc import Sequence
 #: ``func=callable(args) -> int`` on its parser.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.report.cli",  # summarize
+    "pytest_skilllift.report.gate_cli",  # gate
     "pytest_skilllift.judge.calibrate",  # calibrate
     "pytest_skilllift.lint.cli",  # score, compare (skills or weeks)
     "pytest_skilllift.runners.image_cli",  # image build

@@ -72,10 +72,13 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
         state.agent_config()  # fails early when no CLI can be found
     except SettingsError as exc:
         raise pytest.UsageError(str(exc)) from None
+    try:
+        for warning in state.ci.prepare():  # gates validated; week identity computed
+            config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
+    except SettingsError as exc:
+        raise pytest.UsageError(str(exc)) from None
     if s.demo:
         state.start_demo()
-    if s.fresh:
-        state.week.discard_grades()
     if _uses_workers(config):
         state.start_judge_service()
     state.warm_summarizer()
@@ -150,10 +153,26 @@ class ControllerPlugin:
         if report.failed:
             self.state.tally.other_failures += 1
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Before the first run: check the week's identity (week.json), then --fresh."""
+        if session.config.option.collectonly:
+            return
+        try:
+            self.state.ci.open_week()
+        except SettingsError as exc:
+            self.state.refused = True
+            raise pytest.UsageError(str(exc)) from None
+        if self.state.settings.fresh:
+            self.state.week.discard_grades()
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Write CSVs and scorecard; the exit status is a report, not a verdict."""
+        """Write CSVs and scorecard; the exit status is a report unless gates are set."""
+        if self.state.refused:
+            return  # the week's identity refused the session: nothing ran, nothing to write
         enough = self.state.finish()
+        self.state.ci.finish(self.state.summary)
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
                           pytest.ExitCode.USAGE_ERROR):
             return
@@ -162,6 +181,8 @@ class ControllerPlugin:
         elif self.state.tally.other_failures == 0 and exitstatus == pytest.ExitCode.TESTS_FAILED:
             # Rubric failures are findings for the scorecard, not a broken run.
             session.exitstatus = pytest.ExitCode.OK
+        if self.state.ci.failed:  # a hard gate failed, or the coverage guard tripped
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The lift table, the coverage line and where the scorecard is."""
@@ -174,6 +195,8 @@ class ControllerPlugin:
                 tr.write_line(line)
         if state.coverage_note:
             tr.write_line(f"coverage: {state.coverage_note}")
+        for line in state.ci.terminal_lines():
+            tr.write_line(line)
         if state.tally.rubric_failures:
             tr.write_line(f"{state.tally.rubric_failures} rubric findings (must missing / "
                           "avoid violated) are reported, not a failed run: the exit status "

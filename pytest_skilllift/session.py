@@ -64,6 +64,10 @@ class SkillLiftSession:
         self._server: Any = None
         self.summary: Any = None
         self.coverage_note = ""
+        self.refused = False  # the week's identity (week.json) refused this session
+        from pytest_skilllift.ci import SessionVerdicts  # week identity at start, gates at end
+
+        self.ci = SessionVerdicts(self)
 
     # -- controller set-up --------------------------------------------------------------
     def start_demo(self) -> None:

@@ -113,9 +113,13 @@ def render_markdown(data: dict[str, Any]) -> str:
         L += [f"- {p}" for p in problems]
         L.append("\nRows named above are excluded from every number below and counted under "
                  "Coverage / Run health; numbers that could not be computed read `n/a`.\n")
+    from pytest_skilllift.report import verdicts  # CI verdict sections (pass rate, sign test)
+
     L += _lift_section(data)
+    L += verdicts.sign_test_section(data)
     L += _wow_section(data)
     L += _cells_section(data)
+    L += verdicts.pass_rate_section(data)
     L += _prompts_section(data)
     L += _activation_section(data)
     L += _audit_section(data)

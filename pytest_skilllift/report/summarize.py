@@ -236,6 +236,10 @@ def summarize_week(
     data = _assemble(week, agg, lifts, boots, wow, cost_mean, cost_n, turns_mean,
                      cost_excluded, credit, n_excluded_run_items, hist_rows_now,
                      n_runs_hist, hist_path, banner)
+    from pytest_skilllift.report import verdicts  # pass rates, sign test (CI verdicts)
+
+    problems += [Problem("week.json", p) for p in verdicts.extend_scorecard(data, week, agg,
+                                                                           week_dir)]
 
     written: list[Path] = []
     if plot_import is not None:
