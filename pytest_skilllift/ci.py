@@ -161,7 +161,10 @@ class SessionVerdicts:
                                 return True
             return False
 
-        hint = f"{out.parent.name}/{out.name}-2" if out.parent.name else f"{out.name}-2"
+        try:  # a path the user can paste: relative to the rootdir when it is inside it
+            hint = f"{out.relative_to(s.rootdir).as_posix()}-2"
+        except ValueError:
+            hint = f"{out}-2"
         try:
             with ident.locked(out):
                 self.record, notes = ident.open_week(

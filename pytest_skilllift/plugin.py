@@ -200,7 +200,7 @@ class ControllerPlugin:
         if state.tally.rubric_failures:
             tr.write_line(f"{state.tally.rubric_failures} rubric findings (must missing / "
                           "avoid violated) are reported, not a failed run: the exit status "
-                          "is 0 when coverage is enough")
+                          "is 0 when coverage is enough and no hard gate failed")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

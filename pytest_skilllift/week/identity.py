@@ -217,10 +217,10 @@ class Difference:
             return f"{SCALAR_FIELDS.get(self.field, self.field)}: {_show(self.before)} → " \
                    f"{_show(self.after)}"
         what = PER_KEY_FIELDS.get(self.field, self.field)
-        if self.kind == "added":
-            return f"{what} {self.key!r} added"
-        if self.kind == "removed":
-            return f"{what} {self.key!r} not in the second"
+        if self.kind in ("added", "removed"):
+            what = "prompt" if self.field in ("prompt", "rubric") else what
+            return f"{what} {self.key!r} " + ("added" if self.kind == "added" else
+                                              "only in the first")
         if self.field == "models":
             return f"model {self.key!r}: {_show(self.before)} → {_show(self.after)}"
         if self.field == "skill":
