@@ -276,3 +276,18 @@ def test_github_step_summary(qdrant_week: Path, tmp_path: Path,
     assert "### Quality gates — week 20260808" in text
     assert "| must_lift_ci_low>0 | haiku " in text
     assert "### Skill lift — week 20260808" in text and "| haiku  | 0.393 → 0.769 " in text
+
+
+def test_settings_read_gates_and_the_pass_threshold() -> None:
+    from pytest_skilllift.config import OPTIONS, Settings, SettingsError
+
+    def build(**over: object) -> Settings:
+        values = {o.name: o.default for o in OPTIONS}
+        values.update(over)
+        return Settings.from_values(lambda o: values[o.name], enabled=True, rootdir=Path("/p"))
+
+    s = build(gate=["must_lift>0", " ", "verdict==helps:soft"])
+    assert s.gates == ("must_lift>0", "verdict==helps:soft") and s.pass_threshold == 0.7
+    assert Settings.from_wire(json.loads(json.dumps(s.to_wire()))).gates == s.gates
+    with pytest.raises(SettingsError, match="pass-threshold is a composite, within"):
+        build(**{"pass-threshold": 3.5})
