@@ -53,6 +53,10 @@ class _Week:
     record: ident.WeekRecord | None
     measures: WeekMeasures
 
+    def __post_init__(self) -> None:
+        self.prompt_index = {p: i for i, p in enumerate(self.summary.week.prompts)}
+        self.model_index = {m: i for i, m in enumerate(self.summary.week.models)}
+
 
 def _load(path: Path) -> _Week:
     from pytest_skilllift.report.summarize import summarize_week
@@ -91,9 +95,9 @@ def comparison_kind(a: ident.WeekRecord | None, b: ident.WeekRecord | None,
 def _prompt_value(w: _Week, prompt: str, model: str) -> float | None:
     """The prompt's with-skill composite (reps averaged), None when unscored or errored."""
     agg = w.summary.aggregates
-    if agg is None or prompt not in w.summary.week.prompts or model not in w.summary.week.models:
+    pi, mi = w.prompt_index.get(prompt), w.model_index.get(model)
+    if agg is None or pi is None or mi is None:
         return None
-    pi, mi = w.summary.week.prompts.index(prompt), w.summary.week.models.index(model)
     if w.measures.errored[pi, mi, 1] > 0:
         return None  # an errored item leaves the pair unscored (the document's rule)
     v = float(agg.composite[pi, mi, 1])
