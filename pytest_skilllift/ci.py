@@ -15,17 +15,19 @@ The computing lives in ``week.identity``, ``report.gates`` and ``report.verdicts
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_skilllift.config import SettingsError
+from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
 from pytest_skilllift.report import gates as gatemod
+from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week import identity as ident
+from pytest_skilllift.week.files import RUN_FILE, utc_stamp
 
 if TYPE_CHECKING:
     from pytest_skilllift.model import PromptSpec
-    from pytest_skilllift.run.engine import Warmed
     from pytest_skilllift.session import SkillLiftSession
 
 
@@ -61,8 +63,6 @@ class SessionVerdicts:
     def prepare(self) -> list[str]:
         """Validate the gates (``SettingsError`` on the first bad one) and start computing
         the identity. Returns warnings (gates that always pass)."""
-        from pytest_skilllift.run.engine import Warmed
-
         s = self.state.settings
         self._specs = load_prompt_specs(s.prompts_dir, s.skills_root, s.site, s.heldout)
         scopes = gatemod.Scopes(models=tuple(m for m, _ in s.models),
@@ -149,7 +149,7 @@ class SessionVerdicts:
         def has_runs(model: str | None = None, prompt: str | None = None,
                      with_skill_family: str | None = None) -> bool:
             if model is None and prompt is None and with_skill_family is None:
-                return next(out.glob("*/run.json"), None) is not None
+                return next(out.glob(f"*/{RUN_FILE}"), None) is not None
             names = [p for p in all_prompts if (prompt is None or p == prompt) and (
                 with_skill_family is None or all_prompts[p].family == with_skill_family)]
             conds = ("with-skill",) if with_skill_family else ("no-skill", "with-skill")
@@ -157,7 +157,7 @@ class SessionVerdicts:
                 for m in ([model] if model else models):
                     for c in conds:
                         for r in range(1, reps + 1):
-                            if (out / make_run_id(p, m, c, r, s.week) / "run.json").is_file():
+                            if (out / make_run_id(p, m, c, r, s.week) / RUN_FILE).is_file():
                                 return True
             return False
 
@@ -184,7 +184,7 @@ class SessionVerdicts:
                 current = ident.read_week_record(s.out_dir)
                 if current is not None:
                     current.runs = int(summary.data.get("coverage", {}).get("total_runs", 0))
-                    current.updated_utc = ident.utc_now()
+                    current.updated_utc = utc_stamp()
                     ident.write_week_record(s.out_dir, current)
         if self.gates:
             self.report = measure(self.gates, summary, s.min_coverage, s.week)
@@ -214,8 +214,8 @@ def measure(gates: Sequence[gatemod.Gate], summary: Any, min_coverage: float,
         guard = gatemod.CoverageGuard(0, 0, min_coverage)
         return gatemod.evaluate(gates, _Nothing(), guard, week=week)
     data = summary.data
-    measures = WeekMeasures(summary.week, summary.aggregates, data,
-                            float(data.get("pass_threshold", ident.DEFAULT_PASS_THRESHOLD)))
+    threshold = float(data.get("pass_threshold", DEFAULT_PASS_THRESHOLD))
+    measures = WeekMeasures(summary.week, summary.aggregates, threshold, card=data)
     graded, total = measures.coverage(None, None, None)
     guard = gatemod.CoverageGuard(graded, total, min_coverage)
     return gatemod.evaluate(gates, measures, guard, week=data.get("week", week))
@@ -236,7 +236,7 @@ class _Nothing:
 
 
 def append_step_summary(path: Path, report: gatemod.GateReport | None,
-                        data: dict[str, Any] | None) -> None:
+                        data: Mapping[str, Any] | None) -> None:
     """Append the gate table and the lift table to GitHub's job summary file."""
     lines: list[str] = []
     if report is not None:

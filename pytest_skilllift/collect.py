@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
-from pytest_skilllift.run.engine import OK, make_run_id
+from pytest_skilllift.run.engine import make_run_id
 from pytest_skilllift.run.prompts import PromptError, load_prompt
 from pytest_skilllift.week.columns import CONDITIONS
+from pytest_skilllift.week.files import OK
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr

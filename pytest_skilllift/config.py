@@ -15,10 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_skilllift.model import (
+    DEFAULT_ALLOWED_TOOLS,
+    DEFAULT_MAX_BUDGET_USD,
+    DEFAULT_MIN_COVERAGE,
+    DEFAULT_PASS_THRESHOLD,
+    DEFAULT_PERMISSION_MODE,
+    DEFAULT_TIMEOUT_S,
+)
+
 if TYPE_CHECKING:  # pytest is only needed by the glue functions' annotations
     import pytest
 
-DEFAULT_TOOLS = "Skill,WebSearch,WebFetch,Read,Grep,Glob,Bash"
+DEFAULT_TOOLS = ",".join(DEFAULT_ALLOWED_TOOLS)
 DEFAULT_MODELS = "sonnet,haiku"
 DEMO_MODELS = "sonnet=demo-sonnet,haiku=demo-haiku"
 
@@ -29,7 +38,11 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class Option:
-    """One setting: ``--skill-lift-<name>`` on the command line, ``skill_lift_<name>`` in ini."""
+    """One setting: ``--skill-lift-<name>`` on the command line, ``skill_lift_<name>`` in ini.
+
+    ``default`` is the one place the default value is stated; ``--help`` shows it (or
+    ``default_text`` when the default is a rule rather than a value).
+    """
 
     name: str
     help: str
@@ -37,6 +50,7 @@ class Option:
     default: Any = None
     cli: bool = True  # some settings are ini-only (paths of the project layout)
     choices: tuple[str, ...] | None = None
+    default_text: str = ""
     ini: str = ""  # the ini name when it is not the flag's (a repeatable flag's plural list)
 
     @property
@@ -51,41 +65,49 @@ class Option:
     def ini_name(self) -> str:
         return self.ini or self.dest
 
+    @property
+    def help_text(self) -> str:
+        """``help`` with the default said once, from ``default`` (bool flags have none)."""
+        d = self.default
+        shown = self.default_text or (
+            "" if d is None or d == "" or d == () or isinstance(d, bool) else f"{d:g}"
+            if isinstance(d, float) else str(d))
+        return f"{self.help} (default: {shown})" if shown else self.help
+
 
 OPTIONS: tuple[Option, ...] = (
     Option("prompts", "Directory of prompt JSON files (relative to rootdir).",
            default="evals/test-prompts", cli=False),
     Option("skills", "Skills root: skill_url minus the site prefix is a path under it.",
            default="skills", cli=False),
-    Option("site", "URL prefix stripped from skill_url, e.g. https://skills.qdrant.tech/ "
-           "(default: scheme and host of each skill_url).", default="", cli=False),
+    Option("site", "URL prefix stripped from skill_url, e.g. https://skills.qdrant.tech/.",
+           default="", cli=False, default_text="scheme and host of each skill_url"),
     Option("models", "Models as label=model_id[,label=model_id…]; a bare label is passed to "
-           f"the CLI as is (default {DEFAULT_MODELS}).", default=DEFAULT_MODELS),
-    Option("reps", "Repetitions per (prompt, model, condition) (default 2).", "int", 2),
-    Option("out", "Week directory (default evals/weekly/<UTC yyyymmdd>).", default=""),
-    Option("runner", "Where each run executes (default local).", default="local",
-           choices=("local", "docker")),
-    Option("claude", "Claude Code CLI (default: claude on PATH, else the binary bundled in "
-           "claude-agent-sdk). Write it as --skill-lift-claude=PATH.", default=""),
+           "the CLI as is.", default=DEFAULT_MODELS),
+    Option("reps", "Repetitions per (prompt, model, condition).", "int", 2),
+    Option("out", "Week directory.", default="", default_text="evals/weekly/<UTC yyyymmdd>"),
+    Option("runner", "Where each run executes.", default="local", choices=("local", "docker")),
+    Option("claude", "Claude Code CLI. Write it as --skill-lift-claude=PATH.", default="",
+           default_text="claude on PATH, else the binary bundled in claude-agent-sdk"),
     Option("heldout", "Also collect the reserved discord-* prompts.", "bool", False),
     Option("fresh", "Discard graded results in the week directory and regrade every run.",
            "bool", False),
     Option("demo", "Run the built-in demo against the package's scripted Messages API "
            "(no API key needed).", "bool", False),
-    Option("allowed-tools", f"Tool allow-list for both arms (default {DEFAULT_TOOLS}).",
-           default=DEFAULT_TOOLS),
-    Option("permission-mode", "CLI permission mode for both arms (default dontAsk).",
-           default="dontAsk"),
-    Option("max-turns", "Per-run --max-turns (default: the CLI's own).", "int", None),
-    Option("max-budget-usd", "Per-run spend cap in USD (default 2).", "float", 2.0),
-    Option("timeout", "Per-run timeout in seconds (default 600).", "float", 600.0),
-    Option("judge-model", "Judge model (default: the newest non-deprecated Opus id known "
-           "to the installed anthropic SDK).", default=""),
-    Option("min-coverage", "Least share of runs that must be graded for exit status 0 "
-           "(default 0.5, the coverage guard).", "float", 0.5),
+    Option("allowed-tools", "Tool allow-list for both arms.", default=DEFAULT_TOOLS),
+    Option("permission-mode", "CLI permission mode for both arms.",
+           default=DEFAULT_PERMISSION_MODE),
+    Option("max-turns", "Per-run --max-turns.", "int", None, default_text="the CLI's own"),
+    Option("max-budget-usd", "Per-run spend cap in USD; a capped run is excluded and "
+           "reported.", "float", DEFAULT_MAX_BUDGET_USD),
+    Option("timeout", "Per-run timeout in seconds.", "float", DEFAULT_TIMEOUT_S),
+    Option("judge-model", "Judge model.", default="", default_text="the newest "
+           "non-deprecated Opus id known to the installed anthropic SDK"),
+    Option("min-coverage", "Least share of runs that must be graded for exit status 0 (the "
+           "coverage guard).", "float", DEFAULT_MIN_COVERAGE),
     Option("image", "Docker image for --skill-lift-runner=docker.", default="skilllift:local"),
-    Option("docker-network", "Docker network mode (default bridge; host reaches a stand-in "
-           "on loopback).", default="bridge"),
+    Option("docker-network", "Docker network mode (host reaches a stand-in on loopback).",
+           default="bridge"),
     Option("demo-latency", "Demo only: seconds of scripted latency per agent call.",
            "float", 0.0),
     Option("demo-judge-latency", "Demo only: seconds of scripted latency per judge call.",
@@ -94,8 +116,8 @@ OPTIONS: tuple[Option, ...] = (
            "must_lift_ci_low>0 or haiku.with-skill.pass_rate>=0.8:soft; repeatable (ini "
            "skill_lift_gates, one per line). A failed hard gate makes the exit status 1.",
            "lines", (), ini="skill_lift_gates"),
-    Option("pass-threshold", "Composite a prompt×rep must reach to pass (default 0.7, the "
-           "Drupal ai_eval 3.5 of 5).", "float", 0.7),
+    Option("pass-threshold", "Composite a prompt×rep must reach to pass (0.7 is the Drupal "
+           "ai_eval 3.5 of 5).", "float", DEFAULT_PASS_THRESHOLD),
 )
 
 
@@ -123,35 +145,39 @@ def parse_models(text: str) -> tuple[tuple[str, str], ...]:
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything the run needs to know, resolved to absolute paths."""
+    """Everything the run needs to know, resolved to absolute paths.
 
-    enabled: bool = False
-    rootdir: Path = Path(".")
-    inifile: str = ""
-    prompts_dir: Path = Path("evals/test-prompts")
-    skills_root: Path = Path("skills")
-    site: str = ""
-    models: tuple[tuple[str, str], ...] = (("sonnet", "sonnet"), ("haiku", "haiku"))
-    reps: int = 2
-    out_dir: Path = Path("evals/weekly")
-    runner: str = "local"
-    claude: str = ""
-    heldout: bool = False
-    fresh: bool = False
-    demo: bool = False
-    allowed_tools: tuple[str, ...] = tuple(DEFAULT_TOOLS.split(","))
-    permission_mode: str = "dontAsk"
-    max_turns: int | None = None
-    max_budget_usd: float | None = 2.0
-    timeout_s: float = 600.0
-    judge_model: str = ""
-    min_coverage: float = 0.5
-    image: str = "skilllift:local"
-    docker_network: str = "bridge"
-    demo_latency_s: float = 0.0
-    demo_judge_latency_s: float = 0.0
-    gates: tuple[str, ...] = ()
-    pass_threshold: float = 0.7
+    Built only by ``from_values`` (from ``OPTIONS``, whose defaults are the only ones) or
+    ``from_wire``; so the option fields have no defaults of their own.
+    """
+
+    enabled: bool
+    rootdir: Path
+    inifile: str
+    prompts_dir: Path
+    skills_root: Path
+    site: str
+    models: tuple[tuple[str, str], ...]
+    reps: int
+    out_dir: Path
+    runner: str
+    claude: str
+    heldout: bool
+    fresh: bool
+    demo: bool
+    allowed_tools: tuple[str, ...]
+    permission_mode: str
+    max_turns: int | None
+    max_budget_usd: float | None
+    timeout_s: float
+    judge_model: str
+    min_coverage: float
+    image: str
+    docker_network: str
+    demo_latency_s: float
+    demo_judge_latency_s: float
+    gates: tuple[str, ...]
+    pass_threshold: float
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""
     #: The controller's shared judge (set under xdist): workers grade through it.
@@ -183,7 +209,7 @@ class Settings:
                 kwargs[f.name] = Path(kwargs[f.name])
         kwargs["models"] = tuple(tuple(m) for m in kwargs["models"])
         kwargs["allowed_tools"] = tuple(kwargs["allowed_tools"])
-        kwargs["gates"] = tuple(kwargs.get("gates", ()))
+        kwargs["gates"] = tuple(kwargs["gates"])
         return cls(**kwargs)
 
     @classmethod
@@ -223,7 +249,7 @@ class Settings:
         models_text = v["models"]
         if demo and models_text == DEFAULT_MODELS:
             models_text = DEMO_MODELS
-        day = (today or dt.datetime.now(dt.timezone.utc).date()).strftime("%Y%m%d")
+        day = (today or dt.datetime.now(dt.UTC).date()).strftime("%Y%m%d")
         # The demo gets its own tree so its history never mixes with real weeks'.
         out = v["out"] or f"evals/{'weekly-demo' if demo else 'weekly'}/{day}"
         budget = v["max-budget-usd"]
@@ -312,22 +338,23 @@ def add_options(parser: pytest.Parser) -> None:
     )
     for o in OPTIONS:
         if o.kind == "bool":
-            parser.addini(o.dest, o.help, type="bool", default=None)
+            parser.addini(o.dest, o.help_text, type="bool", default=None)
         elif o.kind == "lines":
-            parser.addini(o.ini_name, o.help, type="linelist", default=[])
+            parser.addini(o.ini_name, o.help_text, type="linelist", default=[])
         else:
-            parser.addini(o.dest, o.help, type="string", default=None)
+            parser.addini(o.dest, o.help_text, type="string", default=None)
         if not o.cli:
             continue
         if o.kind == "lines":
             group.addoption(o.flag, action="append", dest=o.dest, default=None,
-                            metavar="EXPR", help=o.help)
+                            metavar="EXPR", help=o.help_text)
         elif o.kind == "bool":
-            group.addoption(o.flag, action="store_true", dest=o.dest, default=None, help=o.help)
+            group.addoption(o.flag, action="store_true", dest=o.dest, default=None,
+                            help=o.help_text)
         else:
             conv: Callable[[str], Any] = {"int": int, "float": float}.get(o.kind, str)
             group.addoption(o.flag, dest=o.dest, type=conv, default=None, metavar="VALUE",
-                            choices=list(o.choices) if o.choices else None, help=o.help)
+                            choices=list(o.choices) if o.choices else None, help=o.help_text)
 
 
 @dataclass(frozen=True)
@@ -338,6 +365,7 @@ class LintSettings:
     root: Path
     label: str
     threshold: float | None = None
+    depth: str = "quick"  # ini skill_lint_depth: quick | standard | deep
 
     @classmethod
     def from_pytest(cls, config: pytest.Config) -> LintSettings:
@@ -363,5 +391,8 @@ class LintSettings:
             label = root.resolve().relative_to(config.rootpath.resolve()).as_posix() or root.name
         except (ValueError, OSError):
             label = root.name
+        depth = str(config.getini("skill_lint_depth") or "quick").strip()
+        if depth not in ("quick", "standard", "deep"):
+            raise SettingsError(f"skill_lint_depth = {depth!r}: expected quick, standard or deep")
         return cls(enabled=bool(config.getoption("skill_lint")), root=root, label=label,
-                   threshold=threshold)
+                   threshold=threshold, depth=depth)

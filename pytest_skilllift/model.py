@@ -67,19 +67,34 @@ class RunSpec:
         return self.condition == "with-skill"
 
 
+#: How a run is made unless told otherwise (qdrant/skills SCORING.md, "Weekly Run": the same
+#: tool allow-list in both arms, a $2 per-run spend cap as a runaway backstop).  Stated once:
+#: ``config.OPTIONS`` offers these as the option defaults, ``AgentConfig`` uses them when it is
+#: built directly.
+DEFAULT_ALLOWED_TOOLS: tuple[str, ...] = (
+    "Skill", "WebSearch", "WebFetch", "Read", "Grep", "Glob", "Bash",
+)
+DEFAULT_PERMISSION_MODE = "dontAsk"
+DEFAULT_MAX_BUDGET_USD = 2.0
+DEFAULT_TIMEOUT_S = 600.0
+#: Verdict settings (the Drupal ai_eval scoring document: a question passes at 3.5 of 5, our
+#: composite's 0.7; the coverage guard).  ``config.OPTIONS`` offers them as option defaults;
+#: a week without week.json (the qdrant pipeline's) is read with them.
+DEFAULT_PASS_THRESHOLD = 0.7
+DEFAULT_MIN_COVERAGE = 0.5
+
+
 @dataclass(frozen=True)
 class AgentConfig:
     """How the Claude Code CLI is invoked; identical for both arms (tool parity)."""
 
     claude_path: str
     skills_root: Path
-    allowed_tools: tuple[str, ...] = (
-        "Skill", "WebSearch", "WebFetch", "Read", "Grep", "Glob", "Bash",
-    )
-    permission_mode: str = "dontAsk"
+    allowed_tools: tuple[str, ...] = DEFAULT_ALLOWED_TOOLS
+    permission_mode: str = DEFAULT_PERMISSION_MODE
     max_turns: int | None = None
-    max_budget_usd: float | None = 2.0
-    timeout_s: float = 600.0
+    max_budget_usd: float | None = DEFAULT_MAX_BUDGET_USD
+    timeout_s: float = DEFAULT_TIMEOUT_S
     #: Extra environment variables passed to the CLI (e.g. ANTHROPIC_BASE_URL). Never written.
     env: dict[str, str] = field(default_factory=dict)
 

@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_skilllift.config import Settings, SettingsError
+from pytest_skilllift.judge.protocol import Grader
 from pytest_skilllift.model import AgentConfig
-from pytest_skilllift.run.engine import OK, Grader, Warmed, WeekRun
+from pytest_skilllift.run.engine import WeekRun
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import find_claude
-from pytest_skilllift.week.ledger import Week
+from pytest_skilllift.warm import Warmed
+from pytest_skilllift.week.files import OK, RUN_FILE
+from pytest_skilllift.week.ledger import Ledger
 
 DEMO_KEY = "demo-key-not-a-secret"
 DEMO_BANNER = ("DEMO — scripted models: every answer and grade below comes from the package's "
@@ -58,7 +61,7 @@ class SkillLiftSession:
         self.settings = settings
         self.worker = worker
         self._judge_service: Any = None
-        self.week = Week(settings.out_dir)
+        self.week = Ledger(settings.out_dir)
         self.tally = SessionTally()
         self._weekrun: WeekRun | None = None
         self._server: Any = None
@@ -176,7 +179,7 @@ class SkillLiftSession:
         """Rebuild the CSVs, write the scorecard; return whether coverage is enough."""
         from pytest_skilllift.report.summarize import summarize_week
 
-        if not any(self.week.root.glob("*/run.json")):
+        if not any(self.week.root.glob(f"*/{RUN_FILE}")):
             return True
         self.week.rebuild_csvs()
         banner = DEMO_BANNER if self.settings.demo else None

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.judge import calibrate as judge_cli
+from pytest_skilllift.testing import Reply, StandIn
 from pytest_skilllift.testing.judge_script import keyword_judge
-from pytest_skilllift.testing.server import Reply, StandIn
 
 KEY = "sk-ant-test-calibrate"
 ANSWER = ("Use RRF fusion by default, because dense and sparse score scales differ.\n"

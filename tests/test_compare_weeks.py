@@ -19,6 +19,7 @@ from pytest_skilllift.report import compare_weeks as cw
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.week import identity as ident
 from tests.test_identity import make
+from tests.test_weekio import write_week
 
 
 @pytest.fixture
@@ -230,3 +231,72 @@ def test_noise_threshold_uses_between_week_sigma_from_history(
     assert nt["between"] == pytest.approx(0.4)  # sample σ of 0.10, 0.90, 0.50
     assert nt["threshold"] == pytest.approx(max(0.4, nt["within"]))
     assert nt["clears"] is False  # the two weeks are identical: Δ = 0
+
+
+# --- what the earlier markdown comparison (report/compare.py) showed, now in compare_weeks ---
+
+
+def _lift_row(text: str, model: str) -> dict[str, str]:
+    """The lift table's row for ``model``, keyed by its header."""
+    lines = text.splitlines()
+    start = lines.index("## Lift per model (must_coverage, with-skill − no-skill)")
+    header = next(ln for ln in lines[start:] if ln.startswith("| model"))
+    row = next(ln for ln in lines[start:] if ln.startswith(f"| {model} "))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    return dict(zip([c.strip() for c in header.strip("|").split("|")], cells, strict=True))
+
+
+def test_text_shows_both_parts_of_the_noise_threshold_and_the_lift_movers(
+        tmp_path: Path) -> None:
+    a = write_week(tmp_path / "weekly" / "20260801")
+    # as write_week's default, except that p-a's first must is missing with the skill
+    b = write_week(tmp_path / "weekly" / "20260808",
+                   met=lambda p, m, c, r, i: (c == "with-skill" and not (p == 0 and i == 0))
+                   or (c == "no-skill" and (i + r) % 2 == 0))
+    _, text = run(str(a), str(b))
+    assert text.startswith("# Week comparison — 20260801 → 20260808")
+    row = _lift_row(text, "sonnet")
+    assert row["Δ"] != "n/a" and row["t·SE_Δ (within)"] != "n/a"
+    assert row["σ (between)"] == "n/a" and row["noise threshold"] == row["t·SE_Δ (within)"]
+    assert "σ (between) needs at least 3 runs before 20260808" in text
+    # the prompt whose lift moved is named, with both lifts
+    movers = cw.compare(a, b)["models"]["sonnet"]["lift_movers"]
+    assert [r["prompt"] for r in movers["moved"]] == ["p-a"] and movers["in_both"] == 3
+    assert "## Per-prompt lift movers" in text and "### sonnet" in text
+    assert "1 of 3 prompts in both weeks moved." in text and "| p-a " in text
+
+
+def test_text_uses_between_week_sigma_from_history(tmp_path: Path) -> None:
+    from pytest_skilllift.week.history import HistoryRow, upsert_history
+
+    weekly = tmp_path / "weekly"
+    a = write_week(weekly / "20260801")
+    b = write_week(weekly / "20260808")
+    upsert_history(weekly / "scorecard-history.csv", [
+        HistoryRow("20260711", "20260711T090000Z", "sonnet", 0.10, 0.05),
+        HistoryRow("20260718", "20260718T090000Z", "sonnet", 0.50, 0.05),
+        HistoryRow("20260725", "20260725T090000Z", "sonnet", 0.30, 0.05),
+    ])
+    _, text = run(str(a), str(b))
+    row = _lift_row(text, "sonnet")
+    assert row["σ (between)"] == "0.200"  # σ of 0.10, 0.50, 0.30 (sample stdev)
+    assert row["noise threshold"] == "0.200" and row["clears?"] == "no (within noise)"
+    assert "needs at least 3 runs" not in text
+    assert "0 of 3 prompts in both weeks moved." in text
+
+
+def test_lift_movers_beyond_the_shown_ones_are_counted(weeks: tuple[Path, Path]) -> None:
+    a, b = weeks
+    result = cw.compare(a, b)
+    assert result["models"]["haiku"]["lift_movers"]["moved"] == []
+    moved_prompts = sorted({r["prompt"] for r in result["prompts"]})[:cw.MAX_MOVERS + 2]
+    for prompt in moved_prompts:
+        edit_csv(b / "scores.csv", musts_of(prompt, "haiku"),
+                 {"verdict": "missing", "credit": "0.0", "contribution": "0.0"})
+    result = cw.compare(a, b)
+    moved = result["models"]["haiku"]["lift_movers"]["moved"]
+    deltas = [abs(r["delta"]) for r in moved]
+    assert len(moved) >= cw.MAX_MOVERS + 1 and deltas == sorted(deltas, reverse=True)
+    text = cw.render_text(result)
+    assert (f"_Showing the {cw.MAX_MOVERS} largest of {len(moved)} movers (all of them in "
+            "--output json)._") in text

@@ -63,3 +63,25 @@ def test_wire_round_trip_is_lossless() -> None:
 def test_every_option_has_flag_and_ini_names() -> None:
     o = Option("max-turns", "h")
     assert o.flag == "--skill-lift-max-turns" and o.dest == "skill_lift_max_turns"
+
+
+def test_each_default_is_stated_once() -> None:
+    """OPTIONS holds the defaults; help shows them from there, Settings has none of its own,
+    and the run defaults AgentConfig falls back on are the same values."""
+    import dataclasses
+
+    from pytest_skilllift.model import AgentConfig
+
+    for o in OPTIONS:
+        assert "default" not in o.help.lower(), f"{o.flag}: say the default in Option.default"
+    assert Option("reps", "Repetitions.", "int", 2).help_text == "Repetitions. (default: 2)"
+    assert Option("t", "Timeout.", "float", 600.0).help_text == "Timeout. (default: 600)"
+    assert Option("x", "Flag.", "bool", False).help_text == "Flag."
+    option_fields = {f.name for f in dataclasses.fields(Settings)} - {
+        "base_url", "judge_url", "judge_token", "extra_env"}
+    for f in dataclasses.fields(Settings):
+        if f.name in option_fields:
+            assert f.default is dataclasses.MISSING, f"Settings.{f.name} restates a default"
+    s, agent = build(), AgentConfig(claude_path="claude", skills_root=Path("."))
+    assert (s.allowed_tools, s.permission_mode, s.max_budget_usd, s.timeout_s) == (
+        agent.allowed_tools, agent.permission_mode, agent.max_budget_usd, agent.timeout_s)

@@ -32,7 +32,6 @@ docker = pytest.importorskip("docker", reason="the docker SDK is not installed")
 
 from pytest_skilllift.model import AgentConfig, PromptSpec, RunSpec  # noqa: E402
 from pytest_skilllift.runners import docker as docker_runner  # noqa: E402
-from pytest_skilllift.runners.base import STDERR_NAME, STDOUT_NAME  # noqa: E402
 from pytest_skilllift.runners.claude import bundled_claude  # noqa: E402
 from pytest_skilllift.runners.docker import (  # noqa: E402
     LABEL_DEADLINE,
@@ -52,6 +51,7 @@ from pytest_skilllift.runners.image import (  # noqa: E402
     image_cli_version,
 )
 from pytest_skilllift.testing import Reply, StandIn  # noqa: E402
+from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE  # noqa: E402
 
 # They run the real CLI too, so `-m 'not cli'` deselects them as well.
 pytestmark = [pytest.mark.docker, pytest.mark.cli]
@@ -195,7 +195,7 @@ def _cfg(skills_root: Path, base_url: str, timeout_s: float = 90.0) -> AgentConf
 
 
 def _events(run_dir: Path) -> list[dict[str, Any]]:
-    lines = (run_dir / STDOUT_NAME).read_text().splitlines()
+    lines = (run_dir / STDOUT_FILE).read_text().splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 
@@ -208,7 +208,7 @@ def _init_skills(run_dir: Path) -> list[str]:
 def _signals(run_dir: Path, family: str) -> Any:
     from pytest_skilllift.run.transcript import extract_signals, parse_transcript
 
-    return extract_signals(parse_transcript(run_dir / STDOUT_NAME), family=family,
+    return extract_signals(parse_transcript(run_dir / STDOUT_FILE), family=family,
                            leaf=f"{family}/SKILL.md", site_host=None)
 
 
@@ -238,7 +238,7 @@ def test_with_skill_installs_family_and_runs_as_non_root(
     outcome = runner.run(_spec("widget-tuning", "with-skill"), _cfg(skills, standin.base_url),
                          run_dir)
 
-    assert outcome.error is None, (outcome, (run_dir / STDERR_NAME).read_text())
+    assert outcome.error is None, (outcome, (run_dir / STDERR_FILE).read_text())
     assert outcome.exit_code == 0 and not outcome.timed_out
     assert outcome.runner == "docker" and outcome.cli_version == PINNED_CLI_VERSION
     assert "widget-tuning" in _init_skills(run_dir)
@@ -308,7 +308,7 @@ def test_broken_install_is_caught_by_the_availability_check(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A family that is copied but does not register: the run's init ``skills`` lacks it,
-    so the availability check marks the run invalid (seed 000's hard check)."""
+    so the availability check marks the run invalid (SCORING.md's hard check)."""
     skills = tmp_path / "skills"
     if broken == "bad-frontmatter":
         _family(skills, "widget-tuning",
@@ -361,8 +361,8 @@ def test_missing_family_dir_is_a_harness_error(runner: DockerRunner, standin: St
     outcome = runner.run(_spec("nowhere", "with-skill"), _cfg(tmp_path, standin.base_url),
                          run_dir)
     assert outcome.exit_code is None and "'nowhere' not found" in (outcome.error or "")
-    assert (run_dir / STDOUT_NAME).exists()
-    assert "not found" in (run_dir / STDERR_NAME).read_text()
+    assert (run_dir / STDOUT_FILE).exists()
+    assert "not found" in (run_dir / STDERR_FILE).read_text()
     assert standin.count("agent") == 0
 
 
@@ -607,7 +607,7 @@ def test_bridge_mode_reaches_a_loopback_url_through_the_host_gateway(
         run_dir = tmp_path / "run"
         outcome = bridged.run(_spec("widget-tuning", "no-skill"),
                               _cfg(tmp_path, standin.base_url, timeout_s=60), run_dir)
-        assert outcome.exit_code == 0, (outcome, (run_dir / STDERR_NAME).read_text())
+        assert outcome.exit_code == 0, (outcome, (run_dir / STDERR_FILE).read_text())
         assert standin.count("agent") >= 2
     finally:
         bridged.close()

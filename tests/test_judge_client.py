@@ -18,9 +18,9 @@ from pytest_skilllift.judge.client import (
 )
 from pytest_skilllift.judge.protocol import JUDGE_MARKER, TOOL_NAME
 from pytest_skilllift.model import JudgeResult, RubricItem
+from pytest_skilllift.testing import FAULT_KINDS, Faults, Reply, StandIn
 from pytest_skilllift.testing.judge_script import decide, keyword_judge, make_judge
-from pytest_skilllift.testing.server import FAULT_KINDS, Faults, Reply, StandIn
-from pytest_skilllift.week.ledger import Week
+from pytest_skilllift.week.ledger import Ledger
 
 KEY = "sk-ant-test-DO-NOT-WRITE-0123456789"
 MODEL = "claude-opus-4-7"  # listed by the installed SDK and not deprecated
@@ -240,7 +240,7 @@ def test_cost_is_positive_and_written(api: StandIn, tmp_path: Path) -> None:
     result = fast_judge(api).grade("q", ANSWER, ITEMS, seed=1)
     assert result.cost_usd > 0
     # The ledger writes the qdrant-named file next to the run's grades.
-    Week(tmp_path).save_grades("run-1", [], result.model, result.cost_usd)
+    Ledger(tmp_path).save_grades("run-1", [], result.model, result.cost_usd)
     path = tmp_path / "run-1" / "judge_cost.txt"
     assert float(path.read_text()) == pytest.approx(result.cost_usd, abs=1e-6)
 
@@ -257,7 +257,7 @@ def test_api_key_is_never_written_or_logged(
     with StandIn(judge=keyword_judge, api_key="other") as api:
         results.append(fast_judge(api).grade("q", ANSWER, ITEMS, seed=1))  # a 401
     for i, result in enumerate(results):
-        Week(tmp_path).save_grades(f"run-{i}", [], result.model, result.cost_usd)
+        Ledger(tmp_path).save_grades(f"run-{i}", [], result.model, result.cost_usd)
         (tmp_path / f"run-{i}" / "result.txt").write_text(repr(result))
     written = "".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
     assert KEY not in written

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.report import scorecard
+from pytest_skilllift.report.sections import prompts as prompts_section
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.week.history import HistoryRow, upsert_history
 
@@ -84,7 +85,7 @@ def test_delta_columns_only_when_nonzero(data: dict[str, Any]) -> None:
 
 def test_caps_are_stated_never_silent(data: dict[str, Any],
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scorecard, "MAX_PROMPT_ROWS", 5)
+    monkeypatch.setattr(prompts_section, "MAX_PROMPT_ROWS", 5)
     md = scorecard.render_markdown(data)
     n = len(data["prompts"])
     assert f"_Showing the first 5 of {n} per-prompt rows; all {n} are in `scorecard.json`._" in md

@@ -1,4 +1,5 @@
-"""``skilllift calibrate``: the judge's self-agreement check (``seeds/000``, "Grading: The Judge").
+"""``skilllift calibrate``: the judge's self-agreement check (qdrant/skills SCORING.md,
+"Grading: The Judge").
 
 Grades one run's final answer N times (each sample sees its own shuffle), then reports per
 item whether every sample agreed, and the share of must items that were unanimous against
@@ -18,24 +19,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from pytest_skilllift.model import JudgeResult, RubricItem
+from pytest_skilllift.judge.protocol import Grader
+from pytest_skilllift.model import RubricItem
 from pytest_skilllift.week.columns import ITEM_TYPES
+from pytest_skilllift.week.files import (
+    CALIBRATION_FILE,
+    RUN_FILE,
+    STDOUT_FILE,
+    atomic_write_text,
+)
 
 #: Share of must items that must come back unanimous for one judge sample to stand.
 MUST_UNANIMITY_BAR = 0.95
-CALIBRATION_FILE = "calibration.json"
-
-
-class _Grader(Protocol):
-    model: str
-
-    def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
-              seed: int | str) -> JudgeResult: ...
 
 
 class CalibrationError(Exception):
@@ -136,9 +135,10 @@ def read_answer(run_dir: Path, record: dict[str, Any]) -> str:
     answer = record.get("final_answer")
     if isinstance(answer, str) and answer.strip():
         return answer
-    stdout = run_dir / "stdout.txt"
+    stdout = run_dir / STDOUT_FILE
     if not stdout.is_file():
-        raise CalibrationError(f"{run_dir} has no final_answer in run.json and no stdout.txt")
+        raise CalibrationError(f"{run_dir} has no final_answer in {RUN_FILE} and no "
+                               f"{STDOUT_FILE}")
     from pytest_skilllift.run.transcript import extract_signals, parse_transcript
 
     signals = extract_signals(parse_transcript(stdout), family="", leaf="", site_host=None)
@@ -147,19 +147,19 @@ def read_answer(run_dir: Path, record: dict[str, Any]) -> str:
     return signals.final_answer
 
 
-def calibrate(week_dir: Path, run_id: str, samples: int, judge: _Grader,
+def calibrate(week_dir: Path, run_id: str, samples: int, judge: Grader,
               bar: float = MUST_UNANIMITY_BAR) -> Calibration:
     """Grade the run's answer ``samples`` times and tally agreement per item."""
     if samples < 2:
         raise CalibrationError(f"--samples must be at least 2, not {samples}")
     run_dir = week_dir / run_id
     try:
-        record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        record = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
-        raise CalibrationError(f"cannot read {run_dir / 'run.json'}: {err!r}") from None
+        raise CalibrationError(f"cannot read {run_dir / RUN_FILE}: {err!r}") from None
     prompt_path = record.get("prompt_path")
     if not prompt_path:
-        raise CalibrationError(f"{run_dir / 'run.json'} records no prompt_path")
+        raise CalibrationError(f"{run_dir / RUN_FILE} records no prompt_path")
     prompt_text, items = read_prompt(Path(prompt_path))
     answer = read_answer(run_dir, record)
 
@@ -196,8 +196,8 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     for line in result.lines():
         print(line)
-    (week / args.run / CALIBRATION_FILE).write_text(
-        json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+    atomic_write_text(week / args.run / CALIBRATION_FILE,
+                      json.dumps(result.to_json(), indent=2) + "\n")
     if result.graded_samples < 2:
         print("skilllift calibrate: fewer than two samples were graded; no agreement to report",
               file=sys.stderr)

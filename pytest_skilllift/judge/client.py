@@ -18,7 +18,8 @@ Retry policy
     scaled by a jitter factor drawn from [0.5, 1.0], and never shorter than the server's
     ``retry-after``/``retry-after-ms`` (capped at ``max_retry_after_s``). After
     ``max_retries`` retries the run's result is ``JudgeResult(error=<reason>)``: its items stay
-    unscored and flagged, never zero (``seeds/002``).
+    unscored and flagged, never zero (Drupal ai_eval's scoring rules:
+    a null score is excluded, not counted as zero).
 
 Cost
     USD from the reply's ``usage`` and :data:`PRICES` (list prices per million tokens; cache

@@ -2,7 +2,7 @@
 
 Pure: no network, no pytest, no SDK. The API side lives in :mod:`pytest_skilllift.judge.client`.
 
-Rules implemented here (``seeds/000``, "Grading: The Judge" and "Per-Item Credit"):
+Rules implemented here (qdrant/skills SCORING.md, "Grading: The Judge" and "Per-Item Credit"):
 
 * **Blind.** The request carries only the user prompt, the final answer and the rubric.
   Nothing else that is passed in (the seed, which usually derives from the run id) is rendered.
@@ -12,7 +12,8 @@ Rules implemented here (``seeds/000``, "Grading: The Judge" and "Per-Item Credit
   (:data:`pytest_skilllift.week.columns.VERDICTS`); avoid items get adversarial framing.
 * **Evidence required.** Every ``met``/``violated`` verdict must quote the answer verbatim;
   the quote is checked here (``evidence_ok``), never trusted.
-* **Errored, never zero** (``seeds/002``). An item without a usable verdict (missing, invalid
+* **Errored, never zero** (Drupal ai_eval: a null score is excluded, not zero). An item
+  without a usable verdict (missing, invalid
   vocabulary, duplicated) is left *ungraded* and listed in ``JudgeResult.ungraded``; an
   unusable reply as a whole sets ``JudgeResult.error``. Neither is ever scored as 0.
 
@@ -33,7 +34,7 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pytest_skilllift.model import ItemVerdict, JudgeResult, RubricItem
 from pytest_skilllift.week.columns import VERDICTS, contribution_for, credit_for
@@ -137,6 +138,18 @@ VERDICTS_SCHEMA: dict[str, Any] = {
 
 # "3. [must: met|missing] Recommends RRF ..." — one line per shown item.
 _ITEM_LINE = re.compile(r"^(\d+)\. \[(\w+): (\w+)\|(\w+)\] (.*)$")
+
+
+class Grader(Protocol):
+    """What the run engine and calibration need from a judge: grade one answer against its
+    rubric.  ``seed`` fixes the shuffle of the items (usually the run id), nothing else.
+    Implemented by ``judge.client.Judge``, the workers' ``judge.service.RemoteGrader`` and
+    users' own judges."""
+
+    model: str
+
+    def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
+              seed: int | str) -> JudgeResult: ...
 
 
 class JudgeReplyError(ValueError):

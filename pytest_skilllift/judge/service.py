@@ -21,8 +21,9 @@ from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from pytest_skilllift.judge.protocol import Grader
 from pytest_skilllift.model import ItemVerdict, JudgeResult, RubricItem
-from pytest_skilllift.run.engine import Grader, Warmed
+from pytest_skilllift.warm import Warmed
 
 TOKEN_HEADER = "X-Skilllift-Token"
 

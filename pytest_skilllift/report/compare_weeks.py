@@ -14,7 +14,8 @@ project's week directories, plus the significance answer that document does not 
   errored is ``unscored``, never an improvement or a regression;
 * **per model**: the change in lift with a paired t test over the prompts present in both weeks
   (difference, SE, t interval, p) next to the methodology's noise threshold
-  max(t·SE_Δ, between-week σ) (qdrant/skills SCORING.md, Reading Week-Over-Week Movement).
+  max(t·SE_Δ, between-week σ) (qdrant/skills SCORING.md, Reading Week-Over-Week Movement),
+  both of its parts shown; and the prompts whose own lift moved most.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
 from pytest_skilllift.report import stats
 from pytest_skilllift.report.verdicts import WeekMeasures, paired_test
 from pytest_skilllift.week import history as hist
 from pytest_skilllift.week import identity as ident
+from pytest_skilllift.week.files import HISTORY_CSV
 
 DIRECT, SIDE_BY_SIDE, INSPECTION = "direct", "side-by-side", "inspection only"
 IMPROVED, REGRESSED, UNCHANGED, UNSCORED = "improved", "regressed", "unchanged", "unscored"
@@ -40,6 +43,8 @@ DECIDING_FIELDS = frozenset({"prompt", "rubric", "judge_model", "judge_prompt_ve
 DEFAULT_MARGIN = 1e-9
 #: Between-week σ needs this many runs of history before week B.
 MIN_PRIOR_RUNS = 3
+#: Per-prompt lift movers shown per model in the text (JSON has all; the count is stated).
+MAX_MOVERS = 10
 
 
 class CompareError(ValueError):
@@ -66,8 +71,8 @@ def _load(path: Path) -> _Week:
     except ident.WeekFileError as exc:
         raise CompareError(str(exc)) from None
     s = summarize_week(path, write=False, plots=False)
-    threshold = float(s.data.get("pass_threshold", ident.DEFAULT_PASS_THRESHOLD))
-    return _Week(path, s, record, WeekMeasures(s.week, s.aggregates, s.data, threshold))
+    threshold = float(s.data.get("pass_threshold", DEFAULT_PASS_THRESHOLD))
+    return _Week(path, s, record, WeekMeasures(s.week, s.aggregates, threshold, card=s.data))
 
 
 def comparison_kind(a: ident.WeekRecord | None, b: ident.WeekRecord | None,
@@ -138,7 +143,7 @@ def compare(a: Path, b: Path, *, margin: float = DEFAULT_MARGIN) -> dict[str, An
             rows.append({"prompt": p, "model": m, "change": change, "before": before,
                          "after": after})
     try:
-        history = hist.read_history(Path(b).parent / "scorecard-history.csv")
+        history = hist.read_history(Path(b).parent / HISTORY_CSV)
         history_problem = None
     except hist.HistoryError as exc:
         history, history_problem = [], str(exc)
@@ -159,6 +164,10 @@ def compare(a: Path, b: Path, *, margin: float = DEFAULT_MARGIN) -> dict[str, An
         between = float(np.std(prior, ddof=1)) if len(prior) >= MIN_PRIOR_RUNS else None
         cands = [x for x in (within, between) if x is not None]
         threshold = max(cands) if cands else None
+        moved = sorted((p for p in common if abs(lb[p] - la[p]) > DEFAULT_MARGIN),
+                       key=lambda p: (-abs(lb[p] - la[p]), p))
+        movers = [{"prompt": p, "lift_a": la[p], "lift_b": lb[p], "delta": lb[p] - la[p]}
+                  for p in moved]
         models[m] = {
             "lift_a": lift_a, "lift_b": lift_b, "delta": delta,
             "paired": test.to_json(),
@@ -166,6 +175,8 @@ def compare(a: Path, b: Path, *, margin: float = DEFAULT_MARGIN) -> dict[str, An
                                 "clears": (None if delta is None or threshold is None
                                            else abs(delta) > threshold)},
             "prompts": counts[m],
+            "lift_movers": {"in_both": len(common), "only_one_week": len(set(la) ^ set(lb)),
+                            "moved": movers},
         }
     return {
         "a": str(a), "b": str(b), "comparison": kind, "differences": deciding,
@@ -188,7 +199,7 @@ def _f(x: float | None, nd: int = 3, sign: bool = False) -> str:
 
 def render_text(result: dict[str, Any]) -> str:
     """The comparison as markdown (readable raw in a terminal)."""
-    from pytest_skilllift.report.scorecard import md_table
+    from pytest_skilllift.report.markdown import md_table
 
     a, b = Path(result["a"]).name, Path(result["b"]).name
     L = [f"# Week comparison — {a} → {b}\n"]
@@ -231,13 +242,20 @@ def render_text(result: dict[str, Any]) -> str:
                                                      "no (within noise)")
         rows.append([m, _f(v["lift_a"]), _f(v["lift_b"]), _f(v["delta"], sign=True),
                      f"{_f(t['difference'], sign=True)} ± {_f(t['se'])} (n={t['n_prompts']})",
-                     ci, p, _f(nt["threshold"]), clears])
-    L += md_table(["model", f"lift {a}", f"lift {b}", "Δ", "paired Δ ± SE", "95% CI (t)",
-                   "p", "noise threshold", "clears?"], rows)
+                     ci, p, _f(nt["within"]), _f(nt["between"]), _f(nt["threshold"]), clears])
+    if rows:
+        L += md_table(["model", f"lift {a}", f"lift {b}", "Δ", "paired Δ ± SE", "95% CI (t)",
+                       "p", "t·SE_Δ (within)", "σ (between)", "noise threshold", "clears?"],
+                      rows)
+    else:
+        L.append("_No model is in either week._")
     L.append("\n_Paired Δ: the mean change of the per-prompt lift over the prompts scored in "
              "both weeks, with its t interval and two-sided p. Noise threshold: "
-             "max(t·SE_Δ, between-week σ) — σ needs three runs before "
-             f"{b} in scorecard-history.csv; a move smaller than the threshold is noise._\n")
+             "max(t·SE_Δ, between-week σ); a move smaller than the threshold is noise._\n")
+    if any(v["noise_threshold"]["between"] is None for v in result["models"].values()):
+        L.append(f"_σ (between) needs at least {MIN_PRIOR_RUNS} runs before {b} in "
+                 f"{HISTORY_CSV}; until then the threshold is the within-week part only, and "
+                 "small deltas should be read as noise._\n")
 
     L.append(f"## Per prompt (with-skill composite, margin {result['margin']:g})\n")
     for m, v in result["models"].items():
@@ -257,8 +275,32 @@ def render_text(result: dict[str, Any]) -> str:
         L.append("")
     L.append("_unscored: the prompt has no with-skill score in one of the weeks, or one of its "
              "items could not be graded there — never counted as an improvement or a "
-             "regression._")
-    return "\n".join(L) + "\n"
+             "regression._\n")
+    return "\n".join(L + _lift_movers(result, a, b)) + "\n"
+
+
+def _lift_movers(result: dict[str, Any], a: str, b: str) -> list[str]:
+    """Per model, the prompts whose must lift moved most (the largest ``MAX_MOVERS``)."""
+    from pytest_skilllift.report.markdown import md_table
+
+    L = ["## Per-prompt lift movers (Δ of the prompt's must lift)\n"]
+    for m, v in result["models"].items():
+        lm = v["lift_movers"]
+        moved = lm["moved"]
+        L.append(f"### {m}\n")
+        L.append(f"{len(moved)} of {lm['in_both']} prompts in both weeks moved"
+                 + (f"; {lm['only_one_week']} prompt(s) have a lift in only one week"
+                    if lm["only_one_week"] else "") + ".\n")
+        if moved:
+            shown = moved[:MAX_MOVERS]
+            L += md_table(["prompt", f"lift {a}", f"lift {b}", "Δ"],
+                          [[r["prompt"], _f(r["lift_a"], sign=True), _f(r["lift_b"], sign=True),
+                            _f(r["delta"], sign=True)] for r in shown])
+            if len(moved) > len(shown):
+                L.append(f"\n_Showing the {len(shown)} largest of {len(moved)} movers "
+                         "(all of them in --output json)._")
+            L.append("")
+    return L
 
 
 def run(a: Path, b: Path, *, output: str = "text", margin: float = DEFAULT_MARGIN,

@@ -46,19 +46,17 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run the subcommand; returns the exit status."""
     from pytest_skilllift.ci import append_step_summary, measure
+    from pytest_skilllift.model import DEFAULT_MIN_COVERAGE
     from pytest_skilllift.report import gates as gatemod
     from pytest_skilllift.report.summarize import summarize_week
-    from pytest_skilllift.week.identity import (
-        DEFAULT_MIN_COVERAGE,
-        WeekFileError,
-        read_week_record,
-    )
+    from pytest_skilllift.week.files import MANIFEST_CSV, SCORES_CSV, WEEK_JSON
+    from pytest_skilllift.week.identity import WeekFileError, read_week_record
 
     out = out or sys.stdout
     week_dir: Path = args.week_dir
     if not week_dir.is_dir() or not any((week_dir / n).is_file()
-                                        for n in ("manifest.csv", "scores.csv")):
-        return _usage(f"{week_dir}: not a week directory (no manifest.csv or scores.csv)")
+                                        for n in (MANIFEST_CSV, SCORES_CSV)):
+        return _usage(f"{week_dir}: not a week directory (no {MANIFEST_CSV} or {SCORES_CSV})")
     try:
         record = read_week_record(week_dir)
     except WeekFileError as exc:
@@ -90,7 +88,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         out.write("\n")
     else:
         if not args.gate:
-            out.write(f"gates recorded in {week_dir / 'week.json'}\n")
+            out.write(f"gates recorded in {week_dir / WEEK_JSON}\n")
         out.write("\n".join(gatemod.text_lines(report)) + "\n")
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -448,7 +448,7 @@ def text_lines(report: GateReport) -> list[str]:
 
 def markdown(report: GateReport) -> list[str]:
     """The gate table as GitHub markdown (for ``GITHUB_STEP_SUMMARY``)."""
-    from pytest_skilllift.report.scorecard import md_table
+    from pytest_skilllift.report.markdown import md_table
 
     title = f"### Quality gates — week {report.week}" if report.week else "### Quality gates"
     L = [title, ""]
@@ -459,9 +459,9 @@ def markdown(report: GateReport) -> list[str]:
     return L
 
 
-def lift_markdown(data: dict[str, Any]) -> list[str]:
+def lift_markdown(data: Mapping[str, Any]) -> list[str]:
     """The lift table of a scorecard dict, compact, for ``GITHUB_STEP_SUMMARY``."""
-    from pytest_skilllift.report.scorecard import ci_flag, fmt, md_table, signed
+    from pytest_skilllift.report.markdown import ci_flag, fmt, md_table, signed
 
     models: dict[str, Any] = data.get("models", {})
     L = [f"### Skill lift — week {data.get('week', '')}", ""]

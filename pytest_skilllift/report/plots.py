@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 
 import matplotlib
 
@@ -23,12 +23,16 @@ import numpy as np
 
 from pytest_skilllift.week.history import HistoryRow, run_order
 
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.sections.prompts import PromptRow
+
 #: A forest plot with more rows than this is unreadable; beyond it the plot shows the
 #: prompts with the largest |lift| in any model, and its title says how many of how many.
 MAX_FOREST_PROMPTS = 40
 
 
-def forest_plot(data: dict[str, Any], path: Path) -> Path | None:
+def forest_plot(data: Scorecard, path: Path) -> Path | None:
     """Draw the per-prompt lift forest plot; returns the path, or None with nothing to plot.
 
     One panel per model on a shared prompt axis, so a row is the same prompt in every panel
@@ -36,7 +40,7 @@ def forest_plot(data: dict[str, Any], path: Path) -> Path | None:
     with the largest |lift| in any model, and the title says how many of how many.
     """
     models = [m for m in data.get("model_order", []) if m in data.get("models", {})]
-    by_key: dict[tuple[str, str], dict[str, Any]] = {}
+    by_key: dict[tuple[str, str], PromptRow] = {}
     biggest: dict[str, float] = {}
     for r in data.get("prompts", []):
         if r["model"] in models and r["must_lift"] is not None:
@@ -56,7 +60,8 @@ def forest_plot(data: dict[str, Any], path: Path) -> Path | None:
     fig, axes = plt.subplots(1, len(models), figsize=(2.6 + 3.6 * len(models), height),
                              sharex=True, sharey=True, squeeze=False)
 
-    def col(label: str, key: str) -> np.ndarray:
+    def col(label: str, key: Literal["must_lift", "must_no_min", "must_no_max",
+                                     "must_with_min", "must_with_max"]) -> np.ndarray:
         return np.array([np.nan if (r := by_key.get((p, label))) is None or r[key] is None
                          else r[key] for p in prompts], float)
 

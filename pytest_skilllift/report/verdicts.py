@@ -15,6 +15,10 @@ The **sign test** is a second answer next to the paired t interval: one vote per
 averaged first), exact two-sided binomial p over the non-tied prompts; ``helps`` needs
 p ≤ 0.05, at least 5 prompts and net wins ≥ 20% of prompts, and the t interval must agree.
 
+The scorecard shows these in its sections (``report/sections/cells.py``: pass rates,
+``lift.py``: the sign test and trigger-miss rate, ``coverage.py``: errored prompt×reps); gates
+(``report.gates``) and week comparisons (``report.compare_weeks``) read :class:`WeekMeasures`.
+
 Pure numpy/scipy: the two-sided p of the exact binomial test is computed with
 ``scipy.special.bdtr`` (identical to ``scipy.stats.binomtest`` at p = ½, which the tests
 check) because importing ``scipy.stats`` costs half a second of every summarize.
@@ -23,16 +27,23 @@ check) because importing ``scipy.stats`` costs half a second of every summarize.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 from scipy import special
 
+from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
 from pytest_skilllift.report import stats
 from pytest_skilllift.week.columns import ACTIVATIONS, CONDITIONS
-from pytest_skilllift.week.identity import DEFAULT_PASS_THRESHOLD, WeekFileError, read_week_record
+from pytest_skilllift.week.files import STATUS_INVALID, STATUS_OK
+from pytest_skilllift.week.identity import WeekFileError, read_week_record
+from pytest_skilllift.week.tables import Week
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.context import Context
 
 #: Equal within this (must coverage is a ratio of small integers; composites sums of tenths).
 EPS = 1e-9
@@ -41,9 +52,6 @@ SIGN_ALPHA = 0.05
 SIGN_MIN_PROMPTS = 5
 SIGN_MIN_NET_SHARE = 0.20
 HELPS, NO_CHANGE, INCONCLUSIVE = "helps", "no change", "inconclusive"
-
-# Manifest run statuses (``week.tables``): only ``ok`` runs are graded.
-_STATUS_OK, _STATUS_INVALID = 0, 1
 
 
 # --------------------------------------------------------------------------- pure statistics
@@ -55,6 +63,18 @@ def binomial_two_sided_p(k: int, n: int) -> float:
         return 1.0
     tail = float(special.bdtr(min(k, n - k), n, 0.5))
     return min(1.0, 2.0 * tail)
+
+
+class SignTestData(TypedDict):
+    """``models.<label>.sign_test`` in scorecard.json."""
+
+    n_prompts: int
+    wins: int
+    ties: int
+    losses: int
+    p_value: float | None
+    verdict: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -69,7 +89,7 @@ class SignTest:
     verdict: str
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SignTestData:
         return {"n_prompts": self.n, "wins": self.wins, "ties": self.ties,
                 "losses": self.losses, "p_value": self.p_value, "verdict": self.verdict,
                 "reason": self.reason}
@@ -172,19 +192,23 @@ def pass_threshold_of(week_dir: Path) -> tuple[float, str | None]:
     try:
         record = read_week_record(week_dir)
     except WeekFileError as exc:
-        return DEFAULT_PASS_THRESHOLD, f"{exc}; the default pass threshold 0.7 is used"
+        return DEFAULT_PASS_THRESHOLD, (f"{exc}; the default pass threshold "
+                                       f"{DEFAULT_PASS_THRESHOLD:g} is used")
     return (record.pass_threshold if record else DEFAULT_PASS_THRESHOLD), None
 
 
 class WeekMeasures:
-    """Everything a gate or a comparison reads from one summarized week.
+    """Everything a gate or a comparison reads from one week.
 
-    ``week`` is the loaded ``week.tables.Week``, ``agg`` its ``stats.Aggregates`` and
-    ``data`` the scorecard dict (model-level lifts and the sign test come from it)."""
+    ``week`` is the loaded ``week.tables.Week`` and ``agg`` its ``stats.Aggregates``: the
+    three states, pass counts, coverage and trigger misses come from them. ``card`` is the
+    week's scorecard (model-level lifts and the sign test are read from it); the scorecard's
+    own sections build it from a measures without one."""
 
-    def __init__(self, week: Any, agg: stats.Aggregates | None, data: dict[str, Any],
-                 pass_threshold: float) -> None:
-        self.week, self.agg, self.data = week, agg, data
+    def __init__(self, week: Week, agg: stats.Aggregates | None, pass_threshold: float, *,
+                 card: Mapping[str, Any] | None = None) -> None:
+        self.week, self.agg = week, agg
+        self.data: Mapping[str, Any] = card if card is not None else {}
         self.threshold = pass_threshold
         self.models: list[str] = list(week.models)
         self._p = {p: i for i, p in enumerate(week.prompts)}
@@ -207,7 +231,7 @@ class WeekMeasures:
             run_ok = np.ones(w.s_run.size, bool)
             if w.manifest_present:
                 linked = w.s_run >= 0
-                run_ok[linked] = w.m_status[w.s_run[linked]] == _STATUS_OK
+                run_ok[linked] = w.m_status[w.s_run[linked]] == STATUS_OK
             ok = (run_ok & (w.s_prompt >= 0) & (w.s_model >= 0) & (w.s_cond >= 0)
                   & (w.s_rep >= 0) & (w.s_type >= 0))
             slot = np.searchsorted(agg.rep_values, w.s_rep[ok])
@@ -215,10 +239,7 @@ class WeekMeasures:
             flat = ((w.s_prompt[ok].astype(np.int64) * M + w.s_model[ok]) * 2
                     + w.s_cond[ok]) * R + slot
             G = P * M * 2 * R
-            ungraded = getattr(w, "s_ungraded", None)
-            if ungraded is None:  # a Week without the mask: ungraded = NaN but not invalid
-                ungraded = np.isnan(w.s_credit)
-            err_slot = (np.bincount(flat[ungraded[ok]], minlength=G) > 0).reshape(
+            err_slot = (np.bincount(flat[w.s_ungraded[ok]], minlength=G) > 0).reshape(
                 P, M, 2, R)
             exists = (np.bincount(flat, minlength=G) > 0).reshape(P, M, 2, R)
             comp = agg.rep_composite
@@ -233,8 +254,8 @@ class WeekMeasures:
             rows_per_run = np.bincount(w.s_run[w.s_run >= 0], minlength=w.n_runs)
             valid = (w.m_prompt >= 0) & (w.m_model >= 0) & (w.m_cond >= 0)
             key = (w.m_prompt.astype(np.int64) * M + w.m_model) * 2 + w.m_cond
-            judge_failed = valid & (w.m_status == _STATUS_OK) & (rows_per_run == 0)
-            dropped = valid & (w.m_status != _STATUS_OK)
+            judge_failed = valid & (w.m_status == STATUS_OK) & (rows_per_run == 0)
+            dropped = valid & (w.m_status != STATUS_OK)
             self.errored += np.bincount(key[judge_failed], minlength=P * M * 2).reshape(P, M, 2)
             self.unscored += np.bincount(key[dropped], minlength=P * M * 2).reshape(P, M, 2)
 
@@ -245,9 +266,9 @@ class WeekMeasures:
         if w.manifest_present and n:
             usable_must = ~np.isnan(w.s_credit) & (w.s_type == 0) & (w.s_run >= 0)
             has_must = np.bincount(w.s_run[usable_must], minlength=n) > 0
-            self._graded = has_must & (w.m_status == _STATUS_OK)
+            self._graded = has_must & (w.m_status == STATUS_OK)
             self._valid_run = (w.m_prompt >= 0) & (w.m_model >= 0) & (w.m_cond >= 0)
-            ws = (w.m_cond == 1) & (w.m_status != _STATUS_INVALID)
+            ws = (w.m_cond == 1) & (w.m_status != STATUS_INVALID)
             self._ws = ws
             self._miss = ws & (w.m_activation == ACTIVATIONS.index("none"))
             self._has_activation = "skill_activation" in w.manifest_columns
@@ -371,92 +392,13 @@ def _num(x: Any) -> float | None:
 # --------------------------------------------------------------------------- scorecard
 
 
-def extend_scorecard(data: dict[str, Any], week: Any, agg: stats.Aggregates | None,
-                     week_dir: Path) -> list[str]:
-    """Add the pass rates (``cells[].pass_rate`` with its Wilson interval and counts), the
-    sign test (``models.<label>.sign_test``), the trigger-miss rate per model and the pass
-    threshold to a scorecard dict. Returns problems to report (an unreadable week.json)."""
-    threshold, problem = pass_threshold_of(week_dir)
-    data["pass_threshold"] = threshold
-    measures = WeekMeasures(week, agg, data, threshold)
-    for cell in data.get("cells", []):
-        pc = measures.pass_counts(cell["model"], cell["condition"])
-        lo, hi = wilson(pc["passed"], pc["scored"])
-        cell.update({
-            "pass_rate": pc["passed"] / pc["scored"] if pc["scored"] else None,
-            "pass_rate_ci_low": lo, "pass_rate_ci_high": hi,
-            "pass_passed": pc["passed"], "pass_scored": pc["scored"],
-            "pass_errored": pc["errored"], "pass_unscored": pc["unscored"],
-        })
-    models = data.get("models", {})
-    for mi, label in enumerate(week.models):
-        m = models.get(label)
-        if m is None or agg is None:
-            continue
-        st = sign_test(agg.must[:, mi, 0], agg.must[:, mi, 1],
-                       t_excludes_zero=m.get("ci_excludes_zero"), t_lift=m.get("must_lift"))
-        m["sign_test"] = st.to_json()
-        tm = measures.trigger_misses(label, None)
-        m["trigger_miss_rate"] = None if tm is None or tm[1] == 0 else tm[0] / tm[1]
-    totals = measures.pass_counts(None, None)
-    data.setdefault("coverage", {})["errored_prompt_reps"] = totals["errored"]
-    return [problem] if problem else []
+def measures_of(ctx: Context) -> WeekMeasures:
+    """The week's measures for its scorecard sections (``ctx.shared(measures_of)``: the
+    cells, lift and coverage sections read one, built once)."""
+    return WeekMeasures(ctx.week, ctx.agg, ctx.pass_threshold)
 
 
-# --------------------------------------------------------------------------- markdown
-
-
-def _fmt(x: float | None, nd: int = 3) -> str:
-    return "n/a" if x is None else f"{x:.{nd}f}"
-
-
-def sign_test_section(data: dict[str, Any]) -> list[str]:
-    """Markdown: the sign test next to the paired t interval, with the verdict per model."""
-    models = {k: v for k, v in data.get("models", {}).items() if v.get("sign_test")}
-    if not models:
-        return []
-    from pytest_skilllift.report.scorecard import md_table, signed
-
-    rows = []
-    for label, m in models.items():
-        st = m["sign_test"]
-        t_ci = (f"[{signed(m.get('ci_low'))}, {signed(m.get('ci_high'))}]"
-                if m.get("ci_low") is not None else "n/a")
-        p = "n/a" if st["p_value"] is None else f"{st['p_value']:.3g}"
-        rows.append([label, st["n_prompts"], f"{st['wins']} / {st['ties']} / {st['losses']}",
-                     p, t_ci, f"**{st['verdict']}**", st["reason"]])
-    L = ["### Sign test — a robust second answer\n"]
-    L += md_table(["model", "n prompts", "wins / ties / losses", "sign p (two-sided)",
-                   "95% CI (t)", "verdict", "why"], rows)
-    L.append("\n_Each prompt is one vote (its reps averaged first): a win when the with-skill "
-             "must coverage is higher, a loss when lower. Exact binomial p over the non-tied "
-             f"prompts. **helps** needs p ≤ {SIGN_ALPHA}, at least {SIGN_MIN_PROMPTS} prompts, "
-             f"net wins ≥ {SIGN_MIN_NET_SHARE:.0%} of prompts and a t interval that agrees; "
-             "**inconclusive** when there are too few prompts or the two tests disagree._\n")
-    return L
-
-
-def pass_rate_section(data: dict[str, Any]) -> list[str]:
-    """Markdown: pass rate per cell with its Wilson 95% interval and the three states."""
-    cells = [c for c in data.get("cells", []) if "pass_rate" in c]
-    if not cells:
-        return []
-    from pytest_skilllift.report.scorecard import md_table
-
-    thr = data.get("pass_threshold", DEFAULT_PASS_THRESHOLD)
-    rows = []
-    for c in cells:
-        rate = c["pass_rate"]
-        shown = ("n/a" if rate is None else
-                 f"{rate:.2f} [{_fmt(c['pass_rate_ci_low'], 2)}–{_fmt(c['pass_rate_ci_high'], 2)}]")
-        rows.append([c["model"], c["condition"], shown,
-                     f"{c['pass_passed']} of {c['pass_scored']}", c["pass_errored"],
-                     c["pass_unscored"]])
-    L = [f"### Pass rate (composite ≥ {thr:.2f})\n"]
-    L += md_table(["model", "condition", "pass rate [95% Wilson]", "passed of scored",
-                   "errored", "unscored"], rows)
-    L.append(f"\n_A prompt×rep passes when its composite is at least {thr:.2f} (3.5 on a 0–5 "
-             "scale). **errored**: the judge failed on one of its items — **unscored**: "
-             "nothing gradeable (no graded must item, or the run was dropped). Both are "
-             "absences, not zeros: they are left out of the rate and never count as a pass._\n")
-    return L
+def trigger_miss_rate(measures: WeekMeasures, model: str) -> float | None:
+    """Share of the model's with-skill runs that never reached the skill (None: unknown)."""
+    tm = measures.trigger_misses(model, None)
+    return None if tm is None or tm[1] == 0 else tm[0] / tm[1]

@@ -8,72 +8,33 @@ xdist worker, a rerun) reads the ledger. No pytest here: the plugin only turns t
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import subprocess
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
-from pytest_skilllift.model import AgentConfig, JudgeResult, RubricItem, RunOutcome, RunSpec
-from pytest_skilllift.runners.base import STDOUT_NAME, Runner
-from pytest_skilllift.week.ledger import Week
-
-#: Run statuses. Only ``ok`` runs are judged; the rest are dropped from scoring with a reason.
-OK, INVALID, ERRORED, TIMEOUT, BUDGET_CAPPED, NO_ANSWER = (
-    "ok", "invalid", "errored", "timeout", "budget_capped", "no_answer",
+from pytest_skilllift.judge.protocol import Grader
+from pytest_skilllift.model import AgentConfig, JudgeResult, RunOutcome, RunSpec
+from pytest_skilllift.runners.base import Runner
+from pytest_skilllift.warm import Warmed
+from pytest_skilllift.week.files import (
+    BUDGET_CAPPED,
+    DROP_REASONS,
+    ERRORED,
+    INVALID,
+    NO_ANSWER,
+    OK,
+    RETRY_ON_RERUN,
+    STDOUT_FILE,
+    TIMEOUT,
+    TRANSCRIPT_ORDER,
+    RunStatus,
 )
-#: Statuses a rerun retries: the run never finished, so nothing is paid twice for a result.
-RETRY_ON_RERUN = frozenset({ERRORED, TIMEOUT})
-
-DROP_REASONS = {
-    INVALID: "invalid install: skill not in the init skill list",
-    ERRORED: "errored",
-    TIMEOUT: "timed out",
-    BUDGET_CAPPED: "budget-capped (hit --max-budget-usd; truncated)",
-    NO_ANSWER: "no gradeable answer",
-}
-
-
-T = TypeVar("T")
-
-
-class Warmed(Generic[T]):
-    """A value built once: ahead of first use in a background thread (``warm``), or on first
-    use, whichever comes first. Building the judge client imports the anthropic SDK, seconds
-    of CPU that should overlap the first CLI run rather than follow it."""
-
-    def __init__(self, factory: Callable[[], T]) -> None:
-        self._factory = factory
-        self._value: T | None = None
-        self._lock = threading.Lock()
-
-    def warm(self, name: str) -> None:
-        threading.Thread(target=self._warm, name=name, daemon=True).start()
-
-    def _warm(self) -> None:
-        # A failure here (e.g. no credentials) is raised again, properly, by the first get.
-        with contextlib.suppress(Exception):
-            self.get()
-
-    def get(self) -> T:
-        with self._lock:
-            if self._value is None:
-                self._value = self._factory()
-            return self._value
-
-
-class Grader(Protocol):
-    """What the plugin needs from the judge client."""
-
-    model: str
-
-    def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
-              seed: int | str) -> JudgeResult: ...
+from pytest_skilllift.week.ledger import Ledger
 
 
 @dataclass(frozen=True)
@@ -81,7 +42,7 @@ class GradedRun:
     """Everything the items of one run need to report their outcome."""
 
     run_id: str
-    status: str
+    status: RunStatus
     reason: str
     #: Score rows keyed by item key (``must-1``…); missing key = ungraded item.
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -115,7 +76,7 @@ def skills_sha(skills_root: Path, family: str) -> str:
 class WeekRun:
     """Generates and grades runs into one week directory, each exactly once."""
 
-    def __init__(self, week: Week, agent: AgentConfig, runner: Callable[[], Runner],
+    def __init__(self, week: Ledger, agent: AgentConfig, runner: Callable[[], Runner],
                  grader: Callable[[], Grader], *, site: str = "") -> None:
         self.week = week
         self.agent = agent
@@ -153,7 +114,7 @@ class WeekRun:
         if self._runner is None:
             self._runner = self._runner_factory()
         outcome = self._runner.run(spec, self.agent, run_dir)
-        record = self._record(spec, outcome, run_dir / STDOUT_NAME)
+        record = self._record(spec, outcome, run_dir / STDOUT_FILE)
         self.week.save_run(spec.run_id, record)
         return record, True
 
@@ -220,7 +181,8 @@ class WeekRun:
             judge_ms = int((time.monotonic() - started) * 1000)
             if result.error is not None:
                 self.week.save_judge_error(spec.run_id, result.error)
-                return GradedRun(reason="ungraded: judge failed", judge_error=result.error,
+                return GradedRun(reason=f"{DROP_REASONS[OK]}: judge failed",
+                                 judge_error=result.error,
                                  **base)
             rows = score_rows(spec, result)
             self.week.save_grades(spec.run_id, rows, result.model, result.cost_usd, judge_ms)
@@ -230,20 +192,29 @@ class WeekRun:
 
 
 def classify(spec: RunSpec, outcome: RunOutcome, available: bool, budget_hit: bool,
-             is_error: bool, answer: str, subtype: str) -> tuple[str, str]:
-    """A run's status and the reason it is dropped (empty for ``ok``), per seed 000."""
+             is_error: bool, answer: str, subtype: str) -> tuple[RunStatus, str]:
+    """A run's status and the reason it is dropped (empty for ``ok``).
+
+    A run that left no transcript to read is classified by the harness (timed out, or a
+    harness error such as a failed spawn); otherwise the first status of
+    ``files.TRANSCRIPT_ORDER`` that applies wins.
+    """
     if outcome.timed_out:
-        return TIMEOUT, outcome.error or "timed out"
+        return TIMEOUT, outcome.error or DROP_REASONS[TIMEOUT]
     if outcome.error:
         return ERRORED, outcome.error
-    if budget_hit:
-        return BUDGET_CAPPED, DROP_REASONS[BUDGET_CAPPED]
-    if spec.with_skill and not available:
-        return INVALID, DROP_REASONS[INVALID] + f" ({spec.prompt.family})"
-    if outcome.exit_code not in (0, None) or is_error:
-        return ERRORED, f"CLI exit {outcome.exit_code}, result {subtype or 'missing'}"
-    if not answer.strip():
-        return NO_ANSWER, DROP_REASONS[NO_ANSWER]
+    applies: dict[RunStatus, str | None] = {
+        INVALID: (DROP_REASONS[INVALID] + f" ({spec.prompt.family})"
+                  if spec.with_skill and not available else None),
+        BUDGET_CAPPED: DROP_REASONS[BUDGET_CAPPED] if budget_hit else None,
+        ERRORED: (f"CLI exit {outcome.exit_code}, result {subtype or 'missing'}"
+                  if outcome.exit_code not in (0, None) or is_error else None),
+        NO_ANSWER: DROP_REASONS[NO_ANSWER] if not answer.strip() else None,
+    }
+    for status in TRANSCRIPT_ORDER:
+        reason = applies[status]
+        if reason is not None:
+            return status, reason
     return OK, ""
 
 

@@ -9,9 +9,6 @@ from typing import Protocol
 
 from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
 
-STDOUT_NAME = "stdout.txt"  # the stream-json transcript (qdrant name)
-STDERR_NAME = "stderr.txt"
-
 
 class Runner(Protocol):
     """Runs one (prompt, model, condition, rep) with the real CLI.
@@ -21,7 +18,7 @@ class Runner(Protocol):
     - the with-skill arm installs the prompt's whole skill family at
       ``~/.claude/skills/<family>/``; the no-skill arm installs nothing;
     - the prompt is passed as an argv element, never through a shell;
-    - stdout is streamed to ``run_dir / STDOUT_NAME`` as it arrives, stderr to ``STDERR_NAME``;
+    - stdout is streamed to ``run_dir / STDOUT_FILE`` as it arrives, stderr to ``STDERR_FILE``;
     - a timeout kills the run and returns ``RunOutcome(timed_out=True, error=...)``;
     - secrets in ``cfg.env`` are passed to the process but never written to disk.
     """

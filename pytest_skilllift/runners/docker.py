@@ -1,4 +1,5 @@
-"""The docker runner: every run in its own fresh container (seed 000, "Weekly Run").
+"""The docker runner: every run in its own fresh container (qdrant/skills SCORING.md,
+"Weekly Run").
 
 One run is one container, created from the configured image and removed right after:
 
@@ -35,7 +36,6 @@ import tarfile
 import threading
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -44,7 +44,7 @@ import docker.client
 import docker.errors
 
 from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
-from pytest_skilllift.runners.base import STDERR_NAME, STDOUT_NAME, transcript_cli_version
+from pytest_skilllift.runners.base import transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env
 from pytest_skilllift.runners.image import (
     AGENT_GID,
@@ -63,6 +63,7 @@ from pytest_skilllift.runners.image import (
     image_cli_version,
 )
 from pytest_skilllift.runners.local import redact, secret_values
+from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE, utc_stamp
 
 LABEL_RUN_ID = "skilllift.run_id"
 LABEL_WEEK = "skilllift.week"
@@ -81,12 +82,6 @@ _IGNORED = frozenset({".git", "__pycache__"})
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 #: The name a bridged container uses to reach the host (docker's ``host-gateway``).
 HOST_GATEWAY_NAME = "host.docker.internal"
-
-
-def _utc_stamp(ts: float | None = None) -> str:
-    """``yyyymmddTHHMMSSZ`` (the manifest's timestamp format)."""
-    when = datetime.fromtimestamp(time.time() if ts is None else ts, tz=timezone.utc)
-    return when.strftime("%Y%m%dT%H%M%SZ")
 
 
 def _owner() -> str:
@@ -271,8 +266,8 @@ class DockerRunner:
         exit_code: int | None = None
         timed_out = False
         error: str | None = None
-        out = _LineSink(run_dir / STDOUT_NAME, secrets)
-        err = _LineSink(run_dir / STDERR_NAME, secrets)
+        out = _LineSink(run_dir / STDOUT_FILE, secrets)
+        err = _LineSink(run_dir / STDERR_FILE, secrets)
         try:
             try:
                 error = self._install_error(spec, cfg)
@@ -303,12 +298,12 @@ class DockerRunner:
             err.close()
         ended = time.time()
         return RunOutcome(
-            exit_code=exit_code, started_utc=_utc_stamp(started), ended_utc=_utc_stamp(ended),
+            exit_code=exit_code, started_utc=utc_stamp(started), ended_utc=utc_stamp(ended),
             wall_ms=int((time.monotonic() - t0) * 1000), timed_out=timed_out,
             error=redact(error.encode(), secrets).decode() if error else None,
             runner=self.name,
             # What actually ran (the init event) beats what the image says it holds.
-            cli_version=transcript_cli_version(run_dir / STDOUT_NAME) or self.cli_version,
+            cli_version=transcript_cli_version(run_dir / STDOUT_FILE) or self.cli_version,
         )
 
     @staticmethod

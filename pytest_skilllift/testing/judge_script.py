@@ -32,7 +32,7 @@ from pytest_skilllift.judge.protocol import (
     TOOL_NAME,
     parse_rubric_block,
 )
-from pytest_skilllift.testing.server import Handler, Reply
+from pytest_skilllift.testing.replies import Handler, Reply
 from pytest_skilllift.week.columns import VERDICTS
 
 __all__ = [

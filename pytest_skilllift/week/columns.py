@@ -1,7 +1,8 @@
 """Column names and verdict vocabularies shared by the ledger, the judge and the stats.
 
-These are the qdrant pipeline's contracts (``seeds/000``): the week directory stays
-readable by either tool, so the order of the base columns is fixed and ours come after.
+These are the qdrant pipeline's contracts (qdrant/skills SCORING.md, "Outputs"): the week
+directory stays readable by either tool, so the order of the base columns is fixed and ours
+come after.
 """
 
 from __future__ import annotations
@@ -39,7 +40,14 @@ VERDICTS: dict[str, tuple[str, str]] = {
     "avoid": ("violated", "clean"),
 }
 
-#: Activation sources in precedence order (seed 000: skill_tool > file_read > web_fetch > none).
+#: Trajectory-audit invocation status of a with-skill run (``invocation_status``; the
+#: SkillsBench trajectory audit): the skill was loaded and followed into a linked sub-file when
+#: it links any (VERIFIED), loaded but stopped at the top level (PARTIAL), or never read.
+VERIFIED, PARTIAL, NOT_INVOKED = "VERIFIED", "PARTIAL", "NOT_INVOKED"
+INVOCATION_STATUSES: tuple[str, ...] = (VERIFIED, PARTIAL, NOT_INVOKED)
+
+#: Activation sources in precedence order (qdrant/skills SCORING.md: skill_tool > file_read >
+#: web_fetch > none).
 ACTIVATIONS: tuple[str, ...] = ("skill_tool", "file_read", "web_fetch", "none")
 
 

@@ -9,12 +9,13 @@ byte-for-byte unchanged.
 from __future__ import annotations
 
 import csv
+import io
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from pytest_skilllift.week.files import atomic_write_text
 
 #: The reference file's columns, in order.
 HISTORY_COLUMNS: tuple[str, ...] = (
@@ -117,22 +118,14 @@ def upsert_history(path: Path, rows: Sequence[HistoryRow]) -> list[HistoryRow]:
 
 def write_history(path: Path, rows: Sequence[HistoryRow]) -> None:
     """Write the whole history atomically (temp file + rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".scorecard-history.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
-            # csv's default "\r\n" terminator: the reference file is written the same way.
-            w = csv.writer(f)
-            w.writerow(HISTORY_COLUMNS)
-            for r in rows:
-                w.writerow([r.run_key, r.window_end, r.model, _fmt(r.must_lift),
-                            _fmt(r.must_lift_se), _fmt(r.composite_lift), _fmt(r.cost_delta),
-                            _fmt(r.turns_delta)])
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    buf = io.StringIO(newline="")
+    # csv's default "\r\n" terminator: the reference file is written the same way.
+    w = csv.writer(buf)
+    w.writerow(HISTORY_COLUMNS)
+    for r in rows:
+        w.writerow([r.run_key, r.window_end, r.model, _fmt(r.must_lift), _fmt(r.must_lift_se),
+                    _fmt(r.composite_lift), _fmt(r.cost_delta), _fmt(r.turns_delta)])
+    atomic_write_text(Path(path), buf.getvalue())
 
 
 def run_order(rows: Sequence[HistoryRow]) -> list[str]:

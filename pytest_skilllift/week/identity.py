@@ -23,7 +23,6 @@ model (so a baseline can be reused only where those inputs match). Pure apart fr
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import fcntl
 import hashlib
 import json
@@ -32,13 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-WEEK_FILE = "week.json"
-LOCK_FILE = ".week.json.lock"
+# The verdict settings' defaults are stated once (model.py, offered by config.OPTIONS); a week
+# without week.json, or a week.json without the field, is read with them.
+from pytest_skilllift.model import DEFAULT_MIN_COVERAGE, DEFAULT_PASS_THRESHOLD
+from pytest_skilllift.week.files import WEEK_JSON, WEEK_JSON_LOCK, atomic_write_text, utc_stamp
+
 SCHEMA_VERSION = 1
-#: A prompt×rep passes when its composite reaches this (the document's 3.5 on its 0–5 scale).
-DEFAULT_PASS_THRESHOLD = 0.7
-#: The coverage guard: below this share of graded runs every gate fails.
-DEFAULT_MIN_COVERAGE = 0.5
 
 #: Scalar identity fields, in the order they are reported, with the words a message uses.
 SCALAR_FIELDS: dict[str, str] = {
@@ -147,7 +145,7 @@ class Identity:
         }
 
     @classmethod
-    def from_json(cls, data: Any, source: str = WEEK_FILE) -> Identity:
+    def from_json(cls, data: Any, source: str = WEEK_JSON) -> Identity:
         """Inverse of :meth:`to_json`; :class:`WeekFileError` names the bad field."""
         if not isinstance(data, dict):
             raise WeekFileError(f"{source}: field 'identity' is not an object; delete "
@@ -314,11 +312,6 @@ def baseline_key(identity: Identity, prompt: str, model: str) -> str:
 # --------------------------------------------------------------------------- week.json
 
 
-def utc_now() -> str:
-    """``yyyymmddTHHMMSSZ``, the timestamp format of the manifest."""
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-
-
 @dataclass
 class WeekRecord:
     """The whole of week.json: identity, verdict settings, the log of changes.
@@ -349,7 +342,7 @@ class WeekRecord:
         }
 
     @classmethod
-    def from_json(cls, data: Any, source: str = WEEK_FILE) -> WeekRecord:
+    def from_json(cls, data: Any, source: str = WEEK_JSON) -> WeekRecord:
         if not isinstance(data, dict):
             raise WeekFileError(f"{source}: holds a JSON {type(data).__name__}, not an "
                                 f"object; restore it or delete {source}")
@@ -389,7 +382,7 @@ def _number(data: dict[str, Any], key: str, default: float, source: str) -> floa
 
 def read_week_record(week_dir: Path) -> WeekRecord | None:
     """The week's record, or None when it has no week.json (e.g. a qdrant pipeline week)."""
-    path = Path(week_dir) / WEEK_FILE
+    path = Path(week_dir) / WEEK_JSON
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -407,9 +400,7 @@ def read_week_record(week_dir: Path) -> WeekRecord | None:
 
 def write_week_record(week_dir: Path, record: WeekRecord) -> Path:
     """Write week.json atomically (readers see the old or the new file, never a torn one)."""
-    from pytest_skilllift.week.ledger import atomic_write_text
-
-    path = Path(week_dir) / WEEK_FILE
+    path = Path(week_dir) / WEEK_JSON
     atomic_write_text(path, json.dumps(record.to_json(), indent=2, ensure_ascii=False) + "\n")
     return path
 
@@ -418,7 +409,7 @@ def write_week_record(week_dir: Path, record: WeekRecord) -> Path:
 def locked(week_dir: Path) -> Iterator[None]:
     """Exclusive lock on the week's record across processes (concurrent sessions)."""
     week_dir.mkdir(parents=True, exist_ok=True)
-    with open(week_dir / LOCK_FILE, "w") as fh:
+    with open(week_dir / WEEK_JSON_LOCK, "w") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -470,7 +461,7 @@ def open_week(
     regraded), anything that changes the answers themselves needs a new week. Raises
     :class:`WeekFileError` for an unreadable week.json. Call under :func:`locked`.
     """
-    now = now or utc_now()
+    now = now or utc_stamp()
     current = read_week_record(week_dir)
     notes: list[str] = []
     if current is None:
@@ -527,7 +518,7 @@ def open_week(
 
 
 def _refusal(week_dir: Path, blocking: Sequence[Difference], fresh: bool, hint: str) -> str:
-    lines = [f"week {week_dir} was measured under another identity (see its {WEEK_FILE}); "
+    lines = [f"week {week_dir} was measured under another identity (see its {WEEK_JSON}); "
              "adding runs would mix two measurements in one week. What differs:"]
     for d in blocking:
         kind = "grading" if d.grading_only else "generation"

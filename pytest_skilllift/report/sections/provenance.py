@@ -1,0 +1,108 @@
+"""Provenance: the exact model builds, CLI versions and skills commits behind the numbers, and
+every mismatch among them (a model that changed mid-week is a different measurement)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
+from pytest_skilllift.model import PINNED_CLI_VERSION, cli_version_mismatch
+from pytest_skilllift.report.markdown import md_table
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.context import Context
+
+
+class Window(TypedDict):
+    start: str
+    end: str
+
+
+class Provenance(TypedDict):
+    #: model label → distinct snapshot strings the transcripts report.
+    snapshots: dict[str, list[str]]
+    #: model label → distinct model ids it was requested as.
+    model_ids: dict[str, list[str]]
+    cli_versions: list[str]
+    skills_commits: list[str]
+    window: Window | None
+    mismatches: list[str]
+
+
+class Data(TypedDict):
+    provenance: Provenance
+
+
+def build(ctx: Context) -> Data:
+    week = ctx.week
+    mismatches = []
+    for label, snaps in week.snapshots.items():
+        if len(snaps) > 1:
+            mismatches.append(f"model {label}: more than one snapshot ({', '.join(snaps)})")
+    for label, ids in week.model_ids.items():
+        if len(ids) > 1:
+            mismatches.append(f"model {label}: requested as more than one model id "
+                              f"({', '.join(ids)})")
+        for snap in week.snapshots.get(label, []):
+            # A dated snapshot extends the requested id; anything else is a different build.
+            if not any(snap.startswith(i) for i in ids):
+                mismatches.append(f"model {label}: requested {', '.join(ids)} but the "
+                                  f"transcripts report {snap}")
+    if len(week.cli_versions) > 1:
+        mismatches.append("more than one CLI version")
+    for version in week.docker_cli_versions:
+        if cli_version_mismatch(version):
+            mismatches.append(f"docker image CLI {version} is not the pinned "
+                              f"{PINNED_CLI_VERSION}")
+    if len(week.skills_shas) > 1:
+        mismatches.append("more than one skills commit")
+    return {"provenance": {
+        "snapshots": week.snapshots, "model_ids": week.model_ids,
+        "cli_versions": week.cli_versions,
+        "skills_commits": week.skills_shas,
+        "window": ({"start": week.window[0], "end": week.window[1]} if week.window else None),
+        "mismatches": mismatches,
+    }}
+
+
+def render(card: Scorecard) -> list[str]:
+    p = card.get("provenance", {})
+    L = ["## Provenance\n", "Exact model builds and versions these numbers were produced with:\n"]
+    snaps = p.get("snapshots", {})
+    order = card.get("model_order", [])
+    listed = list(order) + sorted(set(snaps) - set(order))
+    rows = []
+    for m in listed:
+        s = snaps.get(m, [])
+        if not s:
+            rows.append([m, "(unknown)"])
+        elif len(s) == 1:
+            rows.append([m, f"`{s[0]}`"])
+        else:
+            rows.append([m, f"⚠ multiple (`{'`, `'.join(s)}`) — model changed mid-week"])
+    L += md_table(["model", "exact snapshot string"], rows)
+    L.append("")
+    cli = p.get("cli_versions", [])
+    sha = p.get("skills_commits", [])
+    L.append(f"- CLI version(s): {', '.join(f'`{v}`' for v in cli) or '_(unknown)_'}")
+    L.append(f"- skills commit(s): {', '.join(f'`{v}`' for v in sha) or '_(unknown)_'}")
+    w = p.get("window")
+    if w:
+        lo, hi = w["start"], w["end"]
+        L.append(f"- run window (UTC): {'`' + lo + '`' if lo == hi else f'`{lo}` – `{hi}`'}")
+    ids = p.get("model_ids") or {}
+    if ids:
+        L.append("- requested model id(s): " + ", ".join(
+            f"{m} → {', '.join(f'`{i}`' for i in v)}" for m, v in ids.items()))
+    for mm in p.get("mismatches", []):
+        if mm.startswith("model ") and "requested" in mm:  # snapshot splits are in the table
+            L.append(f"- ⚠ {mm}")
+    if len(cli) > 1:
+        L.append("- ⚠ more than one CLI version present — versions were not pinned across runs.")
+    if len(sha) > 1:
+        L.append("- ⚠ more than one skills commit present — the skills tree changed mid-week.")
+    L.append("- Note: an alias like `claude-sonnet-5` can float to a newer build without "
+             "changing name; the run window is the only correlate for such a silent swap. "
+             "Pass a dated model id if byte-level pinning matters.")
+    L.append("")
+    return L
