@@ -60,9 +60,10 @@ class SessionVerdicts:
         self._identity: Warmed[ident.Identity] | None = None
 
     # -- configure ----------------------------------------------------------------------
-    def prepare(self) -> list[str]:
-        """Validate the gates (``SettingsError`` on the first bad one) and start computing
-        the identity. Returns warnings (gates that always pass)."""
+    def prepare(self, *, identity: bool = True) -> list[str]:
+        """Validate the gates (``SettingsError`` on the first bad one) and, with ``identity``,
+        start computing the week's identity (not when only listing tests: it runs the CLI for
+        its version). Returns warnings (gates that always pass)."""
         s = self.state.settings
         self._specs = load_prompt_specs(s.prompts_dir, s.skills_root, s.site, s.heldout)
         scopes = gatemod.Scopes(models=tuple(m for m, _ in s.models),
@@ -71,8 +72,9 @@ class SessionVerdicts:
             self.gates, warnings = gatemod.load_gates(s.gates, scopes)
         except gatemod.GateError as exc:
             raise SettingsError(f"--skill-lift-gate / skill_lift_gates: {exc}") from None
-        self._identity = Warmed(self._build_identity)
-        self._identity.warm("skilllift-identity")
+        if identity:
+            self._identity = Warmed(self._build_identity)
+            self._identity.warm("skilllift-identity")
         return warnings
 
     def _build_identity(self) -> ident.Identity:

@@ -359,40 +359,62 @@ def add_options(parser: pytest.Parser) -> None:
 
 @dataclass(frozen=True)
 class LintSettings:
-    """``pytest --skill-lint``: the skills root to lint, its id label, the composite threshold."""
+    """``pytest --skill-lint``: the skills roots to lint (with their test-id labels) and the
+    composite threshold."""
 
     enabled: bool
-    root: Path
-    label: str
+    roots: tuple[Path, ...]
+    labels: tuple[str, ...]
     threshold: float | None = None
     depth: str = "quick"  # ini skill_lint_depth: quick | standard | deep
 
     @classmethod
     def from_pytest(cls, config: pytest.Config) -> LintSettings:
-        """``--skill-lint-path`` (relative to the invocation dir), else the ini
-        ``skill_lift_skills`` (relative to the rootdir), else ``<rootdir>/skills``."""
+        """The roots: ``--skill-lint-path`` (relative to the invocation dir); else the
+        directories given as arguments that hold a SKILL.md (``pytest --skill-lint
+        skills/other``); else the ini ``skill_lift_skills`` (relative to the rootdir), else
+        ``<rootdir>/skills``."""
+        enabled = bool(config.getoption("skill_lint"))
         opt = config.getoption("skill_lint_path")
         if opt:
             root = Path(opt)
-            if not root.is_absolute():
-                root = Path(config.invocation_params.dir) / root
+            roots = [root if root.is_absolute() else Path(config.invocation_params.dir) / root]
         else:
-            try:
-                value: Any = config.getini("skill_lift_skills")
-            except ValueError:  # the main plugin is not loaded: its ini key is unknown
-                value = None
-            root = _resolve(config.rootpath, str(value or "skills"))
+            roots = _skill_dirs_in_args(config) if enabled else []
+            if not roots:
+                try:
+                    value: Any = config.getini("skill_lift_skills")
+                except ValueError:  # the main plugin is not loaded: its ini key is unknown
+                    value = None
+                roots = [_resolve(config.rootpath, str(value or "skills"))]
         raw = str(config.getini("skill_lint_threshold") or "").strip()
         try:
             threshold = float(raw) if raw else None
         except ValueError:
             raise SettingsError(f"skill_lint_threshold = {raw!r} is not a number") from None
-        try:
-            label = root.resolve().relative_to(config.rootpath.resolve()).as_posix() or root.name
-        except (ValueError, OSError):
-            label = root.name
+        labels = []
+        for root in roots:
+            try:
+                label = (root.resolve().relative_to(config.rootpath.resolve()).as_posix()
+                         or root.name)
+            except (ValueError, OSError):
+                label = root.name
+            labels.append(label)
         depth = str(config.getini("skill_lint_depth") or "quick").strip()
         if depth not in ("quick", "standard", "deep"):
             raise SettingsError(f"skill_lint_depth = {depth!r}: expected quick, standard or deep")
-        return cls(enabled=bool(config.getoption("skill_lint")), root=root, label=label,
+        return cls(enabled=enabled, roots=tuple(roots), labels=tuple(labels),
                    threshold=threshold, depth=depth)
+
+
+def _skill_dirs_in_args(config: pytest.Config) -> list[Path]:
+    """Directories named on the command line that hold a SKILL.md (themselves or below):
+    with ``--skill-lint`` they are skills roots, whatever else pytest makes of them."""
+    if config.args_source.name != "ARGS":  # testpaths or the invocation dir: not "given"
+        return []
+    out = []
+    for arg in config.args:
+        path = Path(config.invocation_params.dir) / arg.split("::", 1)[0]
+        if path.is_dir() and next(path.rglob("SKILL.md"), None) is not None:
+            out.append(path)
+    return out

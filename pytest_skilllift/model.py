@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_skilllift.week.columns import WITH_SKILL
+
 
 @dataclass(frozen=True)
 class RubricItem:
@@ -58,13 +60,13 @@ class RunSpec:
     prompt: PromptSpec
     model_label: str
     model_id: str
-    condition: str  # "no-skill" | "with-skill"
+    condition: str  # one of columns.CONDITIONS
     rep: int
     run_id: str
 
     @property
     def with_skill(self) -> bool:
-        return self.condition == "with-skill"
+        return self.condition == WITH_SKILL
 
 
 #: How a run is made unless told otherwise (qdrant/skills SCORING.md, "Weekly Run": the same

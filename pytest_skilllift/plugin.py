@@ -67,13 +67,8 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
             "--skill-lift-claude=PATH: a bare path after an option is read as a test path "
             "when pytest picks the rootdir."
         )
-    try:
-        state.check_credentials()
-        state.agent_config()  # fails early when no CLI can be found
-    except SettingsError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    try:
-        for warning in state.ci.prepare():  # gates validated; week identity computed
+    try:  # gates validated; the week identity computed unless only listing tests
+        for warning in state.ci.prepare(identity=not config.option.collectonly):
             config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
     except SettingsError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -143,6 +138,27 @@ class ControllerPlugin:
     def __init__(self, state: SkillLiftSession) -> None:
         self.state = state
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Before the first run (not while listing tests): the key and the CLI must be there,
+        the week's identity must match its week.json; then --fresh discards the grades.
+
+        Under xdist the controller collects nothing, so it checks whenever runs may start."""
+        config = session.config
+        if config.option.collectonly or (not session.items and not _uses_workers(config)):
+            return
+        try:
+            self.state.check_ready_to_run()
+        except SettingsError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        try:
+            self.state.ci.open_week()
+        except SettingsError as exc:
+            self.state.refused = True
+            raise pytest.UsageError(str(exc)) from None
+        if self.state.settings.fresh:
+            self.state.week.discard_grades()
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Count outcomes per run (the run's status travels in ``user_properties``)."""
         self.state.tally.add(report.outcome, report.when,
@@ -152,19 +168,6 @@ class ControllerPlugin:
         """A prompt file that fails to load counts against the exit status."""
         if report.failed:
             self.state.tally.other_failures += 1
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> None:
-        """Before the first run: check the week's identity (week.json), then --fresh."""
-        if session.config.option.collectonly:
-            return
-        try:
-            self.state.ci.open_week()
-        except SettingsError as exc:
-            self.state.refused = True
-            raise pytest.UsageError(str(exc)) from None
-        if self.state.settings.fresh:
-            self.state.week.discard_grades()
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

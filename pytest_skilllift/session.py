@@ -101,14 +101,22 @@ class SkillLiftSession:
         Warmed(lambda: importlib.import_module("pytest_skilllift.report.summarize")).warm(
             "skilllift-summarize-warmup")
 
+    def check_ready_to_run(self) -> None:
+        """Before the first run (listing tests needs neither): a key, so no run fails for the
+        want of one after the week started, and a CLI to run."""
+        self.check_credentials()
+        self.agent_config()  # raises when no CLI can be found
+
     def check_credentials(self) -> None:
         """A real run needs a key before the first paid call, not after 200 runs failed."""
         if self.settings.demo or self.settings.base_url:
             return
         if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
             raise SettingsError(
-                "--skill-lift needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the "
-                "environment for the CLI and the judge; or try --skill-lift-demo"
+                "--skill-lift: the runs need ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the "
+                "environment, for the CLI and the judge, and neither is set. Listing the tests "
+                "(--collect-only) needs no key; --skill-lift-demo runs the whole pipeline "
+                "against scripted models without one."
             )
 
     def stop(self) -> None:

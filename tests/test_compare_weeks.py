@@ -18,8 +18,9 @@ from pytest_skilllift.lint import cli as lint_cli
 from pytest_skilllift.report import compare_weeks as cw
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.week import identity as ident
-from tests.test_identity import make
-from tests.test_weekio import write_week
+
+from .test_identity import make
+from .test_weekio import write_week
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import io
 import json
 import shutil
@@ -17,12 +16,7 @@ from pytest_skilllift.report import gates as g
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.week import identity as ident
 
-_spec = importlib.util.spec_from_file_location(
-    "_skilllift_test_weekio_g", Path(__file__).with_name("test_weekio.py"))
-assert _spec and _spec.loader
-_weekio = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_weekio)
-write_week = _weekio.write_week
+from .test_weekio import write_week
 
 SCOPES = g.Scopes(models=("sonnet", "haiku", "sonnet-4.5"), prompts=("qdrant-edge", "p.dot"))
 
@@ -239,7 +233,7 @@ def test_gate_cli_uses_recorded_gates_not_an_edited_config(qdrant_week: Path,
                                                            tmp_path: Path) -> None:
     week = tmp_path / "20260808"
     shutil.copytree(qdrant_week, week)
-    from tests.test_identity import make
+    from .test_identity import make
 
     # the run started with a failing hard gate; editing the config afterwards does not
     # change the verdict of that week

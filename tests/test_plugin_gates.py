@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.runners.claude import bundled_claude
-from tests.test_plugin_e2e import make_project, run
+
+from .test_plugin_e2e import make_project, run
 
 pytestmark = [
     pytest.mark.cli,

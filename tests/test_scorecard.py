@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -15,14 +14,7 @@ from pytest_skilllift.report.sections import prompts as prompts_section
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.week.history import HistoryRow, upsert_history
 
-# The small-week writer lives in test_weekio.py; load it by path so this works under any
-# pytest import mode.
-_spec = importlib.util.spec_from_file_location(
-    "_skilllift_test_weekio", Path(__file__).with_name("test_weekio.py"))
-assert _spec and _spec.loader
-_weekio_tests = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_weekio_tests)
-write_week = _weekio_tests.write_week
+from .test_weekio import write_week
 
 
 @pytest.fixture

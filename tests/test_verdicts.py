@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 from pathlib import Path
 
@@ -16,13 +15,7 @@ from pytest_skilllift.report.stats import wilson_interval
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.week import identity as ident
 
-_spec = importlib.util.spec_from_file_location(
-    "_skilllift_test_weekio_v", Path(__file__).with_name("test_weekio.py"))
-assert _spec and _spec.loader
-_weekio = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_weekio)
-write_week = _weekio.write_week
-
+from .test_weekio import write_week
 
 # --- statistics against known values and scipy -----------------------------------------------
 
@@ -126,7 +119,7 @@ def three_state_week(root: Path, *, pass_threshold: float | None = None) -> Path
         w.writeheader()
         w.writerows(rows)
     if pass_threshold is not None:
-        from tests.test_identity import make
+        from .test_identity import make
 
         ident.write_week_record(week, ident.WeekRecord(identity=make(),
                                                        pass_threshold=pass_threshold))

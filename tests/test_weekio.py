@@ -10,11 +10,15 @@ import numpy as np
 import pytest
 
 from pytest_skilllift.report.summarize import summarize_week
-from pytest_skilllift.week.columns import MANIFEST_COLUMNS, MANIFEST_EXTRA_COLUMNS, SCORES_COLUMNS
+from pytest_skilllift.week.columns import (
+    MANIFEST_COLUMNS,
+    MANIFEST_EXTRA_COLUMNS,
+    SCORES_COLUMNS,
+    VERDICTS,
+)
 from pytest_skilllift.week.files import STATUS_OK
 from pytest_skilllift.week.tables import load_week
 
-VERDICT = {"must": ("met", "missing"), "bonus": ("met", "absent"), "avoid": ("violated", "clean")}
 RUBRIC = ("must", "must", "must", "bonus", "avoid")
 
 
@@ -60,7 +64,7 @@ def write_week(
                         continue
                     for i, t in enumerate(RUBRIC):
                         hit = met(pi, m, c, r, i) if t != "avoid" else (c == "no-skill" and r == 1)
-                        v = VERDICT[t][0 if hit else 1]
+                        v = VERDICTS[t][0 if hit else 1]
                         credit = "1.0" if hit else "0.0"
                         items.append({
                             "prompt": p, "skill": p, "model": m, "condition": c, "rep": str(r),

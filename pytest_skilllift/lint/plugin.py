@@ -2,6 +2,7 @@
 
     pytest --skill-lint                  # the skills root (ini skill_lift_skills, else "skills")
     pytest --skill-lint --skill-lint-path=DIR
+    pytest --skill-lint skills/other     # directories holding skills, given as arguments
 
 Test ids: ``<root>/<skill>::<CHECK>``, e.g. ``skills/qdrant-edge::ORPHAN_REFERENCE``. Checks per
 skill: PluginEval's six anti-patterns, FRONTMATTER_RULES (Claude Code's and the Agent Skills
@@ -52,7 +53,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="skill_lint_path",
         default=None,
         metavar="PATH",
-        help="skills root to lint (default: ini skill_lift_skills, else 'skills')",
+        help="skills root to lint (default: the directories given as arguments that hold "
+        "a SKILL.md, else ini skill_lift_skills, else 'skills')",
     )
     # Only skill_lint_* names here: skill_lift_skills belongs to the main plugin, and
     # registering it twice is an error.
@@ -89,16 +91,25 @@ def pytest_collection_modifyitems(
     settings = config.stash[LINT_KEY]
     if not settings.enabled:
         return
-    root, threshold, label = settings.root, settings.threshold, settings.label
-    if not root.is_dir():
-        raise pytest.UsageError(f"--skill-lint: skills root {root} is not a directory")
+    for root, label in zip(settings.roots, settings.labels, strict=True):
+        if not root.is_dir():
+            raise pytest.UsageError(
+                f"--skill-lint: skills root {root} is not a directory. Name the skills root "
+                "with --skill-lint-path=DIR (or the ini skill_lift_skills), or give skills "
+                "directories as arguments: pytest --skill-lint skills/other")
+        _collect_root(session, items, root, label, settings.threshold, settings.depth)
+
+
+def _collect_root(session: pytest.Session, items: list[pytest.Item], root: Path, label: str,
+                  threshold: float | None, depth: str) -> None:
+    """Append one collector's items per skill under ``root``."""
     walk: list[Finding] = []
     for skill_dir in find_skill_dirs(root, walk):
         rel = skill_dir.relative_to(root).as_posix()
         nodeid = label if rel == "." else f"{label}/{rel}"
         collector = SkillCollector.from_parent(
             session, name=nodeid, path=skill_dir, nodeid=nodeid, threshold=threshold,
-            depth=settings.depth,
+            depth=depth,
         )
         # Through the hooks, so the terminal counts these items and a crash would show as a
         # collection error rather than a traceback out of this hook.

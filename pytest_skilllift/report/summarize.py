@@ -56,8 +56,9 @@ class Summary:
     problems: list[str]
     written: list[Path] = field(default_factory=list)
 
-    def terminal_lines(self) -> list[str]:
-        """A compact lift table for a pytest terminal summary (or a shell)."""
+    def terminal_lines(self, *, scorecard_path: bool = True) -> list[str]:
+        """A compact lift table for a pytest terminal summary (or a shell); the last line
+        says where scorecard.md is, unless ``scorecard_path`` is False."""
         models = self.data.get("models", {})
         lines = [f"skill lift (must_coverage, with-skill − no-skill), week {self.data['week']}:"]
         if not models:
@@ -81,7 +82,7 @@ class Summary:
         if self.problems:
             lines.append(f"  ⚠ {len(self.problems)} input problem(s): {self.problems[0]}"
                          + (" …" if len(self.problems) > 1 else ""))
-        for p in self.written:
+        for p in self.written if scorecard_path else ():
             if p.name == SCORECARD_MD:
                 lines.append(f"  scorecard: {p}")
         return lines

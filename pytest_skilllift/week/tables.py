@@ -171,6 +171,9 @@ class Week:
     #: CLI versions of runs made by the docker runner (checked against the pinned image CLI).
     docker_cli_versions: list[str] = field(default_factory=list)
     skills_shas: list[str] = field(default_factory=list)
+    #: skill family → its distinct skills_sha values (one per family is normal: a tree hash
+    #: per family when the skills root is not a git checkout).
+    skills_shas_by_family: dict[str, list[str]] = field(default_factory=dict)
     window: tuple[str, str] | None = None  # (min timestamp, max timestamp), UTC
     #: Wall-clock seconds of the generation phase, or None when not derivable.
     wall_clock_s: float | None = None
@@ -627,6 +630,16 @@ def _fill_manifest(
             d = t[col].chunk(0).dictionary.to_pylist()
             vals = {str(d[i]).strip() for i in used if i >= 0}
             setattr(week, attr, sorted(vals - {""}))
+    if "skills_sha" in t.column_names and n:
+        families = (t["skill_family"] if "skill_family" in t.column_names
+                    else pa.array([""] * n, pa.string()))
+        pairs = pa.table({"f": families, "s": t["skills_sha"]}).group_by(
+            ["f", "s"]).aggregate([]).to_pylist()
+        shas: dict[str, set[str]] = {}
+        for r in pairs:
+            if (sha := (r["s"] or "").strip()):
+                shas.setdefault((r["f"] or "").strip(), set()).add(sha)
+        week.skills_shas_by_family = {f: sorted(v) for f, v in sorted(shas.items())}
     i_idx, i_vals = _dict_parts(t, "invocation_status")
     inv_map = {v: i for i, v in enumerate(INVOCATION_STATUSES)}
     week.m_invocation = (_codes(i_idx, _lookup(i_vals, inv_map, default=-1)).astype(np.int8)

@@ -24,7 +24,10 @@ class Provenance(TypedDict):
     #: model label → distinct model ids it was requested as.
     model_ids: dict[str, list[str]]
     cli_versions: list[str]
+    #: Every distinct skills_sha of the week.
     skills_commits: list[str]
+    #: skill family → its skills_sha values; more than one for a family = it changed mid-week.
+    skills_commits_by_family: dict[str, list[str]]
     window: Window | None
     mismatches: list[str]
 
@@ -54,12 +57,17 @@ def build(ctx: Context) -> Data:
         if cli_version_mismatch(version):
             mismatches.append(f"docker image CLI {version} is not the pinned "
                               f"{PINNED_CLI_VERSION}")
-    if len(week.skills_shas) > 1:
-        mismatches.append("more than one skills commit")
+    for family, shas in week.skills_shas_by_family.items():
+        # One hash per family is normal (a tree hash per family without git); two for one
+        # family means its files changed while the week ran.
+        if len(shas) > 1:
+            mismatches.append(f"skill family {family or '(unnamed)'}: more than one skills "
+                              f"commit ({', '.join(shas)})")
     return {"provenance": {
         "snapshots": week.snapshots, "model_ids": week.model_ids,
         "cli_versions": week.cli_versions,
         "skills_commits": week.skills_shas,
+        "skills_commits_by_family": week.skills_shas_by_family,
         "window": ({"start": week.window[0], "end": week.window[1]} if week.window else None),
         "mismatches": mismatches,
     }}
@@ -99,8 +107,10 @@ def render(card: Scorecard) -> list[str]:
             L.append(f"- ⚠ {mm}")
     if len(cli) > 1:
         L.append("- ⚠ more than one CLI version present — versions were not pinned across runs.")
-    if len(sha) > 1:
-        L.append("- ⚠ more than one skills commit present — the skills tree changed mid-week.")
+    for family, shas in p.get("skills_commits_by_family", {}).items():
+        if len(shas) > 1:
+            L.append(f"- ⚠ skill family {family or '(unnamed)'} has more than one skills commit "
+                     f"({', '.join(f'`{v}`' for v in shas)}) — it changed mid-week.")
     L.append("- Note: an alias like `claude-sonnet-5` can float to a newer build without "
              "changing name; the run window is the only correlate for such a silent swap. "
              "Pass a dated model id if byte-level pinning matters.")
