@@ -19,6 +19,7 @@ def make(**over: Any) -> Identity:
         allowed_tools=("Skill", "Read", "Bash"), permission_mode="dontAsk", max_turns=None,
         max_budget_usd=2.0, runner="local", image_id=None, cli_version="2.1.332",
         judge_model="claude-opus-4-5", judge_prompt_version="skilllift-judge/1",
+        judge_samples=1, evidence="reject",
         prompts={"edge": PromptIdentity.of("How do I sync?", [("must", "Calls optimize")],
                                            "qdrant-edge"),
                  "bisect": PromptIdentity.of("Find the bad commit", [("must", "Uses bisect")],
@@ -259,3 +260,53 @@ def test_scalar_difference_without_any_run_is_accepted(tmp_path: Path) -> None:
     rec, _ = open_(tmp_path, dataclasses.replace(make(), runner="docker", image_id="sha256:x"),
                    Runs())
     assert rec.identity.runner == "docker" and rec.identity.image_id == "sha256:x"
+
+
+# --- what the judge's settings add to the identity -------------------------------------------
+
+
+@pytest.mark.parametrize(("over", "text"), [
+    ({"judge_samples": 2}, "judge samples per run: 1 → 2 [grading]"),
+    ({"evidence": "flag"}, "evidence policy: 'reject' → 'flag' [grading]"),
+])
+def test_judge_samples_and_evidence_policy_are_grading_differences(
+        tmp_path: Path, over: dict[str, Any], text: str) -> None:
+    open_(tmp_path, make(), Runs())
+    with pytest.raises(ident.IdentityRefused) as err:
+        open_(tmp_path, make(**over), ALL_RUNS)
+    assert text in str(err.value) and "or regrade every run" in str(err.value)
+    rec, _ = open_(tmp_path, make(**over), ALL_RUNS, fresh=True)  # regrading reconciles
+    field_name = next(iter(over))
+    assert getattr(rec.identity, field_name) == over[field_name]
+    # both decide the grades, so a no-skill run graded otherwise is not the same baseline
+    assert ident.baseline_key(make(**over), "edge", "haiku") != ident.baseline_key(
+        make(), "edge", "haiku")
+
+
+def test_a_regrade_records_its_judge(tmp_path: Path) -> None:
+    week, copy = tmp_path / "w", tmp_path / "copy"
+    open_(week, make(), Runs(), gates=("must_lift>0",))
+    notes = ident.record_grading(week, judge_model="claude-opus-4-5",
+                                 judge_prompt_version="skilllift-judge/1", judge_samples=2,
+                                 evidence="reject", now="T2")
+    assert notes == ["judge samples per run: 1 → 2 (every run regraded; recorded in week.json)"]
+    rec = ident.read_week_record(week)
+    assert rec is not None and rec.identity == make(judge_samples=2)
+    assert rec.changes[-1] == {"at": "T2", "what": "judge_samples", "key": None,
+                               "kind": "changed", "before": 1, "after": 2,
+                               "by": "skilllift judge"}
+    # a graded copy starts from the week's record and takes its own judge
+    notes = ident.record_grading(copy, judge_model="claude-sonnet-4-6",
+                                 judge_prompt_version="skilllift-judge/1", judge_samples=1,
+                                 evidence="reject", source=week, now="T3")
+    assert notes[0] == f"week.json copied from {week}"
+    copied = ident.read_week_record(copy)
+    assert copied is not None and copied.gates == ("must_lift>0",)
+    assert copied.identity == make(judge_model="claude-sonnet-4-6")
+    assert ident.read_week_record(week).identity.judge_model == "claude-opus-4-5"  # type: ignore[union-attr]
+    # a week without week.json (the qdrant pipeline's) is left as it is
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    assert ident.record_grading(bare, judge_model="m", judge_prompt_version="v",
+                                judge_samples=1, evidence="reject") == []
+    assert not (bare / "week.json").exists()

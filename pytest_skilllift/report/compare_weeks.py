@@ -4,7 +4,8 @@ The comparison semantics of the Drupal ai_eval scoring document (Comparing two r
 project's week directories, plus the significance answer that document does not give:
 
 * **kind**, from the two ``week.json``: ``direct`` when the prompts and their rubrics, the
-  judge model and judge prompt version, the gates and the pass threshold match — models, CLI
+  judge (model, prompt version, samples per run, evidence policy), the gates and the pass
+  threshold match — models, CLI
   version, skills (and the rest of the agent's settings) may differ: they are what a comparison
   examines; ``side-by-side`` naming each deciding condition that differs (or a week whose runs
   drifted: more than one CLI version or model snapshot inside it); ``inspection only`` when
@@ -39,7 +40,8 @@ DIRECT, SIDE_BY_SIDE, INSPECTION = "direct", "side-by-side", "inspection only"
 IMPROVED, REGRESSED, UNCHANGED, UNSCORED = "improved", "regressed", "unchanged", "unscored"
 #: Identity fields whose difference makes a comparison side-by-side (everything else is what
 #: a comparison examines: models, CLI version, skills, the agent's settings).
-DECIDING_FIELDS = frozenset({"prompt", "rubric", "judge_model", "judge_prompt_version"})
+DECIDING_FIELDS = frozenset({"prompt", "rubric", "judge_model", "judge_prompt_version",
+                             "judge_samples", "evidence"})
 DEFAULT_MARGIN = 1e-9
 #: Between-week σ needs this many runs of history before week B.
 MIN_PRIOR_RUNS = 3

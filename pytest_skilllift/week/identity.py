@@ -7,7 +7,9 @@ session that would add runs compares its own against them:
 
 * **identity** — models (label → id), repetitions, allowed tools, permission mode, max turns,
   per-run budget, runner (and the docker image id), CLI version, judge model, judge prompt
-  version, a content hash per prompt (prompt text + rubric) and per skill family;
+  version, judge samples per run and the evidence policy (both decide the grades: a second
+  sample adds a tie-break, ``reject`` takes credit from an unquoted verdict), a content hash
+  per prompt (prompt text + rubric) and per skill family;
 * beside it, **verdict settings** — the pass threshold, the coverage minimum and the gates in
   force. They decide verdicts, not numbers: a resumed session with other ones records them
   (the earlier ones stay in ``changes``) instead of refusing.
@@ -16,13 +18,16 @@ Weeks written by the qdrant pipeline have no ``week.json``; every reader treats 
 
 The API is meant for reuse: :func:`differences` compares two identities and names each
 difference; :func:`baseline_inputs` says what decides the no-skill answer for one prompt and
-model (so a baseline can be reused only where those inputs match). Pure apart from
-:func:`read_week_record` / :func:`write_week_record` / :func:`locked`; no pytest.
+model (so a baseline can be reused only where those inputs match); :func:`record_grading`
+keeps the record true when ``skilllift judge`` regrades a week outside a session. Pure apart
+from :func:`read_week_record` / :func:`write_week_record` / :func:`locked` and the functions
+built on them; no pytest.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -50,11 +55,14 @@ SCALAR_FIELDS: dict[str, str] = {
     "cli_version": "CLI version",
     "judge_model": "judge model",
     "judge_prompt_version": "judge prompt version",
+    "judge_samples": "judge samples per run",
+    "evidence": "evidence policy",
 }
 #: Differences that only change how answers are graded: regrading every run
 #: (``--skill-lift-fresh``) makes the week consistent again. Every other difference changes the
 #: answers themselves, which only new runs (a new week) can fix.
-GRADING_FIELDS: frozenset[str] = frozenset({"judge_model", "judge_prompt_version", "rubric"})
+GRADING_FIELDS: frozenset[str] = frozenset({"judge_model", "judge_prompt_version",
+                                            "judge_samples", "evidence", "rubric"})
 #: Field names of :class:`Difference` beyond the scalars.
 PER_KEY_FIELDS: dict[str, str] = {
     "models": "model",
@@ -127,6 +135,8 @@ class Identity:
     cli_version: str
     judge_model: str
     judge_prompt_version: str
+    judge_samples: int
+    evidence: str
     prompts: Mapping[str, PromptIdentity] = field(default_factory=dict)
     skills: Mapping[str, str] = field(default_factory=dict)
 
@@ -138,6 +148,7 @@ class Identity:
             "max_turns": self.max_turns, "max_budget_usd": self.max_budget_usd,
             "runner": self.runner, "image_id": self.image_id, "cli_version": self.cli_version,
             "judge_model": self.judge_model, "judge_prompt_version": self.judge_prompt_version,
+            "judge_samples": self.judge_samples, "evidence": self.evidence,
             "prompts": {name: {"hash": p.hash, "text": p.text, "rubric": p.rubric,
                                "family": p.family}
                         for name, p in sorted(self.prompts.items())},
@@ -184,6 +195,8 @@ class Identity:
             cli_version=need("cli_version", (str,)),
             judge_model=need("judge_model", (str,)),
             judge_prompt_version=need("judge_prompt_version", (str,)),
+            judge_samples=need("judge_samples", (int,)),
+            evidence=need("evidence", (str,)),
             prompts=prompts,
             skills={str(k): str(v) for k, v in need("skills", (dict,)).items()},
         )
@@ -301,6 +314,7 @@ def baseline_inputs(identity: Identity, prompt: str, model: str) -> dict[str, An
         "image_id": identity.image_id, "cli_version": identity.cli_version,
         "judge_model": identity.judge_model,
         "judge_prompt_version": identity.judge_prompt_version,
+        "judge_samples": identity.judge_samples, "evidence": identity.evidence,
     }
 
 
@@ -535,3 +549,52 @@ def _refusal(week_dir: Path, blocking: Sequence[Difference], fresh: bool, hint: 
                         if fresh else " (--skill-lift-fresh only reconciles grading "
                         "differences: it regrades, it does not regenerate.)"))
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- a week regraded
+
+#: The identity fields a regrade sets (``skilllift judge``): how the week was graded.
+JUDGE_FIELDS: tuple[str, ...] = ("judge_model", "judge_prompt_version", "judge_samples",
+                                 "evidence")
+
+
+def record_grading(week_dir: Path, *, judge_model: str, judge_prompt_version: str,
+                   judge_samples: int, evidence: str, source: Path | None = None,
+                   now: str | None = None) -> list[str]:
+    """After every run of ``week_dir`` was graded again outside a session (``skilllift judge
+    --fresh``, or a copy graded with ``--out``): its week.json takes the judge that graded it,
+    each change logged, so a later session or comparison sees the week as it now is.
+
+    A copy (``source`` given) without its own week.json starts from the source week's record.
+    Returns notes of what changed; nothing happens when neither has a week.json (a qdrant
+    pipeline week). Raises :class:`WeekFileError` for an unreadable one."""
+    now = now or utc_stamp()
+    with locked(week_dir):
+        record = read_week_record(week_dir)
+        notes: list[str] = []
+        if record is None and source is not None:
+            record = read_week_record(source)
+            if record is not None:
+                record.created_utc = now
+                record.changes = [*record.changes, {"at": now, "what": "copied",
+                                                    "from": str(source)}]
+                notes.append(f"{WEEK_JSON} copied from {source}")
+        if record is None:
+            return notes
+        graded: dict[str, object] = {
+            "judge_model": judge_model, "judge_prompt_version": judge_prompt_version,
+            "judge_samples": judge_samples, "evidence": evidence}
+        before = record.identity
+        for name in JUDGE_FIELDS:
+            if getattr(before, name) != graded[name]:
+                d = Difference(name, getattr(before, name), graded[name])
+                record.changes.append({"at": now, "what": name, "key": None,
+                                       "kind": "changed", "before": d.before,
+                                       "after": d.after, "by": "skilllift judge"})
+                notes.append(f"{d.describe()} (every run regraded; recorded in {WEEK_JSON})")
+        record.identity = dataclasses.replace(
+            before, judge_model=judge_model, judge_prompt_version=judge_prompt_version,
+            judge_samples=judge_samples, evidence=evidence)
+        record.updated_utc = now
+        write_week_record(week_dir, record)
+        return notes
