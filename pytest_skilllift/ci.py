@@ -24,27 +24,11 @@ from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
 from pytest_skilllift.report import gates as gatemod
 from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week import identity as ident
-from pytest_skilllift.week.files import RUN_FILE, utc_stamp
+from pytest_skilllift.week.files import RUN_FILE
 
 if TYPE_CHECKING:
     from pytest_skilllift.model import PromptSpec
     from pytest_skilllift.session import SkillLiftSession
-
-
-def load_prompt_specs(prompts_dir: Path, skills_root: Path, site: str, heldout: bool
-                      ) -> list[PromptSpec]:
-    """The session's valid prompt files (a bad one is a collection error, reported there)."""
-    from pytest_skilllift.run.prompts import PromptError, is_heldout, load_prompt
-
-    specs = []
-    for path in sorted(prompts_dir.glob("*.json")) if prompts_dir.is_dir() else []:
-        if is_heldout(path) and not heldout:
-            continue
-        try:
-            specs.append(load_prompt(path, skills_root, site))
-        except PromptError:
-            continue
-    return specs
 
 
 class SessionVerdicts:
@@ -65,7 +49,9 @@ class SessionVerdicts:
         start computing the week's identity (not when only listing tests: it runs the CLI for
         its version). Returns warnings (gates that always pass)."""
         s = self.state.settings
-        self._specs = load_prompt_specs(s.prompts_dir, s.skills_root, s.site, s.heldout)
+        # The session's valid prompt files (a bad one is a collection error, reported there).
+        self._specs = list({run.prompt.name: run.prompt for run in self.state.matrix().runs}
+                           .values())
         scopes = gatemod.Scopes(models=tuple(m for m, _ in s.models),
                                 prompts=tuple(sp.name for sp in self._specs))
         try:
@@ -180,15 +166,14 @@ class SessionVerdicts:
 
     # -- the end ----------------------------------------------------------------------------
     def finish(self, summary: Any) -> None:
-        """Record the run count, measure the gates, append the CI job summary."""
+        """Record the run count and the judge overrides, measure the gates, append the CI job
+        summary."""
         s = self.state.settings
         if self.record is not None and summary is not None:
-            with ident.locked(s.out_dir):
-                current = ident.read_week_record(s.out_dir)
-                if current is not None:
-                    current.runs = int(summary.data.get("coverage", {}).get("total_runs", 0))
-                    current.updated_utc = utc_stamp()
-                    ident.write_week_record(s.out_dir, current)
+            data = summary.data
+            self.notes += ident.record_session_end(
+                s.out_dir, runs=int(data.get("coverage", {}).get("total_runs", 0)),
+                judge_overrides=data.get("judge", {}).get("overrides", {}))
         if self.gates:
             self.report = measure(self.gates, summary, s.min_coverage, s.week)
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY")

@@ -114,6 +114,17 @@ def test_side_by_side_names_each_deciding_condition(weeks: tuple[Path, Path]) ->
     assert "- prompt 'edge': rubric edited" in text
 
 
+def test_a_judge_override_is_a_deciding_difference(weeks: tuple[Path, Path]) -> None:
+    a, b = weeks
+    ident.write_week_record(a, ident.WeekRecord(identity=make()))
+    ident.write_week_record(b, ident.WeekRecord(identity=make(),
+                                                judge_overrides={"conftest.MyJudge": 208}))
+    result = cw.compare(a, b)
+    assert result["comparison"] == "side-by-side"
+    assert [d["text"] for d in result["differences"]] == [
+        "judge overrides: [] → ['conftest.MyJudge']"]
+
+
 def test_a_week_that_drifted_is_never_direct(weeks: tuple[Path, Path]) -> None:
     a, b = weeks
     for w in weeks:

@@ -310,3 +310,31 @@ def test_a_regrade_records_its_judge(tmp_path: Path) -> None:
     assert ident.record_grading(bare, judge_model="m", judge_prompt_version="v",
                                 judge_samples=1, evidence="reject") == []
     assert not (bare / "week.json").exists()
+
+
+def test_the_session_end_records_judge_overrides(tmp_path: Path) -> None:
+    open_(tmp_path, make(), Runs())
+    notes = ident.record_session_end(tmp_path, runs=8,
+                                     judge_overrides={"conftest.MyJudge": 8}, now="T2")
+    assert notes == ["judge overridden by a skill_lift_judge fixture: conftest.MyJudge "
+                     "(8 graded runs; recorded in week.json)"]
+    rec = ident.read_week_record(tmp_path)
+    assert rec is not None and rec.runs == 8 and rec.judge_overrides == {"conftest.MyJudge": 8}
+    assert rec.changes[-1] == {"at": "T2", "what": "judge_overrides", "before": {},
+                               "after": {"conftest.MyJudge": 8}}
+    # more runs by the same judge: counted, not a change
+    assert ident.record_session_end(tmp_path, runs=10,
+                                    judge_overrides={"conftest.MyJudge": 10}) == []
+    assert len(ident.read_week_record(tmp_path).changes) == 1  # type: ignore[union-attr]
+    # skilllift judge --fresh regrades through the configured judge
+    notes = ident.record_grading(tmp_path, judge_model="claude-opus-4-5",
+                                 judge_prompt_version="skilllift-judge/1", judge_samples=1,
+                                 evidence="reject")
+    assert notes == ["the judge is the configured one again (was overridden by "
+                     "conftest.MyJudge; recorded in week.json)"]
+    assert ident.read_week_record(tmp_path).judge_overrides == {}  # type: ignore[union-attr]
+    # a week without week.json is left alone
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    assert ident.record_session_end(bare, runs=1, judge_overrides={"x": 1}) == []
+    assert not (bare / "week.json").exists()

@@ -4,8 +4,8 @@ The comparison semantics of the Drupal ai_eval scoring document (Comparing two r
 project's week directories, plus the significance answer that document does not give:
 
 * **kind**, from the two ``week.json``: ``direct`` when the prompts and their rubrics, the
-  judge (model, prompt version, samples per run, evidence policy), the gates and the pass
-  threshold match — models, CLI
+  judge (model, prompt version, samples per run, evidence policy, a ``skill_lift_judge``
+  override), the gates and the pass threshold match — models, CLI
   version, skills (and the rest of the agent's settings) may differ: they are what a comparison
   examines; ``side-by-side`` naming each deciding condition that differs (or a week whose runs
   drifted: more than one CLI version or model snapshot inside it); ``inspection only`` when
@@ -87,7 +87,9 @@ def comparison_kind(a: ident.WeekRecord | None, b: ident.WeekRecord | None,
     deciding = [d.to_json() for d in diffs if d.field in DECIDING_FIELDS]
     examined = [d.to_json() for d in diffs if d.field not in DECIDING_FIELDS]
     for name, before, after in (("pass_threshold", a.pass_threshold, b.pass_threshold),
-                                ("gates", list(a.gates), list(b.gates))):
+                                ("gates", list(a.gates), list(b.gates)),
+                                ("judge_overrides", sorted(a.judge_overrides),
+                                 sorted(b.judge_overrides))):
         if before != after:
             deciding.append({"field": name, "key": None, "kind": "changed", "before": before,
                              "after": after,

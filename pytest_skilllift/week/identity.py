@@ -12,7 +12,10 @@ session that would add runs compares its own against them:
   per prompt (prompt text + rubric) and per skill family;
 * beside it, **verdict settings** — the pass threshold, the coverage minimum and the gates in
   force. They decide verdicts, not numbers: a resumed session with other ones records them
-  (the earlier ones stay in ``changes``) instead of refusing.
+  (the earlier ones stay in ``changes``) instead of refusing;
+* and what is only known once runs were graded: ``judge_overrides``, the ``skill_lift_judge``
+  fixture a conftest.py overrode, by class, with the runs it graded (the fixture is resolved
+  per test, so a session cannot compare it before its first run; a change is logged).
 
 Weeks written by the qdrant pipeline have no ``week.json``; every reader treats it as absent.
 
@@ -338,6 +341,8 @@ class WeekRecord:
     pass_threshold: float = DEFAULT_PASS_THRESHOLD
     min_coverage: float = DEFAULT_MIN_COVERAGE
     gates: tuple[str, ...] = ()
+    #: Overriding ``skill_lift_judge`` class (``module.QualName``) → runs it graded.
+    judge_overrides: dict[str, int] = field(default_factory=dict)
     shard: Any = None
     created_utc: str = ""
     updated_utc: str = ""
@@ -352,7 +357,8 @@ class WeekRecord:
             "updated_utc": self.updated_utc, "runs": self.runs,
             "identity": self.identity.to_json(),
             "pass_threshold": self.pass_threshold, "min_coverage": self.min_coverage,
-            "gates": list(self.gates), "shard": self.shard, "changes": self.changes,
+            "gates": list(self.gates), "judge_overrides": dict(self.judge_overrides),
+            "shard": self.shard, "changes": self.changes,
         }
 
     @classmethod
@@ -369,15 +375,21 @@ class WeekRecord:
         if not isinstance(gates, list) or not all(isinstance(g, str) for g in gates):
             raise WeekFileError(f"{source}: field 'gates' must be a list of gate expressions; "
                                 "fix it or delete the field")
+        overrides = data.get("judge_overrides", {})
+        if not isinstance(overrides, dict) or not all(
+                isinstance(k, str) and isinstance(v, int) for k, v in overrides.items()):
+            raise WeekFileError(f"{source}: field 'judge_overrides' must map a judge class to "
+                                "its run count; fix it or delete the field")
         threshold = _number(data, "pass_threshold", DEFAULT_PASS_THRESHOLD, source)
         coverage = _number(data, "min_coverage", DEFAULT_MIN_COVERAGE, source)
         changes = data.get("changes", [])
         known = {"schema", "created_utc", "updated_utc", "runs", "identity", "pass_threshold",
-                 "min_coverage", "gates", "shard", "changes"}
+                 "min_coverage", "gates", "judge_overrides", "shard", "changes"}
         runs = data.get("runs")
         return cls(
             identity=Identity.from_json(data.get("identity"), source),
             pass_threshold=threshold, min_coverage=coverage, gates=tuple(gates),
+            judge_overrides=dict(overrides),
             shard=data.get("shard"), created_utc=str(data.get("created_utc") or ""),
             updated_utc=str(data.get("updated_utc") or ""),
             runs=runs if isinstance(runs, int) else None,
@@ -595,6 +607,42 @@ def record_grading(week_dir: Path, *, judge_model: str, judge_prompt_version: st
         record.identity = dataclasses.replace(
             before, judge_model=judge_model, judge_prompt_version=judge_prompt_version,
             judge_samples=judge_samples, evidence=evidence)
+        # skilllift judge grades through the configured judge, never a conftest.py override.
+        notes += _set_overrides(record, {}, now)
+        record.updated_utc = now
+        write_week_record(week_dir, record)
+        return notes
+
+
+def _set_overrides(record: WeekRecord, overrides: Mapping[str, int], now: str) -> list[str]:
+    """Record which ``skill_lift_judge`` overrides graded the week; a change is logged."""
+    after = dict(sorted(overrides.items()))
+    if sorted(record.judge_overrides) == sorted(after):
+        record.judge_overrides = after  # the run counts move; only the set of judges matters
+        return []
+    before = record.judge_overrides
+    record.changes.append({"at": now, "what": "judge_overrides", "before": before,
+                           "after": after})
+    record.judge_overrides = after
+    if not after:
+        return [f"the judge is the configured one again (was overridden by "
+                f"{', '.join(before)}; recorded in {WEEK_JSON})"]
+    return [f"judge overridden by a skill_lift_judge fixture: {', '.join(after)} "
+            f"({sum(after.values())} graded runs; recorded in {WEEK_JSON})"]
+
+
+def record_session_end(week_dir: Path, *, runs: int, judge_overrides: Mapping[str, int],
+                       now: str | None = None) -> list[str]:
+    """At the end of a session: the week's run count and the ``skill_lift_judge`` overrides
+    that graded its runs (the scorecard's judge report). Returns notes of what changed; does
+    nothing for a week without week.json."""
+    now = now or utc_stamp()
+    with locked(week_dir):
+        record = read_week_record(week_dir)
+        if record is None:
+            return []
+        record.runs = runs
+        notes = _set_overrides(record, judge_overrides, now)
         record.updated_utc = now
         write_week_record(week_dir, record)
         return notes
