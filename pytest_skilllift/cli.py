@@ -17,6 +17,7 @@ from pytest_skilllift import __version__
 #: ``func=callable(args) -> int`` on its parser.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.report.cli",  # summarize
+    "pytest_skilllift.report.gate_cli",  # gate
     "pytest_skilllift.judge.calibrate",  # calibrate
     "pytest_skilllift.run.regrade",  # judge
     "pytest_skilllift.judge.agreement",  # judge-check
@@ -24,6 +25,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.lint.cli",  # score, compare (skills or weeks)
     "pytest_skilllift.lint.depth_cli",  # certify, corpus init
     "pytest_skilllift.runners.image_cli",  # image build
+    "pytest_skilllift.report.export",  # export (skill-creator layout)
 )
 
 

@@ -41,6 +41,14 @@ class PromptSpec:
     #: The original ``skill_url`` (empty when the file gave ``skill``); its host is the
     #: published site whose fetches count as ``web_fetch`` activation.
     skill_url: str = ""
+    #: Input files placed in the run's working directory: ``(relative destination,
+    #: absolute source)`` pairs (skill-creator ``evals[].files``).
+    files: tuple[tuple[str, str], ...] = ()
+    #: Shown to the judge beside the prompt, never an item (skill-creator ``expected_output``).
+    judge_context: str = ""
+    #: Families the with-skill arm installs beside ``family`` (trigger tests run with
+    #: ``--skill-lift-triggers-all``: every family installed at once).
+    sibling_families: tuple[str, ...] = ()
 
     @property
     def family(self) -> str:
@@ -51,6 +59,11 @@ class PromptSpec:
     def leaf(self) -> str:
         """The prompt's target SKILL.md (qdrant's ``skill_leaf``)."""
         return self.skill_path
+
+    @property
+    def installed_families(self) -> tuple[str, ...]:
+        """What the with-skill arm installs: the prompt's family, then any siblings."""
+        return (self.family, *(f for f in self.sibling_families if f != self.family))
 
 
 @dataclass(frozen=True)
@@ -79,6 +92,11 @@ DEFAULT_ALLOWED_TOOLS: tuple[str, ...] = (
 DEFAULT_PERMISSION_MODE = "dontAsk"
 DEFAULT_MAX_BUDGET_USD = 2.0
 DEFAULT_TIMEOUT_S = 600.0
+#: Verdict settings (the Drupal ai_eval scoring document: a question passes at 3.5 of 5, our
+#: composite's 0.7; the coverage guard).  ``config.OPTIONS`` offers them as option defaults;
+#: a week without week.json (the qdrant pipeline's) is read with them.
+DEFAULT_PASS_THRESHOLD = 0.7
+DEFAULT_MIN_COVERAGE = 0.5
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,10 @@ from typing import Any
 import pytest
 
 # First of this package: keeps pytest from assertion-rewriting the modules imported next.
-from pytest_skilllift import _rewrite  # noqa: F401
+from pytest_skilllift import (
+    _rewrite,  # noqa: F401
+    collect_extra,
+)
 from pytest_skilllift.collect import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
 from pytest_skilllift.config import Settings, SettingsError, add_options
 from pytest_skilllift.fixtures import CHECK_PROP
@@ -51,6 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "must: a must rubric item")
     config.addinivalue_line("markers", "bonus: a bonus rubric item")
     config.addinivalue_line("markers", "avoid: an avoid rubric item")
+    config.addinivalue_line("markers", "trigger: a trigger test (skill invoked iff it should)")
     config.addinivalue_line(
         "markers", "skill_lift(prompts=, families=, models=, conditions=): on a test using "
         "skill_lift_run, the runs it checks (globs). pytest-skilllift puts "
@@ -90,7 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
     s = state.settings
     prompts = sorted(s.prompts_dir.glob("*.json")) if s.prompts_dir.is_dir() else []
-    if not prompts:
+    if not prompts and not collect_extra.has_inputs(s):
         raise pytest.UsageError(
             f"--skill-lift found no prompt files in {s.prompts_dir} "
             f"(rootdir {s.rootdir}, ini file {s.inifile or 'none'}). Set skill_lift_prompts "
@@ -98,10 +102,13 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
             "--skill-lift-claude=PATH: a bare path after an option is read as a test path "
             "when pytest picks the rootdir."
         )
+    try:  # gates validated; the week identity computed unless only listing tests
+        for warning in state.ci.prepare(identity=not config.option.collectonly):
+            config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
+    except SettingsError as exc:
+        raise pytest.UsageError(str(exc)) from None
     if s.demo:
         state.start_demo()
-    if s.fresh:
-        state.week.discard_grades()
     if _uses_workers(config):
         # The judge client and the summarizer's imports are seconds of CPU: under xdist they
         # wait until the workers are up (ControllerPlugin) instead of slowing their start.
@@ -128,7 +135,9 @@ def _uses_workers(config: pytest.Config) -> bool:
 def _point_args_at_prompts(config: pytest.Config, settings: Settings) -> None:
     """Without explicit paths, ``pytest --skill-lift`` means the weekly run: the prompts dir."""
     if config.args_source != pytest.Config.ArgsSource.ARGS:
-        config.args = [str(settings.prompts_dir)]
+        extra = collect_extra.extra_args(settings)  # trigger files, skill-creator evals
+        walk_prompts = settings.prompts_dir.is_dir() or not extra
+        config.args = [str(settings.prompts_dir)] * walk_prompts + extra
         if settings.checks_dir.exists():  # the team's own checks run with the prompts
             config.args.append(str(settings.checks_dir))
 
@@ -181,11 +190,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=order)
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> PromptFile | None:
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
     """Prompt JSON files under the prompts dir; ``discord-*`` only with ``--skill-lift-heldout``."""
     state = parent.config.stash.get(SESSION_KEY, None)
     if state is None or file_path.suffix != ".json":
         return None
+    extra = collect_extra.collect_extra_file(file_path, parent, state.settings)
+    if extra is not None:
+        return extra
     prompts_dir = state.settings.prompts_dir.resolve()
     if prompts_dir not in file_path.resolve().parents:
         return None
@@ -213,7 +225,8 @@ class ControllerPlugin:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
-        """Before the first run (not while listing tests): the key and the CLI must be there.
+        """Before the first run (not while listing tests): the key and the CLI must be there,
+        the week's identity must match its week.json; then --fresh discards the grades.
 
         Under xdist the controller collects nothing, so it checks whenever runs may start."""
         config = session.config
@@ -223,6 +236,13 @@ class ControllerPlugin:
             self.state.check_ready_to_run()
         except SettingsError as exc:
             raise pytest.UsageError(str(exc)) from None
+        try:
+            self.state.ci.open_week()
+        except SettingsError as exc:
+            self.state.refused = True
+            raise pytest.UsageError(str(exc)) from None
+        if self.state.settings.fresh:
+            self.state.week.discard_grades()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Count outcomes per run (the run's status travels in ``user_properties``)."""
@@ -251,12 +271,16 @@ class ControllerPlugin:
     def start_wrap_up(self) -> None:
         """Start writing the CSVs and the scorecard now, in the background: under xdist the
         other sessionfinish hooks wait for the workers to shut down, which needs no CPU."""
-        self.state.start_finish()
+        if not self.state.refused:
+            self.state.start_finish()
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Write CSVs and scorecard; the exit status is a report, not a verdict."""
+        """Write CSVs and scorecard; the exit status is a report unless gates are set."""
+        if self.state.refused:
+            return  # the week's identity refused the session: nothing ran, nothing to write
         enough = self.state.finished()
+        self.state.ci.finish(self.state.summary)
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
                           pytest.ExitCode.USAGE_ERROR):
             return
@@ -265,6 +289,8 @@ class ControllerPlugin:
         elif self.state.tally.other_failures == 0 and exitstatus == pytest.ExitCode.TESTS_FAILED:
             # Rubric failures are findings for the scorecard, not a broken run.
             session.exitstatus = pytest.ExitCode.OK
+        if self.state.ci.failed:  # a hard gate failed, or the coverage guard tripped
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The lift table, the coverage line and where the scorecard is."""
@@ -277,12 +303,19 @@ class ControllerPlugin:
                 tr.write_line(line)
         if state.coverage_note:
             tr.write_line(f"coverage: {state.coverage_note}")
-        for line in _extension_lines(state):
+        from pytest_skilllift.report.sections.triggering import trigger_terminal_lines
+
+        for line in trigger_terminal_lines(state.summary.data) if state.summary else []:
+            tr.write_line(line)
+        if state.tally.trigger_findings:
+            tr.write_line(f"{state.tally.trigger_findings} trigger findings (misses / false "
+                          "triggers) are reported in the Triggering section, not a failed run")
+        for line in [*state.ci.terminal_lines(), *_extension_lines(state)]:
             tr.write_line(line)
         if state.tally.rubric_failures:
             tr.write_line(f"{state.tally.rubric_failures} rubric findings (must missing / "
                           "avoid violated) are reported, not a failed run: the exit status "
-                          "is 0 when coverage is enough")
+                          "is 0 when coverage is enough and no hard gate failed")
 
 
 def _reason(report: pytest.TestReport) -> str:
