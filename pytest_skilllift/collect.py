@@ -8,13 +8,15 @@ xdist's ``loadscope`` keeps on one worker (the scope is the id up to the last ``
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
 from pytest_skilllift.run.engine import OK, make_run_id
-from pytest_skilllift.run.prompts import PromptError, load_prompt
+from pytest_skilllift.run.prompt_names import check_unique, declared_names, file_name_mismatch
+from pytest_skilllift.run.prompts import PromptError, is_heldout, load_prompt
 from pytest_skilllift.week.columns import CONDITIONS
 
 if TYPE_CHECKING:
@@ -23,6 +25,22 @@ if TYPE_CHECKING:
     from pytest_skilllift.session import SkillLiftSession
 
 SESSION_KEY: pytest.StashKey[SkillLiftSession] = pytest.StashKey()
+#: name → files declaring it, over the whole prompts directory (read once per process).
+NAMES_KEY: pytest.StashKey[dict[str, list[Path]]] = pytest.StashKey()
+
+
+class PromptNameWarning(pytest.PytestWarning):
+    """A prompt file whose ``name`` differs from its file name."""
+
+
+def _declared_names(config: pytest.Config) -> dict[str, list[Path]]:
+    names = config.stash.get(NAMES_KEY, None)
+    if names is None:
+        s = config.stash[SESSION_KEY].settings
+        files = [p.resolve() for p in s.prompts_dir.rglob("*.json")
+                 if s.heldout or not is_heldout(p)]
+        names = config.stash[NAMES_KEY] = declared_names(files)
+    return names
 
 
 class RubricFailure(Exception):
@@ -35,6 +53,10 @@ class PromptFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         state = self.config.stash[SESSION_KEY]
         spec = load_prompt(self.path, state.settings.skills_root, state.settings.site)
+        check_unique(self.path.resolve(), spec.name, _declared_names(self.config))
+        mismatch = file_name_mismatch(self.path, spec.name)
+        if mismatch:
+            self.warn(PromptNameWarning(mismatch))
         for label, model_id in state.settings.models:
             yield ModelNode.from_parent(self, name=label, spec=spec, model_id=model_id)
 

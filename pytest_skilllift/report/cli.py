@@ -43,8 +43,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         summary = summarize_week(week_dir, history=args.history, write=True,
                                  plots=not args.no_plots, banner=args.banner)
-    except OSError as exc:  # e.g. a read-only week directory
-        print(f"skilllift summarize: cannot write into {week_dir}: {exc}", file=sys.stderr)
+    except OSError as exc:  # unreadable inputs are problems in the summary; this is a write
+        target = exc.filename or week_dir
+        print(f"skilllift summarize: cannot write {target} ({exc.strerror or exc}); fix: "
+              f"make {week_dir} writable, or pass --history PATH for the history file",
+              file=sys.stderr)
         return 2
     out = render_json(summary.data) if args.json else summary.markdown
     sys.stdout.write(out if out.endswith("\n") else out + "\n")

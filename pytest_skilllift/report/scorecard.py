@@ -298,6 +298,9 @@ def _activation_section(data: dict[str, Any]) -> list[str]:
              f"{s['with_skill_runs']} runs")
     if s.get("unknown_activation_runs"):
         L.append(f"- runs with an unknown activation value: **{s['unknown_activation_runs']}**")
+    from pytest_skilllift.report.excluded_runs import render_activation_note
+
+    L += render_activation_note(s)
     L.append("")
     acts = data.get("activation", [])
     shown = acts[:MAX_ACTIVATION_ROWS]
@@ -353,6 +356,9 @@ def _audit_section(data: dict[str, Any]) -> list[str]:
     if a["flags"]:
         L += ["", "Flags (seed 001 patterns across models):", ""]
         L += [f"- {f}" for f in a["flags"]]
+    from pytest_skilllift.report.excluded_runs import render_audit_rows
+
+    L += render_audit_rows(a)
     return [*L, ""]
 
 

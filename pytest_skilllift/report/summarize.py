@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pytest_skilllift import __version__
-from pytest_skilllift.report import scorecard, stats
+from pytest_skilllift.report import excluded_runs, scorecard, stats
 from pytest_skilllift.week import history as hist
 from pytest_skilllift.week.columns import ACTIVATIONS, CONDITIONS
 from pytest_skilllift.week.tables import (
@@ -273,7 +273,8 @@ _REASONS = {
     STATUS_BUDGET: "budget-capped (truncated)",
     STATUS_TIMEOUT: "timeout",
     STATUS_NO_ANSWER: "no gradeable answer",
-    STATUS_OK: "no gradeable answer",
+    # A completed run with an answer but no graded must item: the judge, not the answer.
+    STATUS_OK: "ungraded: no graded must item in scores.csv",
 }
 
 
@@ -329,7 +330,8 @@ def _reason(status: int, exit_code: float, error: str | None) -> str:
     # Our ledger's run_error often already names the status ("invalid install: …",
     # "timed out", "budget-capped (…)"): don't say it twice.
     head = error.strip().lower()
-    if head.startswith(("invalid", "budget", "timed out", "timeout", "errored", "no ")):
+    if head.startswith(("invalid", "budget", "timed out", "timeout", "errored", "no ",
+                        "judge failed")):
         return error.strip()
     return f"{r}: {error.strip()}"
 
@@ -459,7 +461,7 @@ def _assemble(
 
     # ---- activation (with-skill runs; invalid installs are not trigger misses)
     n_src = len(ACTIVATIONS)
-    ws = (week.m_cond == 1) & (week.m_status != STATUS_INVALID)
+    ws = excluded_runs.completed_with_skill(week)  # failed runs are not trigger misses
     reached = week.m_num.get("reached_leaf", np.full(week.n_runs, np.nan))
     fetched = week.m_num.get("fetched_site", np.full(week.n_runs, np.nan))
     activation: list[dict[str, Any]] = []
@@ -501,6 +503,8 @@ def _assemble(
 
     # ---- trajectory audit (seed 001): invocation status, misuse, skill impact
     data["audit"] = _audit_data(week, ws, prompts_out)
+    data["audit"]["excluded_runs"] = excluded_runs.excluded_with_skill_runs(week)
+    data["activation_summary"]["excluded_runs"] = len(data["audit"]["excluded_runs"])
 
     # ---- baseline self-served
     ns = week.m_cond == 0
@@ -539,7 +543,7 @@ def _assemble(
             err = (errs[j] or "").strip() or None
             if err is None and week.m_status[r] == STATUS_OK:
                 judge_err = week.judge_error(ids[j])
-                err = f"judge error: {judge_err}" if judge_err else None
+                err = f"judge failed: {judge_err}" if judge_err else None
             dropped.append({
                 "run_id": ids[j],
                 "reason": _reason(int(week.m_status[r]), float(week.m_exit_code[r]), err),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import subprocess
 import threading
 import time
@@ -29,6 +30,10 @@ OK, INVALID, ERRORED, TIMEOUT, BUDGET_CAPPED, NO_ANSWER = (
 )
 #: Statuses a rerun retries: the run never finished, so nothing is paid twice for a result.
 RETRY_ON_RERUN = frozenset({ERRORED, TIMEOUT})
+#: Runs that completed (the CLI ran to its end): only these can show whether the skill was
+#: reached. A failed run (outage, timeout, install failure, budget cap, a CLI that never
+#: started) is excluded from trigger and invocation counts, never a trigger miss.
+AUDITED = frozenset({OK, NO_ANSWER})
 
 DROP_REASONS = {
     INVALID: "invalid install: skill not in the init skill list",
@@ -106,9 +111,14 @@ def skills_sha(skills_root: Path, family: str) -> str:
         pass
     digest = hashlib.sha256()
     base = skills_root / family
-    for path in sorted(p for p in base.rglob("*") if p.is_file()):
-        digest.update(path.relative_to(base).as_posix().encode())
-        digest.update(path.read_bytes())
+    for path in sorted(base.rglob("*")):
+        if path.is_symlink():  # hash the link itself: never read a file outside the family
+            digest.update(path.relative_to(base).as_posix().encode())
+            digest.update(os.readlink(path).encode())
+        elif path.is_file():
+            digest.update(path.relative_to(base).as_posix().encode())
+            with contextlib.suppress(OSError):
+                digest.update(path.read_bytes())
     return "tree-" + digest.hexdigest()[:7]
 
 
@@ -148,8 +158,9 @@ class WeekRun:
         if record is not None and record.get("run_status") not in RETRY_ON_RERUN:
             return record, False
         run_dir = self.week.run_dir(spec.run_id)
-        if record is not None:
-            self.week.reset_run(spec.run_id)
+        # Whatever is left (a retried run's files, or grades beside a run.json that no longer
+        # reads) belongs to an answer that is about to be replaced: the new one is regraded.
+        self.week.reset_run(spec.run_id)
         if self._runner is None:
             self._runner = self._runner_factory()
         outcome = self._runner.run(spec, self.agent, run_dir)
@@ -165,13 +176,18 @@ class WeekRun:
         sig = extract_signals(parsed, family=spec.prompt.family, leaf=spec.prompt.leaf,
                               site_host=self._site_host(spec))
         status, reason = classify(spec, outcome, sig.skill_available, sig.budget_hit,
-                                  sig.is_error, sig.final_answer, sig.result_subtype)
+                                  sig.is_error, sig.final_answer, sig.result_subtype,
+                                  init_seen=parsed.init is not None)
         family = spec.prompt.family
         if family not in self._sha:
             self._sha[family] = skills_sha(self.agent.skills_root, family)
-        inv = audit.audit_invocation(parsed, family=family) if spec.with_skill else None
-        if inv is not None:
+        inv = None
+        if spec.with_skill and status in AUDITED:
+            inv = audit.audit_invocation(parsed, family=family)
             self.week.save_audit(spec.run_id, audit.audit_record(inv))
+        elif spec.with_skill:
+            # A run that never completed says nothing about triggering: excluded, named.
+            self.week.save_audit(spec.run_id, audit.excluded_record(status, reason))
         return {
             "prompt": spec.prompt.name, "skill_family": family, "skill_leaf": spec.prompt.leaf,
             "model": spec.model_label, "condition": spec.condition, "rep": spec.rep,
@@ -230,14 +246,25 @@ class WeekRun:
 
 
 def classify(spec: RunSpec, outcome: RunOutcome, available: bool, budget_hit: bool,
-             is_error: bool, answer: str, subtype: str) -> tuple[str, str]:
-    """A run's status and the reason it is dropped (empty for ``ok``), per seed 000."""
+             is_error: bool, answer: str, subtype: str, *,
+             init_seen: bool = True) -> tuple[str, str]:
+    """A run's status and the reason it is dropped (empty for ``ok``), per seed 000.
+
+    ``init_seen``: the transcript has the CLI's init event. Without it the CLI failed before
+    listing its skills, so "skill not in the init skill list" cannot be concluded: the run is
+    ``errored`` (retried on rerun, like its no-skill twin), never ``invalid``.
+    """
     if outcome.timed_out:
         return TIMEOUT, outcome.error or "timed out"
+    if outcome.invalid_install:
+        return INVALID, outcome.error or DROP_REASONS[INVALID]
     if outcome.error:
         return ERRORED, outcome.error
     if budget_hit:
         return BUDGET_CAPPED, DROP_REASONS[BUDGET_CAPPED]
+    if not init_seen:
+        return ERRORED, (f"the CLI ended before its init event (exit {outcome.exit_code}); "
+                         "see stderr.txt")
     if spec.with_skill and not available:
         return INVALID, DROP_REASONS[INVALID] + f" ({spec.prompt.family})"
     if outcome.exit_code not in (0, None) or is_error:

@@ -28,6 +28,7 @@ from typing import IO
 from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
 from pytest_skilllift.runners.base import STDERR_NAME, STDOUT_NAME, transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env
+from pytest_skilllift.runners.install import InstallError, copy_family
 
 #: Environment variable names whose values are treated as secrets and redacted from output.
 SECRET_MARKERS: tuple[str, ...] = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
@@ -104,17 +105,21 @@ class LocalRunner:
         self.kill_grace_s = kill_grace_s
 
     def install_skill(self, spec: RunSpec, cfg: AgentConfig, home: Path) -> str | None:
-        """Install the prompt's whole family for the with-skill arm; an error or None."""
+        """Install the prompt's whole family for the with-skill arm; an error or None.
+
+        Symlinks inside the family are kept as links; one that leaves the family refuses
+        the install (see :mod:`~pytest_skilllift.runners.install`).
+        """
         if not spec.with_skill:
             return None
         family = spec.prompt.family
-        src = Path(cfg.skills_root) / family
-        if not (src / "SKILL.md").is_file():
-            return f"skill family {family!r} not found at {src} (no SKILL.md)"
         dest = home / ".claude" / "skills" / family
         dest.parent.mkdir(parents=True, exist_ok=True)
         # Whole family: sub-skills and references are part of what is being measured.
-        shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".git", "__pycache__"))
+        try:
+            copy_family(Path(cfg.skills_root) / family, dest)
+        except InstallError as exc:
+            return str(exc)
         return None
 
     def run(self, spec: RunSpec, cfg: AgentConfig, run_dir: Path) -> RunOutcome:
@@ -126,12 +131,13 @@ class LocalRunner:
         started = utc_stamp(t0)
 
         def outcome(exit_code: int | None, *, timed_out: bool = False,
-                    error: str | None = None) -> RunOutcome:
+                    error: str | None = None, invalid_install: bool = False) -> RunOutcome:
             t1 = time.time()
             return RunOutcome(
                 exit_code=exit_code, started_utc=started, ended_utc=utc_stamp(t1),
                 wall_ms=int((t1 - t0) * 1000), timed_out=timed_out, error=error,
                 runner=self.name, cli_version=transcript_cli_version(stdout_path),
+                invalid_install=invalid_install,
             )
 
         root = Path(tempfile.mkdtemp(prefix="skilllift-", dir=self.tmp_root))
@@ -139,30 +145,38 @@ class LocalRunner:
             home, work = root / "home", root / "work"
             home.mkdir()
             work.mkdir()
+            invalid = True
             try:
                 err = self.install_skill(spec, cfg, home)
-            except OSError as exc:
-                err = f"installing skill {spec.prompt.family!r} failed: {exc}"
+            except OSError as exc:  # the disk, not the skill: worth a retry
+                err, invalid = f"installing skill {spec.prompt.family!r} failed: {exc}", False
             if err:
                 stdout_path.write_bytes(b"")
                 stderr_path.write_text(err + "\n")
-                return outcome(None, error=err)
+                return outcome(None, error=err, invalid_install=invalid)
+            # The prompt goes in on standard input, not argv: a prompt starting with "-" is
+            # not read as an option, and no OS limit on one argument (128 KiB) applies.
+            prompt_file = root / "prompt.txt"
+            prompt_file.write_text(spec.prompt.prompt, encoding="utf-8")
 
             argv = build_argv(cfg.claude_path, spec, cfg)
             env = build_env(cfg, str(home))
             secrets = secret_values(env)
             try:
-                proc = subprocess.Popen(
-                    argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                    start_new_session=True,  # own process group: a timeout kills it all
-                )
-            except OSError as exc:
+                with prompt_file.open("rb") as stdin:
+                    proc = subprocess.Popen(
+                        argv, cwd=work, env=env, stdin=stdin,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        start_new_session=True,  # own process group: a timeout kills it all
+                    )
+            except (OSError, ValueError) as exc:
                 err = f"could not start {cfg.claude_path!r}: {exc}"
+                prompt_file.unlink(missing_ok=True)
                 stdout_path.write_bytes(b"")
                 stderr_path.write_text(err + "\n")
                 return outcome(None, error=err)
 
+            prompt_file.unlink()  # the CLI holds it open; nothing else needs to see it
             assert proc.stdout is not None and proc.stderr is not None
             pumps = [
                 threading.Thread(target=_pump, args=(proc.stdout, stdout_path, secrets),
