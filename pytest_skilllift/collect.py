@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
-from pytest_skilllift.run.engine import OK, make_run_id
+from pytest_skilllift.run.engine import OK, GradedRun, make_run_id
 from pytest_skilllift.run.prompt_names import check_unique, declared_names, file_name_mismatch
 from pytest_skilllift.run.prompts import PromptError, is_heldout, load_prompt
 from pytest_skilllift.week.columns import CONDITIONS
@@ -114,10 +114,12 @@ class RubricTest(pytest.Item):
         super().__init__(**kw)
         self.run, self.item = run, item
         self.add_marker(item.type)
+        #: The run's result once runtest has it (the progress line reads it).
+        self.graded: GradedRun | None = None
 
     def runtest(self) -> None:
         state = self.config.stash[SESSION_KEY]
-        graded = state.weekrun.result(self.run)
+        graded = self.graded = state.weekrun.result(self.run)
         status = "ungraded" if graded.judge_error else graded.status
         self.user_properties.append(("skilllift_run", f"{graded.run_id}|{status}"))
         if graded.status != OK:

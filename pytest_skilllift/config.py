@@ -85,6 +85,9 @@ OPTIONS: tuple[Option, ...] = (
            "float", 0.0),
     Option("demo-judge-latency", "Demo only: seconds of scripted latency per judge call.",
            "float", 0.0),
+    Option("progress-interval", "Seconds between progress lines when the output is not a "
+           "terminal (CI logs; default 60; 0 = one per finished run). A terminal gets one "
+           "live line; -q silences both.", "float", 60.0),
 )
 
 
@@ -139,6 +142,7 @@ class Settings:
     docker_network: str = "bridge"
     demo_latency_s: float = 0.0
     demo_judge_latency_s: float = 0.0
+    progress_interval_s: float = 60.0
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""
     #: The controller's shared judge (set under xdist): workers grade through it.
@@ -235,6 +239,7 @@ class Settings:
             docker_network=v["docker-network"],
             demo_latency_s=float(v["demo-latency"]),
             demo_judge_latency_s=float(v["demo-judge-latency"]),
+            progress_interval_s=float(v["progress-interval"]),
         )
 
     @classmethod

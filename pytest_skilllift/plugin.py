@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift import progress_hooks
 from pytest_skilllift.collect import SESSION_KEY, PromptFile, RubricTest
 from pytest_skilllift.config import Settings, SettingsError, add_options
 from pytest_skilllift.run.prompts import is_heldout
@@ -51,6 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _controller_setup(config, state)
         config.pluginmanager.register(ControllerPlugin(state), "skilllift-controller")
     config.stash[SESSION_KEY] = state
+    progress_hooks.register(config, state)
     # One bad prompt file must not stop the others: report it as a collection error, go on.
     config.option.continue_on_collection_errors = True
     _point_args_at_prompts(config, state.settings)
@@ -74,6 +76,8 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
         raise pytest.UsageError(str(exc)) from None
     if s.demo:
         state.start_demo()
+    if state.sweeps is not None:
+        state.sweeps.sweep("start-up")
     if s.fresh:
         state.week.discard_grades()
     if _uses_workers(config):
@@ -174,6 +178,8 @@ class ControllerPlugin:
                 tr.write_line(line)
         if state.coverage_note:
             tr.write_line(f"coverage: {state.coverage_note}")
+        for line in state.sweeps.lines() if state.sweeps is not None else ():
+            tr.write_line(line)
         if state.tally.rubric_failures:
             tr.write_line(f"{state.tally.rubric_failures} rubric findings (must missing / "
                           "avoid violated) are reported, not a failed run: the exit status "

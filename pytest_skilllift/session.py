@@ -17,6 +17,7 @@ from pytest_skilllift.model import AgentConfig
 from pytest_skilllift.run.engine import OK, Grader, Warmed, WeekRun
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import find_claude
+from pytest_skilllift.runners.sweep import SweepLog
 from pytest_skilllift.week.ledger import Week
 
 DEMO_KEY = "demo-key-not-a-secret"
@@ -64,6 +65,8 @@ class SkillLiftSession:
         self._server: Any = None
         self.summary: Any = None
         self.coverage_note = ""
+        #: Docker only: the controller's start-up and end-of-session container sweeps.
+        self.sweeps = SweepLog() if settings.runner == "docker" and not worker else None
 
     # -- controller set-up --------------------------------------------------------------
     def start_demo(self) -> None:
@@ -172,6 +175,8 @@ class SkillLiftSession:
         """Rebuild the CSVs, write the scorecard; return whether coverage is enough."""
         from pytest_skilllift.report.summarize import summarize_week
 
+        if self.sweeps is not None:
+            self.sweeps.sweep("end-of-session")
         if not any(self.week.root.glob("*/run.json")):
             return True
         self.week.rebuild_csvs()

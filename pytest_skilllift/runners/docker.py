@@ -40,6 +40,7 @@ import socket
 import tarfile
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -102,6 +103,10 @@ _HOST_PATH_VARS = ("SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS")
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 #: The name a bridged container uses to reach the host (docker's ``host-gateway``).
 HOST_GATEWAY_NAME = "host.docker.internal"
+
+
+class StaleContainersWarning(UserWarning):
+    """A runner's start-up sweep removed containers a killed session left behind."""
 
 
 def _utc_stamp(ts: float | None = None) -> str:
@@ -304,6 +309,10 @@ class DockerRunner:
         #: :meth:`close` sweeps again and adds to it.
         self.swept_names: list[str] = sweep_stale_names(self.client)
         self.swept = len(self.swept_names)
+        if self.swept_names:
+            warnings.warn(StaleContainersWarning(
+                f"docker: removed {self.swept} stale container(s) of a killed session: "
+                f"{', '.join(self.swept_names)}"), stacklevel=2)
         self.cli_version = image_cli_version(self.client, image)
         self.cli_version_mismatch = cli_version_mismatch(self.cli_version)
         self.pinned_cli_version = PINNED_CLI_VERSION
