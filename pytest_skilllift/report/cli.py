@@ -44,7 +44,9 @@ def run(args: argparse.Namespace) -> int:
         summary = summarize_week(week_dir, history=args.history, write=True,
                                  plots=not args.no_plots, banner=args.banner)
     except OSError as exc:  # unreadable inputs are problems in the summary; this is a write
-        target = exc.filename or week_dir
+        target = Path(exc.filename2 or exc.filename or week_dir)  # replace(tmp, dst): the dst
+        if target.name.startswith(".") and target.name.endswith(".tmp"):
+            target = target.parent  # a temp file beside the output: the directory refused it
         print(f"skilllift summarize: cannot write {target} ({exc.strerror or exc}); fix: "
               f"make {week_dir} writable, or pass --history PATH for the history file",
               file=sys.stderr)
