@@ -5,6 +5,9 @@ so nothing persists between runs: no session history, no settings, no skills oth
 one the with-skill arm installs. The CLI writes its own state (``.claude.json``, backups,
 plugin stores) into that HOME; none of it is ever copied into the run directory.
 
+Not a sandbox: the CLI runs as the invoking user, so its tools can read whatever that user can
+read by absolute path. The docker runner is the isolation boundary.
+
 Secrets: ``cfg.env`` values are handed to the child process only. The transcript and stderr
 are streamed through a redactor on their way to disk, so even a CLI that echoed its key
 would not leave it in ``run_dir``.
