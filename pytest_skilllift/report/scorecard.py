@@ -284,9 +284,11 @@ def _activation_section(data: dict[str, Any]) -> list[str]:
     if not s.get("available", True):
         L.append("_Not available: manifest.csv has no skill_activation column._\n")
         return L
+    from pytest_skilllift.report.excluded_runs import render_activation_note
+
     if not s.get("with_skill_runs"):
-        L.append("_No with-skill runs._\n")
-        return L
+        L.append("_No completed with-skill runs._\n")
+        return [*L, *render_activation_note(s), ""] if s.get("excluded_runs") else L
     lo, hi = s.get("trigger_miss_rate_wilson95", [None, None])
     L.append(f"- with-skill runs: **{s['with_skill_runs']}**")
     L.append("- **trigger misses** (activation=none — skill present but never reached): "
@@ -298,8 +300,6 @@ def _activation_section(data: dict[str, Any]) -> list[str]:
              f"{s['with_skill_runs']} runs")
     if s.get("unknown_activation_runs"):
         L.append(f"- runs with an unknown activation value: **{s['unknown_activation_runs']}**")
-    from pytest_skilllift.report.excluded_runs import render_activation_note
-
     L += render_activation_note(s)
     L.append("")
     acts = data.get("activation", [])
