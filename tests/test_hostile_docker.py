@@ -47,6 +47,8 @@ from .test_docker_runner import (  # noqa: E402
 from .test_plugin_e2e import PROMPTS, make_project, run  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli]
+#: The killed session's week: its own label, so no other test's "week" filter sees it.
+WEEK = "week-killed"
 __all__ = ["client", "no_container_left", "runner", "test_image"]  # fixtures, re-used
 
 
@@ -137,14 +139,14 @@ def test_kill_9_of_pytest_bounds_the_agent_and_the_next_session_reports_the_swee
             [sys.executable, "-m", "pytest", "--skill-lift", "-p", "no:xdist", "-p",
              "no:cacheprovider", "--skill-lift-runner=docker",
              f"--skill-lift-image={test_image}", "--skill-lift-docker-network=host",
-             f"--skill-lift-timeout={timeout_s}"],
+             f"--skill-lift-timeout={timeout_s}", f"--skill-lift-out={WEEK}"],
             cwd=root, env={**env, "ANTHROPIC_BASE_URL": slow.base_url},
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             container = None
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline and container is None:
-                for c in client.containers.list(filters={"label": f"{LABEL_WEEK}=week"}):
+                for c in client.containers.list(filters={"label": f"{LABEL_WEEK}={WEEK}"}):
                     if c.labels.get(LABEL_OWNER, "").endswith(f":{proc.pid}") and \
                             _exec_running(client, c.id):
                         container = c
@@ -169,7 +171,8 @@ def test_kill_9_of_pytest_bounds_the_agent_and_the_next_session_reports_the_swee
             proc.wait(10)  # reaped: now the session is gone for every sweep
 
     # The next session, with a working API, resumes the week.
-    result = run(pytester, standin, "-p", "no:xdist", "--skill-lift-runner=docker",
+    result = run(pytester, standin, "-p", "no:xdist", f"--skill-lift-out={WEEK}",
+                 "--skill-lift-runner=docker",
                  f"--skill-lift-image={test_image}", "--skill-lift-docker-network=host")
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines([f"docker: start-up sweep removed * stale container(s) of a "

@@ -167,11 +167,14 @@ def sweep_stale_names(client: Any, week: str | None = None) -> list[str]:
     filters = [LABEL_RUN_ID] + ([f"{LABEL_WEEK}={week}"] if week is not None else [])
     removed: list[str] = []
     now, host = time.time(), socket.gethostname()
-    for container in client.containers.list(all=True, filters={"label": filters}):
-        if not _is_stale(dict(container.labels or {}), now, host):
+    # The low-level listing: one call, no per-container inspect that would race with a
+    # container another session removes meanwhile (a 404 mid-sweep).
+    for info in client.api.containers(all=True, filters={"label": filters}):
+        if not _is_stale(dict(info.get("Labels") or {}), now, host):
             continue
-        if _remove(client, container.id):
-            removed.append(str(container.name))
+        if _remove(client, str(info["Id"])):
+            names = info.get("Names") or [str(info["Id"])[:12]]
+            removed.append(str(names[0]).lstrip("/"))
     return sorted(removed)
 
 
