@@ -119,10 +119,14 @@ def runner(client: Any, test_image: str) -> Iterator[DockerRunner]:
     r.close()
 
 
-def _mine(client: Any) -> list[Any]:
-    """Skilllift containers this test process made (other -n workers' are not ours)."""
+def _mine(client: Any) -> list[str]:
+    """Skilllift containers this test process made (other -n workers' are not ours).
+
+    Listed with one low-level call: ``containers.list`` inspects each container it found,
+    which raises 404 for one removed in between (a run ending while a test polls)."""
     owner = f"{socket.gethostname()}:{os.getpid()}"
-    return client.containers.list(all=True, filters={"label": [f"{LABEL_OWNER}={owner}"]})
+    return [c["Id"] for c in client.api.containers(
+        all=True, filters={"label": [f"{LABEL_OWNER}={owner}"]})]
 
 
 @pytest.fixture(autouse=True)
@@ -271,7 +275,7 @@ def test_api_key_is_not_visible_to_docker_inspect_during_the_run(
 
     def inspecting_agent(body: dict[str, Any]) -> Reply:
         for c in _mine(client):
-            info = client.api.inspect_container(c.id)
+            info = client.api.inspect_container(c)
             seen.append(json.dumps(info))
             seen.extend(json.dumps(client.api.exec_inspect(e)) for e in info.get("ExecIDs") or [])
         return Reply.text("Final answer.")
