@@ -11,12 +11,18 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from pytest_skilllift import __version__
+
 #: subcommand modules, each exposing ``add_parser(subparsers) -> None`` which sets
 #: ``func=callable(args) -> int`` on its parser.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.report.cli",  # summarize
     "pytest_skilllift.judge.calibrate",  # calibrate
+    "pytest_skilllift.run.regrade",  # judge
+    "pytest_skilllift.judge.agreement",  # judge-check
+    "pytest_skilllift.judge.labels",  # label
     "pytest_skilllift.lint.cli",  # score, compare (skills or weeks)
+    "pytest_skilllift.lint.depth_cli",  # certify, corpus init
     "pytest_skilllift.runners.image_cli",  # image build
 )
 
@@ -27,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="skilllift",
         description="Skill-lift tooling: summarize a week, score skills statically, build images.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
         module = importlib.import_module(name)

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
-from pytest_skilllift.run.engine import OK, GradedRun, make_run_id
+from pytest_skilllift.run.engine import GradedRun, make_run_id
 from pytest_skilllift.run.prompt_names import check_unique, declared_names, file_name_mismatch
 from pytest_skilllift.run.prompts import PromptError, is_heldout, load_prompt
 from pytest_skilllift.week.columns import CONDITIONS
+from pytest_skilllift.week.files import OK
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr

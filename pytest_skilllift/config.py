@@ -15,10 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_skilllift.model import (
+    DEFAULT_ALLOWED_TOOLS,
+    DEFAULT_MAX_BUDGET_USD,
+    DEFAULT_PERMISSION_MODE,
+    DEFAULT_TIMEOUT_S,
+)
+
 if TYPE_CHECKING:  # pytest is only needed by the glue functions' annotations
     import pytest
 
-DEFAULT_TOOLS = "Skill,WebSearch,WebFetch,Read,Grep,Glob,Bash"
+DEFAULT_TOOLS = ",".join(DEFAULT_ALLOWED_TOOLS)
 DEFAULT_MODELS = "sonnet,haiku"
 DEMO_MODELS = "sonnet=demo-sonnet,haiku=demo-haiku"
 
@@ -29,7 +36,11 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class Option:
-    """One setting: ``--skill-lift-<name>`` on the command line, ``skill_lift_<name>`` in ini."""
+    """One setting: ``--skill-lift-<name>`` on the command line, ``skill_lift_<name>`` in ini.
+
+    ``default`` is the one place the default value is stated; ``--help`` shows it (or
+    ``default_text`` when the default is a rule rather than a value).
+    """
 
     name: str
     help: str
@@ -37,6 +48,7 @@ class Option:
     default: Any = None
     cli: bool = True  # some settings are ini-only (paths of the project layout)
     choices: tuple[str, ...] | None = None
+    default_text: str = ""
 
     @property
     def flag(self) -> str:
@@ -46,47 +58,61 @@ class Option:
     def dest(self) -> str:
         return "skill_lift_" + self.name.replace("-", "_")
 
+    @property
+    def help_text(self) -> str:
+        """``help`` with the default said once, from ``default`` (bool flags have none)."""
+        d = self.default
+        shown = self.default_text or (
+            "" if d is None or d == "" or isinstance(d, bool) else f"{d:g}"
+            if isinstance(d, float) else str(d))
+        return f"{self.help} (default: {shown})" if shown else self.help
+
 
 OPTIONS: tuple[Option, ...] = (
     Option("prompts", "Directory of prompt JSON files (relative to rootdir).",
            default="evals/test-prompts", cli=False),
     Option("skills", "Skills root: skill_url minus the site prefix is a path under it.",
            default="skills", cli=False),
-    Option("site", "URL prefix stripped from skill_url, e.g. https://skills.qdrant.tech/ "
-           "(default: scheme and host of each skill_url).", default="", cli=False),
+    Option("site", "URL prefix stripped from skill_url, e.g. https://skills.qdrant.tech/.",
+           default="", cli=False, default_text="scheme and host of each skill_url"),
     Option("models", "Models as label=model_id[,label=model_id…]; a bare label is passed to "
-           f"the CLI as is (default {DEFAULT_MODELS}).", default=DEFAULT_MODELS),
-    Option("reps", "Repetitions per (prompt, model, condition) (default 2).", "int", 2),
-    Option("out", "Week directory (default evals/weekly/<UTC yyyymmdd>).", default=""),
-    Option("runner", "Where each run executes (default local).", default="local",
-           choices=("local", "docker")),
-    Option("claude", "Claude Code CLI (default: claude on PATH, else the binary bundled in "
-           "claude-agent-sdk). Write it as --skill-lift-claude=PATH.", default=""),
+           "the CLI as is.", default=DEFAULT_MODELS),
+    Option("reps", "Repetitions per (prompt, model, condition).", "int", 2),
+    Option("out", "Week directory.", default="", default_text="evals/weekly/<UTC yyyymmdd>"),
+    Option("runner", "Where each run executes.", default="local", choices=("local", "docker")),
+    Option("claude", "Claude Code CLI. Write it as --skill-lift-claude=PATH.", default="",
+           default_text="claude on PATH, else the binary bundled in claude-agent-sdk"),
     Option("heldout", "Also collect the reserved discord-* prompts.", "bool", False),
     Option("fresh", "Discard graded results in the week directory and regrade every run.",
            "bool", False),
     Option("demo", "Run the built-in demo against the package's scripted Messages API "
            "(no API key needed).", "bool", False),
-    Option("allowed-tools", f"Tool allow-list for both arms (default {DEFAULT_TOOLS}).",
-           default=DEFAULT_TOOLS),
-    Option("permission-mode", "CLI permission mode for both arms (default dontAsk).",
-           default="dontAsk"),
-    Option("max-turns", "Per-run --max-turns (default: the CLI's own).", "int", None),
-    Option("max-budget-usd", "Per-run spend cap in USD (default 2).", "float", 2.0),
-    Option("timeout", "Per-run timeout in seconds (default 600).", "float", 600.0),
-    Option("judge-model", "Judge model (default: the newest non-deprecated Opus id known "
-           "to the installed anthropic SDK).", default=""),
-    Option("min-coverage", "Least share of runs that must be graded for exit status 0 "
-           "(default 0.5, the coverage guard).", "float", 0.5),
+    Option("allowed-tools", "Tool allow-list for both arms.", default=DEFAULT_TOOLS),
+    Option("permission-mode", "CLI permission mode for both arms.",
+           default=DEFAULT_PERMISSION_MODE),
+    Option("max-turns", "Per-run --max-turns.", "int", None, default_text="the CLI's own"),
+    Option("max-budget-usd", "Per-run spend cap in USD; a capped run is excluded and "
+           "reported.", "float", DEFAULT_MAX_BUDGET_USD),
+    Option("timeout", "Per-run timeout in seconds.", "float", DEFAULT_TIMEOUT_S),
+    Option("judge-model", "Judge model.", default="", default_text="the newest "
+           "non-deprecated Opus id known to the installed anthropic SDK"),
+    Option("judge-samples", "Independent judge samples per run, each with its own rubric "
+           "shuffle (2 is the escalation: items whose samples disagree get a third, "
+           "tie-breaking sample and are flagged contested).", "int", 1),
+    Option("evidence", "A met/violated verdict whose quote is not in the answer: reject "
+           "(recorded as missing/absent/clean, no credit) or flag (kept, evidence_ok=0).",
+           default="reject", choices=("reject", "flag")),
+    Option("min-coverage", "Least share of runs that must be graded for exit status 0 (the "
+           "coverage guard).", "float", 0.5),
     Option("image", "Docker image for --skill-lift-runner=docker.", default="skilllift:local"),
-    Option("docker-network", "Docker network mode (default bridge; host reaches a stand-in "
-           "on loopback).", default="bridge"),
+    Option("docker-network", "Docker network mode (host reaches a stand-in on loopback).",
+           default="bridge"),
     Option("demo-latency", "Demo only: seconds of scripted latency per agent call.",
            "float", 0.0),
     Option("demo-judge-latency", "Demo only: seconds of scripted latency per judge call.",
            "float", 0.0),
     Option("progress-interval", "Seconds between progress lines when the output is not a "
-           "terminal (CI logs; default 60; 0 = one per finished run). A terminal gets one "
+           "terminal (CI logs; 0 = one per finished run). A terminal gets one "
            "live line; -q silences both.", "float", 60.0),
 )
 
@@ -115,34 +141,40 @@ def parse_models(text: str) -> tuple[tuple[str, str], ...]:
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything the run needs to know, resolved to absolute paths."""
+    """Everything the run needs to know, resolved to absolute paths.
 
-    enabled: bool = False
-    rootdir: Path = Path(".")
-    inifile: str = ""
-    prompts_dir: Path = Path("evals/test-prompts")
-    skills_root: Path = Path("skills")
-    site: str = ""
-    models: tuple[tuple[str, str], ...] = (("sonnet", "sonnet"), ("haiku", "haiku"))
-    reps: int = 2
-    out_dir: Path = Path("evals/weekly")
-    runner: str = "local"
-    claude: str = ""
-    heldout: bool = False
-    fresh: bool = False
-    demo: bool = False
-    allowed_tools: tuple[str, ...] = tuple(DEFAULT_TOOLS.split(","))
-    permission_mode: str = "dontAsk"
-    max_turns: int | None = None
-    max_budget_usd: float | None = 2.0
-    timeout_s: float = 600.0
-    judge_model: str = ""
-    min_coverage: float = 0.5
-    image: str = "skilllift:local"
-    docker_network: str = "bridge"
-    demo_latency_s: float = 0.0
-    demo_judge_latency_s: float = 0.0
-    progress_interval_s: float = 60.0
+    Built only by ``from_values`` (from ``OPTIONS``, whose defaults are the only ones) or
+    ``from_wire``; so the option fields have no defaults of their own.
+    """
+
+    enabled: bool
+    rootdir: Path
+    inifile: str
+    prompts_dir: Path
+    skills_root: Path
+    site: str
+    models: tuple[tuple[str, str], ...]
+    reps: int
+    out_dir: Path
+    runner: str
+    claude: str
+    heldout: bool
+    fresh: bool
+    demo: bool
+    allowed_tools: tuple[str, ...]
+    permission_mode: str
+    max_turns: int | None
+    max_budget_usd: float | None
+    timeout_s: float
+    judge_model: str
+    judge_samples: int
+    evidence: str
+    min_coverage: float
+    image: str
+    docker_network: str
+    demo_latency_s: float
+    demo_judge_latency_s: float
+    progress_interval_s: float
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""
     #: The controller's shared judge (set under xdist): workers grade through it.
@@ -197,6 +229,10 @@ class Settings:
         reps = int(v["reps"])
         if reps < 1:
             raise SettingsError(f"--skill-lift-reps must be at least 1, got {reps}")
+        judge_samples = int(v["judge-samples"])
+        if judge_samples < 1:
+            raise SettingsError(
+                f"--skill-lift-judge-samples must be at least 1, got {judge_samples}")
         cov = float(v["min-coverage"])
         if not 0.0 <= cov <= 1.0:
             raise SettingsError(f"--skill-lift-min-coverage must be within [0, 1], got {cov}")
@@ -209,7 +245,7 @@ class Settings:
         models_text = v["models"]
         if demo and models_text == DEFAULT_MODELS:
             models_text = DEMO_MODELS
-        day = (today or dt.datetime.now(dt.timezone.utc).date()).strftime("%Y%m%d")
+        day = (today or dt.datetime.now(dt.UTC).date()).strftime("%Y%m%d")
         # The demo gets its own tree so its history never mixes with real weeks'.
         out = v["out"] or f"evals/{'weekly-demo' if demo else 'weekly'}/{day}"
         budget = v["max-budget-usd"]
@@ -234,6 +270,8 @@ class Settings:
             max_budget_usd=None if budget in (None, "") else float(budget),
             timeout_s=float(v["timeout"]),
             judge_model=v["judge-model"],
+            judge_samples=judge_samples,
+            evidence=v["evidence"],
             min_coverage=cov,
             image=v["image"],
             docker_network=v["docker-network"],
@@ -294,51 +332,78 @@ def add_options(parser: pytest.Parser) -> None:
     )
     for o in OPTIONS:
         if o.kind == "bool":
-            parser.addini(o.dest, o.help, type="bool", default=None)
+            parser.addini(o.dest, o.help_text, type="bool", default=None)
         else:
-            parser.addini(o.dest, o.help, type="string", default=None)
+            parser.addini(o.dest, o.help_text, type="string", default=None)
         if not o.cli:
             continue
         if o.kind == "bool":
-            group.addoption(o.flag, action="store_true", dest=o.dest, default=None, help=o.help)
+            group.addoption(o.flag, action="store_true", dest=o.dest, default=None,
+                            help=o.help_text)
         else:
             conv: Callable[[str], Any] = {"int": int, "float": float}.get(o.kind, str)
             group.addoption(o.flag, dest=o.dest, type=conv, default=None, metavar="VALUE",
-                            choices=list(o.choices) if o.choices else None, help=o.help)
+                            choices=list(o.choices) if o.choices else None, help=o.help_text)
 
 
 @dataclass(frozen=True)
 class LintSettings:
-    """``pytest --skill-lint``: the skills root to lint, its id label, the composite threshold."""
+    """``pytest --skill-lint``: the skills roots to lint (with their test-id labels) and the
+    composite threshold."""
 
     enabled: bool
-    root: Path
-    label: str
+    roots: tuple[Path, ...]
+    labels: tuple[str, ...]
     threshold: float | None = None
+    depth: str = "quick"  # ini skill_lint_depth: quick | standard | deep
 
     @classmethod
     def from_pytest(cls, config: pytest.Config) -> LintSettings:
-        """``--skill-lint-path`` (relative to the invocation dir), else the ini
-        ``skill_lift_skills`` (relative to the rootdir), else ``<rootdir>/skills``."""
+        """The roots: ``--skill-lint-path`` (relative to the invocation dir); else the
+        directories given as arguments that hold a SKILL.md (``pytest --skill-lint
+        skills/other``); else the ini ``skill_lift_skills`` (relative to the rootdir), else
+        ``<rootdir>/skills``."""
+        enabled = bool(config.getoption("skill_lint"))
         opt = config.getoption("skill_lint_path")
         if opt:
             root = Path(opt)
-            if not root.is_absolute():
-                root = Path(config.invocation_params.dir) / root
+            roots = [root if root.is_absolute() else Path(config.invocation_params.dir) / root]
         else:
-            try:
-                value: Any = config.getini("skill_lift_skills")
-            except ValueError:  # the main plugin is not loaded: its ini key is unknown
-                value = None
-            root = _resolve(config.rootpath, str(value or "skills"))
+            roots = _skill_dirs_in_args(config) if enabled else []
+            if not roots:
+                try:
+                    value: Any = config.getini("skill_lift_skills")
+                except ValueError:  # the main plugin is not loaded: its ini key is unknown
+                    value = None
+                roots = [_resolve(config.rootpath, str(value or "skills"))]
         raw = str(config.getini("skill_lint_threshold") or "").strip()
         try:
             threshold = float(raw) if raw else None
         except ValueError:
             raise SettingsError(f"skill_lint_threshold = {raw!r} is not a number") from None
-        try:
-            label = root.resolve().relative_to(config.rootpath.resolve()).as_posix() or root.name
-        except (ValueError, OSError):
-            label = root.name
-        return cls(enabled=bool(config.getoption("skill_lint")), root=root, label=label,
-                   threshold=threshold)
+        labels = []
+        for root in roots:
+            try:
+                label = (root.resolve().relative_to(config.rootpath.resolve()).as_posix()
+                         or root.name)
+            except (ValueError, OSError):
+                label = root.name
+            labels.append(label)
+        depth = str(config.getini("skill_lint_depth") or "quick").strip()
+        if depth not in ("quick", "standard", "deep"):
+            raise SettingsError(f"skill_lint_depth = {depth!r}: expected quick, standard or deep")
+        return cls(enabled=enabled, roots=tuple(roots), labels=tuple(labels),
+                   threshold=threshold, depth=depth)
+
+
+def _skill_dirs_in_args(config: pytest.Config) -> list[Path]:
+    """Directories named on the command line that hold a SKILL.md (themselves or below):
+    with ``--skill-lint`` they are skills roots, whatever else pytest makes of them."""
+    if config.args_source.name != "ARGS":  # testpaths or the invocation dir: not "given"
+        return []
+    out = []
+    for arg in config.args:
+        path = Path(config.invocation_params.dir) / arg.split("::", 1)[0]
+        if path.is_dir() and next(path.rglob("SKILL.md"), None) is not None:
+            out.append(path)
+    return out

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_skilllift.week.columns import WITH_SKILL
+
 
 @dataclass(frozen=True)
 class RubricItem:
@@ -58,13 +60,25 @@ class RunSpec:
     prompt: PromptSpec
     model_label: str
     model_id: str
-    condition: str  # "no-skill" | "with-skill"
+    condition: str  # one of columns.CONDITIONS
     rep: int
     run_id: str
 
     @property
     def with_skill(self) -> bool:
-        return self.condition == "with-skill"
+        return self.condition == WITH_SKILL
+
+
+#: How a run is made unless told otherwise (qdrant/skills SCORING.md, "Weekly Run": the same
+#: tool allow-list in both arms, a $2 per-run spend cap as a runaway backstop).  Stated once:
+#: ``config.OPTIONS`` offers these as the option defaults, ``AgentConfig`` uses them when it is
+#: built directly.
+DEFAULT_ALLOWED_TOOLS: tuple[str, ...] = (
+    "Skill", "WebSearch", "WebFetch", "Read", "Grep", "Glob", "Bash",
+)
+DEFAULT_PERMISSION_MODE = "dontAsk"
+DEFAULT_MAX_BUDGET_USD = 2.0
+DEFAULT_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -73,13 +87,11 @@ class AgentConfig:
 
     claude_path: str
     skills_root: Path
-    allowed_tools: tuple[str, ...] = (
-        "Skill", "WebSearch", "WebFetch", "Read", "Grep", "Glob", "Bash",
-    )
-    permission_mode: str = "dontAsk"
+    allowed_tools: tuple[str, ...] = DEFAULT_ALLOWED_TOOLS
+    permission_mode: str = DEFAULT_PERMISSION_MODE
     max_turns: int | None = None
-    max_budget_usd: float | None = 2.0
-    timeout_s: float = 600.0
+    max_budget_usd: float | None = DEFAULT_MAX_BUDGET_USD
+    timeout_s: float = DEFAULT_TIMEOUT_S
     #: Extra environment variables passed to the CLI (e.g. ANTHROPIC_BASE_URL). Never written.
     env: dict[str, str] = field(default_factory=dict)
 
@@ -131,6 +143,24 @@ class Signals:
 
 
 @dataclass(frozen=True)
+class SampleVote:
+    """One judge sample's verdict on one item (kept when a run is graded by several samples).
+
+    ``verdict`` is the verdict that counted (after the evidence check); ``claimed_verdict`` is
+    what the judge said when the evidence check overrode it (empty otherwise).
+    """
+
+    sample: int
+    verdict: str
+    evidence: str
+    evidence_ok: bool
+    claimed_verdict: str = ""
+    claimed_evidence: str = ""
+    #: True for the extra sample drawn only to break a tie between the others.
+    tie_break: bool = False
+
+
+@dataclass(frozen=True)
 class ItemVerdict:
     """The judge's grade for one rubric item."""
 
@@ -142,6 +172,12 @@ class ItemVerdict:
     #: Whether the evidence quote was found verbatim (whitespace-normalised) in the answer.
     evidence_ok: bool
     contested: bool = False
+    #: The judge's own verdict and quote when the evidence check rejected them (a met/violated
+    #: whose quote is not in the answer is recorded as missing/absent/clean); empty otherwise.
+    claimed_verdict: str = ""
+    claimed_evidence: str = ""
+    #: Every sample's vote when the run was graded by more than one sample (in sample order).
+    samples: tuple[SampleVote, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -156,6 +192,14 @@ class JudgeResult:
     ungraded: tuple[RubricItem, ...] = ()
     #: Why items are ungraded or flagged, retries taken, pricing caveats (human-readable).
     notes: tuple[str, ...] = ()
+    #: Judge API calls this result took (samples plus tie-breaks; 0 when nothing was sent).
+    calls: int = 0
+    #: Independent samples requested per run, and tie-break calls made on top of them.
+    samples: int = 1
+    tie_breaks: int = 0
+    #: What happened to a met/violated whose quote is not in the answer: "reject" (recorded as
+    #: the negative verdict, no credit) or "flag" (verdict kept, ``evidence_ok`` = 0).
+    evidence_policy: str = "reject"
 
 
 #: The Claude Code CLI version scored runs are pinned to (qdrant/skills SCORING.md, "Weekly

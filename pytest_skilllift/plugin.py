@@ -69,15 +69,8 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
             "--skill-lift-claude=PATH: a bare path after an option is read as a test path "
             "when pytest picks the rootdir."
         )
-    try:
-        state.check_credentials()
-        state.agent_config()  # fails early when no CLI can be found
-    except SettingsError as exc:
-        raise pytest.UsageError(str(exc)) from None
     if s.demo:
         state.start_demo()
-    if state.sweeps is not None:
-        state.sweeps.sweep("start-up")
     if s.fresh:
         state.week.discard_grades()
     if _uses_workers(config):
@@ -143,6 +136,21 @@ class ControllerPlugin:
 
     def __init__(self, state: SkillLiftSession) -> None:
         self.state = state
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Before the first run (not while listing tests): the key and the CLI must be there.
+
+        Under xdist the controller collects nothing, so it checks whenever runs may start."""
+        config = session.config
+        if config.option.collectonly or (not session.items and not _uses_workers(config)):
+            return
+        try:
+            self.state.check_ready_to_run()
+        except SettingsError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if self.state.sweeps is not None:  # docker: before any worker makes a container
+            self.state.sweeps.sweep("start-up")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Count outcomes per run (the run's status travels in ``user_properties``)."""

@@ -16,14 +16,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_skilllift.week.ledger import GRADES_FILE, RUN_FILE, Week
+from pytest_skilllift.week.files import GRADES_FILE, OK, RETRY_ON_RERUN, RUN_FILE
+from pytest_skilllift.week.ledger import Ledger
 
-#: Statuses counted as "errored" in the line (the retried ones); other non-ok statuses are
-#: "excluded" (invalid install, budget-capped, no answer).
-ERRORED_STATUSES = frozenset({"errored", "timeout", "crashed"})
+#: A run whose engine call raised (the test failed without a graded run).
+CRASHED = "crashed"
+#: Statuses counted as "errored" in the line (the retried ones, and a crash); other non-ok
+#: statuses are "excluded" (invalid install, budget-capped, no answer).
+ERRORED_STATUSES: frozenset[str] = frozenset({*RETRY_ON_RERUN, CRASHED})
 
 
-def run_facts(week: Week, run_id: str, status: str, *, graded: bool, generated_now: bool,
+def run_facts(week: Ledger, run_id: str, status: str, *, graded: bool, generated_now: bool,
               judged_now: bool) -> dict[str, Any]:
     """The facts of one finished run, as plain data (it crosses the xdist channel).
 
@@ -44,7 +47,7 @@ def run_facts(week: Week, run_id: str, status: str, *, graded: bool, generated_n
             "wall_s": wall_s}
 
 
-def _read_grades_cost(week: Week, run_id: str) -> float | None:
+def _read_grades_cost(week: Ledger, run_id: str) -> float | None:
     import json
 
     try:
@@ -77,7 +80,7 @@ def prompt_name(path: Any) -> str:
     return name if isinstance(name, str) else Path(path).stem
 
 
-def finished_in_ledger(week: Week, run_ids: Iterable[str]) -> set[str]:
+def finished_in_ledger(week: Ledger, run_ids: Iterable[str]) -> set[str]:
     """Runs the ledger already holds in final form (nothing to generate or judge again):
     they finish at once when their items run, so the ETA does not wait for them."""
     import json
@@ -90,9 +93,9 @@ def finished_in_ledger(week: Week, run_ids: Iterable[str]) -> set[str]:
         except (OSError, ValueError):
             continue
         status = record.get("run_status") if isinstance(record, dict) else None
-        if status in ("errored", "timeout") or not isinstance(status, str):
+        if status in RETRY_ON_RERUN or not isinstance(status, str):
             continue  # retried on this rerun
-        if status != "ok" or (run_dir / GRADES_FILE).is_file():
+        if status != OK or (run_dir / GRADES_FILE).is_file():
             done.add(run_id)
     return done
 
@@ -138,7 +141,7 @@ class Progress:
     @property
     def excluded(self) -> int:
         return sum(1 for f in self.runs.values()
-                   if f.get("status") != "ok" and f.get("status") not in ERRORED_STATUSES)
+                   if f.get("status") != OK and f.get("status") not in ERRORED_STATUSES)
 
     @property
     def spent(self) -> float:

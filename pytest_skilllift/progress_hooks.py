@@ -21,8 +21,15 @@ from typing import IO, Any
 
 import pytest
 
-from pytest_skilllift.progress import Progress, finished_in_ledger, prompt_name, run_facts
+from pytest_skilllift.progress import (
+    CRASHED,
+    Progress,
+    finished_in_ledger,
+    prompt_name,
+    run_facts,
+)
 from pytest_skilllift.run.engine import make_run_id
+from pytest_skilllift.week.files import OK
 
 #: The report attribute carrying one run's facts.
 ATTR = "skilllift_progress"
@@ -46,11 +53,11 @@ class ProgressFacts:
         if graded is None:  # the engine raised: the run did not finish normally
             if report.failed:
                 self.sent.add(run.run_id)
-                setattr(report, ATTR, {"run_id": run.run_id, "status": "crashed",
+                setattr(report, ATTR, {"run_id": run.run_id, "status": CRASHED,
                                        "graded": False})
             return report
         self.sent.add(run.run_id)
-        ok = graded.status == "ok" and graded.judge_error is None and bool(graded.rows)
+        ok = graded.status == OK and graded.judge_error is None and bool(graded.rows)
         setattr(report, ATTR, run_facts(
             self.week, run.run_id, graded.status, graded=ok,
             generated_now=graded.generated_now, judged_now=graded.judged_now))

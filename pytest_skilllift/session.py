@@ -13,12 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_skilllift.config import Settings, SettingsError
+from pytest_skilllift.judge.protocol import Grader
 from pytest_skilllift.model import AgentConfig
-from pytest_skilllift.run.engine import OK, Grader, Warmed, WeekRun
+from pytest_skilllift.run.engine import WeekRun
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import find_claude
 from pytest_skilllift.runners.sweep import SweepLog
-from pytest_skilllift.week.ledger import Week
+from pytest_skilllift.warm import Warmed
+from pytest_skilllift.week.files import OK, RUN_FILE
+from pytest_skilllift.week.ledger import Ledger
 
 DEMO_KEY = "demo-key-not-a-secret"
 DEMO_BANNER = ("DEMO — scripted models: every answer and grade below comes from the package's "
@@ -59,7 +62,7 @@ class SkillLiftSession:
         self.settings = settings
         self.worker = worker
         self._judge_service: Any = None
-        self.week = Week(settings.out_dir)
+        self.week = Ledger(settings.out_dir)
         self.tally = SessionTally()
         self._weekrun: WeekRun | None = None
         self._server: Any = None
@@ -97,14 +100,22 @@ class SkillLiftSession:
         Warmed(lambda: importlib.import_module("pytest_skilllift.report.summarize")).warm(
             "skilllift-summarize-warmup")
 
+    def check_ready_to_run(self) -> None:
+        """Before the first run (listing tests needs neither): a key, so no run fails for the
+        want of one after the week started, and a CLI to run."""
+        self.check_credentials()
+        self.agent_config()  # raises when no CLI can be found
+
     def check_credentials(self) -> None:
         """A real run needs a key before the first paid call, not after 200 runs failed."""
         if self.settings.demo or self.settings.base_url:
             return
         if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
             raise SettingsError(
-                "--skill-lift needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the "
-                "environment for the CLI and the judge; or try --skill-lift-demo"
+                "--skill-lift: the runs need ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the "
+                "environment, for the CLI and the judge, and neither is set. Listing the tests "
+                "(--collect-only) needs no key; --skill-lift-demo runs the whole pipeline "
+                "against scripted models without one."
             )
 
     def stop(self) -> None:
@@ -165,19 +176,22 @@ class SkillLiftSession:
 
     def _local_grader(self) -> Grader:
         from pytest_skilllift.judge.client import Judge
+        from pytest_skilllift.judge.samples import SampledJudge
 
         s = self.settings
-        return Judge(s.judge_model or None, api_key=s.extra_env.get("ANTHROPIC_API_KEY"),
-                     base_url=s.base_url or None)
+        judge = Judge(s.judge_model or None, api_key=s.extra_env.get("ANTHROPIC_API_KEY"),
+                      base_url=s.base_url or None,
+                      evidence="flag" if s.evidence == "flag" else "reject")
+        return SampledJudge(judge, samples=s.judge_samples)
 
     # -- controller wrap-up -------------------------------------------------------------
     def finish(self) -> bool:
         """Rebuild the CSVs, write the scorecard; return whether coverage is enough."""
         from pytest_skilllift.report.summarize import summarize_week
 
-        if self.sweeps is not None:
+        if self.sweeps is not None and self.sweeps.ran:  # only when the runs started
             self.sweeps.sweep("end-of-session")
-        if not any(self.week.root.glob("*/run.json")):
+        if not any(self.week.root.glob(f"*/{RUN_FILE}")):
             return True
         self.week.rebuild_csvs()
         banner = DEMO_BANNER if self.settings.demo else None

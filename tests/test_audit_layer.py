@@ -1,4 +1,5 @@
-"""Seed 001's layer in the scorecard: invocation status, misuse, skill impact and flags."""
+"""The SkillsBench trajectory audit in the scorecard: invocation status, misuse, skill impact
+and flags."""
 
 from __future__ import annotations
 
@@ -19,11 +20,11 @@ from pytest_skilllift.week.columns import (
 
 @pytest.mark.parametrize(("delta", "outcome"), [
     (0.10, HELPED), (0.0999, NO_OP), (-0.0999, NO_OP), (-0.10, HURT), (1.0, HELPED)])
-def test_impact_thresholds_are_the_seeds_10pp(delta: float, outcome: str) -> None:
+def test_impact_thresholds_are_10pp(delta: float, outcome: str) -> None:
     assert impact_outcome(delta) == outcome
 
 
-def test_flags_name_the_seed_patterns() -> None:
+def test_flags_name_the_cross_model_patterns() -> None:
     flags = impact_flags(
         {"a": {"sonnet": -0.25, "haiku": -0.30}, "b": {"sonnet": 0.05, "haiku": 0.0},
          "c": {"sonnet": -0.25, "haiku": 0.5}},
@@ -76,5 +77,5 @@ def test_scorecard_reports_invocation_misuse_and_impact(tmp_path: Path) -> None:
     md = summary.markdown
     assert "## Trajectory audit — invocation, misuse, skill impact" in md
     assert "| haiku | 1        | 0       | 1           | 2               |" in md
-    assert "one rep per arm" in md  # seed 001's single-trial caveat
+    assert "one rep per arm" in md  # the single-trial caveat
     assert "| p2     | haiku | -1.000    |" in md  # the hurt prompt is named

@@ -34,6 +34,13 @@ def test_defaults_follow_the_methodology() -> None:
     assert s.prompts_dir == Path("/proj/evals/test-prompts")
 
 
+def test_judge_defaults_one_sample_and_reject() -> None:
+    s = build()
+    assert (s.judge_samples, s.evidence) == (1, "reject")
+    assert (build(**{"judge-samples": 2, "evidence": "flag"}).judge_samples,
+            build(evidence="flag").evidence) == (2, "flag")
+
+
 def test_demo_has_its_own_tree_and_models() -> None:
     s = build(demo=True)
     assert s.enabled and s.out_dir == Path("/proj/evals/weekly-demo/20260808")
@@ -44,6 +51,8 @@ def test_demo_has_its_own_tree_and_models() -> None:
     ("reps", 0, "at least 1"),
     ("min-coverage", 1.5, "within"),
     ("runner", "k8s", "not one of"),
+    ("judge-samples", 0, "judge-samples must be at least 1"),
+    ("evidence", "trust", "not one of"),
 ])
 def test_bad_values_are_usage_errors(key: str, value: Any, match: str) -> None:
     with pytest.raises(SettingsError, match=match):
@@ -63,3 +72,25 @@ def test_wire_round_trip_is_lossless() -> None:
 def test_every_option_has_flag_and_ini_names() -> None:
     o = Option("max-turns", "h")
     assert o.flag == "--skill-lift-max-turns" and o.dest == "skill_lift_max_turns"
+
+
+def test_each_default_is_stated_once() -> None:
+    """OPTIONS holds the defaults; help shows them from there, Settings has none of its own,
+    and the run defaults AgentConfig falls back on are the same values."""
+    import dataclasses
+
+    from pytest_skilllift.model import AgentConfig
+
+    for o in OPTIONS:
+        assert "default" not in o.help.lower(), f"{o.flag}: say the default in Option.default"
+    assert Option("reps", "Repetitions.", "int", 2).help_text == "Repetitions. (default: 2)"
+    assert Option("t", "Timeout.", "float", 600.0).help_text == "Timeout. (default: 600)"
+    assert Option("x", "Flag.", "bool", False).help_text == "Flag."
+    option_fields = {f.name for f in dataclasses.fields(Settings)} - {
+        "base_url", "judge_url", "judge_token", "extra_env"}
+    for f in dataclasses.fields(Settings):
+        if f.name in option_fields:
+            assert f.default is dataclasses.MISSING, f"Settings.{f.name} restates a default"
+    s, agent = build(), AgentConfig(claude_path="claude", skills_root=Path("."))
+    assert (s.allowed_tools, s.permission_mode, s.max_budget_usd, s.timeout_s) == (
+        agent.allowed_tools, agent.permission_mode, agent.max_budget_usd, agent.timeout_s)

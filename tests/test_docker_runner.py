@@ -32,7 +32,6 @@ docker = pytest.importorskip("docker", reason="the docker SDK is not installed")
 
 from pytest_skilllift.model import AgentConfig, PromptSpec, RunSpec  # noqa: E402
 from pytest_skilllift.runners import docker as docker_runner  # noqa: E402
-from pytest_skilllift.runners.base import STDERR_NAME, STDOUT_NAME  # noqa: E402
 from pytest_skilllift.runners.claude import bundled_claude  # noqa: E402
 from pytest_skilllift.runners.docker import (  # noqa: E402
     LABEL_DEADLINE,
@@ -52,6 +51,7 @@ from pytest_skilllift.runners.image import (  # noqa: E402
     image_cli_version,
 )
 from pytest_skilllift.testing import Reply, StandIn  # noqa: E402
+from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE  # noqa: E402
 
 # They run the real CLI too, so `-m 'not cli'` deselects them as well.
 pytestmark = [pytest.mark.docker, pytest.mark.cli]
@@ -117,6 +117,13 @@ def runner(client: Any, test_image: str) -> Iterator[DockerRunner]:
     r = DockerRunner(test_image, network="host", client=client, week="test-week")
     yield r
     r.close()
+
+
+def _ours(client: Any, label: str) -> list[Any]:
+    """Containers carrying ``label``, skipping any removed between the listing and the
+    per-container inspect ``containers.list`` does (a sibling -n worker's sweep, a run
+    ending meanwhile): without ``ignore_removed`` that inspect raises 404."""
+    return client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
 
 
 def _mine(client: Any) -> list[str]:
@@ -199,7 +206,7 @@ def _cfg(skills_root: Path, base_url: str, timeout_s: float = 90.0) -> AgentConf
 
 
 def _events(run_dir: Path) -> list[dict[str, Any]]:
-    lines = (run_dir / STDOUT_NAME).read_text().splitlines()
+    lines = (run_dir / STDOUT_FILE).read_text().splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 
@@ -212,7 +219,7 @@ def _init_skills(run_dir: Path) -> list[str]:
 def _signals(run_dir: Path, family: str) -> Any:
     from pytest_skilllift.run.transcript import extract_signals, parse_transcript
 
-    return extract_signals(parse_transcript(run_dir / STDOUT_NAME), family=family,
+    return extract_signals(parse_transcript(run_dir / STDOUT_FILE), family=family,
                            leaf=f"{family}/SKILL.md", site_host=None)
 
 
@@ -242,7 +249,7 @@ def test_with_skill_installs_family_and_runs_as_non_root(
     outcome = runner.run(_spec("widget-tuning", "with-skill"), _cfg(skills, standin.base_url),
                          run_dir)
 
-    assert outcome.error is None, (outcome, (run_dir / STDERR_NAME).read_text())
+    assert outcome.error is None, (outcome, (run_dir / STDERR_FILE).read_text())
     assert outcome.exit_code == 0 and not outcome.timed_out
     assert outcome.runner == "docker" and outcome.cli_version == PINNED_CLI_VERSION
     assert "widget-tuning" in _init_skills(run_dir)
@@ -312,7 +319,7 @@ def test_broken_install_is_caught_by_the_availability_check(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A family that is copied but does not register: the run's init ``skills`` lacks it,
-    so the availability check marks the run invalid (seed 000's hard check)."""
+    so the availability check marks the run invalid (SCORING.md's hard check)."""
     skills = tmp_path / "skills"
     if broken == "bad-frontmatter":
         _family(skills, "widget-tuning",
@@ -365,8 +372,8 @@ def test_missing_family_dir_is_a_harness_error(runner: DockerRunner, standin: St
     outcome = runner.run(_spec("nowhere", "with-skill"), _cfg(tmp_path, standin.base_url),
                          run_dir)
     assert outcome.exit_code is None and "'nowhere' not found" in (outcome.error or "")
-    assert (run_dir / STDOUT_NAME).exists()
-    assert "not found" in (run_dir / STDERR_NAME).read_text()
+    assert (run_dir / STDOUT_FILE).exists()
+    assert "not found" in (run_dir / STDERR_FILE).read_text()
     assert standin.count("agent") == 0
 
 
@@ -491,7 +498,7 @@ def test_sweep_removes_containers_of_a_killed_session(client: Any, test_image: s
     try:
         left: list[Any] = []
         for _ in range(300):
-            left = client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={owner}"})
+            left = _ours(client, f"{LABEL_OWNER}={owner}")
             if left and left[0].status == "running":
                 break
             time.sleep(0.1)
@@ -500,16 +507,15 @@ def test_sweep_removes_containers_of_a_killed_session(client: Any, test_image: s
         proc.wait(10)
         # A killed session cannot clean up: the container is still there (unless, under -n,
         # a sibling worker's runner start-up swept it first — the exact check is serial-only).
-        survived = client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={owner}"})
+        survived = _ours(client, f"{LABEL_OWNER}={owner}")
         removed = sweep_stale(client)
         if "PYTEST_XDIST_WORKER" not in os.environ:
             assert survived and removed >= 1
-        assert not client.containers.list(all=True,
-                                          filters={"label": f"{LABEL_OWNER}={owner}"})
+        assert not _ours(client, f"{LABEL_OWNER}={owner}")
     finally:
         with contextlib.suppress(Exception):
             proc.kill()
-        for c in client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={owner}"}):
+        for c in _ours(client, f"{LABEL_OWNER}={owner}"):
             c.remove(force=True)
 
 
@@ -533,8 +539,7 @@ def test_sweep_spares_live_runs_and_honours_week(client: Any, test_image: str) -
             labels={LABEL_RUN_ID: f"sweep-{key}", LABEL_WEEK: week, **labels})["Id"]
     try:
         removed = sweep_stale(client, week="sweep-week")
-        remaining = {c.id for c in client.containers.list(all=True,
-                                                          filters={"label": LABEL_RUN_ID})}
+        remaining = {c.id for c in _ours(client, LABEL_RUN_ID)}
         assert ids["live"] in remaining
         assert ids["expired"] not in remaining and ids["dead-owner"] not in remaining
         # Under -n N a sibling worker's runner start-up sweeps every week, so the stale
@@ -611,7 +616,7 @@ def test_bridge_mode_reaches_a_loopback_url_through_the_host_gateway(
         run_dir = tmp_path / "run"
         outcome = bridged.run(_spec("widget-tuning", "no-skill"),
                               _cfg(tmp_path, standin.base_url, timeout_s=60), run_dir)
-        assert outcome.exit_code == 0, (outcome, (run_dir / STDERR_NAME).read_text())
+        assert outcome.exit_code == 0, (outcome, (run_dir / STDERR_FILE).read_text())
         assert standin.count("agent") >= 2
     finally:
         bridged.close()

@@ -72,7 +72,7 @@ def test_a_container_appearing_after_the_start_up_sweep_goes_at_the_end(
     cid, name = _stale_container(client, test_image, "late")  # after the start-up sweep
     try:
         log.sweep("end-of-session")
-        assert not client.containers.list(all=True, filters={"id": cid})
+        assert not client.containers.list(all=True, filters={"id": cid}, ignore_removed=True)
         (line,) = [ln for ln in log.lines() if name in ln]
         assert line.startswith("docker: end-of-session sweep removed ")
         assert "stale container(s) of a killed session: " in line
@@ -81,9 +81,10 @@ def test_a_container_appearing_after_the_start_up_sweep_goes_at_the_end(
         cid2, name2 = _stale_container(client, test_image, "late2")
         r.close()
         assert name2 in r.swept_names and r.swept == len(r.swept_names)
-        assert not client.containers.list(all=True, filters={"id": cid2})
+        assert not client.containers.list(all=True, filters={"id": cid2}, ignore_removed=True)
     finally:
-        for c in client.containers.list(all=True, filters={"label": LABEL_RUN_ID}):
+        for c in client.containers.list(all=True, filters={"label": LABEL_RUN_ID},
+                                        ignore_removed=True):  # other tests' may go meanwhile
             if c.name.startswith("skilllift-late"):
                 c.remove(force=True)
 
@@ -146,7 +147,8 @@ def test_kill_9_of_pytest_bounds_the_agent_and_the_next_session_reports_the_swee
             container = None
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline and container is None:
-                for c in client.containers.list(filters={"label": f"{LABEL_WEEK}={WEEK}"}):
+                for c in client.containers.list(filters={"label": f"{LABEL_WEEK}={WEEK}"},
+                                                ignore_removed=True):
                     if c.labels.get(LABEL_OWNER, "").endswith(f":{proc.pid}") and \
                             _exec_running(client, c.id):
                         container = c
@@ -177,4 +179,4 @@ def test_kill_9_of_pytest_bounds_the_agent_and_the_next_session_reports_the_swee
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines([f"docker: start-up sweep removed * stale container(s) of a "
                                  f"killed session: *{container.name}*"])
-    assert not client.containers.list(all=True, filters={"id": container.id})
+    assert not client.containers.list(all=True, filters={"id": container.id}, ignore_removed=True)

@@ -7,7 +7,6 @@ line naming the file and the fix, and numbers that count every row once.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -18,12 +17,7 @@ import pytest
 
 from pytest_skilllift.cli import main
 
-_spec = importlib.util.spec_from_file_location(
-    "_skilllift_hostile_weekio", Path(__file__).with_name("test_weekio.py"))
-assert _spec and _spec.loader
-_weekio_tests = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_weekio_tests)
-write_week = _weekio_tests.write_week
+from .test_weekio import write_week
 
 
 @pytest.fixture(scope="module")

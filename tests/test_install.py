@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from pytest_skilllift.model import AgentConfig, PromptSpec, RunSpec
-from pytest_skilllift.runners.base import STDERR_NAME
 from pytest_skilllift.runners.install import InstallError, copy_family, family_entries
 from pytest_skilllift.runners.local import LocalRunner
+from pytest_skilllift.week.files import STDERR_FILE
 
 
 def _family(root: Path) -> Path:
@@ -79,7 +79,7 @@ def test_local_runner_reports_a_refused_install_as_invalid(tmp_path: Path) -> No
     out = LocalRunner().run(spec, AgentConfig(str(never), tmp_path / "skills"), tmp_path / "r")
     assert out.invalid_install and out.exit_code is None
     assert "symlink fam/notes.md -> ../../outside.txt leaves the skill family" in (out.error or "")
-    assert "leaves the skill family" in (tmp_path / "r" / STDERR_NAME).read_text()
+    assert "leaves the skill family" in (tmp_path / "r" / STDERR_FILE).read_text()
 
 
 def test_docker_archive_keeps_inside_links_and_refuses_outside_ones(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 from pytest_skilllift.week.columns import MANIFEST_COLUMNS, SCORES_COLUMNS
-from pytest_skilllift.week.ledger import Week, atomic_write_text
+from pytest_skilllift.week.files import atomic_write_text
+from pytest_skilllift.week.ledger import Ledger
 
 
 def test_atomic_write_leaves_no_temp_files(tmp_path: Path) -> None:
@@ -19,7 +20,7 @@ def test_atomic_write_leaves_no_temp_files(tmp_path: Path) -> None:
 
 
 def test_rebuild_is_ordered_complete_and_idempotent(tmp_path: Path) -> None:
-    week = Week(tmp_path)
+    week = Ledger(tmp_path)
     for rep in (2, 1):
         run_id = f"p-haiku-no-skill-r{rep}-w"
         week.save_run(run_id, {"prompt": "p", "model": "haiku", "condition": "no-skill",
@@ -42,7 +43,7 @@ def test_rebuild_is_ordered_complete_and_idempotent(tmp_path: Path) -> None:
 
 
 def test_fresh_discards_grades_only(tmp_path: Path) -> None:
-    week = Week(tmp_path)
+    week = Ledger(tmp_path)
     week.save_run("r", {"run_id": "r"})
     week.save_grades("r", [], "judge", 0.0)
     assert week.discard_grades() == 1
@@ -50,7 +51,7 @@ def test_fresh_discards_grades_only(tmp_path: Path) -> None:
 
 
 def test_lock_serialises_two_holders(tmp_path: Path) -> None:
-    week = Week(tmp_path)
+    week = Ledger(tmp_path)
     order: list[str] = []
 
     def hold(tag: str) -> None:

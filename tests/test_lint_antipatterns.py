@@ -1,4 +1,4 @@
-"""Anti-pattern triggers at their exact seed-003 boundaries; Claude Code frontmatter rules."""
+"""Anti-pattern triggers at their exact PluginEval boundaries; Claude Code frontmatter rules."""
 
 from __future__ import annotations
 

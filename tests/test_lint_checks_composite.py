@@ -1,4 +1,5 @@
-"""The six sub-checks, and the composite math against values computed by hand from seed 003."""
+"""The six sub-checks, and the composite math against values computed by hand from
+PluginEval's methodology."""
 
 from __future__ import annotations
 
@@ -150,10 +151,10 @@ def test_ecosystem_coherence(tmp_path: Path) -> None:
     assert ecosystem_coherence(dead).score == pytest.approx(1 - 0.30 - 0.10)
 
 
-# --- composite math (seed formulas, numbers worked by hand) ------------------------------------
+# --- composite math (PluginEval's formulas, numbers worked by hand) -----------------------------
 
 
-def test_seed_tables_are_transcribed() -> None:
+def test_plugineval_tables_are_transcribed() -> None:
     assert sum(DIMENSION_WEIGHTS.values()) == pytest.approx(1.0)
     for dim, row in LAYER_BLEND.items():
         assert sum(row.values()) == pytest.approx(1.0), dim

@@ -98,6 +98,21 @@ def test_missing_root_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--skill-lint", "--skill-lint-path=nowhere")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--skill-lint: skills root *nowhere is not a directory*"])
+    assert "--skill-lint-path=DIR" in result.stderr.str()
+
+
+def test_directories_given_as_arguments_are_linted(pytester: pytest.Pytester) -> None:
+    """``pytest --skill-lint more/skills``: the argument is the skills root, not a test path
+    that leaves the default root looked for (and missing)."""
+    make_skills(pytester.path / "more", bad=True)
+    make_skills(pytester.path / "other", bad=False)
+    result = pytester.runpytest("--skill-lint", "more/skills", "other/skills/clean", "-rf",
+                                "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3 * len(CHECKS) - 1, failed=1)
+    result.stdout.fnmatch_lines(["FAILED more/skills/bad::ORPHAN_REFERENCE*"])
+    # without --skill-lint the same arguments are ordinary test paths: nothing to collect
+    result = pytester.runpytest("more/skills", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
 def test_threshold_ini_adds_a_composite_test(pytester: pytest.Pytester) -> None:

@@ -31,7 +31,7 @@ def test_every_real_skill_scores_cleanly(qdrant: Path) -> None:
         r.skill.rel_id: [f.flag for f in r.anti_patterns] for r in run.reports if r.anti_patterns
     }
     # Both descriptions are trigger-like in spirit ("Use this whenever ...", none at all),
-    # but neither holds one of the seed's four exact phrases.
+    # but neither holds one of PluginEval's four exact phrases.
     assert flagged == {
         "qdrant-advisor": ["MISSING_TRIGGER"],
         "qdrant-clients-sdk": ["MISSING_TRIGGER"],
@@ -74,9 +74,9 @@ def test_real_week_when_summarize_is_available(qdrant: Path) -> None:
         from pytest_skilllift.report.summarize import summarize_week  # noqa: F401
     except ImportError:
         pytest.skip("pytest_skilllift.report.summarize not available yet")
-    from pytest_skilllift.lint.measured import load_week, measured_for_family
+    from pytest_skilllift.lint.measured import load_scorecard, measured_for_family
 
-    data = load_week(qdrant / "weekly" / "20260808")
+    data = load_scorecard(qdrant / "weekly" / "20260808")
     m = measured_for_family(data, "qdrant-scaling")
     assert m is not None and m.with_skill_runs > 0
     assert m.activation_ci is not None and 0 <= m.activation_ci[0] <= m.activation_ci[1] <= 1

@@ -21,11 +21,12 @@ import pytest
 from pytest_skilllift.model import AgentConfig, PromptSpec, RunOutcome, RunSpec, Signals
 from pytest_skilllift.run.audit import VERIFIED, audit_invocation
 from pytest_skilllift.run.transcript import Transcript, extract_signals, parse_transcript
-from pytest_skilllift.runners.base import STDERR_NAME, STDOUT_NAME, Runner
+from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.runners.local import LocalRunner, redact, secret_values
 from pytest_skilllift.testing import Faults, Reply, StandIn
 from pytest_skilllift.testing.agent_script import make_agent, skill_agent
+from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE
 
 SKILLS = Path(__file__).parent / "fixtures" / "skills"
 SECRET = "sk-ant-test-SECRET-" + uuid.uuid4().hex
@@ -85,7 +86,7 @@ def cli_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run
             before = api.count("agent")
             run_dir = out / name
             outcome = runner.run(_spec(condition, name), _cfg(api, **cfg_kw), run_dir)
-            tr = parse_transcript(run_dir / STDOUT_NAME)
+            tr = parse_transcript(run_dir / STDOUT_FILE)
             sig = extract_signals(tr, family=FAMILY, leaf=LEAF, site_host="skills.example.com")
             runs[name] = Run(outcome, run_dir, tr, sig, api.count("agent") - before)
         assert api.count("judge", ok_only=False) == 0
@@ -172,7 +173,7 @@ def test_budget_and_max_turns_stops(cli_runs: dict[str, Run]) -> None:
 def test_run_dir_holds_only_the_transcript_and_no_secret(cli_runs: dict[str, Run]) -> None:
     for name, run in cli_runs.items():
         files = sorted(p.name for p in run.run_dir.rglob("*"))
-        assert files == [STDERR_NAME, STDOUT_NAME], name
+        assert files == [STDERR_FILE, STDOUT_FILE], name
         for p in run.run_dir.rglob("*"):
             assert SECRET.encode() not in p.read_bytes(), p
             assert b"sk-ant-test-SECRET" not in p.read_bytes(), p
@@ -193,9 +194,9 @@ def test_secrets_are_redacted_from_output(tmp_path: Path) -> None:
                                'echo "err $ANTHROPIC_API_KEY" >&2\nls -a "$HOME"')
     out = LocalRunner().run(_spec("no-skill", "r"), _cfg(None, claude_path=fake), tmp_path / "r")
     assert out.exit_code == 0 and out.error is None
-    stdout = (tmp_path / "r" / STDOUT_NAME).read_text()
+    stdout = (tmp_path / "r" / STDOUT_FILE).read_text()
     assert "key=[REDACTED]" in stdout and SECRET not in stdout
-    assert (tmp_path / "r" / STDERR_NAME).read_text() == "err [REDACTED]\n"
+    assert (tmp_path / "r" / STDERR_FILE).read_text() == "err [REDACTED]\n"
     assert redact(b"a sk-ant-x-123456789 b", secret_values({"MY_TOKEN": "sk-ant-x-123456789"})
                   ) == b"a [REDACTED] b"
 
@@ -207,7 +208,7 @@ def test_fresh_home_and_empty_cwd_per_run(tmp_path: Path) -> None:
     (tmp_path / "tmp").mkdir()
     out = runner.run(_spec("with-skill", "w"), _cfg(None, claude_path=fake), tmp_path / "w")
     assert out.exit_code == 0
-    lines = (tmp_path / "w" / STDOUT_NAME).read_text().splitlines()
+    lines = (tmp_path / "w" / STDOUT_FILE).read_text().splitlines()
     cwd, home = lines[0], lines[1][len("HOME="):]
     assert cwd.endswith("/work") and home.endswith("/home")
     installed = [ln[len(home):] for ln in lines[2:]]
@@ -215,14 +216,14 @@ def test_fresh_home_and_empty_cwd_per_run(tmp_path: Path) -> None:
                          "/.claude/skills/demo-widgets/calibration/SKILL.md"]
     assert list((tmp_path / "tmp").iterdir()) == []  # temp tree removed
     runner.run(_spec("no-skill", "n"), _cfg(None, claude_path=fake), tmp_path / "n")
-    n_lines = (tmp_path / "n" / STDOUT_NAME).read_text().splitlines()
+    n_lines = (tmp_path / "n" / STDOUT_FILE).read_text().splitlines()
     assert n_lines[1] != lines[1] and len(n_lines) == 2  # a new HOME, nothing installed
 
 
 def test_stdout_is_streamed_while_running(tmp_path: Path) -> None:
     fake = _fake_cli(tmp_path, "echo first; sleep 1.5; echo second")
     seen: list[str] = []
-    target = tmp_path / "s" / STDOUT_NAME
+    target = tmp_path / "s" / STDOUT_FILE
 
     def watch() -> None:
         deadline = time.monotonic() + 1.2
@@ -279,7 +280,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         _spec("no-skill", "t"), _cfg(None, claude_path=fake, timeout_s=1.0), tmp_path / "t")
     assert out.timed_out and out.error and "timed out" in out.error
     assert time.monotonic() - t0 < 10
-    assert (tmp_path / "t" / STDOUT_NAME).read_text() == "started\n"
+    assert (tmp_path / "t" / STDOUT_FILE).read_text() == "started\n"
     time.sleep(0.2)
     assert _alive(marker) == []
 
@@ -302,7 +303,7 @@ def test_real_cli_timeout(tmp_path: Path) -> None:
         assert out.timed_out and 3000 <= out.wall_ms < 10000
         assert seen  # the probe does find the running CLI ...
         assert _running_in(tmp_root) == []  # ... and nothing of it survives the timeout
-        tr = parse_transcript(tmp_path / "slow" / STDOUT_NAME)
+        tr = parse_transcript(tmp_path / "slow" / STDOUT_FILE)
         assert tr.result is None and not tr.ok  # killed before the result event
 
 
@@ -310,7 +311,7 @@ def test_missing_family_and_unstartable_cli(tmp_path: Path) -> None:
     spec = _spec("with-skill", "m", skill_path="no-such-family/SKILL.md")
     out = LocalRunner().run(spec, _cfg(None, claude_path="/bin/true"), tmp_path / "m")
     assert out.exit_code is None and out.error and "no-such-family" in out.error
-    assert (tmp_path / "m" / STDOUT_NAME).read_bytes() == b""
+    assert (tmp_path / "m" / STDOUT_FILE).read_bytes() == b""
     out = LocalRunner().run(_spec("no-skill", "x"),
                             _cfg(None, claude_path=str(tmp_path / "nope")), tmp_path / "x")
     assert out.exit_code is None and out.error and "could not start" in out.error
@@ -334,7 +335,7 @@ def test_real_cli_retries_through_faults_and_reports_exhaustion(tmp_path: Path) 
     with StandIn(agent=skill_agent, faults=faults) as api:
         LocalRunner().run(_spec("no-skill", "f"), _cfg(api), tmp_path / "f")
         assert [r.fault for r in api.requests[:4]] == ["529", "truncate", "reset", None]
-    tr = parse_transcript(tmp_path / "f" / STDOUT_NAME)
+    tr = parse_transcript(tmp_path / "f" / STDOUT_FILE)
     assert tr.ok and tr.api_retries == 3 and tr.api_error_status is None
     assert extract_signals(tr, family=FAMILY, leaf=LEAF, site_host=None).result_subtype == (
         "success")
@@ -346,7 +347,7 @@ def test_real_cli_retries_through_faults_and_reports_exhaustion(tmp_path: Path) 
         cfg = replace(cfg, env={**cfg.env, "ANTHROPIC_BASE_URL": api.base_url,
                                 "CLAUDE_CODE_MAX_RETRIES": "1"})
         out = LocalRunner().run(_spec("no-skill", "e"), cfg, tmp_path / "e")
-    tr = parse_transcript(tmp_path / "e" / STDOUT_NAME)
+    tr = parse_transcript(tmp_path / "e" / STDOUT_FILE)
     sig = extract_signals(tr, family=FAMILY, leaf=LEAF, site_host=None)
     assert out.exit_code != 0 and sig.is_error and tr.api_error_status == 500
     assert sig.final_answer.startswith("API Error")

@@ -9,6 +9,8 @@ from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.runners.image import PINNED_CLI_VERSION
 from pytest_skilllift.week.columns import MANIFEST_COLUMNS, MANIFEST_EXTRA_COLUMNS
 
+from .test_weekio import write_week
+
 
 def test_image_cli_other_than_the_pinned_one_is_flagged(tmp_path: Path) -> None:
     """Issue 4: the image's CLI version is checked against the pinned one in provenance."""
@@ -29,3 +31,26 @@ def test_image_cli_other_than_the_pinned_one_is_flagged(tmp_path: Path) -> None:
     mismatches = summarize_week(tmp_path, write=False).data["provenance"]["mismatches"]
     assert f"docker image CLI 9.9.9 is not the pinned {PINNED_CLI_VERSION}" in mismatches
     assert not any(PINNED_CLI_VERSION + " is not" in m for m in mismatches)
+
+
+def test_one_tree_hash_per_family_is_normal_two_for_one_family_is_flagged(
+        tmp_path: Path) -> None:
+    def per_family(run: dict[str, str]) -> None:  # p-a, p-b, p-c are three families
+        run["skills_sha"] = f"tree-{run['skill_family']}"
+
+    s = summarize_week(write_week(tmp_path / "a", run_override=per_family), write=False)
+    prov = s.data["provenance"]
+    assert len(prov["skills_commits"]) == 3 and prov["mismatches"] == []
+    assert prov["skills_commits_by_family"]["p-b"] == ["tree-p-b"]
+    assert "more than one skills commit" not in s.markdown
+
+    def changed(run: dict[str, str]) -> None:  # p-b's skill was edited between its reps
+        per_family(run)
+        if run["prompt"] == "p-b" and run["rep"] == "2":
+            run["skills_sha"] = "tree-p-b-v2"
+
+    s = summarize_week(write_week(tmp_path / "b", run_override=changed), write=False)
+    assert s.data["provenance"]["mismatches"] == [
+        "skill family p-b: more than one skills commit (tree-p-b, tree-p-b-v2)"]
+    assert ("- ⚠ skill family p-b has more than one skills commit (`tree-p-b`, `tree-p-b-v2`)"
+            " — it changed mid-week.") in s.markdown

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -11,17 +10,11 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.report import scorecard
+from pytest_skilllift.report.sections import prompts as prompts_section
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.week.history import HistoryRow, upsert_history
 
-# The small-week writer lives in test_weekio.py; load it by path so this works under any
-# pytest import mode.
-_spec = importlib.util.spec_from_file_location(
-    "_skilllift_test_weekio", Path(__file__).with_name("test_weekio.py"))
-assert _spec and _spec.loader
-_weekio_tests = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_weekio_tests)
-write_week = _weekio_tests.write_week
+from .test_weekio import write_week
 
 
 @pytest.fixture
@@ -62,7 +55,7 @@ def test_all_sections_present_in_order(data: dict[str, Any]) -> None:
         "Trajectory audit — invocation, misuse, skill impact",
         "Lift caveat — baseline self-served the skill",
         "`avoid` violations (most damaging failures)", "Coverage", "Cost & time",
-        "Run health", "Provenance"]
+        "Run health", "Judge reliability", "Provenance"]
     assert "**Will be computed after four runs.** (this is run 1 of 4;" in md
     assert "### Uncertainty detail" in md
 
@@ -84,7 +77,7 @@ def test_delta_columns_only_when_nonzero(data: dict[str, Any]) -> None:
 
 def test_caps_are_stated_never_silent(data: dict[str, Any],
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scorecard, "MAX_PROMPT_ROWS", 5)
+    monkeypatch.setattr(prompts_section, "MAX_PROMPT_ROWS", 5)
     md = scorecard.render_markdown(data)
     n = len(data["prompts"])
     assert f"_Showing the first 5 of {n} per-prompt rows; all {n} are in `scorecard.json`._" in md

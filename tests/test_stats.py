@@ -1,4 +1,4 @@
-"""The scoring math of seeds/000 (pure functions in pytest_skilllift.report.stats)."""
+"""The scoring math of qdrant/skills SCORING.md (pure functions in report/stats.py)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 from pathlib import Path
 
@@ -12,12 +11,7 @@ import pytest
 from pytest_skilllift.report import cli as summarize_cli
 from pytest_skilllift.report.compare import compare_weeks
 
-_spec = importlib.util.spec_from_file_location(
-    "_skilllift_test_weekio", Path(__file__).with_name("test_weekio.py"))
-assert _spec and _spec.loader
-_weekio_tests = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_weekio_tests)
-write_week = _weekio_tests.write_week
+from .test_weekio import write_week
 
 
 def run(argv: list[str]) -> int:
@@ -30,7 +24,7 @@ def run(argv: list[str]) -> int:
 
 def test_summarize_writes_scorecard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     w = write_week(tmp_path / "weekly" / "20260801")
-    assert run(["summarize", str(w), "--no-plots"]) == 0
+    assert run(["summarize", str(w), "--no-plots", "--print"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("# Weekly Skill Scorecard — 20260801")
     assert "wrote" in err
@@ -38,6 +32,23 @@ def test_summarize_writes_scorecard(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert json.loads((w / "scorecard.json").read_text())["models"]["sonnet"]["n_prompts"] == 3
     assert (tmp_path / "weekly" / "scorecard-history.csv").exists()
     assert not (w / "forest.png").exists()
+
+
+def test_prints_the_lift_table_and_the_paths_not_the_scorecard(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A big week's scorecard has a row per prompt and model: by default only the lift table
+    and where the files are go to the terminal."""
+    prompts = tuple(f"p{i:03d}" for i in range(150))
+    w = write_week(tmp_path / "weekly" / "20260801", prompts=prompts)
+    assert run(["summarize", str(w), "--no-plots"]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0].startswith("skill lift (must_coverage, with-skill − no-skill), week 20260801")
+    assert any(ln.split()[:1] == ["sonnet"] and ln.rstrip().endswith("150") for ln in lines)
+    assert lines[-1] == (f"wrote {w / 'scorecard.md'}, {w / 'scorecard.json'}, "
+                         f"{tmp_path / 'weekly' / 'scorecard-history.csv'}")
+    assert len(lines) < 10 and "p149" not in out and err == ""
 
 
 def test_json_and_history_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

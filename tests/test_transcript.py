@@ -1,4 +1,5 @@
-"""Transcript parsing, signal extraction (seed 000) and the invocation audit (seed 001).
+"""Transcript parsing, signal extraction (qdrant/skills SCORING.md) and the invocation
+audit (SkillsBench).
 
 Real transcripts from three CLI versions (``shared/data/transcripts``) plus synthetic ones
 for the edge cases. Fresh transcripts from the bundled CLI are covered in

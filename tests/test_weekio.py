@@ -10,10 +10,15 @@ import numpy as np
 import pytest
 
 from pytest_skilllift.report.summarize import summarize_week
-from pytest_skilllift.week.columns import MANIFEST_COLUMNS, MANIFEST_EXTRA_COLUMNS, SCORES_COLUMNS
-from pytest_skilllift.week.tables import STATUS_OK, load_week
+from pytest_skilllift.week.columns import (
+    MANIFEST_COLUMNS,
+    MANIFEST_EXTRA_COLUMNS,
+    SCORES_COLUMNS,
+    VERDICTS,
+)
+from pytest_skilllift.week.files import STATUS_OK
+from pytest_skilllift.week.tables import load_week
 
-VERDICT = {"must": ("met", "missing"), "bonus": ("met", "absent"), "avoid": ("violated", "clean")}
 RUBRIC = ("must", "must", "must", "bonus", "avoid")
 
 
@@ -59,7 +64,7 @@ def write_week(
                         continue
                     for i, t in enumerate(RUBRIC):
                         hit = met(pi, m, c, r, i) if t != "avoid" else (c == "no-skill" and r == 1)
-                        v = VERDICT[t][0 if hit else 1]
+                        v = VERDICTS[t][0 if hit else 1]
                         credit = "1.0" if hit else "0.0"
                         items.append({
                             "prompt": p, "skill": p, "model": m, "condition": c, "rep": str(r),
@@ -152,7 +157,10 @@ def test_empty_files(tmp_path: Path) -> None:
     s = summarize_week(w, write=False)
     assert any(p.startswith("scores.csv: empty file") for p in s.problems)
     assert s.data["coverage"]["graded_runs"] == 0 and len(s.data["coverage"]["dropped"]) == 12
-    assert "ungraded: no graded must item" in s.data["coverage"]["dropped"][0]["reason"]
+    # ok runs without any grade: dropped as "ungraded" (the grade is missing, not the
+    # answer), not as "no gradeable answer"
+    assert s.data["coverage"]["dropped"][0]["reason"] == (
+        "ungraded: no graded must item in scores.csv")
 
 
 def test_header_only_manifest(tmp_path: Path) -> None:
@@ -231,9 +239,9 @@ def test_derived_run_status_from_qdrant_columns(tmp_path: Path) -> None:
     s = summarize_week(w, write=False)
     reasons = {d["run_id"]: d["reason"] for d in s.data["coverage"]["dropped"]}
     assert reasons == {
-        "p-a-sonnet-with-skill-r1": "invalid install (skill not in the init skill list)",
+        "p-a-sonnet-with-skill-r1": "invalid install: skill not in the init skill list",
         "p-b-sonnet-no-skill-r2": "errored (exit 1)",
-        "p-c-sonnet-with-skill-r2": "budget-capped (truncated)",
+        "p-c-sonnet-with-skill-r2": "budget-capped (hit the per-run spend cap; truncated)",
     }
     assert s.data["coverage"]["graded_runs"] == 9
     # their graded items are excluded too, and counted
@@ -275,11 +283,11 @@ def test_project_run_status_and_judge_costs(tmp_path: Path) -> None:
     s = summarize_week(w, write=False)
     assert s.problems == []
     assert s.data["coverage"]["dropped"] == [{
-        "run_id": "p-a-sonnet-no-skill-r1", "reason": "timeout: killed after 600s",
+        "run_id": "p-a-sonnet-no-skill-r1", "reason": "timed out: killed after 600s",
         "status": "timeout", "prompt": "p-a", "model": "sonnet", "condition": "no-skill",
         "rep": 1}, {
         "run_id": "p-a-sonnet-with-skill-r2",
-        "reason": "judge failed: HTTP 529 overloaded",
+        "reason": "ungraded: judge failed: HTTP 529 overloaded",
         "status": "ok", "prompt": "p-a", "model": "sonnet", "condition": "with-skill",
         "rep": 2}, {
         "run_id": "p-c-sonnet-no-skill-r2", "reason": "no gradeable answer",
@@ -311,3 +319,16 @@ def test_vectorised_codes_agree_with_the_csv(tmp_path: Path) -> None:
                                                               strict=True)]
     assert got == [(r["prompt"], r["model"]) for r in rows]
     assert np.nansum(week.s_credit) == sum(float(r["credit"]) for r in rows)
+
+
+def test_derived_status_follows_the_one_classification_order(tmp_path: Path) -> None:
+    """Without run_status, the base columns are classified in files.TRANSCRIPT_ORDER: a
+    with-skill run whose skill was missing is invalid even when it also hit the cap."""
+
+    def override(run: dict[str, str]) -> None:
+        if run["prompt"] == "p-a" and run["condition"] == "with-skill" and run["rep"] == "1":
+            run["skill_available"], run["budget_hit"], run["exit_code"] = "0", "1", "1"
+
+    s = summarize_week(write_week(tmp_path / "w", run_override=override), write=False)
+    (dropped,) = s.data["coverage"]["dropped"]
+    assert dropped["status"] == "invalid"

@@ -39,7 +39,7 @@ class SkillReport:
     sub_scores: dict[str, SubScore]
     anti_patterns: list[Finding]
     findings: list[Finding]  # everything else: file, frontmatter-rule and link findings
-    static: Composite  # layer 1 alone (its score is the "Layer 1 score" of the seed)
+    static: Composite  # layer 1 alone (its score is the "Layer 1 score" of PluginEval)
     composite: Composite  # all present layers
     measured: Measured | None = None
     week: str | None = None
@@ -104,7 +104,7 @@ def analyze(
         measured = measured_for_family(week_data, skill.family)
         if measured is not None:
             for dim, value in measured.layer_scores().items():
-                # The measured runs stand in for the seed's simulated (Monte Carlo) layer.
+                # The measured runs stand in for PluginEval's simulated (Monte Carlo) layer.
                 layer_scores.setdefault(dim, {})["measured"] = value
     composite = compute_composite(layer_scores, len(anti)) if measured else static
     return SkillReport(

@@ -1,6 +1,6 @@
-"""The seed's six anti-pattern flags, Claude Code's frontmatter rules, and dead links.
+"""PluginEval's six anti-pattern flags, Claude Code's frontmatter rules, and dead links.
 
-Anti-pattern triggers follow ``shared/seeds/003_*`` word for word:
+Anti-pattern triggers follow PluginEval's evaluation methodology word for word:
 
 * OVER_CONSTRAINED   more than 15 occurrences of MUST, ALWAYS or NEVER in the SKILL.md
 * EMPTY_DESCRIPTION  frontmatter ``description`` shorter than 20 characters after stripping
@@ -12,7 +12,7 @@ Anti-pattern triggers follow ``shared/seeds/003_*`` word for word:
 
 Only these six count toward the penalty ``max(0.5, 1 - 0.05 * count)``. Frontmatter-rule and
 dead-link findings are reported (and fail their own ``--skill-lint`` tests) but do not touch
-the penalty, so the composite stays the seed's number.
+the penalty, so the composite stays PluginEval's number.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from pytest_skilllift.lint.agentskills import spec_findings
 from pytest_skilllift.lint.skillfile import Finding, Link, SkillFile
 
 OVER_CONSTRAINED_THRESHOLD = 15  # "more than 15"
@@ -67,12 +68,15 @@ _WS = re.compile(r"\s+")
 
 FRONTMATTER_CHECK = "FRONTMATTER_RULES"
 LINKS_CHECK = "LINKS"
+#: Where the name/description rules come from (cited in each finding's ``source``).
+_CC_SOURCE = "Claude Code skills page (code.claude.com/docs/en/skills), Required Frontmatter Fields"
+_BP_SOURCE = "Anthropic's skill authoring best practices (platform.claude.com), YAML frontmatter"
 
 
 def directive_count(text: str) -> Counter[str]:
     """MUST / ALWAYS / NEVER occurrences, upper-case whole words (the shouted directives).
 
-    Lower-case "never" is ordinary English; the seed's flag is about capitalised commands.
+    Lower-case "never" is ordinary English; PluginEval's flag is about capitalised commands.
     """
     return Counter(_DIRECTIVE.findall(text))
 
@@ -86,7 +90,7 @@ def skill_directives(skill: SkillFile) -> Counter[str]:
 
 
 def has_trigger(description: str) -> bool:
-    """Whether the description holds one of the seed's four trigger phrases.
+    """Whether the description holds one of PluginEval's four trigger phrases.
 
     Whitespace is collapsed first so a YAML-folded "Use\\n  when" still counts.
     """
@@ -95,7 +99,7 @@ def has_trigger(description: str) -> bool:
 
 
 def detect_anti_patterns(skill: SkillFile) -> list[Finding]:
-    """The seed's anti-patterns for ``skill`` (each a Finding with anti_pattern=True)."""
+    """PluginEval's anti-patterns for ``skill`` (each a Finding with anti_pattern=True)."""
     out: list[Finding] = []
     counts = skill_directives(skill)
     total = sum(counts.values())
@@ -213,7 +217,7 @@ def _exists(skill: SkillFile, base: str, rel: str) -> bool:
 
 
 def cross_ref_resolves(skill: SkillFile, path: str) -> bool:
-    """Markdown resolves links against the file's directory; the seed also accepts paths
+    """Markdown resolves links against the file's directory; the methodology also accepts paths
     written from the skills/ directory, so both are tried (and the root's parent for
     ``skills/...`` spellings)."""
     bases = (str(skill.dir), str(skill.root), str(skill.root.parent))
@@ -281,8 +285,8 @@ def _link_findings(skill: SkillFile) -> list[Finding]:
                     "DEAD_LINK",
                     f"line {link.line}: relative link {link.target!r} does not exist in "
                     f"{skill.rel_id}/",
-                    "Create the file or fix the link (this one is not a seed anti-pattern and "
-                    "does not change the score).",
+                    "Create the file or fix the link (this one is not a PluginEval anti-pattern "
+                    "and does not change the score).",
                     LINKS_CHECK,
                     line=link.line,
                 )
@@ -332,6 +336,7 @@ def frontmatter_rule_findings(skill: SkillFile) -> list[Finding]:
                 f"Add 'name: {_suggest_name(skill.dir.name)}' (lowercase letters, digits, "
                 "hyphens).",
                 FRONTMATTER_CHECK,
+                source=_CC_SOURCE,
             )
         )
     else:
@@ -344,6 +349,7 @@ def frontmatter_rule_findings(skill: SkillFile) -> list[Finding]:
                     + (f" (found {''.join(bad)!r})" if bad else ""),
                     f"Rename to {_suggest_name(name)!r}.",
                     FRONTMATTER_CHECK,
+                source=_CC_SOURCE,
                 )
             )
         if len(name) > NAME_MAX:
@@ -353,6 +359,7 @@ def frontmatter_rule_findings(skill: SkillFile) -> list[Finding]:
                     f"name is {len(name)} characters; Claude Code allows at most {NAME_MAX}",
                     f"Shorten the name to {NAME_MAX} characters or fewer.",
                     FRONTMATTER_CHECK,
+                source=_CC_SOURCE,
                 )
             )
         hit = [w for w in _RESERVED if w in name.lower()]
@@ -363,6 +370,7 @@ def frontmatter_rule_findings(skill: SkillFile) -> list[Finding]:
                     f"name {name!r} contains the reserved word {hit[0]!r}",
                     "Pick a name without 'anthropic' or 'claude'.",
                     FRONTMATTER_CHECK,
+                    source=_BP_SOURCE,
                 )
             )
     raw_desc = fm.get("description")
@@ -373,6 +381,7 @@ def frontmatter_rule_findings(skill: SkillFile) -> list[Finding]:
                 f"description is a YAML {type(raw_desc).__name__}, not text",
                 "Write the description as one string (quote it if it contains ': ').",
                 FRONTMATTER_CHECK,
+                source=_CC_SOURCE,
             )
         )
     elif raw_desc is None or not skill.description.strip():
@@ -383,6 +392,7 @@ def frontmatter_rule_findings(skill: SkillFile) -> list[Finding]:
                 "model sees when deciding to load the skill)",
                 "Add 'description: <what it does>. Use when <situations>.'",
                 FRONTMATTER_CHECK,
+                source=_CC_SOURCE,
             )
         )
     desc = skill.description
@@ -394,6 +404,7 @@ def frontmatter_rule_findings(skill: SkillFile) -> list[Finding]:
                 f"{DESCRIPTION_MAX}",
                 "Cut the description to the trigger situations; move detail into the body.",
                 FRONTMATTER_CHECK,
+                source=_CC_SOURCE,
             )
         )
     for field_name, value in (("name", name), ("description", desc)):
@@ -405,8 +416,11 @@ def frontmatter_rule_findings(skill: SkillFile) -> list[Finding]:
                     f"{field_name} contains the XML tag {m.group(0)!r}",
                     f"Remove angle-bracket tags from {field_name}.",
                     FRONTMATTER_CHECK,
+                    source=_BP_SOURCE,
                 )
             )
+    # The Agent Skills specification's own rules (hyphens, compatibility, allowed keys).
+    out += spec_findings(fm, name if raw_name is not None else "")
     return out
 
 

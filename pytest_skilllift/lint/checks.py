@@ -1,6 +1,6 @@
-"""The six static sub-checks of seed 003's Layer 1, each a score in [0, 1] with its reasons.
+"""The six static sub-checks of PluginEval's Layer 1, each a score in [0, 1] with its reasons.
 
-The seed names what each sub-check measures and a few anchors (the 200-600 line sweet spot,
+PluginEval names what each sub-check measures and a few anchors (the 200-600 line sweet spot,
 "< 100 lines score only 0.20", a 0.15-0.25 references/ bonus, an assets/ bonus, >= 4 H2/H3
 headings, >= 3 code blocks, an Examples and a Troubleshooting section, < 1 MUST/ALWAYS/NEVER
 per 10 lines, the orchestrator words to avoid, "related"/"see also"). It does not give the
@@ -99,7 +99,7 @@ def frontmatter_quality(skill: SkillFile) -> SubScore:
     if n < EMPTY_DESCRIPTION_MIN:
         t.lose(0.25, f"description is {n} characters (< {EMPTY_DESCRIPTION_MIN})")
     elif n < 60:
-        t.lose(0.15, f"description is {n} characters (seed recommends 60-120+)")
+        t.lose(0.15, f"description is {n} characters (PluginEval recommends 60-120+)")
     elif n < 100:
         t.lose(0.05, f"description is {n} characters (< 100)")
     elif n > 1024:
@@ -132,7 +132,7 @@ def _search(pattern: re.Pattern[str], hints: tuple[str, ...], text: str) -> re.M
 
 def orchestration_wiring(skill: SkillFile) -> SubScore:
     """Does the skill read as a worker: inputs and outputs documented, concrete code, and no
-    supervisor language (seed: avoid "orchestrate", "coordinate", "dispatch", "manage
+    supervisor language (PluginEval: avoid "orchestrate", "coordinate", "dispatch", "manage
     workflow")."""
     t = _Tally()
     prose = _prose(skill)
@@ -144,9 +144,9 @@ def orchestration_wiring(skill: SkillFile) -> SubScore:
         t.lose(0.10, "never says what input the skill receives")
     blocks = skill.facts.code_blocks
     if blocks == 0:
-        t.lose(0.10, "no code block showing concrete worker behaviour (seed: 2+)")
+        t.lose(0.10, "no code block showing concrete worker behaviour (PluginEval: 2+)")
     elif blocks == 1:
-        t.lose(0.05, "one code block (seed: 2+)")
+        t.lose(0.05, "one code block (PluginEval: 2+)")
     m = _search(_ORCHESTRATOR, _ORCHESTRATOR_HINTS, prose)
     if m:
         t.lose(
@@ -158,10 +158,10 @@ def orchestration_wiring(skill: SkillFile) -> SubScore:
 def progressive_disclosure(skill: SkillFile) -> SubScore:
     """Line count against the 200-600 sweet spot, plus references/ and assets/ bonuses.
 
-    Base: < 100 lines 0.20 (the seed's number), 100-199 0.55, 200-600 0.75, 601-800 0.50,
+    Base: < 100 lines 0.20 (PluginEval's number), 100-199 0.55, 200-600 0.75, 601-800 0.50,
     > 800 0.25. Bonuses: non-empty references/ +0.15 (+0.25 above 400 lines, where offloading
     matters more), non-empty assets/ +0.10. Sub-skills in child directories are not counted
-    as references: the seed counts references/ only.
+    as references: the methodology counts references/ only.
     """
     lines = skill.line_count
     if lines < 100:
@@ -206,14 +206,14 @@ def structural_completeness(skill: SkillFile) -> SubScore:
     t = _Tally()
     h = len(skill.facts.h2_h3)
     if h < 2:
-        t.lose(0.25, f"{h} H2/H3 headings (seed: at least 4)")
+        t.lose(0.25, f"{h} H2/H3 headings (PluginEval: at least 4)")
     elif h < 4:
-        t.lose(0.125, f"{h} H2/H3 headings (seed: at least 4)")
+        t.lose(0.125, f"{h} H2/H3 headings (PluginEval: at least 4)")
     c = skill.facts.code_blocks
     if c == 0:
-        t.lose(0.25, "no fenced code blocks (seed: at least 3)")
+        t.lose(0.25, "no fenced code blocks (PluginEval: at least 3)")
     elif c < 3:
-        t.lose(0.125, f"{c} fenced code blocks (seed: at least 3)")
+        t.lose(0.125, f"{c} fenced code blocks (PluginEval: at least 3)")
     if not _EXAMPLES.search(_headings(skill)):
         t.lose(0.25, "no Examples section")
     if not _TROUBLE.search(_headings(skill)):
@@ -284,7 +284,7 @@ def ecosystem_coherence(skill: SkillFile) -> SubScore:
 
 
 def run_checks(skill: SkillFile) -> dict[str, SubScore]:
-    """All six sub-checks, keyed by name, in the seed's order."""
+    """All six sub-checks, keyed by name, in PluginEval's order."""
     return {
         "frontmatter_quality": frontmatter_quality(skill),
         "orchestration_wiring": orchestration_wiring(skill),

@@ -17,24 +17,32 @@ from typing import Any, TextIO
 
 from pytest_skilllift.lint.analyze import LintUsageError, SkillReport, score_path
 from pytest_skilllift.lint.composite import DIMENSION_WEIGHTS, grade
-from pytest_skilllift.lint.measured import WeekError, load_week
+from pytest_skilllift.lint.depth_cli import add_depth_arguments, run_depth, unused_options
+from pytest_skilllift.lint.measured import WeekError, load_scorecard
+from pytest_skilllift.lint.output import stdout as _stdout
+from pytest_skilllift.lint.output import write_findings as _write_findings
+from pytest_skilllift.lint.output import write_json
 from pytest_skilllift.lint.skillfile import SKILL_FILENAME, Finding
+from pytest_skilllift.week.files import MANIFEST_CSV, SCORES_CSV
 
 
 def add_parser(subparsers: Any) -> None:
     """Register ``score`` and ``compare`` on the ``skilllift`` sub-parser set."""
     p = subparsers.add_parser(
         "score",
-        help="static analysis of skills (seed 003 layer 1): composite, grades, anti-patterns",
-        description="Score a skill (a SKILL.md, a skill directory, or a tree of skills) with "
-        "no model. Optionally ground triggering accuracy and output quality in a week of runs.",
+        help="PluginEval quality layers of skills: static (quick), + LLM judge (standard), "
+        "+ Monte Carlo on the real CLI (deep); composite, grades, anti-patterns",
+        description="Score a skill (a SKILL.md, a skill directory, or a tree of skills). "
+        "--depth quick needs no model; --week grounds triggering accuracy and output quality "
+        "in a week of runs.",
     )
     p.add_argument("path", type=Path, help="SKILL.md, a skill directory, or a tree of skills")
     p.add_argument(
         "--depth",
-        choices=["quick"],
+        choices=["quick", "standard", "deep"],
         default="quick",
-        help="quick = static layer only (the only depth that needs no model)",
+        help="quick = static layer only (no model call); standard = + LLM judge; "
+        "deep = + Monte Carlo runs of the real CLI (see also `skilllift certify`)",
     )
     p.add_argument("--output", choices=["text", "json"], default="text")
     p.add_argument(
@@ -52,6 +60,7 @@ def add_parser(subparsers: Any) -> None:
         help="week directory: measured activation rate -> triggering_accuracy, "
         "must-coverage lift -> output_quality",
     )
+    add_depth_arguments(p)
     p.set_defaults(func=run_score)
 
     c = subparsers.add_parser(
@@ -72,12 +81,18 @@ def add_parser(subparsers: Any) -> None:
 
 def run_score(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """``skilllift score``."""
+    if getattr(args, "depth", "quick") != "quick":
+        return run_depth(args, out)
+    unused = unused_options(args) if hasattr(args, "judges") else []
+    if unused:
+        print(f"skilllift score: {'; '.join(unused)}", file=sys.stderr)
+        return 2
     out = out or _stdout()
     week_data = None
     week = None
     try:
         if args.week is not None:
-            week_data = load_week(args.week)
+            week_data = load_scorecard(args.week)
             week = str(args.week)
         run = score_path(args.path, week_data, week)
     except (LintUsageError, WeekError) as exc:
@@ -118,24 +133,6 @@ def run_score(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return 1 if under else 0
 
 
-def write_json(payload: dict[str, Any], out: TextIO) -> None:
-    """Indented JSON, except that each element of ``skills`` sits on one line.
-
-    ``json`` only uses its C encoder without ``indent``; a 1,000-skill tree indented in pure
-    Python took longer than the analysis. One skill per line stays greppable and diffable.
-    """
-    skills = payload.get("skills")
-    if not isinstance(skills, list):
-        out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-        return
-    head = {k: v for k, v in payload.items() if k != "skills"}
-    out.write("{\n")
-    for k, v in head.items():
-        out.write(f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)},\n")
-    out.write('  "skills": [\n')
-    out.write(",\n".join("    " + json.dumps(s, ensure_ascii=False) for s in skills))
-    out.write("\n  ]\n}\n")
-
 
 def _measured_cells(r: SkillReport) -> str:
     m = r.measured
@@ -144,14 +141,6 @@ def _measured_cells(r: SkillReport) -> str:
     lift = "-" if m is None or m.must_lift is None else f"{m.must_lift:+.3f}"
     return f"  {act:>14}  {lift:>9}"
 
-
-def _stdout() -> TextIO:
-    """stdout that cannot raise on odd text: a directory named with non-UTF-8 bytes reaches
-    us as lone surrogates, and printing those must not turn a finding into a traceback."""
-    reconfigure = getattr(sys.stdout, "reconfigure", None)
-    if reconfigure is not None:
-        reconfigure(errors="backslashreplace")
-    return sys.stdout
 
 
 def _flags(r: SkillReport) -> str:
@@ -208,14 +197,6 @@ def write_skill_text(r: SkillReport, out: TextIO) -> None:
     _write_findings("other findings (no penalty)", r.findings, out)
 
 
-def _write_findings(title: str, findings: list[Finding], out: TextIO) -> None:
-    if not findings:
-        return
-    print(f"\n{title}:", file=out)
-    for f in findings:
-        print(f"  {f.flag}: {f.evidence}", file=out)
-        print(f"    fix: {f.fix}", file=out)
-
 
 def write_tree_text(reports: list[SkillReport], walk: list[Finding], out: TextIO) -> None:
     """One line per skill, then every skill's findings."""
@@ -255,7 +236,7 @@ def classify(path: Path) -> str:
     holding one), or ``"unknown"``."""
     try:
         if path.is_dir():
-            if (path / "manifest.csv").is_file() or (path / "scores.csv").is_file():
+            if (path / MANIFEST_CSV).is_file() or (path / SCORES_CSV).is_file():
                 return "week"
             if (path / SKILL_FILENAME).exists():
                 return "skill"
@@ -387,10 +368,14 @@ def _render(result: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Standalone entry (``python -m pytest_skilllift.lint.cli score ...``): the same two
-    subcommands without importing the rest of the ``skilllift`` script."""
+    """Standalone entry (``python -m pytest_skilllift.lint.cli score ...``): the same
+    subcommands (score, compare, certify, corpus) without the rest of the ``skilllift`` script."""
+    from pytest_skilllift.lint import depth_cli
+
     parser = argparse.ArgumentParser(prog="skilllift")
-    add_parser(parser.add_subparsers(dest="command", metavar="COMMAND"))
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_parser(sub)
+    depth_cli.add_parser(sub)
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help()

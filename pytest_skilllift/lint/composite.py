@@ -1,13 +1,13 @@
-"""Seed 003's composite: dimension weights, layer blends, penalty, grades, badges.
+"""PluginEval's composite: dimension weights, layer blends, penalty, grades, badges.
 
     blended[d] = Σ layer_weight[d][l] × layer_score[d][l] / Σ layer_weight[d][l]   (present l)
     composite  = Σ weight[d] × blended[d] × 100 × penalty
     penalty    = max(0.5, 1 − 0.05 × anti_pattern_count)
 
-Interpretation where the seed is silent: a dimension that no present layer feeds (at quick
+Interpretation where the methodology is silent: a dimension that no present layer feeds (at quick
 depth: output_quality, scope_calibration, robustness, code_template_quality) is *unmeasured*,
-not zero. The seed renormalises blends "so skipping Monte Carlo doesn't artificially deflate
-scores"; the same reasoning is applied one level up, dividing by the weight of the measured
+not zero. PluginEval renormalises blends "so skipping Monte Carlo doesn't artificially
+deflate scores"; the same reasoning is applied one level up, dividing by the weight of the measured
 dimensions. Without it a perfect skill would top out at 66 at quick depth. The JSON reports
 ``weight_covered`` and ``unmeasured`` so the renormalisation is never hidden.
 """
@@ -33,7 +33,7 @@ DIMENSION_WEIGHTS: dict[str, float] = {
 
 LAYERS: tuple[str, ...] = ("static", "judge", "monte_carlo")
 
-#: per-dimension blend of the three layers (seed table, columns static / judge / monte_carlo).
+#: per-dimension blend of the layers (methodology table: static / judge / monte_carlo).
 LAYER_BLEND: dict[str, dict[str, float]] = {
     "triggering_accuracy": {"static": 0.15, "judge": 0.25, "monte_carlo": 0.60},
     "orchestration_fitness": {"static": 0.10, "judge": 0.70, "monte_carlo": 0.20},
@@ -47,7 +47,7 @@ LAYER_BLEND: dict[str, dict[str, float]] = {
     "ecosystem_coherence": {"static": 0.85, "judge": 0.15, "monte_carlo": 0.00},
 }
 
-#: layers that stand in for a seed column: measured lift runs (``--week``) take the Monte
+#: layers that stand in for a methodology column: measured lift runs (``--week``) take the Monte
 #: Carlo column, since they are the real version of the simulated invocations.
 BLEND_COLUMN: dict[str, str] = {"measured": "monte_carlo"}
 
@@ -89,7 +89,7 @@ def grade(score: float) -> str:
 def badge(composite: float, elo: float | None = None) -> str | None:
     """Quality badge: the best tier whose composite bound is met and, when an Elo rating
     exists, whose Elo bound is met too. Without Elo (every static run) composite alone
-    decides, as the seed specifies. None below Bronze."""
+    decides, as the methodology specifies. None below Bronze."""
     for name, c_min, e_min in BADGES:
         if composite + _EPS >= c_min and (elo is None or elo + _EPS >= e_min):
             return name

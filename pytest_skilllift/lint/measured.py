@@ -1,7 +1,7 @@
 """Ground two model-based dimensions in a real week of lift runs (``--week DIR``).
 
-The seed fills triggering_accuracy and output_quality from simulated prompts (Layer 3, Monte
-Carlo). This project already runs every prompt with and without the skill, so it measures
+PluginEval fills triggering_accuracy and output_quality from simulated prompts (Layer 3,
+Monte Carlo). This project already runs every prompt with and without the skill, so it measures
 them instead, and the measured values take the Monte Carlo column of the blend table:
 
 * triggering_accuracy ← the activation rate of the skill family's with-skill runs
@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_skilllift.week.files import MANIFEST_CSV, SCORECARD_JSON
+
 
 class WeekError(Exception):
     """The week directory cannot provide measured data (message says why)."""
@@ -40,12 +42,12 @@ def _wilson(successes: int, n: int) -> tuple[float, float] | None:
     return (float(lo), float(hi))
 
 
-def load_week(week_dir: Path) -> dict[str, Any]:
+def load_scorecard(week_dir: Path) -> dict[str, Any]:
     """The scorecard data of a week: scorecard.json, or summarised lazily from manifest.csv."""
     week_dir = Path(week_dir)
     if not week_dir.is_dir():
         raise WeekError(f"--week {week_dir}: not a directory")
-    card = week_dir / "scorecard.json"
+    card = week_dir / SCORECARD_JSON
     if card.is_file():
         try:
             data = json.loads(card.read_text(encoding="utf-8"))
@@ -54,7 +56,7 @@ def load_week(week_dir: Path) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise WeekError(f"{card}: expected a JSON object")
         return data
-    if (week_dir / "manifest.csv").is_file():
+    if (week_dir / MANIFEST_CSV).is_file():
         try:
             from pytest_skilllift.report.summarize import summarize_week
         except ImportError as exc:

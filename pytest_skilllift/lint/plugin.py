@@ -2,12 +2,16 @@
 
     pytest --skill-lint                  # the skills root (ini skill_lift_skills, else "skills")
     pytest --skill-lint --skill-lint-path=DIR
+    pytest --skill-lint skills/other     # directories holding skills, given as arguments
 
 Test ids: ``<root>/<skill>::<CHECK>``, e.g. ``skills/qdrant-edge::ORPHAN_REFERENCE``. Checks per
-skill: the seed's six anti-patterns, FRONTMATTER_RULES (Claude Code's name/description rules),
-SKILL_FILE (unreadable, binary, empty, huge, symlink loops), LINKS (ordinary dead relative
-links) and, when the ini ``skill_lint_threshold`` is set, COMPOSITE. A failing check prints
-its evidence and fix, without a traceback.
+skill: PluginEval's six anti-patterns, FRONTMATTER_RULES (Claude Code's and the Agent Skills
+specification's frontmatter rules; warnings such as Claude-Code-only keys are pytest warnings,
+not failures), SKILL_FILE (unreadable, binary, empty, huge, symlink loops), LINKS (ordinary
+dead relative links), DEPTH when the ini ``skill_lint_depth`` is standard or deep (the model
+layers ran, or the test says which did not) and, when the ini ``skill_lint_threshold`` is set,
+COMPOSITE (at the configured depth). A failing check prints its evidence and fix, without a
+traceback.
 
 The skills are found from the session (in ``pytest_collection_modifyitems``), not through
 ``pytest_collect_file``, so they are linted whatever ``testpaths`` or arguments select. This is
@@ -16,9 +20,10 @@ the only module of ``lint/`` that imports pytest; all the judging is done by the
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -26,6 +31,9 @@ from pytest_skilllift.config import LintSettings, SettingsError
 from pytest_skilllift.lint.analyze import SkillReport, analyze
 from pytest_skilllift.lint.antipatterns import ANTI_PATTERN_FLAGS, FRONTMATTER_CHECK, LINKS_CHECK
 from pytest_skilllift.lint.skillfile import Finding, find_skill_dirs, load_skill
+
+if TYPE_CHECKING:  # the model layers (numpy, scipy, the SDK) load only when a depth test runs
+    from pytest_skilllift.lint.depth import DepthContext, DepthReport
 
 CHECKS: tuple[str, ...] = (*ANTI_PATTERN_FLAGS, FRONTMATTER_CHECK, "SKILL_FILE", LINKS_CHECK)
 
@@ -45,7 +53,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="skill_lint_path",
         default=None,
         metavar="PATH",
-        help="skills root to lint (default: ini skill_lift_skills, else 'skills')",
+        help="skills root to lint (default: the directories given as arguments that hold "
+        "a SKILL.md, else ini skill_lift_skills, else 'skills')",
     )
     # Only skill_lint_* names here: skill_lift_skills belongs to the main plugin, and
     # registering it twice is an error.
@@ -53,6 +62,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "skill_lint_threshold",
         "with --skill-lint, also fail a COMPOSITE test for skills scoring under this (0-100)",
         default="",
+    )
+    parser.addini(
+        "skill_lint_depth",
+        "with --skill-lint: quick (static, no model; default), standard (+ LLM judge) or deep "
+        "(+ Monte Carlo runs of the real CLI); above quick each skill gets a DEPTH test",
+        default="quick",
     )
 
 
@@ -76,15 +91,25 @@ def pytest_collection_modifyitems(
     settings = config.stash[LINT_KEY]
     if not settings.enabled:
         return
-    root, threshold, label = settings.root, settings.threshold, settings.label
-    if not root.is_dir():
-        raise pytest.UsageError(f"--skill-lint: skills root {root} is not a directory")
+    for root, label in zip(settings.roots, settings.labels, strict=True):
+        if not root.is_dir():
+            raise pytest.UsageError(
+                f"--skill-lint: skills root {root} is not a directory. Name the skills root "
+                "with --skill-lint-path=DIR (or the ini skill_lift_skills), or give skills "
+                "directories as arguments: pytest --skill-lint skills/other")
+        _collect_root(session, items, root, label, settings.threshold, settings.depth)
+
+
+def _collect_root(session: pytest.Session, items: list[pytest.Item], root: Path, label: str,
+                  threshold: float | None, depth: str) -> None:
+    """Append one collector's items per skill under ``root``."""
     walk: list[Finding] = []
     for skill_dir in find_skill_dirs(root, walk):
         rel = skill_dir.relative_to(root).as_posix()
         nodeid = label if rel == "." else f"{label}/{rel}"
         collector = SkillCollector.from_parent(
-            session, name=nodeid, path=skill_dir, nodeid=nodeid, threshold=threshold
+            session, name=nodeid, path=skill_dir, nodeid=nodeid, threshold=threshold,
+            depth=depth,
         )
         # Through the hooks, so the terminal counts these items and a crash would show as a
         # collection error rather than a traceback out of this hook.
@@ -103,9 +128,13 @@ def pytest_collection_modifyitems(
 class SkillCollector(pytest.Collector):
     """One skill directory; yields one test per check."""
 
-    def __init__(self, *, threshold: float | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, threshold: float | None = None, depth: str = "quick", **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.threshold = threshold
+        self.depth = depth
+        self._depth_report: DepthReport | None = None
 
     def collect(self) -> Iterator[pytest.Item]:
         """Analyse once; every check's item carries its own findings."""
@@ -115,10 +144,22 @@ class SkillCollector(pytest.Collector):
             by_check.setdefault(f.check, []).append(f)
         for check, findings in by_check.items():
             yield SkillCheckItem.from_parent(self, name=check, findings=findings, report=report)
+        if self.depth != "quick":
+            yield DepthItem.from_parent(self, name="DEPTH", findings=[], report=report)
         if self.threshold is not None:
             yield CompositeItem.from_parent(
                 self, name="COMPOSITE", report=report, threshold=self.threshold
             )
+
+    def depth_report(self) -> DepthReport:
+        """The skill at ``skill_lint_depth``, evaluated once (model layers run here, in a
+        test, never at collection)."""
+        if self._depth_report is None:
+            from pytest_skilllift.lint.depth import evaluate
+
+            ctx = _depth_context(self.config, self.depth)
+            self._depth_report = evaluate(load_skill(self.path), ctx)
+        return self._depth_report
 
 
 class WalkCollector(pytest.Collector):
@@ -126,6 +167,10 @@ class WalkCollector(pytest.Collector):
 
     def collect(self) -> Iterator[pytest.Item]:  # pragma: no cover - items are made directly
         return iter(())
+
+
+class SkillLintWarning(UserWarning):
+    """A lint finding that is reported but fails nothing (e.g. Claude-Code-only keys)."""
 
 
 class SkillLintFailure(Exception):
@@ -148,15 +193,23 @@ class SkillCheckItem(pytest.Item):
         self.add_marker("skill_lint")
 
     def runtest(self) -> None:
-        """Fail with every finding's evidence and fix."""
-        if not self.findings:
+        """Fail with every error finding's evidence and fix; warnings only warn."""
+        for w in self.findings:
+            if w.is_warning:
+                # Reported in pytest's warnings summary; a warning never fails the check.
+                warnings.warn(SkillLintWarning(f"{self.nodeid}: {w.flag}: {w.evidence}"),
+                              stacklevel=1)
+        errors = [f for f in self.findings if not f.is_warning]
+        if not errors:
             return
         # First line = first finding: it is what `-rA`/the short summary shows.
         lines: list[str] = []
-        for f in self.findings:
+        for f in errors:
             lines.append(f"{f.flag}: {f.evidence}")
             lines.append(f"  fix: {f.fix}")
-        if self.report is not None and any(f.anti_pattern for f in self.findings):
+            if f.source:
+                lines.append(f"  rule: {f.source}")
+        if self.report is not None and any(f.anti_pattern for f in errors):
             c = self.report.composite
             lines.append(
                 f"  (anti-pattern penalty x{c.penalty:.2f}; composite {c.score:.1f}, "
@@ -186,6 +239,9 @@ class CompositeItem(SkillCheckItem):
         """Compare the composite with the threshold; name the weakest dimensions."""
         assert self.report is not None
         c = self.report.composite
+        parent = self.parent
+        if isinstance(parent, SkillCollector) and parent.depth != "quick":
+            c = parent.depth_report().composite  # the composite of every layer that ran
         if c.score >= self.threshold:
             return
         weakest = sorted(c.dimensions.items(), key=lambda kv: kv[1]["score"])[:3]
@@ -204,3 +260,48 @@ class CompositeItem(SkillCheckItem):
                 ]
             )
         )
+
+
+class DepthItem(SkillCheckItem):
+    """``skill_lint_depth`` above quick: runs the model layers; fails when a layer the depth
+    asks for produced no score (the reason is shown), never on the score itself (that is
+    COMPOSITE's job with ``skill_lint_threshold``)."""
+
+    def runtest(self) -> None:
+        """Evaluate the skill at the configured depth."""
+        parent = self.parent
+        assert isinstance(parent, SkillCollector)
+        r = parent.depth_report()
+        unscored = r.unscored_layers()
+        if unscored:
+            raise SkillLintFailure("\n".join(
+                [f"{self.nodeid}: depth {r.depth}: {len(unscored)} layer(s) unscored"]
+                + [f"  {u['layer']}: {u['reason']}" for u in unscored]
+                + [f"  composite {r.composite.score:.1f} over the layers that ran: "
+                   f"{', '.join(r.layers_ran)}"]))
+
+
+_DEPTH_KEY: pytest.StashKey[DepthContext] = pytest.StashKey()
+
+
+def _depth_context(config: pytest.Config, depth: str) -> DepthContext:
+    """One depth context per process (judge client, spend, store under the rootdir)."""
+    ctx = config.stash.get(_DEPTH_KEY, None)
+    if ctx is None:
+        from pytest_skilllift.lint.depth_cli import make_context
+
+        try:
+            ctx = make_context(depth, out=config.rootpath / ".skilllift" / "depth",
+                               progress=None)
+        except ValueError as exc:
+            raise SkillLintFailure(f"skill_lint_depth = {depth}: {exc}") from None
+        config.stash[_DEPTH_KEY] = ctx
+    return ctx
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Close the judge client of a depth run."""
+    ctx = config.stash.get(_DEPTH_KEY, None)
+    if ctx is not None:
+        ctx.close()
+

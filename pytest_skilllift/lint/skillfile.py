@@ -29,6 +29,11 @@ MAX_BYTES = 1024 * 1024
 #: entries listed under references/ or assets/ before we stop walking (reported when hit).
 MAX_BUNDLED_FILES = 5000
 SKILL_FILENAME = "SKILL.md"
+#: The rule a frontmatter block must follow: "YAML frontmatter followed by Markdown content".
+FRONTMATTER_SOURCE = (
+    "Agent Skills specification (agentskills.io/specification), SKILL.md format: YAML "
+    "frontmatter between '---' lines, a mapping of keys"
+)
 
 # The C loader is ~10x faster than the pure-Python one; it matters for the 1,000-skill budget.
 _YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -41,7 +46,7 @@ class Finding:
     ``check`` groups findings into the tests ``pytest --skill-lint`` shows (an anti-pattern's
     check is its own flag; Claude Code frontmatter rules share ``FRONTMATTER_RULES``; file
     problems share ``SKILL_FILE``; unresolved ordinary links are ``LINKS``).
-    ``anti_pattern`` is True only for the seed's six flags: only those count toward the
+    ``anti_pattern`` is True only for PluginEval's six flags: only those count toward the
     penalty ``max(0.5, 1 - 0.05 * count)``.
     """
 
@@ -51,12 +56,25 @@ class Finding:
     check: str
     anti_pattern: bool = False
     line: int | None = None
+    #: "error" fails its ``--skill-lint`` test; "warning" is reported (and emitted as a pytest
+    #: warning) but fails nothing — e.g. frontmatter keys that only Claude Code reads.
+    severity: str = "error"
+    #: The public rule the finding enforces (document and section), when it comes from one.
+    source: str | None = None
+
+    @property
+    def is_warning(self) -> bool:
+        """Reported, never failing."""
+        return self.severity == "warning"
 
     def to_json(self) -> dict[str, Any]:
         """The JSON shape used in ``layers[0].anti_patterns`` / ``layers[0].findings``."""
         out: dict[str, Any] = {"flag": self.flag, "evidence": self.evidence, "fix": self.fix}
         out["check"] = self.check
         out["counts_toward_penalty"] = self.anti_pattern
+        out["severity"] = self.severity
+        if self.source is not None:
+            out["source"] = self.source
         if self.line is not None:
             out["line"] = self.line
         return out
@@ -394,6 +412,7 @@ def _parse_text(skill: SkillFile, text: str) -> None:
                     "Close the YAML frontmatter with a line holding only '---'.",
                     "FRONTMATTER_RULES",
                     line=first + 1,
+                    source=FRONTMATTER_SOURCE,
                 )
             )
             body_start = first + 1
@@ -409,6 +428,7 @@ def _parse_text(skill: SkillFile, text: str) -> None:
                 "Use when ...\n---",
                 "FRONTMATTER_RULES",
                 line=1,
+                source=FRONTMATTER_SOURCE,
             )
         )
     skill.body = "\n".join(lines[body_start:])
@@ -430,6 +450,7 @@ def _parse_yaml(skill: SkillFile, block: str, first_line: int) -> None:
                 "Fix the YAML (quote descriptions that contain ': ' or start with a quote).",
                 "FRONTMATTER_RULES",
                 line=line,
+                source=FRONTMATTER_SOURCE,
             )
         )
         return
@@ -441,6 +462,7 @@ def _parse_yaml(skill: SkillFile, block: str, first_line: int) -> None:
                 "Use a flat mapping of simple keys.",
                 "FRONTMATTER_RULES",
                 line=first_line,
+                source=FRONTMATTER_SOURCE,
             )
         )
         return
@@ -454,6 +476,7 @@ def _parse_yaml(skill: SkillFile, block: str, first_line: int) -> None:
                 "Write the frontmatter as 'key: value' lines (name:, description:).",
                 "FRONTMATTER_RULES",
                 line=first_line,
+                source=FRONTMATTER_SOURCE,
             )
         )
         return

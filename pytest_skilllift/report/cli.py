@@ -1,5 +1,8 @@
 """``skilllift summarize WEEK_DIR``: write scorecard.md/json (+ plots, history) for a week.
 
+Prints the lift table and the paths written; ``--print`` prints the whole scorecard.md,
+``--json`` the whole scorecard.json (a big week's scorecard has a row per prompt and model).
+
 Exit status: 0 for a clean week, 1 when the input had problems (a partial scorecard is
 still written and says what is missing), 2 when WEEK_DIR is not a directory.
 """
@@ -25,8 +28,10 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--history", type=Path, default=None,
                    help="history CSV (default: WEEK_DIR/../scorecard-history.csv)")
     p.add_argument("--no-plots", action="store_true", help="do not draw the PNG plots")
+    p.add_argument("--print", action="store_true", dest="print_all",
+                   help="print the whole scorecard.md (default: the lift table and the paths)")
     p.add_argument("--json", action="store_true",
-                   help="print scorecard.json to stdout instead of the markdown")
+                   help="print the whole scorecard.json")
     p.add_argument("--banner", default=None, help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
@@ -51,10 +56,13 @@ def run(args: argparse.Namespace) -> int:
               f"make {week_dir} writable, or pass --history PATH for the history file",
               file=sys.stderr)
         return 2
-    out = render_json(summary.data) if args.json else summary.markdown
-    sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    if args.json or args.print_all:
+        out = render_json(summary.data) if args.json else summary.markdown
+        sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    else:
+        print("\n".join(summary.terminal_lines(scorecard_path=False)))
     for problem in summary.problems:
         print(f"problem: {problem}", file=sys.stderr)
     written = ", ".join(str(p) for p in summary.written)
-    print(f"wrote {written}", file=sys.stderr)
+    print(f"wrote {written}", file=sys.stderr if args.json or args.print_all else sys.stdout)
     return 1 if summary.problems else 0

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from pytest_skilllift.report import stats
-from pytest_skilllift.report.scorecard import fmt, md_table, signed
+from pytest_skilllift.report.markdown import fmt, md_table, signed
 from pytest_skilllift.week import history as hist
 
 #: Per-prompt movers shown per model (the count of all movers is always stated).

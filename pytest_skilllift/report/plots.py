@@ -10,9 +10,10 @@ Inputs are the scorecard.json dict and the history rows: no statistics are compu
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 
 import matplotlib
 
@@ -20,23 +21,53 @@ matplotlib.use("Agg")  # headless: CI machines and pytest runs have no display
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 
 from pytest_skilllift.week.history import HistoryRow, run_order
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.sections.prompts import PromptRow
 
 #: A forest plot with more rows than this is unreadable; beyond it the plot shows the
 #: prompts with the largest |lift| in any model, and its title says how many of how many.
 MAX_FOREST_PROMPTS = 40
 
 
-def forest_plot(data: dict[str, Any], path: Path) -> Path | None:
-    """Draw the per-prompt lift forest plot; returns the path, or None with nothing to plot.
+# Text size estimates (inches), to lay the figures out without measuring every label:
+# DejaVu Sans averages about 0.6 em per character; a line takes about 1.3 em.
+def _text_width_in(chars: int, points: float) -> float:
+    return chars * 0.6 * points / 72
+
+
+def _line_height_in(points: float) -> float:
+    return 1.3 * points / 72
+
+
+_TITLE_PT, _LABEL_PT, _TICK_PT = 10.0, 7.0, 8.0
+
+
+def forest_plot(data: Scorecard, path: Path) -> Path | None:
+    """Draw the per-prompt lift forest plot; returns the path, or None with nothing to plot."""
+    fig = forest_figure(data)
+    if fig is None:
+        return None
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return Path(path)
+
+
+def forest_figure(data: Scorecard) -> Figure | None:
+    """The per-prompt lift forest plot, or None with nothing to plot.
 
     One panel per model on a shared prompt axis, so a row is the same prompt in every panel
     (and its label is drawn once).  Above ``MAX_FOREST_PROMPTS`` prompts the rows are those
-    with the largest |lift| in any model, and the title says how many of how many.
+    with the largest |lift| in any model, and the title says how many of how many.  The
+    figure grows to fit its text: the left margin to the longest prompt name, the title
+    (wrapped, the banner on lines of its own) to the figure's width.
     """
     models = [m for m in data.get("model_order", []) if m in data.get("models", {})]
-    by_key: dict[tuple[str, str], dict[str, Any]] = {}
+    by_key: dict[tuple[str, str], PromptRow] = {}
     biggest: dict[str, float] = {}
     for r in data.get("prompts", []):
         if r["model"] in models and r["must_lift"] is not None:
@@ -52,11 +83,25 @@ def forest_plot(data: dict[str, Any], path: Path) -> Path | None:
     prompts.reverse()  # alphabetical from the top
     n = len(prompts)
     y = np.arange(n)
-    height = max(2.4, 1.4 + 0.22 * n)
-    fig, axes = plt.subplots(1, len(models), figsize=(2.6 + 3.6 * len(models), height),
+
+    # Fixed margins in inches instead of tight_layout, which lays every label out twice more.
+    left_in = 0.25 + _text_width_in(max(len(p) for p in prompts), _LABEL_PT)
+    panel_in, right_in = 3.6, 0.3
+    width = left_in + panel_in * len(models) + right_in
+    shown = (f"{n} of {total} prompts, largest |lift|" if total > n else f"{total} prompts")
+    per_line = max(20, int((width - 0.3) / _text_width_in(1, _TITLE_PT)))
+    title = textwrap.wrap(f"Per-prompt must-coverage lift — {data.get('week', '')} ({shown})",
+                          per_line)
+    if data.get("banner"):
+        title += textwrap.wrap(str(data["banner"]), per_line)
+    top_in = 0.15 + _line_height_in(_TITLE_PT) * len(title) + 0.35  # + the panel titles
+    bottom_in = 0.2 + _line_height_in(_TICK_PT) + 2 * _line_height_in(_LABEL_PT) + 0.1
+    height = top_in + max(1.0, 0.22 * n + 0.3) + bottom_in
+    fig, axes = plt.subplots(1, len(models), figsize=(width, height),
                              sharex=True, sharey=True, squeeze=False)
 
-    def col(label: str, key: str) -> np.ndarray:
+    def col(label: str, key: Literal["must_lift", "must_no_min", "must_no_max",
+                                     "must_with_min", "must_with_max"]) -> np.ndarray:
         return np.array([np.nan if (r := by_key.get((p, label))) is None or r[key] is None
                          else r[key] for p in prompts], float)
 
@@ -76,32 +121,35 @@ def forest_plot(data: dict[str, Any], path: Path) -> Path | None:
             ax.axvline(m["must_lift"], color="#c55a11", lw=1.5)
         ax.axvline(0.0, color="black", lw=0.8)
         ax.set_xlim(-1.05, 1.05)
+        ax.set_xticks([-1.0, -0.5, 0.0, 0.5, 1.0])
+        ax.tick_params(axis="x", labelsize=_TICK_PT)
         # An explicit y skips matplotlib's title auto-positioning, which measures every
         # tick label again.
         ax.set_title(f"{label} (n = {m.get('n_prompts')})", fontsize=9, y=1.005)
         # The key lives in the axis label: a legend would sit on top of some prompt's row.
         ax.set_xlabel("must lift, with − no\n(bar: rep range; line and band: mean lift, 95% t CI)",
-                      fontsize=7)
+                      fontsize=_LABEL_PT)
         ax.grid(axis="x", alpha=0.3)
     axes[0][0].set_yticks(y)
-    axes[0][0].set_yticklabels(prompts, fontsize=7)
+    axes[0][0].set_yticklabels(prompts, fontsize=_LABEL_PT)
     axes[0][0].set_ylim(-0.7, n - 0.3)
-    shown = (f"{n} of {total} prompts, largest |lift|" if total > n else f"{total} prompts")
-    fig.suptitle(f"Per-prompt must-coverage lift — {data.get('week', '')} ({shown})"
-                 + (f" — {data['banner']}" if data.get("banner") else ""), fontsize=10,
-                 y=1 - 0.08 / height, va="top")
-    # Fixed margins instead of tight_layout, which lays every label out twice more; the
-    # left margin fits the longest prompt name (≈ 0.055 in per 7-pt character).
-    width = fig.get_figwidth()
-    longest = max(len(p) for p in prompts)
-    fig.subplots_adjust(left=min(0.6, (0.2 + 0.055 * longest) / width), right=0.98,
-                        wspace=0.08, top=1 - 0.62 / height, bottom=0.75 / height)
+    fig.suptitle("\n".join(title), fontsize=_TITLE_PT, y=1 - 0.12 / height, va="top")
+    fig.subplots_adjust(left=left_in / width, right=1 - right_in / width, wspace=0.12,
+                        top=1 - top_in / height, bottom=bottom_in / height)
+    return fig
+
+
+def trend_plot(rows: Sequence[HistoryRow], models: Sequence[str], path: Path) -> Path | None:
+    """Weekly lift ± SE per model; None until the history has two runs."""
+    fig = trend_figure(rows, models)
+    if fig is None:
+        return None
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return Path(path)
 
 
-def trend_plot(rows: Sequence[HistoryRow], models: Sequence[str], path: Path) -> Path | None:
+def trend_figure(rows: Sequence[HistoryRow], models: Sequence[str]) -> Figure | None:
     """Weekly lift ± SE per model; None until the history has two runs."""
     order = run_order(rows)
     if len(order) < 2:
@@ -126,6 +174,4 @@ def trend_plot(rows: Sequence[HistoryRow], models: Sequence[str], path: Path) ->
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return Path(path)
+    return fig

@@ -1,4 +1,4 @@
-"""The scoring math of ``seeds/000`` as pure numpy/scipy functions (no I/O, no pytest).
+"""The scoring math of qdrant/skills SCORING.md as pure numpy/scipy functions (no I/O, no pytest).
 
 Levels (Aggregation): item → prompt×rep (three metrics + composite) → prompt (mean over
 reps, min–max kept as the stability signal) → cell (flat macro mean over prompts).

@@ -1,4 +1,5 @@
-"""Trajectory audit: was the skill actually invoked, and how deeply (seed 001, SB-1/SB-3c).
+"""Trajectory audit: was the skill actually invoked, and how deeply (the SkillsBench trajectory
+audit, SB-1 and SB-3c).
 
 Statuses, made mechanical for Claude Code transcripts:
 
@@ -9,7 +10,7 @@ Statuses, made mechanical for Claude Code transcripts:
 - ``VERIFIED``: a skill was loaded and either links nothing further, or at least one linked
   sub-file was opened.
 
-Seed 001's "workflow followed" and cargo-cult checks need an LLM reader; they are not
+The audit's "workflow followed" and cargo-cult checks need an LLM reader; they are not
 attempted here. Pure logic over a :class:`~pytest_skilllift.run.transcript.Transcript`.
 """
 
@@ -19,11 +20,7 @@ import re
 from dataclasses import dataclass
 
 from pytest_skilllift.run.transcript import ToolUse, Transcript
-
-VERIFIED = "VERIFIED"
-PARTIAL = "PARTIAL"
-NOT_INVOKED = "NOT_INVOKED"
-STATUSES: tuple[str, ...] = (VERIFIED, PARTIAL, NOT_INVOKED)
+from pytest_skilllift.week.columns import NOT_INVOKED, PARTIAL, VERIFIED
 
 _SKILL_BODY_PREFIX = "Base directory for this skill:"
 _MD_LINK = re.compile(r"\]\(([^)\s#]+\.md)\)")
@@ -137,7 +134,8 @@ def _is_top_skill_md(path: str) -> bool:
 
 
 def audit_record(audit: InvocationAudit) -> dict[str, object]:
-    """The per-run ``audit.json`` in seed 001's schema (``skill_invocation``, ``skill_misuse``).
+    """The per-run ``audit.json`` in the SkillsBench audit schema (``skill_invocation``,
+    ``skill_misuse``).
 
     ``partial_follow_through`` (SB-3a) needs the skill's workflow steps matched against the
     later tool calls; it is not detected here and is written as ``None`` (unknown), not False.
@@ -176,16 +174,16 @@ def excluded_record(run_status: str, reason: str) -> dict[str, object]:
 # -- SB-2: skill impact (cross-trajectory) ----------------------------------------------------
 
 HELPED, HURT, NO_OP = "helped", "hurt", "no-op"
-#: |Δ| at which a prompt's must-coverage lift counts as a skill effect (seed 001: 10 pp).
+#: |Δ| at which a prompt's must-coverage lift counts as a skill effect (SkillsBench: 10 pp).
 IMPACT_THRESHOLD = 0.10
-#: "Skills HURT for ALL agents (delta ≤ −20 pp on every model)" (seed 001 aggregation).
+#: "Skills HURT for ALL agents (delta ≤ −20 pp on every model)" (SkillsBench aggregation).
 HURT_ALL_THRESHOLD = -0.20
 #: "Single-trial deltas with |Δ| < 30 pp are likely noise."
 SINGLE_TRIAL_NOISE = 0.30
 
 
 def impact_outcome(delta: float) -> str:
-    """HELPED for Δ ≥ +10 pp, HURT for Δ ≤ −10 pp, NO-OP otherwise (seed 001, SB-2)."""
+    """HELPED for Δ ≥ +10 pp, HURT for Δ ≤ −10 pp, NO-OP otherwise (SkillsBench SB-2)."""
     if delta >= IMPACT_THRESHOLD - 1e-12:
         return HELPED
     if delta <= -IMPACT_THRESHOLD + 1e-12:
@@ -195,7 +193,7 @@ def impact_outcome(delta: float) -> str:
 
 def impact_flags(lifts: dict[str, dict[str, float]],
                  invocations: dict[str, dict[str, int]]) -> list[str]:
-    """Seed 001's PR-level patterns, per prompt across all models.
+    """The SkillsBench audit's PR-level patterns, per prompt across all models.
 
     ``lifts``: prompt → model → must-coverage lift; ``invocations``: prompt → status → runs.
     """

@@ -9,76 +9,37 @@ xdist worker, a rerun) reads the ledger. No pytest here: the plugin only turns t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import subprocess
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
-from pytest_skilllift.model import AgentConfig, JudgeResult, RubricItem, RunOutcome, RunSpec
-from pytest_skilllift.runners.base import STDOUT_NAME, Runner
-from pytest_skilllift.week.ledger import Week
-
-#: Run statuses. Only ``ok`` runs are judged; the rest are dropped from scoring with a reason.
-OK, INVALID, ERRORED, TIMEOUT, BUDGET_CAPPED, NO_ANSWER = (
-    "ok", "invalid", "errored", "timeout", "budget_capped", "no_answer",
+from pytest_skilllift.judge.protocol import PROMPT_VERSION, Grader
+from pytest_skilllift.model import AgentConfig, JudgeResult, RunOutcome, RunSpec
+from pytest_skilllift.runners.base import Runner
+from pytest_skilllift.warm import Warmed
+from pytest_skilllift.week.files import (
+    BUDGET_CAPPED,
+    COMPLETED,
+    DROP_REASONS,
+    ERRORED,
+    INVALID,
+    NO_ANSWER,
+    OK,
+    RETRY_ON_RERUN,
+    STDERR_FILE,
+    STDOUT_FILE,
+    TIMEOUT,
+    TRANSCRIPT_ORDER,
+    RunStatus,
 )
-#: Statuses a rerun retries: the run never finished, so nothing is paid twice for a result.
-RETRY_ON_RERUN = frozenset({ERRORED, TIMEOUT})
-#: Runs that completed (the CLI ran to its end): only these can show whether the skill was
-#: reached. A failed run (outage, timeout, install failure, budget cap, a CLI that never
-#: started) is excluded from trigger and invocation counts, never a trigger miss.
-AUDITED = frozenset({OK, NO_ANSWER})
-
-DROP_REASONS = {
-    INVALID: "invalid install: skill not in the init skill list",
-    ERRORED: "errored",
-    TIMEOUT: "timed out",
-    BUDGET_CAPPED: "budget-capped (hit --max-budget-usd; truncated)",
-    NO_ANSWER: "no gradeable answer",
-}
-
-
-T = TypeVar("T")
-
-
-class Warmed(Generic[T]):
-    """A value built once: ahead of first use in a background thread (``warm``), or on first
-    use, whichever comes first. Building the judge client imports the anthropic SDK, seconds
-    of CPU that should overlap the first CLI run rather than follow it."""
-
-    def __init__(self, factory: Callable[[], T]) -> None:
-        self._factory = factory
-        self._value: T | None = None
-        self._lock = threading.Lock()
-
-    def warm(self, name: str) -> None:
-        threading.Thread(target=self._warm, name=name, daemon=True).start()
-
-    def _warm(self) -> None:
-        # A failure here (e.g. no credentials) is raised again, properly, by the first get.
-        with contextlib.suppress(Exception):
-            self.get()
-
-    def get(self) -> T:
-        with self._lock:
-            if self._value is None:
-                self._value = self._factory()
-            return self._value
-
-
-class Grader(Protocol):
-    """What the plugin needs from the judge client."""
-
-    model: str
-
-    def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
-              seed: int | str) -> JudgeResult: ...
+from pytest_skilllift.week.ledger import Ledger
 
 
 @dataclass(frozen=True)
@@ -86,7 +47,7 @@ class GradedRun:
     """Everything the items of one run need to report their outcome."""
 
     run_id: str
-    status: str
+    status: RunStatus
     reason: str
     #: Score rows keyed by item key (``must-1``…); missing key = ungraded item.
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -125,7 +86,7 @@ def skills_sha(skills_root: Path, family: str) -> str:
 class WeekRun:
     """Generates and grades runs into one week directory, each exactly once."""
 
-    def __init__(self, week: Week, agent: AgentConfig, runner: Callable[[], Runner],
+    def __init__(self, week: Ledger, agent: AgentConfig, runner: Callable[[], Runner],
                  grader: Callable[[], Grader], *, site: str = "") -> None:
         self.week = week
         self.agent = agent
@@ -152,6 +113,16 @@ class WeekRun:
         self._cache[spec.run_id] = graded
         return graded
 
+    def grade_generated(self, spec: RunSpec) -> GradedRun:
+        """Grade a run that is already generated; never generates (``skilllift judge``)."""
+        with self.week.lock(spec.run_id):
+            record = self.week.load_run(spec.run_id)
+            if record is None:
+                return GradedRun(run_id=spec.run_id, status=ERRORED, reason="not generated")
+            graded = self._ensure_graded(spec, record, False)
+        self._cache[spec.run_id] = graded
+        return graded
+
     # -- generation ---------------------------------------------------------------------
     def _ensure_generated(self, spec: RunSpec) -> tuple[dict[str, Any], bool]:
         record = self.week.load_run(spec.run_id)
@@ -164,7 +135,7 @@ class WeekRun:
         if self._runner is None:
             self._runner = self._runner_factory()
         outcome = self._runner.run(spec, self.agent, run_dir)
-        record = self._record(spec, outcome, run_dir / STDOUT_NAME)
+        record = self._record(spec, outcome, run_dir / STDOUT_FILE)
         self.week.save_run(spec.run_id, record)
         return record, True
 
@@ -182,7 +153,7 @@ class WeekRun:
         if family not in self._sha:
             self._sha[family] = skills_sha(self.agent.skills_root, family)
         inv = None
-        if spec.with_skill and status in AUDITED:
+        if spec.with_skill and status in COMPLETED:
             inv = audit.audit_invocation(parsed, family=family)
             self.week.save_audit(spec.run_id, audit.audit_record(inv))
         elif spec.with_skill:
@@ -236,10 +207,12 @@ class WeekRun:
             judge_ms = int((time.monotonic() - started) * 1000)
             if result.error is not None:
                 self.week.save_judge_error(spec.run_id, result.error)
-                return GradedRun(reason="ungraded: judge failed", judge_error=result.error,
+                return GradedRun(reason=f"{DROP_REASONS[OK]}: judge failed",
+                                 judge_error=result.error,
                                  **base)
             rows = score_rows(spec, result)
-            self.week.save_grades(spec.run_id, rows, result.model, result.cost_usd, judge_ms)
+            self.week.save_grades(spec.run_id, rows, result.model, result.cost_usd, judge_ms,
+                                  meta=judge_meta(result))
             judged = True
         by_key = {f"{r['item_type']}-{r['item_index']}": r for r in rows if r.get("verdict")}
         return GradedRun(reason="", rows=by_key, judged_now=judged, **base)
@@ -247,30 +220,38 @@ class WeekRun:
 
 def classify(spec: RunSpec, outcome: RunOutcome, available: bool, budget_hit: bool,
              is_error: bool, answer: str, subtype: str, *,
-             init_seen: bool = True) -> tuple[str, str]:
-    """A run's status and the reason it is dropped (empty for ``ok``), per seed 000.
+             init_seen: bool = True) -> tuple[RunStatus, str]:
+    """A run's status and the reason it is dropped (empty for ``ok``).
+
+    A run that left no transcript to read is classified by the harness (timed out, a skill
+    family the runner refused to install, or a harness error such as a failed spawn);
+    otherwise the first status of ``files.TRANSCRIPT_ORDER`` that applies wins.
 
     ``init_seen``: the transcript has the CLI's init event. Without it the CLI failed before
     listing its skills, so "skill not in the init skill list" cannot be concluded: the run is
     ``errored`` (retried on rerun, like its no-skill twin), never ``invalid``.
     """
     if outcome.timed_out:
-        return TIMEOUT, outcome.error or "timed out"
+        return TIMEOUT, outcome.error or DROP_REASONS[TIMEOUT]
     if outcome.invalid_install:
         return INVALID, outcome.error or DROP_REASONS[INVALID]
     if outcome.error:
         return ERRORED, outcome.error
-    if budget_hit:
-        return BUDGET_CAPPED, DROP_REASONS[BUDGET_CAPPED]
-    if not init_seen:
-        return ERRORED, (f"the CLI ended before its init event (exit {outcome.exit_code}); "
-                         "see stderr.txt")
-    if spec.with_skill and not available:
-        return INVALID, DROP_REASONS[INVALID] + f" ({spec.prompt.family})"
-    if outcome.exit_code not in (0, None) or is_error:
-        return ERRORED, f"CLI exit {outcome.exit_code}, result {subtype or 'missing'}"
-    if not answer.strip():
-        return NO_ANSWER, DROP_REASONS[NO_ANSWER]
+    no_init = (f"the CLI ended before its init event (exit {outcome.exit_code}); "
+               f"see {STDERR_FILE}")
+    applies: dict[RunStatus, str | None] = {
+        INVALID: (DROP_REASONS[INVALID] + f" ({spec.prompt.family})"
+                  if init_seen and spec.with_skill and not available else None),
+        BUDGET_CAPPED: DROP_REASONS[BUDGET_CAPPED] if budget_hit else None,
+        ERRORED: (no_init if not init_seen
+                  else f"CLI exit {outcome.exit_code}, result {subtype or 'missing'}"
+                  if outcome.exit_code not in (0, None) or is_error else None),
+        NO_ANSWER: DROP_REASONS[NO_ANSWER] if not answer.strip() else None,
+    }
+    for status in TRANSCRIPT_ORDER:
+        reason = applies[status]
+        if reason is not None:
+            return status, reason
     return OK, ""
 
 
@@ -283,15 +264,24 @@ def score_rows(spec: RunSpec, result: JudgeResult) -> list[dict[str, Any]]:
         {**common, "item_type": v.item.type, "item_index": v.item.index,
          "item_text": v.item.text, "verdict": v.verdict, "credit": v.credit,
          "contribution": v.contribution, "contested": int(v.contested) if v.contested else "",
-         "evidence_quote": v.evidence, "evidence_ok": int(v.evidence_ok)}
+         "evidence_quote": v.evidence, "evidence_ok": int(v.evidence_ok),
+         "claimed_verdict": v.claimed_verdict, "claimed_evidence": v.claimed_evidence,
+         **({"samples": [dataclasses.asdict(s) for s in v.samples]} if v.samples else {})}
         for v in result.verdicts
     ]
     rows += [
         {**common, "item_type": item.type, "item_index": item.index, "item_text": item.text,
          "verdict": "", "credit": "", "contribution": "", "contested": "",
-         "evidence_quote": "", "evidence_ok": ""}
+         "evidence_quote": "", "evidence_ok": "", "claimed_verdict": "", "claimed_evidence": ""}
         for item in result.ungraded
     ]
     order = {item.key: pos for pos, item in enumerate(spec.prompt.rubric)}
     rows.sort(key=lambda r: order.get(f"{r['item_type']}-{r['item_index']}", 0))
     return rows
+
+
+def judge_meta(result: JudgeResult) -> dict[str, Any]:
+    """What grades.json records about how a run was judged (calls, samples, evidence policy)."""
+    return {"judge_calls": result.calls, "judge_samples": result.samples,
+            "tie_breaks": result.tie_breaks, "evidence_policy": result.evidence_policy,
+            "prompt_version": PROMPT_VERSION}

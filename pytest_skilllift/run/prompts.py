@@ -33,7 +33,8 @@ class PromptError(ValueError):
 
 
 def is_heldout(path: Path) -> bool:
-    """Files named ``discord-*`` are the reserved held-out set (seed 000, Prompt Sets)."""
+    """Files named ``discord-*`` are the reserved held-out set (qdrant/skills SCORING.md,
+    "Prompt Sets")."""
     return path.name.startswith(HELDOUT_PREFIX)
 
 

@@ -4,7 +4,8 @@ Parsing is deliberately forgiving: the CLI's event shapes drift between versions
 one content block per assistant event, 2.1.x adds many fields), and a run killed mid-stream
 leaves a truncated last line. Nothing here raises on bad input; every irregularity is
 counted so :func:`extract_signals` can report ``signals_ok=False`` instead of silently
-reading a format break as "the model did not use the skill" (seed 000, ``signals_ok``).
+reading a format break as "the model did not use the skill" (qdrant/skills SCORING.md,
+``signals_ok``).
 
 Both line-delimited streams and single-document ``--output-format json`` results (an
 object, or the ``--verbose`` array of events) are accepted.
@@ -358,7 +359,7 @@ def extract_signals(
     site_host: str | None,
     leaf_names: Iterable[str] = (),
 ) -> Signals:
-    """The manifest's derived columns for one run (seed 000 semantics).
+    """The manifest's derived columns for one run (qdrant/skills SCORING.md semantics).
 
     - ``skill_available``: ``family`` is in the init event's ``skills``.
     - ``skill_activation`` by precedence ``skill_tool`` (a ``Skill`` call naming the family)

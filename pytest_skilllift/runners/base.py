@@ -9,9 +9,6 @@ from typing import Protocol
 
 from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
 
-STDOUT_NAME = "stdout.txt"  # the stream-json transcript (qdrant name)
-STDERR_NAME = "stderr.txt"
-
 
 class Runner(Protocol):
     """Runs one (prompt, model, condition, rep) with the real CLI.
@@ -24,7 +21,7 @@ class Runner(Protocol):
       shell), so a leading ``-`` or a prompt over the OS argument limit works;
     - a skill family is installed with its internal symlinks kept as links; a link that
       leaves the family refuses the install (``RunOutcome(invalid_install=True)``);
-    - stdout is streamed to ``run_dir / STDOUT_NAME`` as it arrives, stderr to ``STDERR_NAME``;
+    - stdout is streamed to ``run_dir / STDOUT_FILE`` as it arrives, stderr to ``STDERR_FILE``;
     - a timeout kills the run and returns ``RunOutcome(timed_out=True, error=...)``;
     - secrets in ``cfg.env`` are passed to the process but never written to disk.
     """

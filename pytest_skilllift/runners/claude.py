@@ -1,6 +1,7 @@
 """The Claude Code command line and environment, shared by every runner.
 
-Both arms get exactly the same argv apart from the prompt text (tool parity, seed 000).
+Both arms get exactly the same argv apart from the prompt text (tool parity,
+qdrant/skills SCORING.md).
 """
 
 from __future__ import annotations

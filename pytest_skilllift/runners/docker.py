@@ -1,4 +1,5 @@
-"""The docker runner: every run in its own fresh container (seed 000, "Weekly Run").
+"""The docker runner: every run in its own fresh container (qdrant/skills SCORING.md,
+"Weekly Run").
 
 One run is one container, created from the configured image and removed right after:
 
@@ -42,7 +43,6 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -51,7 +51,7 @@ import docker.client
 import docker.errors
 
 from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
-from pytest_skilllift.runners.base import STDERR_NAME, STDOUT_NAME, transcript_cli_version
+from pytest_skilllift.runners.base import transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env
 from pytest_skilllift.runners.image import (
     AGENT_GID,
@@ -71,6 +71,7 @@ from pytest_skilllift.runners.image import (
 )
 from pytest_skilllift.runners.install import check_family, family_entries
 from pytest_skilllift.runners.local import redact, secret_values
+from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE, utc_stamp
 
 LABEL_RUN_ID = "skilllift.run_id"
 LABEL_WEEK = "skilllift.week"
@@ -107,12 +108,6 @@ HOST_GATEWAY_NAME = "host.docker.internal"
 
 class StaleContainersWarning(UserWarning):
     """A runner's start-up sweep removed containers a killed session left behind."""
-
-
-def _utc_stamp(ts: float | None = None) -> str:
-    """``yyyymmddTHHMMSSZ`` (the manifest's timestamp format)."""
-    when = datetime.fromtimestamp(time.time() if ts is None else ts, tz=timezone.utc)
-    return when.strftime("%Y%m%dT%H%M%SZ")
 
 
 def _owner() -> str:
@@ -333,8 +328,8 @@ class DockerRunner:
         exit_code: int | None = None
         timed_out = False
         error: str | None = None
-        out = _LineSink(run_dir / STDOUT_NAME, secrets)
-        err = _LineSink(run_dir / STDERR_NAME, secrets)
+        out = _LineSink(run_dir / STDOUT_FILE, secrets)
+        err = _LineSink(run_dir / STDERR_FILE, secrets)
         invalid_install = False
         try:
             try:
@@ -367,12 +362,12 @@ class DockerRunner:
             err.close()
         ended = time.time()
         return RunOutcome(
-            exit_code=exit_code, started_utc=_utc_stamp(started), ended_utc=_utc_stamp(ended),
+            exit_code=exit_code, started_utc=utc_stamp(started), ended_utc=utc_stamp(ended),
             wall_ms=int((time.monotonic() - t0) * 1000), timed_out=timed_out,
             error=redact(error.encode(), secrets).decode() if error else None,
             runner=self.name,
             # What actually ran (the init event) beats what the image says it holds.
-            cli_version=transcript_cli_version(run_dir / STDOUT_NAME) or self.cli_version,
+            cli_version=transcript_cli_version(run_dir / STDOUT_FILE) or self.cli_version,
             invalid_install=invalid_install,
         )
 

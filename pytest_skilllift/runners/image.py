@@ -14,7 +14,7 @@ Two ways to get an image the :class:`~pytest_skilllift.runners.docker.DockerRunn
 
 Both images carry the same labels (:data:`LABEL_CLI_VERSION`, :data:`LABEL_HOME`…) so the
 runner needs no knowledge of how an image was made. The CLI version is part of what a lift
-number means (seed 000 pins it), so :func:`image_cli_version` reads it from the image itself
+number means (SCORING.md pins it), so :func:`image_cli_version` reads it from the image itself
 and :func:`cli_version_mismatch` tells provenance whether it differs from the pinned one.
 """
 

@@ -24,24 +24,18 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
 from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
-from pytest_skilllift.runners.base import STDERR_NAME, STDOUT_NAME, transcript_cli_version
+from pytest_skilllift.runners.base import transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env
 from pytest_skilllift.runners.install import InstallError, copy_family
+from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE, utc_stamp
 
 #: Environment variable names whose values are treated as secrets and redacted from output.
 SECRET_MARKERS: tuple[str, ...] = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 REDACTED = b"[REDACTED]"
-
-
-def utc_stamp(ts: float | None = None) -> str:
-    """``yyyymmddTHHMMSSZ`` (the manifest's timestamp format)."""
-    when = datetime.fromtimestamp(time.time() if ts is None else ts, tz=timezone.utc)
-    return when.strftime("%Y%m%dT%H%M%SZ")
 
 
 def secret_values(env: dict[str, str]) -> list[bytes]:
@@ -129,7 +123,7 @@ class LocalRunner:
         """Execute one run; ``stdout.txt``/``stderr.txt`` are written into ``run_dir``."""
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        stdout_path, stderr_path = run_dir / STDOUT_NAME, run_dir / STDERR_NAME
+        stdout_path, stderr_path = run_dir / STDOUT_FILE, run_dir / STDERR_FILE
         t0 = time.time()
         started = utc_stamp(t0)
 

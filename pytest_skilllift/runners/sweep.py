@@ -2,10 +2,10 @@
 
 Under ``--skill-lift-runner=docker`` the controller sweeps stale skilllift containers (those
 of a SIGKILLed session: see :func:`~pytest_skilllift.runners.docker.sweep_stale_names`) when
-the session starts, before any worker makes a container, and again when it ends, which
-catches a container a dying session was still creating when the start-up sweep ran. Every
-sweep that removed something is reported with the count and the container names; a sweep
-that could not reach the engine is reported too. No pytest here.
+the runs start, before any worker makes a container (not when only listing tests), and again
+when the session ends, which catches a container a dying session was still creating when the
+start-up sweep ran. Every sweep that removed something is reported with the count and the
+container names; a sweep that could not reach the engine is reported too. No pytest here.
 """
 
 from __future__ import annotations
@@ -19,6 +19,11 @@ class SweepLog:
 
     removed: list[tuple[str, list[str]]] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+
+    @property
+    def ran(self) -> bool:
+        """Whether any sweep was attempted (none for ``--collect-only``: no run started)."""
+        return bool(self.removed or self.failures)
 
     def sweep(self, when: str) -> list[str]:
         """Remove stale containers now; ``when`` names the moment (``start-up``…)."""

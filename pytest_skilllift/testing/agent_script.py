@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_skilllift.testing.server import Handler, Reply, new_tool_id
+from pytest_skilllift.testing.replies import Handler, Reply, new_tool_id
 
 #: How the CLI introduces the skill listing (2.1.x, in a system-reminder).
 SKILL_LISTING_HEADER = "The following skills are available for use with the Skill tool"

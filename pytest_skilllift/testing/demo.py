@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_skilllift.testing.agent_script import make_agent
-from pytest_skilllift.testing.server import Handler, Reply
+from pytest_skilllift.testing.replies import Handler, Reply
 
 #: Trigger threshold of the small stand-in (the default agent's is 5.0; see ``best_skill``).
 SMALL_MODEL_MIN_SCORE = 10.0

@@ -29,10 +29,13 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from pytest_skilllift.testing.agent_script import skill_agent
+from pytest_skilllift.testing.replies import Handler, Reply, new_tool_id
 
 #: Marker the judge puts in its system prompt; requests carrying it are routed to the judge.
 JUDGE_MARKER = "[skilllift-judge]"
@@ -41,40 +44,6 @@ JUDGE_MARKER = "[skilllift-judge]"
 FAULT_KINDS: tuple[str, ...] = ("429", "529", "500", "reset", "truncate", "timeout")
 
 _DEFAULT_MODEL = "claude-sonnet-4-5-20250929"
-
-
-@dataclass
-class Reply:
-    """One scripted model turn.
-
-    ``content`` holds Anthropic content blocks, e.g. ``{"type": "text", "text": "..."}`` or
-    ``{"type": "tool_use", "id": "toolu_...", "name": "Skill", "input": {...}}`` (a missing
-    tool_use ``id`` is filled in). ``usage`` overrides the estimated token counts;
-    ``model`` overrides the echoed request model.
-    """
-
-    content: list[dict[str, Any]]
-    stop_reason: str = "end_turn"
-    usage: dict[str, Any] | None = None
-    model: str | None = None
-
-    @classmethod
-    def text(cls, text: str, **kwargs: Any) -> Reply:
-        """A single text block reply."""
-        return cls(content=[{"type": "text", "text": text}], **kwargs)
-
-    @classmethod
-    def tool(cls, name: str, input: dict[str, Any], *, text: str | None = None) -> Reply:
-        """A tool call (optionally preceded by a text block), stop_reason ``tool_use``."""
-        blocks: list[dict[str, Any]] = []
-        if text:
-            blocks.append({"type": "text", "text": text})
-        blocks.append({"type": "tool_use", "id": new_tool_id(), "name": name, "input": input})
-        return cls(content=blocks, stop_reason="tool_use")
-
-
-#: A scripted model: request JSON body -> the reply to send.
-Handler = Callable[[dict[str, Any]], Reply]
 
 
 @dataclass
@@ -128,11 +97,6 @@ class Recorded:
     def ok(self) -> bool:
         """Answered normally (2xx and no injected fault)."""
         return self.fault is None and 200 <= self.status < 300
-
-
-def new_tool_id() -> str:
-    """A fresh ``toolu_…`` id in the real API's shape."""
-    return "toolu_01" + uuid.uuid4().hex[:22]
 
 
 def system_text(body: dict[str, Any]) -> str:
@@ -298,11 +262,7 @@ class StandIn:
             return self.judge
         if kind == "aux":
             return self.aux or _aux_reply
-        if self.agent is not None:
-            return self.agent
-        from pytest_skilllift.testing.agent_script import skill_agent
-
-        return skill_agent
+        return self.agent if self.agent is not None else skill_agent
 
 
 def classify(body: dict[str, Any]) -> str:

@@ -1,7 +1,8 @@
 """Column names and verdict vocabularies shared by the ledger, the judge and the stats.
 
-These are the qdrant pipeline's contracts (``seeds/000``): the week directory stays
-readable by either tool, so the order of the base columns is fixed and ours come after.
+These are the qdrant pipeline's contracts (qdrant/skills SCORING.md, "Outputs"): the week
+directory stays readable by either tool, so the order of the base columns is fixed and ours
+come after.
 """
 
 from __future__ import annotations
@@ -25,7 +26,11 @@ SCORES_COLUMNS: tuple[str, ...] = (
     "credit", "contribution", "contested", "evidence_quote",
 )
 #: Our extra scores columns.
-SCORES_EXTRA_COLUMNS: tuple[str, ...] = ("item_index", "evidence_ok", "run_id")
+#: ``claimed_verdict``/``claimed_evidence``: the judge's met/violated and its quote when the
+#: quote was not found in the answer and the item was recorded with the negative verdict.
+SCORES_EXTRA_COLUMNS: tuple[str, ...] = (
+    "item_index", "evidence_ok", "run_id", "claimed_verdict", "claimed_evidence",
+)
 
 CONDITIONS: tuple[str, str] = ("no-skill", "with-skill")
 NO_SKILL, WITH_SKILL = CONDITIONS
@@ -39,7 +44,14 @@ VERDICTS: dict[str, tuple[str, str]] = {
     "avoid": ("violated", "clean"),
 }
 
-#: Activation sources in precedence order (seed 000: skill_tool > file_read > web_fetch > none).
+#: Trajectory-audit invocation status of a with-skill run (``invocation_status``; the
+#: SkillsBench trajectory audit): the skill was loaded and followed into a linked sub-file when
+#: it links any (VERIFIED), loaded but stopped at the top level (PARTIAL), or never read.
+VERIFIED, PARTIAL, NOT_INVOKED = "VERIFIED", "PARTIAL", "NOT_INVOKED"
+INVOCATION_STATUSES: tuple[str, ...] = (VERIFIED, PARTIAL, NOT_INVOKED)
+
+#: Activation sources in precedence order (qdrant/skills SCORING.md: skill_tool > file_read >
+#: web_fetch > none).
 ACTIVATIONS: tuple[str, ...] = ("skill_tool", "file_read", "web_fetch", "none")
 
 

@@ -1,16 +1,9 @@
 """The week directory is the ledger: per-run files are the truth, the CSVs are derived.
 
-Layout (qdrant-compatible, ours beside it)::
+The layout and the file names are in :mod:`pytest_skilllift.week.files`.
 
-    <out>/manifest.csv   <out>/scores.csv   <out>/scorecard.md   <out>/scorecard.json
-    <out>/<run_id>/stdout.txt      the transcript (stream-json)
-    <out>/<run_id>/stderr.txt
-    <out>/<run_id>/run.json        the manifest row + status, written once the run finished
-    <out>/<run_id>/grades.json     the scores rows, written once the judge answered
-    <out>/<run_id>/judge_cost.txt  USD (qdrant name)
-
-Every file is written atomically (temp file + ``os.replace``), so a SIGKILL at any moment
-leaves either the old or the new file, never a torn one. Workers only write their own run
+Every file is written atomically (``files.atomic_write_*``), so a SIGKILL at any moment leaves
+either the old or the new file, never a torn one. Workers only write their own run
 directories; ``rebuild_csvs`` regenerates manifest.csv and scores.csv from them, so rows can be
 neither lost nor duplicated, whatever was interrupted.
 """
@@ -22,9 +15,7 @@ import csv
 import fcntl
 import io
 import json
-import os
 import shutil
-import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,58 +28,33 @@ from pytest_skilllift.week.columns import (
     SCORES_COLUMNS,
     SCORES_EXTRA_COLUMNS,
 )
-
-RUN_FILE = "run.json"
-GRADES_FILE = "grades.json"
-JUDGE_ERROR_FILE = "judge_error.txt"
-LOCK_FILE = ".lock"
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so readers see the old or the new content, never a mix."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+from pytest_skilllift.week.files import (
+    AUDIT_FILE,
+    GRADES_FILE,
+    JUDGE_COST_FILE,
+    JUDGE_ERROR_FILE,
+    LOCK_FILE,
+    MANIFEST_CSV,
+    RUN_FILE,
+    SCORES_CSV,
+    atomic_write_json,
+    atomic_write_text,
+)
 
 
-def atomic_write_json(path: Path, data: Any) -> None:
-    """``atomic_write_text`` of indented JSON."""
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-
-
-def _read_json(path: Path) -> Any | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        # Atomic writes make this unreachable for our own files; a hand-edited file that no
-        # longer parses is treated as absent so the run is redone rather than trusted.
-        return None
-
-
-class Week:
-    """Paths and persisted state of one week directory."""
+class Ledger:
+    """Paths and persisted state of one week directory (the run files are the truth)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
 
     @property
     def manifest_csv(self) -> Path:
-        return self.root / "manifest.csv"
+        return self.root / MANIFEST_CSV
 
     @property
     def scores_csv(self) -> Path:
-        return self.root / "scores.csv"
+        return self.root / SCORES_CSV
 
     def run_dir(self, run_id: str) -> Path:
         return self.root / run_id
@@ -122,20 +88,22 @@ class Week:
         return None if data is None else list(data["rows"])
 
     def save_grades(self, run_id: str, rows: list[dict[str, Any]], judge_model: str,
-                    cost_usd: float, judge_ms: int | None = None) -> None:
+                    cost_usd: float, judge_ms: int | None = None,
+                    meta: dict[str, Any] | None = None) -> None:
+        """Write a run's grades (``meta``: how it was judged — calls, samples, policy)."""
         run_dir = self.run_dir(run_id)
         # judge_cost.txt first: a kill between the two leaves the run ungraded (regraded on
         # rerun, its cost file overwritten), never graded without its cost.
-        atomic_write_text(run_dir / "judge_cost.txt", f"{cost_usd:.6f}\n")
+        atomic_write_text(run_dir / JUDGE_COST_FILE, f"{cost_usd:.6f}\n")
         atomic_write_json(run_dir / GRADES_FILE,
-                          {"judge_model": judge_model, "cost_usd": cost_usd,
+                          {**(meta or {}), "judge_model": judge_model, "cost_usd": cost_usd,
                            "judge_ms": judge_ms, "rows": rows})
         with contextlib.suppress(FileNotFoundError):
             (run_dir / JUDGE_ERROR_FILE).unlink()
 
     def save_audit(self, run_id: str, record: dict[str, Any]) -> None:
-        """Seed 001's per-run audit (with-skill runs): invocation status and misuse."""
-        atomic_write_json(self.run_dir(run_id) / "audit.json", record)
+        """The per-run trajectory audit (with-skill runs): invocation status and misuse."""
+        atomic_write_json(self.run_dir(run_id) / AUDIT_FILE, record)
 
     def save_judge_error(self, run_id: str, reason: str) -> None:
         atomic_write_text(self.run_dir(run_id) / JUDGE_ERROR_FILE, reason + "\n")

@@ -1,8 +1,8 @@
 """Columnar loading and validation of a week directory (``manifest.csv``, ``scores.csv``).
 
-The week directory is the qdrant pipeline's format (``seeds/000`` Outputs) plus our extra
-columns after the base ones.  Weeks can be large (a million graded items), so both CSVs are
-read with ``pyarrow.csv`` -- only the needed columns, strings dictionary-encoded -- and
+The week directory is the qdrant pipeline's format (qdrant/skills SCORING.md, "Outputs") plus
+our extra columns after the base ones.  Weeks can be large (a million graded items), so both
+CSVs are read with ``pyarrow.csv`` -- only the needed columns, strings dictionary-encoded -- and
 turned into integer-coded numpy arrays.  Nothing here loops over rows in Python: validation
 works on the (small) dictionaries and maps the result back with one fancy-index.
 
@@ -19,27 +19,40 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from pytest_skilllift.run.audit import STATUSES as INVOCATION_STATUSES
-from pytest_skilllift.week.columns import ACTIVATIONS, CONDITIONS, ITEM_TYPES, VERDICTS
+from pytest_skilllift.week.columns import (
+    ACTIVATIONS,
+    CONDITIONS,
+    INVOCATION_STATUSES,
+    ITEM_TYPES,
+    VERDICTS,
+)
+from pytest_skilllift.week.files import (
+    BUDGET_CAPPED,
+    ERRORED,
+    INVALID,
+    JUDGE_COST_FILE,
+    JUDGE_ERROR_FILE,
+    MANIFEST_CSV,
+    RUN_STATUSES,
+    SCORES_CSV,
+    STATUS_OK,
+    TRANSCRIPT_ORDER,
+    UTC_STAMP_FORMAT,
+)
 
 #: Verdict strings that mean "the judge gave no usable verdict" (judge or parse error).
 #: Such items are excluded and counted as ungraded, never scored as zero.  The qdrant
 #: pipeline writes ``""`` or ``PARSE_ERROR``; our judge may write ``ungraded``/``error``.
 UNGRADED_VERDICTS: frozenset[str] = frozenset({"", "PARSE_ERROR", "ungraded", "error", "ERROR"})
-
-#: Run statuses (our manifest's ``run_status``; derived from base columns when absent).
-RUN_STATUSES: tuple[str, ...] = (
-    "ok", "invalid", "errored", "budget_capped", "timeout", "no_answer",
-)
-(STATUS_OK, STATUS_INVALID, STATUS_ERRORED, STATUS_BUDGET, STATUS_TIMEOUT,
- STATUS_NO_ANSWER) = range(6)
 
 #: How many offending rows a problem message lists before saying "and N more".
 MAX_ROWS_LISTED = 10
@@ -72,6 +85,17 @@ _MANIFEST_TYPES: dict[str, pa.DataType] = {
     **{c: pa.float64() for c in _MANIFEST_NUMERIC},
     **{c: _DICT for c in _MANIFEST_STRINGS},
 }
+
+
+class Violation(TypedDict):
+    """An avoid item judged ``violated``, with the judge's evidence quote."""
+
+    prompt: str
+    model: str
+    condition: str
+    rep: int
+    item_text: str
+    evidence: str
 
 
 @dataclass(frozen=True)
@@ -120,8 +144,8 @@ class Week:
     n_items: int = 0
     n_ungraded: int = 0  # judge/parse errors: excluded and counted
     n_invalid_rows: int = 0  # rows that failed validation: excluded and counted
-    #: Avoid items judged ``violated``: {prompt, model, condition, rep, item_text, evidence}.
-    violations: list[dict[str, object]] = field(default_factory=list)
+    #: Avoid items judged ``violated``.
+    violations: list[Violation] = field(default_factory=list)
     # -- manifest.csv (one entry per run) --
     manifest_present: bool = False
     manifest_columns: tuple[str, ...] = ()
@@ -141,11 +165,14 @@ class Week:
     #: model label → sorted distinct requested model ids (our ``model_id`` column).
     model_ids: dict[str, list[str]] = field(default_factory=dict)
     cli_versions: list[str] = field(default_factory=list)
-    #: Seed 001 invocation status per run: index into ``INVOCATION_STATUSES``, -1 = none.
+    #: Trajectory-audit invocation status per run: index into ``INVOCATION_STATUSES``, -1 = none.
     m_invocation: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
     #: CLI versions of runs made by the docker runner (checked against the pinned image CLI).
     docker_cli_versions: list[str] = field(default_factory=list)
     skills_shas: list[str] = field(default_factory=list)
+    #: skill family → its distinct skills_sha values (one per family is normal: a tree hash
+    #: per family when the skills root is not a git checkout).
+    skills_shas_by_family: dict[str, list[str]] = field(default_factory=dict)
     window: tuple[str, str] | None = None  # (min timestamp, max timestamp), UTC
     #: Wall-clock seconds of the generation phase, or None when not derivable.
     wall_clock_s: float | None = None
@@ -162,7 +189,7 @@ class Week:
         if run_id not in self.run_dirs:
             return None
         try:
-            text = (self.week_dir / run_id / "judge_error.txt").read_text(
+            text = (self.week_dir / run_id / JUDGE_ERROR_FILE).read_text(
                 encoding="utf-8", errors="replace")
         except OSError:
             return None
@@ -182,24 +209,24 @@ class Week:
 # --------------------------------------------------------------------------- reading
 
 
-class _NotCsv(Exception):
+class NotCsvText(Exception):
     """The file is not CSV text at all (its message says why)."""
 
 
-def _header(path: Path) -> list[str] | None:
+def csv_header(path: Path) -> list[str] | None:
     """The header row, read with the csv module (one line only); None for an empty file.
 
-    Raises ``_NotCsv`` for binary content (NUL bytes, e.g. a sparse or corrupted file) or a
+    Raises ``NotCsvText`` for binary content (NUL bytes, e.g. a sparse or corrupted file) or a
     first line the csv module cannot read, and ``OSError`` when the file cannot be read.
     """
     with path.open("rb") as fb:
         first = fb.readline(1 << 20)
     if b"\0" in first:
-        raise _NotCsv("is not a CSV text file (binary content: NUL bytes in its first line)")
+        raise NotCsvText("is not a CSV text file (binary content: NUL bytes in its first line)")
     try:
         row = next(csv.reader([first.decode("utf-8-sig", errors="replace")]), None)
     except csv.Error as exc:
-        raise _NotCsv(f"has no readable CSV header line ({exc})") from None
+        raise NotCsvText(f"has no readable CSV header line ({exc})") from None
     if not row:
         return None
     return [c.strip() for c in row]
@@ -237,8 +264,8 @@ def _read_csv(
         if path.stat().st_size == 0:
             problems.append(Problem(name, "empty file (no header row, no data)"))
             return None, []
-        header = _header(path)
-    except _NotCsv as exc:
+        header = csv_header(path)
+    except NotCsvText as exc:
         problems.append(Problem(name, f"{exc}; fix: {_REGENERATE}"))
         return None, []
     except OSError as exc:
@@ -390,9 +417,9 @@ def load_week(week_dir: Path) -> Week:
     """Load and validate ``manifest.csv`` and ``scores.csv`` of a week directory."""
     week_dir = Path(week_dir)
     problems: list[Problem] = []
-    scores, _ = _read_csv(week_dir / "scores.csv", _SCORES_TYPES, SCORES_REQUIRED, problems)
+    scores, _ = _read_csv(week_dir / SCORES_CSV, _SCORES_TYPES, SCORES_REQUIRED, problems)
     manifest, m_header = _read_csv(
-        week_dir / "manifest.csv", _MANIFEST_TYPES, MANIFEST_REQUIRED, problems
+        week_dir / MANIFEST_CSV, _MANIFEST_TYPES, MANIFEST_REQUIRED, problems
     )
 
     no_parts: tuple[np.ndarray | None, list[str]] = (None, [])
@@ -447,7 +474,7 @@ def _fill_scores(
     week: Week, t: pa.Table, p_idx: np.ndarray, p_vals: list[str], m_idx: np.ndarray,
     m_vals: list[str], p_map: dict[str, int], mo_map: dict[str, int],
 ) -> None:
-    file = "scores.csv"
+    file = SCORES_CSV
     probs = week.problems
     n = t.num_rows
     week.scores_present = True
@@ -602,7 +629,7 @@ def _fill_manifest(
     week: Week, t: pa.Table, header: list[str], p_idx: np.ndarray, p_vals: list[str],
     m_idx: np.ndarray, m_vals: list[str], p_map: dict[str, int], mo_map: dict[str, int],
 ) -> None:
-    file = "manifest.csv"
+    file = MANIFEST_CSV
     probs = week.problems
     n = t.num_rows
     week.manifest_present = True
@@ -675,6 +702,16 @@ def _fill_manifest(
             d = t[col].chunk(0).dictionary.to_pylist()
             vals = {str(d[i]).strip() for i in used if i >= 0}
             setattr(week, attr, sorted(vals - {""}))
+    if "skills_sha" in t.column_names and n:
+        families = (t["skill_family"] if "skill_family" in t.column_names
+                    else pa.array([""] * n, pa.string()))
+        pairs = pa.table({"f": families, "s": t["skills_sha"]}).group_by(
+            ["f", "s"]).aggregate([]).to_pylist()
+        shas: dict[str, set[str]] = {}
+        for r in pairs:
+            if (sha := (r["s"] or "").strip()):
+                shas.setdefault((r["f"] or "").strip(), set()).add(sha)
+        week.skills_shas_by_family = {f: sorted(v) for f, v in sorted(shas.items())}
     i_idx, i_vals = _dict_parts(t, "invocation_status")
     inv_map = {v: i for i, v in enumerate(INVOCATION_STATUSES)}
     week.m_invocation = (_codes(i_idx, _lookup(i_vals, inv_map, default=-1)).astype(np.int8)
@@ -701,35 +738,37 @@ def _run_status(t: pa.Table, week: Week) -> np.ndarray:
         unknown = unknown[~np.isin(idx[unknown], empty_val)] if empty_val else unknown
         if unknown.size:
             week.problems.append(Problem(
-                "manifest.csv", f"unknown run_status (expected one of {', '.join(RUN_STATUSES)})"
+                MANIFEST_CSV, f"unknown run_status (expected one of {', '.join(RUN_STATUSES)})"
                 f" in {_row_list(unknown)}; derived from the base columns instead",
                 row=int(unknown[0]) + 1, column="run_status"))
         status[given] = code[given]
         derived = ~given
     num = week.m_num
     avail = num["skill_available"]
-    invalid = (week.m_cond == 1) & (avail != 1) & ~np.isnan(avail)
-    budget = num["budget_hit"] == 1
     exit_code = num["exit_code"]
-    errored = ~np.isnan(exit_code) & (exit_code != 0)
-    # Precedence: a missing skill invalidates everything else; a budget-capped run usually
-    # also exits non-zero, and "budget-capped" is the more specific reason.
+    applies = {
+        INVALID: (week.m_cond == 1) & (avail != 1) & ~np.isnan(avail),
+        BUDGET_CAPPED: num["budget_hit"] == 1,
+        ERRORED: ~np.isnan(exit_code) & (exit_code != 0),
+    }
+    # The base columns say nothing of an answer, so NO_ANSWER cannot be derived here. The
+    # first status of TRANSCRIPT_ORDER that applies wins: assign them last to first.
     d = np.full(n, STATUS_OK, np.int8)
-    d[errored] = STATUS_ERRORED
-    d[budget] = STATUS_BUDGET
-    d[invalid] = STATUS_INVALID
+    for s in reversed(TRANSCRIPT_ORDER):
+        if s in applies:
+            d[applies[s]] = RUN_STATUSES.index(s)
     status[derived] = d[derived]
     return status
 
 
 def _parse_utc(v: str) -> float | None:
     """yyyymmddTHHMMSSZ (or ISO 8601) → POSIX seconds; None when unparseable."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     v = v.strip()
-    for fmt in ("%Y%m%dT%H%M%SZ", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ"):
+    for fmt in (UTC_STAMP_FORMAT, "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ"):
         try:
-            return datetime.strptime(v, fmt).replace(tzinfo=timezone.utc).timestamp()
+            return datetime.strptime(v, fmt).replace(tzinfo=UTC).timestamp()
         except ValueError:
             continue
     try:
@@ -737,7 +776,7 @@ def _parse_utc(v: str) -> float | None:
     except ValueError:
         return None
     if d.tzinfo is None:
-        d = d.replace(tzinfo=timezone.utc)
+        d = d.replace(tzinfo=UTC)
     return d.timestamp()
 
 
@@ -804,7 +843,7 @@ def _link_runs(week: Week) -> None:
     if dup.size:
         rows = np.sort(order[dup + 1])
         week.problems.append(Problem(
-            "manifest.csv", f"duplicate prompt×model×condition×rep in {_row_list(rows)}; "
+            MANIFEST_CSV, f"duplicate prompt×model×condition×rep in {_row_list(rows)}; "
             "scores are attributed to the first", row=int(rows[0]) + 1))
     pos = np.searchsorted(sorted_k, sk)
     pos = np.clip(pos, 0, max(sorted_k.size - 1, 0))
@@ -813,7 +852,7 @@ def _link_runs(week: Week) -> None:
     orphan = np.flatnonzero(~hit & (sk >= 0))
     if orphan.size:
         week.problems.append(Problem(
-            "scores.csv", f"{_row_list(orphan)}: no run in manifest.csv has this "
+            SCORES_CSV, f"{_row_list(orphan)}: no run in manifest.csv has this "
             "prompt×model×condition×rep; still scored",
             row=int(orphan[0]) + 1))
 
@@ -832,14 +871,14 @@ def _judge_costs(week: Week) -> dict[str, float]:
         week.m_run_id.type) else set(week.m_run_id.to_pylist())
     out: dict[str, float] = {}
     for rid in sorted(subdirs & known):
-        p = week.week_dir / rid / "judge_cost.txt"
+        p = week.week_dir / rid / JUDGE_COST_FILE
         if not p.is_file():
             continue
         text = p.read_text(encoding="utf-8", errors="replace").strip()
         try:
             v = float(text)
         except ValueError:
-            week.problems.append(Problem(f"{rid}/judge_cost.txt",
+            week.problems.append(Problem(f"{rid}/{JUDGE_COST_FILE}",
                                          f"not a number: {text[:40]!r}; judge $ incomplete"))
             continue
         if math.isfinite(v):
@@ -848,6 +887,6 @@ def _judge_costs(week: Week) -> dict[str, float]:
 
 
 __all__ = [
-    "MANIFEST_REQUIRED", "RUN_STATUSES", "SCORES_REQUIRED", "UNGRADED_VERDICTS",
+    "MANIFEST_REQUIRED", "SCORES_REQUIRED", "UNGRADED_VERDICTS",
     "Problem", "Week", "load_week", "order_models",
 ]

@@ -1,0 +1,303 @@
+"""``skilllift score --depth standard|deep``, ``skilllift certify`` and ``skilllift corpus init``.
+
+    skilllift score PATH --depth standard [--judges N] [--max-spend USD] [--threshold N]
+    skilllift score PATH --depth deep [--mc-prompts FILE] [--mc-runs N] [--week DIR] ...
+    skilllift certify PATH --corpus INDEX [...the deep options]
+    skilllift corpus init DIR [--out FILE]
+
+The judge talks to the Messages API through the ``anthropic`` SDK (``ANTHROPIC_API_KEY``,
+``ANTHROPIC_BASE_URL``); the Monte Carlo runs use the real Claude Code CLI (``--claude``, else
+``claude`` on PATH, else the CLI bundled with claude-agent-sdk) or the docker image.
+
+Exit status: 0; 1 when a skill's composite is under ``--threshold``; 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+DEFAULT_OUT = Path(".skilllift") / "depth"
+
+
+def add_depth_arguments(p: argparse.ArgumentParser, *, certify: bool = False) -> None:
+    """The options of the model layers (shared by ``score`` and ``certify``)."""
+    g = p.add_argument_group("model layers (standard, deep, certify)")
+    g.add_argument("--judges", type=int, default=1, metavar="N",
+                   help="independent LLM judges, averaged; Cohen's kappa between them (default 1)")
+    g.add_argument("--judge-model", default=None, metavar="MODEL",
+                   help="judge model (default: the newest non-deprecated Opus the anthropic "
+                        "SDK lists)")
+    g.add_argument("--max-spend", type=float, default=None, metavar="USD",
+                   help="stop starting paid calls and runs once this many dollars are spent; "
+                        "what was not run is counted in the report")
+    g.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help=f"where results are kept so a rerun resumes without paying twice "
+                        f"(default {DEFAULT_OUT})")
+    g.add_argument("--mc-prompts", type=Path, default=None, metavar="FILE",
+                   help="Monte Carlo prompts: .txt (one per line) or JSON (list, skill-creator "
+                        "evals/trigger evals, qdrant prompt files); default: the skill's "
+                        "evals/*.json, else the judge's imagined trigger prompts")
+    g.add_argument("--mc-runs", type=int, default=50, metavar="N",
+                   help="Monte Carlo runs; prompts are repeated in order to reach N (default 50)")
+    g.add_argument("--model", default="sonnet", metavar="MODEL",
+                   help="model the CLI runs for Monte Carlo (default sonnet)")
+    g.add_argument("--runner", choices=["local", "docker"], default="local",
+                   help="where each CLI run executes, as in the weekly run (default local)")
+    g.add_argument("--image", default="skilllift:local",
+                   help="docker image (--runner docker; default skilllift:local)")
+    g.add_argument("--docker-network", default="bridge", help="docker network (--runner docker)")
+    g.add_argument("--claude", default=None, metavar="PATH", help="Claude Code CLI (local runner)")
+    g.add_argument("--max-turns", type=int, default=None, metavar="N", help="per-run --max-turns")
+    g.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                   help="per-run timeout in seconds (default 600)")
+    if certify:
+        g.add_argument("--corpus", type=Path, default=None, metavar="INDEX",
+                       help="gold corpus index from `skilllift corpus init` (the file or its "
+                            "directory); required")
+
+
+#: (option, attribute, default, the least depth that uses it)
+_DEPTH_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
+    ("--judges", "judges", 1, "standard"),
+    ("--judge-model", "judge_model", None, "standard"),
+    ("--max-spend", "max_spend", None, "standard"),
+    ("--out", "out", None, "standard"),
+    ("--mc-prompts", "mc_prompts", None, "deep"),
+    ("--mc-runs", "mc_runs", 50, "deep"),
+    ("--model", "model", "sonnet", "deep"),
+    ("--runner", "runner", "local", "deep"),
+    ("--image", "image", "skilllift:local", "deep"),
+    ("--docker-network", "docker_network", "bridge", "deep"),
+    ("--claude", "claude", None, "deep"),
+    ("--max-turns", "max_turns", None, "deep"),
+    ("--timeout", "timeout", 600.0, "deep"),
+)
+_ORDER = {"quick": 0, "standard": 1, "deep": 2, "certify": 3}
+
+
+def unused_options(args: argparse.Namespace) -> list[str]:
+    """Options given that the chosen depth never uses (a usage error, not silently ignored)."""
+    depth = _ORDER[args.depth]
+    return [f"{flag} needs --depth {least} or deeper" for flag, attr, default, least
+            in _DEPTH_OPTIONS if getattr(args, attr, default) != default and depth < _ORDER[least]]
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``certify`` and ``corpus`` on the ``skilllift`` sub-parser set."""
+    c = subparsers.add_parser(
+        "certify",
+        help="static + LLM judge + Monte Carlo + Elo against a gold corpus; assigns a badge",
+        description="PluginEval's certification of a skill: every layer, Elo ranking against "
+        "an indexed gold corpus, and a badge that needs both the composite and the Elo bound.",
+    )
+    c.add_argument("path", type=Path, help="SKILL.md, a skill directory, or a tree of skills")
+    c.add_argument("--output", choices=["text", "json"], default="text")
+    c.add_argument("--threshold", type=float, default=None, metavar="N",
+                   help="exit 1 when any skill's composite is under N (0-100)")
+    c.add_argument("--week", type=Path, default=None, metavar="DIR",
+                   help="use a week's measured runs for Monte Carlo instead of new runs")
+    add_depth_arguments(c, certify=True)
+    c.set_defaults(func=run_certify, depth="certify")
+
+    k = subparsers.add_parser("corpus", help="gold corpus for Elo ranking (certify)")
+    ksub = k.add_subparsers(dest="corpus_command", metavar="ACTION")
+    init = ksub.add_parser("init", help="index every skill under DIR",
+                           description="Index every SKILL.md under DIR (id, name, content hash, "
+                           "static composite) for certify's Elo matches.")
+    init.add_argument("dir", type=Path)
+    init.add_argument("--out", type=Path, default=None, metavar="FILE",
+                      help="index file (default DIR/skilllift-corpus.json)")
+    init.set_defaults(func=run_corpus_init)
+    k.set_defaults(func=lambda args: (k.print_help(), 2)[1])
+
+
+def run_certify(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """``skilllift certify``."""
+    if args.corpus is None:
+        print("skilllift certify: --corpus INDEX is required (build one with `skilllift corpus "
+              "init DIR`)", file=sys.stderr)
+        return 2
+    return run_depth(args, out)
+
+
+def run_corpus_init(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """``skilllift corpus init``."""
+    from pytest_skilllift.lint.elo import CorpusError, init_corpus
+
+    out = out or sys.stdout
+    try:
+        index, entries = init_corpus(args.dir, args.out)
+    except CorpusError as exc:
+        print(f"skilllift corpus init: {exc}", file=sys.stderr)
+        return 2
+    print(f"indexed {len(entries)} skill(s) into {index}", file=out)
+    return 0
+
+
+def _progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run_depth(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """A depth run (standard, deep, certify) over one skill or a tree."""
+    from pytest_skilllift.lint.analyze import LintUsageError, resolve_skills
+    from pytest_skilllift.lint.depth import DepthUsageError, evaluate, write_depth_text
+    from pytest_skilllift.lint.elo import CorpusError
+    from pytest_skilllift.lint.measured import WeekError
+    from pytest_skilllift.lint.montecarlo import MCPromptError
+    from pytest_skilllift.lint.output import stdout as _stdout
+    from pytest_skilllift.lint.output import write_json
+    from pytest_skilllift.lint.skillfile import load_skill
+
+    out = out or _stdout()
+    name = "certify" if args.depth == "certify" else "score"
+    unused = unused_options(args)
+    if unused:
+        print(f"skilllift {name}: {'; '.join(unused)}", file=sys.stderr)
+        return 2
+    try:
+        ctx = build_context(args)
+        root, single, dirs, walk = resolve_skills(args.path)
+        reports = []
+        for d in dirs:
+            reports.append(evaluate(load_skill(d), ctx))
+    except (LintUsageError, WeekError, DepthUsageError, MCPromptError, CorpusError) as exc:
+        print(f"skilllift {name}: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if "ctx" in locals():
+            ctx.close()
+    threshold = args.threshold
+    under = [r for r in reports if threshold is not None and r.composite.score < threshold]
+    spend = {"max_spend": ctx.budget.cap, "spent_usd": round(ctx.budget.spent, 6),
+             "cap_reached": ctx.budget.exhausted()}
+    if args.output == "json":
+        payload: dict[str, Any]
+        if single:
+            payload = reports[0].to_json()
+        else:
+            payload = {"root": str(root), "n_skills": len(reports),
+                       "skills": [r.to_json() for r in reports],
+                       "walk_findings": [f.to_json() for f in walk]}
+        payload["spend"] = spend
+        if threshold is not None:
+            payload["threshold"] = {"value": threshold, "passed": not under,
+                                    "under": [r.base.skill.rel_id for r in under]}
+        write_json(payload, out)
+    else:
+        for i, r in enumerate(reports):
+            if i:
+                print("\n" + "-" * 72, file=out)
+            write_depth_text(r, out)
+        cap = "" if ctx.budget.cap is None else f" of --max-spend ${ctx.budget.cap:g}" + (
+            " (cap reached)" if ctx.budget.exhausted() else "")
+        print(f"\nspent ${ctx.budget.spent:.4f}{cap}", file=out)
+        if threshold is not None:
+            print(f"threshold {threshold:g}: {len(under)} of {len(reports)} skill(s) under"
+                  if under else f"threshold {threshold:g}: all {len(reports)} skill(s) pass",
+                  file=out)
+    return 1 if under else 0
+
+
+def build_context(args: argparse.Namespace) -> Any:
+    """The shared context of a depth run from the parsed options (raises on bad usage)."""
+    return make_context(
+        args.depth, judges=args.judges, judge_model=args.judge_model, max_spend=args.max_spend,
+        out=args.out, mc_prompts=args.mc_prompts, mc_runs=args.mc_runs, model=args.model,
+        runner=args.runner, image=args.image, docker_network=args.docker_network,
+        claude=args.claude, max_turns=args.max_turns, timeout=args.timeout, week=args.week,
+        corpus=getattr(args, "corpus", None))
+
+
+def make_context(
+    depth: str,
+    *,
+    judges: int = 1,
+    judge_model: str | None = None,
+    max_spend: float | None = None,
+    out: Path | None = None,
+    mc_prompts: Path | None = None,
+    mc_runs: int = 50,
+    model: str = "sonnet",
+    runner: str = "local",
+    image: str = "skilllift:local",
+    docker_network: str = "bridge",
+    claude: str | None = None,
+    max_turns: int | None = None,
+    timeout: float = 600.0,
+    week: Path | None = None,
+    corpus: Path | None = None,
+    progress: Any = _progress,
+) -> Any:
+    """A :class:`~pytest_skilllift.lint.depth.DepthContext` (raises DepthUsageError and the
+    loaders' errors on bad input). Used by the commands and by ``pytest --skill-lint``."""
+    from pytest_skilllift.lint.depth import DepthContext, DepthUsageError, agent_config
+    from pytest_skilllift.lint.elo import load_corpus
+    from pytest_skilllift.lint.measured import load_scorecard
+    from pytest_skilllift.lint.montecarlo import MCConfig, load_mc_prompts
+    from pytest_skilllift.lint.spend import Budget, Store
+
+    if judges < 1:
+        raise DepthUsageError(f"--judges must be 1 or more, not {judges}")
+    if mc_runs < 1:
+        raise DepthUsageError(f"--mc-runs must be 1 or more, not {mc_runs}")
+    if max_spend is not None and not max_spend >= 0:
+        raise DepthUsageError(f"--max-spend must be 0 or more dollars, not {max_spend}")
+    budget = Budget(max_spend)
+    ctx = DepthContext(depth=depth, budget=budget, store=Store(out if out is not None
+                                                               else DEFAULT_OUT),
+                       judges=judges, progress=progress)
+    ctx.client_factory = lambda: _client(judge_model)
+    if week is not None:
+        ctx.week_dir = week
+        if depth in ("quick", "standard"):
+            ctx.week_data = load_scorecard(week)
+        elif not Path(week).is_dir():
+            raise DepthUsageError(f"--week {week}: not a directory")
+    if depth in ("deep", "certify") and week is None:
+        if mc_prompts is not None:
+            ctx.mc_prompts = load_mc_prompts(mc_prompts)
+        claude_path = "claude"  # the docker image's own CLI
+        if runner == "local":
+            from pytest_skilllift.runners.claude import find_claude
+
+            found = find_claude(claude)
+            if found is None:
+                raise DepthUsageError(
+                    "Claude Code CLI not found for the Monte Carlo runs: pass --claude PATH, "
+                    "put claude on PATH, or install claude-agent-sdk (it bundles the CLI)")
+            claude_path = found
+        ctx.mc = MCConfig(agent=agent_config(claude_path, Path("."), max_turns=max_turns,
+                                             timeout_s=timeout),
+                          model_id=model, runs=mc_runs)
+        ctx.runner_factory = _runner_factory(runner, image, docker_network)
+    if depth == "certify":
+        if corpus is None:
+            raise DepthUsageError("certify needs --corpus INDEX (build one with `skilllift "
+                                  "corpus init DIR`)")
+        ctx.corpus = load_corpus(corpus)
+    return ctx
+
+
+def _client(model: str | None) -> Any:
+    from pytest_skilllift.lint.skill_judge import SkillJudgeClient
+
+    return SkillJudgeClient(model=model)
+
+
+def _runner_factory(runner: str, image: str, network: str) -> Any:
+    if runner == "docker":
+        def docker_runner() -> Any:
+            from pytest_skilllift.runners.docker import DockerRunner
+
+            return DockerRunner(image, network=network)
+        return docker_runner
+
+    def local_runner() -> Any:
+        from pytest_skilllift.runners.local import LocalRunner
+
+        return LocalRunner()
+    return local_runner

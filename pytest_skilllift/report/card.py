@@ -1,0 +1,92 @@
+"""The scorecard's sections, in order, and the type of scorecard.json.
+
+Each section is one module in ``report/sections/`` with ``build(ctx)`` (the week's numbers →
+its scorecard.json keys, a TypedDict) and ``render(card)`` (scorecard.json → its markdown
+lines).  ``summarize`` builds the card by calling every ``build`` in ``SECTIONS`` order (that
+order is also scorecard.json's key order); ``scorecard.render_markdown`` joins every
+``render``.  To add a section: write its module, add it to ``SECTIONS`` and its ``Data`` to
+``Scorecard``'s bases below (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
+
+from pytest_skilllift.report.sections import (
+    activation,
+    audit,
+    avoid,
+    cells,
+    cost,
+    coverage,
+    header,
+    health,
+    judge,
+    lift,
+    plots,
+    prompts,
+    provenance,
+    selfserved,
+    wow,
+)
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.context import Context
+
+
+class Scorecard(
+    header.Data, lift.Data, wow.Data, cells.Data, prompts.Data, activation.Data, audit.Data,
+    selfserved.Data, avoid.Data, coverage.Data, cost.Data, health.Data, judge.Data,
+    provenance.Data,
+):
+    """scorecard.json: every section's keys (all numbers unrounded; renderers round)."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """One scorecard section: its builder (None when its data is filled in elsewhere, like
+    the plots drawn after the card is built) and its markdown renderer."""
+
+    name: str
+    build: Callable[[Context], Mapping[str, object]] | None
+    render: Callable[[Scorecard], list[str]]
+
+
+#: The sections in scorecard order (markdown) — also scorecard.json's key order.
+SECTIONS: tuple[Section, ...] = (
+    Section("header", header.build, header.render),
+    Section("lift", lift.build, lift.render),
+    Section("week-over-week", wow.build, wow.render),
+    Section("cells", cells.build, cells.render),
+    Section("prompts", prompts.build, prompts.render),
+    Section("activation", activation.build, activation.render),
+    Section("audit", audit.build, audit.render),
+    Section("baseline-self-served", selfserved.build, selfserved.render),
+    Section("avoid-violations", avoid.build, avoid.render),
+    Section("coverage", coverage.build, coverage.render),
+    Section("cost-time", cost.build, cost.render),
+    Section("run-health", health.build, health.render),
+    Section("judge-reliability", judge.build, judge.render),
+    Section("provenance", provenance.build, provenance.render),
+    Section("plots", None, plots.render),
+)
+
+
+def build_card(ctx: Context) -> Scorecard:
+    """Every section's keys, built in ``SECTIONS`` order."""
+    card: dict[str, object] = {}
+    for section in SECTIONS:
+        if section.build is not None:
+            card.update(section.build(ctx))
+    # Each builder returns its own TypedDict; together they are the Scorecard.
+    return cast("Scorecard", card)
+
+
+def render_sections(card: Scorecard) -> list[str]:
+    """Every section's markdown lines, in order."""
+    lines: list[str] = []
+    for section in SECTIONS:
+        lines += section.render(card)
+    return lines

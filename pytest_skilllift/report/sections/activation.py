@@ -1,0 +1,153 @@
+"""Activation / trigger misses: how each with-skill run reached (or missed) its skill.
+
+Activation sources in precedence order skill_tool > file_read > web_fetch > none (qdrant/skills
+SCORING.md); a with-skill run with activation ``none`` is a trigger miss.  Only with-skill runs
+that completed count: an invalid install, an outage, a timeout, a budget cap or a CLI that never
+started says nothing about the skill's description, so such a run is counted here as excluded
+(and named in the trajectory audit), never as a trigger miss.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
+import numpy as np
+
+from pytest_skilllift.report import stats
+from pytest_skilllift.report.context import json_float
+from pytest_skilllift.report.markdown import cap_note, fmt, md_table
+from pytest_skilllift.week.columns import ACTIVATIONS
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.context import Context
+
+MAX_ACTIVATION_ROWS = 20000
+
+
+class ActivationRow(TypedDict):
+    """``activation[]``: one prompt's with-skill runs by activation source."""
+
+    prompt: str
+    skill_family: str
+    with_skill_runs: int
+    activated_runs: int
+    #: Runs per source in ``ACTIVATIONS``, plus ``unknown`` when any value was not one.
+    counts: dict[str, int]
+    reached_leaf: int
+    never_triggered: bool
+
+
+class ActivationSummary(TypedDict):
+    with_skill_runs: int
+    trigger_misses: int
+    trigger_miss_rate_wilson95: list[float | None]
+    web_fetch_runs: int
+    reached_leaf_runs: int
+    reached_leaf_rate_wilson95: list[float | None]
+    never_triggered: list[str]
+    unknown_activation_runs: int
+    #: False when manifest.csv has no skill_activation column.
+    available: bool
+    #: With-skill runs that did not complete: not counted above (listed in audit.excluded_runs).
+    excluded_runs: int
+
+
+class Data(TypedDict):
+    activation: list[ActivationRow]
+    activation_summary: ActivationSummary
+
+
+def build(ctx: Context) -> Data:
+    week = ctx.week
+    n_src = len(ACTIVATIONS)
+    ws = ctx.with_skill_runs
+    reached = ctx.run_column("reached_leaf")
+    activation: list[ActivationRow] = []
+    act_total = np.zeros(n_src + 1, np.int64)
+    if week.manifest_present and week.prompts:
+        counts, runs, leaf, _ = stats.activation_counts(
+            week.m_prompt, week.m_activation, reached, ctx.run_column("fetched_site"), ws,
+            len(week.prompts), n_src)
+        act_total = counts.sum(axis=0)
+        none_i = ACTIVATIONS.index("none")
+        for p in np.flatnonzero(runs > 0).tolist():
+            c = counts[p].tolist()
+            by_source: dict[str, int] = {a: int(c[i]) for i, a in enumerate(ACTIVATIONS)}
+            if c[n_src]:
+                by_source["unknown"] = int(c[n_src])
+            activation.append({
+                "prompt": week.prompts[p],
+                "skill_family": week.prompt_family.get(week.prompts[p], ""),
+                "with_skill_runs": int(runs[p]),
+                "activated_runs": int(sum(c[i] for i in range(n_src) if i != none_i)),
+                "counts": by_source,
+                "reached_leaf": int(leaf[p]),
+                "never_triggered": bool(c[none_i] == int(runs[p])),
+            })
+    n_ws = int(np.count_nonzero(ws))
+    misses = int(act_total[ACTIVATIONS.index("none")])
+    leaf_total = int(np.count_nonzero(ws & (reached == 1)))
+    return {
+        "activation": activation,
+        "activation_summary": {
+            "with_skill_runs": n_ws, "trigger_misses": misses,
+            "trigger_miss_rate_wilson95": [json_float(x)
+                                           for x in stats.wilson_interval(misses, n_ws)],
+            "web_fetch_runs": int(act_total[ACTIVATIONS.index("web_fetch")]),
+            "reached_leaf_runs": leaf_total,
+            "reached_leaf_rate_wilson95": [json_float(x)
+                                           for x in stats.wilson_interval(leaf_total, n_ws)],
+            "never_triggered": [a["prompt"] for a in activation if a["never_triggered"]],
+            "unknown_activation_runs": int(act_total[n_src]),
+            "available": "skill_activation" in week.manifest_columns,
+            "excluded_runs": int(np.count_nonzero(ctx.excluded_with_skill)),
+        },
+    }
+
+
+def _excluded_note(s: ActivationSummary) -> list[str]:
+    """One line: how many with-skill runs were left out, and where they are listed."""
+    n = s.get("excluded_runs", 0)
+    if not n:
+        return []
+    return [f"- with-skill runs that did not complete (outage, timeout, failed install, budget "
+            f"cap, CLI never started): **{n}** — excluded, not trigger misses; listed under "
+            "the trajectory audit"]
+
+
+def render(card: Scorecard) -> list[str]:
+    L = ["## Activation / trigger misses\n"]
+    s = card.get("activation_summary", {})
+    if not s.get("available", True):
+        L.append("_Not available: manifest.csv has no skill_activation column._\n")
+        return L
+    if not s.get("with_skill_runs"):
+        L.append("_No completed with-skill runs._\n")
+        return [*L, *_excluded_note(s), ""] if s.get("excluded_runs") else L
+    lo, hi = s.get("trigger_miss_rate_wilson95", [None, None])
+    L.append(f"- with-skill runs: **{s['with_skill_runs']}**")
+    L.append("- **trigger misses** (activation=none — skill present but never reached): "
+             f"**{s['trigger_misses']}**")
+    L.append("- lift sourced from the published site (activation=web_fetch, not the local "
+             f"SKILL.md): **{s['web_fetch_runs']}**")
+    L.append(f"- trigger-miss rate {fmt(s['trigger_misses'] / s['with_skill_runs'])} "
+             f"(95% Wilson {fmt(lo)}–{fmt(hi)}); reached leaf in {s['reached_leaf_runs']} of "
+             f"{s['with_skill_runs']} runs")
+    if s.get("unknown_activation_runs"):
+        L.append(f"- runs with an unknown activation value: **{s['unknown_activation_runs']}**")
+    L += _excluded_note(s)
+    L.append("")
+    acts = card.get("activation", [])
+    shown = acts[:MAX_ACTIVATION_ROWS]
+    rows = []
+    for a in shown:
+        items = sorted((k, v) for k, v in a["counts"].items() if v)
+        text = ", ".join(f"{k}×{v}" for k, v in items)
+        if a.get("never_triggered"):
+            text += "  ⚠ never triggered"
+        rows.append([a["prompt"], text, f"{a['reached_leaf']}/{a['with_skill_runs']}"])
+    L += md_table(["prompt", "activations (with-skill)", "reached leaf"], rows)
+    L += cap_note(len(shown), len(acts), "activation rows")
+    L.append("")
+    return L

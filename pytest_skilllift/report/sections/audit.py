@@ -1,0 +1,180 @@
+"""Trajectory audit: invocation status per model, top-level-only misuse, skill impact per
+prompt (HELPED / HURT / NO-OP) and the cross-model flags (the SkillsBench trajectory audit).
+
+Only a with-skill run that completed (status ``ok`` or ``no_answer``: the CLI ran to its end)
+can show whether the skill was reached. An API outage, a timeout, a failed install, a budget
+cap or a CLI that never started says nothing about the skill, so such a run is never
+``NOT_INVOKED``: it is listed by name as an excluded run instead.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
+import numpy as np
+
+from pytest_skilllift.report.markdown import cap_note, cell, md_table, signed
+from pytest_skilllift.report.sections.prompts import prompt_rows
+from pytest_skilllift.run import audit
+from pytest_skilllift.week.columns import INVOCATION_STATUSES
+from pytest_skilllift.week.files import RUN_STATUSES
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.context import Context
+
+MAX_HURT_ROWS = 50
+#: Excluded runs listed in scorecard.md (all of them are in scorecard.json).
+MAX_EXCLUDED_ROWS = 20
+
+
+class Impact(TypedDict):
+    """``audit.impact[]``: one (prompt, model) lift and what it says the skill did."""
+
+    prompt: str
+    model: str
+    must_lift: float
+    outcome: str
+
+
+class ExcludedRun(TypedDict):
+    """``audit.excluded_runs[]``: a with-skill run that did not complete, and why."""
+
+    run_id: str
+    status: str
+    prompt: str
+    model: str
+    #: The run's own error, else its status.
+    reason: str
+
+
+class Audit(TypedDict):
+    #: False when the manifest records no invocation status.
+    available: bool
+    #: model → invocation status → with-skill runs.
+    invocation: dict[str, dict[str, int]]
+    top_level_only_runs: int
+    audited_runs: int
+    impact_threshold: float
+    impact: list[Impact]
+    #: model → outcome → prompts.
+    impact_counts: dict[str, dict[str, int]]
+    reps: int
+    flags: list[str]
+    #: With-skill runs left out of every count above (see the module docstring).
+    excluded_runs: list[ExcludedRun]
+
+
+class Data(TypedDict):
+    audit: Audit
+
+
+def build(ctx: Context) -> Data:
+    week = ctx.week
+    ws = ctx.with_skill_runs
+    n_st = len(INVOCATION_STATUSES)
+    has_status = ws & (week.m_invocation >= 0)
+
+    def tally(group: np.ndarray, names: list[str]) -> dict[str, dict[str, int]]:
+        # One bincount over (group, status) pairs: no per-group pass over the runs.
+        keep = has_status & (group >= 0)
+        counts = np.bincount(group[keep].astype(np.int64) * n_st + week.m_invocation[keep],
+                             minlength=len(names) * n_st).reshape(len(names), n_st)
+        return {names[g]: dict(zip(INVOCATION_STATUSES, counts[g].tolist(), strict=True))
+                for g in np.flatnonzero(counts.sum(axis=1)).tolist()}
+
+    invocation = tally(week.m_model, list(week.models))
+    per_prompt = tally(week.m_prompt, list(week.prompts))
+    top = ctx.run_column("top_level_only")
+    impact: list[Impact] = [
+        {"prompt": r["prompt"], "model": r["model"], "must_lift": lift,
+         "outcome": audit.impact_outcome(lift)}
+        for r in ctx.shared(prompt_rows) if (lift := r["must_lift"]) is not None]
+    outcomes = {label: {o: 0 for o in (audit.HELPED, audit.HURT, audit.NO_OP)}
+                for label in week.models}
+    lifts: dict[str, dict[str, float]] = {}
+    for r in impact:
+        outcomes[r["model"]][r["outcome"]] += 1
+        lifts.setdefault(r["prompt"], {})[r["model"]] = r["must_lift"]
+    reps = int(np.unique(week.m_rep[week.m_rep >= 0]).size) if week.n_runs else 0
+    return {"audit": {
+        "available": bool(has_status.any()),
+        "invocation": invocation,
+        "top_level_only_runs": int(np.count_nonzero(ws & (top == 1))),
+        "audited_runs": int(np.count_nonzero(has_status)),
+        "impact_threshold": audit.IMPACT_THRESHOLD,
+        "impact": impact,
+        "impact_counts": outcomes,
+        "reps": reps,
+        "flags": audit.impact_flags(lifts, per_prompt),
+        "excluded_runs": _excluded_runs(ctx),
+    }}
+
+
+def _excluded_runs(ctx: Context) -> list[ExcludedRun]:
+    """Every with-skill run that did not complete: run id, status, prompt, model, reason."""
+    week = ctx.week
+    rows = np.flatnonzero(ctx.excluded_with_skill)
+    if rows.size == 0:
+        return []
+    ids = week.run_ids(rows.tolist())
+    errors = (week.m_run_error.take(rows).to_pylist() if week.m_run_error is not None
+              else [None] * rows.size)
+    out: list[ExcludedRun] = []
+    for j, r in enumerate(rows.tolist()):
+        status = RUN_STATUSES[int(week.m_status[r])]
+        p, m = int(week.m_prompt[r]), int(week.m_model[r])
+        out.append({
+            "run_id": ids[j], "status": status,
+            "prompt": week.prompts[p] if p >= 0 else "",
+            "model": week.models[m] if m >= 0 else "",
+            "reason": str(errors[j] or "").strip() or status,
+        })
+    return out
+
+
+def render(card: Scorecard) -> list[str]:
+    a = card.get("audit")
+    if not a:
+        return []
+    L = ["## Trajectory audit — invocation, misuse, skill impact", ""]
+    if a["available"]:
+        rows = [[m, c["VERIFIED"], c["PARTIAL"], c["NOT_INVOKED"], sum(c.values())]
+                for m, c in a["invocation"].items()]
+        L += md_table(["model", "VERIFIED", "PARTIAL", "NOT_INVOKED", "with-skill runs"], rows)
+        L += ["", "_VERIFIED: the skill was loaded (Skill tool or a Read of its SKILL.md) and, "
+              "where it links sub-files, one was opened; PARTIAL: loaded but no linked file "
+              "opened; NOT_INVOKED: installed and never read._", ""]
+        L.append(f"- top-level only (read SKILL.md, never opened a linked sub-file): "
+                 f"**{a['top_level_only_runs']}** of {a['audited_runs']} audited runs")
+    else:
+        L.append("- invocation status: not recorded in this week's manifest "
+                 "(no `invocation_status` column)")
+    thr = a["impact_threshold"]
+    counts = ", ".join(
+        f"{m}: helped {c['helped']}, hurt {c['hurt']}, no-op {c['no-op']}"
+        for m, c in a["impact_counts"].items())
+    L.append(f"- skill impact per prompt (must lift ≥ +{thr:.2f} helped, ≤ −{thr:.2f} hurt, "
+             f"else no-op): {counts}")
+    if a["reps"] == 1:
+        L.append("- ⚠ one rep per arm: a single-trial |Δ| < 0.30 is likely noise; re-run "
+                 "with more reps before acting on a verdict")
+    hurt = [r for r in a["impact"] if r["outcome"] == "hurt"]
+    if hurt:
+        shown = hurt[:MAX_HURT_ROWS]
+        L += ["", "Prompts where the skill hurt:", ""]
+        L += md_table(["prompt", "model", "must lift"],
+                      [[r["prompt"], r["model"], signed(r["must_lift"])] for r in shown])
+        L += cap_note(len(shown), len(hurt), "hurt rows")
+    if a["flags"]:
+        L += ["", "Flags (the SkillsBench trajectory audit's patterns across models):", ""]
+        L += [f"- {f}" for f in a["flags"]]
+    excluded = a.get("excluded_runs") or []
+    if excluded:
+        listed = excluded[:MAX_EXCLUDED_ROWS]
+        L += ["", "Excluded with-skill runs (did not complete; not counted as NOT_INVOKED or "
+              f"as trigger misses): **{len(excluded)}**", ""]
+        L += md_table(["run_id", "status", "reason"],
+                      [[x["run_id"], x["status"], cell(x["reason"])] for x in listed])
+        L += cap_note(len(listed), len(excluded), "excluded runs")
+    return [*L, ""]

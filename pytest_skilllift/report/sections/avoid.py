@@ -1,0 +1,53 @@
+"""``avoid`` violations, the most damaging failures, each with the judge's evidence quote."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
+from pytest_skilllift.report.markdown import cap_note, cell, md_table
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.context import Context
+
+#: The markdown shows at most this many; the JSON keeps all of them (and the cap is stated).
+MAX_VIOLATION_ROWS = 500
+
+
+class Violation(TypedDict):
+    prompt: str
+    model: str
+    condition: str
+    rep: int
+    item: str
+    evidence: str
+
+
+class Data(TypedDict):
+    avoid_violations: list[Violation]
+
+
+def build(ctx: Context) -> Data:
+    v = ctx.week.violations
+    order = sorted(range(len(v)), key=lambda i: (v[i]["prompt"], v[i]["model"],
+                                                 v[i]["condition"]))
+    return {"avoid_violations": [
+        {"prompt": x["prompt"], "model": x["model"], "condition": x["condition"],
+         "rep": x["rep"], "item": x["item_text"], "evidence": x["evidence"]}
+        for x in (v[i] for i in order)
+    ]}
+
+
+def render(card: Scorecard) -> list[str]:
+    viol = card.get("avoid_violations", [])
+    L = ["## `avoid` violations (most damaging failures)\n"]
+    if not viol:
+        L.append("_None._\n")
+        return L
+    shown = viol[:MAX_VIOLATION_ROWS]
+    rows = [[v["prompt"], v["model"], v["condition"], cell(v["item"])[:80],
+             cell(v["evidence"])[:120]] for v in shown]
+    L += md_table(["prompt", "model", "condition", "violated item", "evidence"], rows)
+    L += cap_note(len(shown), len(viol), "violations")
+    L.append("")
+    return L

@@ -1,0 +1,142 @@
+"""Coverage: how many runs were graded, and every dropped run with its reason (no silent caps)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, TypedDict
+
+import numpy as np
+
+from pytest_skilllift.report.markdown import cap_note, cell, md_table
+from pytest_skilllift.week.columns import CONDITIONS
+from pytest_skilllift.week.files import DROP_REASONS, OK, RUN_STATUSES, STATUS_ERRORED, STATUS_OK
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.context import Context
+
+MAX_DROPPED_ROWS = 500
+
+
+class Dropped(TypedDict):
+    """``coverage.dropped[]``: a run that was not graded, and why."""
+
+    run_id: str
+    reason: str
+    status: str
+    prompt: str
+    model: str
+    condition: str
+    rep: int
+
+
+class Coverage(TypedDict):
+    graded_runs: int
+    total_runs: int
+    dropped: list[Dropped]
+    items_total: int
+    items_graded: int
+    items_ungraded: int
+    items_invalid: int
+    items_excluded_with_run: int
+    unscored_prompt_reps: int
+    composite_unscored_prompt_reps: int
+
+
+class Data(TypedDict):
+    coverage: Coverage
+
+
+#: How a run_error that already names its status begins (``DROP_REASONS``' words, or the
+#: qdrant pipeline's): such an error is not prefixed with the reason again.
+_SAYS_STATUS = ("invalid", "errored", "budget", "timed out", "timeout", "no ", "ungraded")
+
+
+def _reason(status: int, exit_code: float, error: str | None) -> str:
+    """Why the run was dropped: the status's reason, then the run's own error, if any."""
+    r = DROP_REASONS[RUN_STATUSES[status]]
+    if status == STATUS_ERRORED:
+        r += f" (exit {'?' if math.isnan(exit_code) else int(exit_code)})"
+    if not error:
+        return r
+    if error.strip().lower().startswith(_SAYS_STATUS):
+        return error.strip()
+    return f"{r}: {error.strip()}"
+
+
+def build(ctx: Context) -> Data:
+    week, credit, agg = ctx.week, ctx.credit, ctx.agg
+    graded_runs = 0
+    dropped: list[Dropped] = []
+    if week.manifest_present:
+        usable_must = ~np.isnan(credit) & (week.s_type == 0) & (week.s_run >= 0)
+        has_must = np.bincount(week.s_run[usable_must], minlength=week.n_runs) > 0
+        graded_mask = has_must & (week.m_status == STATUS_OK)
+        graded_runs = int(graded_mask.sum())
+        drop_rows = np.flatnonzero(~graded_mask)
+        ids = week.run_ids(drop_rows.tolist())
+        errs = (week.m_run_error.take(np.asarray(drop_rows)).to_pylist()
+                if week.m_run_error is not None and drop_rows.size else [None] * drop_rows.size)
+        for j, r in enumerate(drop_rows.tolist()):
+            p, mo, c = week.m_prompt[r], week.m_model[r], week.m_cond[r]
+            err = (errs[j] or "").strip() or None
+            if err is None and week.m_status[r] == STATUS_OK:
+                # A completed run with an answer but no graded must item: the judge, not
+                # the answer, is what is missing.
+                judge_err = week.judge_error(ids[j])
+                err = f"{DROP_REASONS[OK]}: " + (f"judge failed: {judge_err}" if judge_err
+                                                   else "no graded must item in scores.csv")
+            dropped.append({
+                "run_id": ids[j],
+                "reason": _reason(int(week.m_status[r]), float(week.m_exit_code[r]), err),
+                "status": RUN_STATUSES[int(week.m_status[r])],
+                "prompt": week.prompts[p] if p >= 0 else "",
+                "model": week.models[mo] if mo >= 0 else "",
+                "condition": CONDITIONS[c] if c >= 0 else "",
+                "rep": int(week.m_rep[r]),
+            })
+    return {"coverage": {
+        "graded_runs": graded_runs, "total_runs": week.n_runs, "dropped": dropped,
+        "items_total": week.n_items,
+        "items_graded": int(np.count_nonzero(~np.isnan(credit))),
+        "items_ungraded": week.n_ungraded, "items_invalid": week.n_invalid_rows,
+        "items_excluded_with_run": ctx.n_excluded_run_items,
+        "unscored_prompt_reps": agg.n_unscored_reps if agg is not None else 0,
+        "composite_unscored_prompt_reps": (agg.n_composite_unscored_reps
+                                           if agg is not None else 0),
+    }}
+
+
+#: Coverage counts shown only when nonzero: (scorecard.json key, label).
+_COVERAGE_COUNTS: tuple[tuple[str, str], ...] = (
+    ("items_invalid", "items excluded as invalid input (see Input problems)"),
+    ("items_excluded_with_run", "graded items excluded with their dropped run"),
+    ("unscored_prompt_reps", "prompt×rep unscored (no gradeable must item)"),
+    ("composite_unscored_prompt_reps",
+     "prompt×rep with composite unscored (all bonus items ungraded)"),
+)
+
+
+def render(card: Scorecard) -> list[str]:
+    c = card.get("coverage", {})
+    L = ["## Coverage\n"]
+    L.append(f"- runs graded: **{c.get('graded_runs', 0)} of {c.get('total_runs', 0)}**")
+    dropped = c.get("dropped", [])
+    if dropped:
+        L.append(f"- dropped: **{len(dropped)}** (a partial run is not a clean run)")
+    else:
+        L.append("- dropped: **0**")
+    if c.get("items_ungraded"):
+        L.append(f"- ungraded items (judge/parse error; excluded, not scored as zero): "
+                 f"**{c['items_ungraded']}** of {c['items_total']}")
+    counts: dict[str, object] = dict(c)
+    L += [f"- {label}: **{counts[key]}**" for key, label in _COVERAGE_COUNTS if counts.get(key)]
+    if dropped:
+        shown = dropped[:MAX_DROPPED_ROWS]
+        L.append("")
+        L += md_table(["run_id", "prompt", "model", "condition", "reason"],
+                      [[d["run_id"], d["prompt"], d["model"], d["condition"], cell(d["reason"])]
+                       for d in shown])
+        L += cap_note(len(shown), len(dropped), "dropped runs")
+    L.append("")
+    return L

@@ -1,0 +1,59 @@
+"""The scorecard's head: which week, by what, the banner, and the input problems.
+
+``problems`` and ``plots`` are filled in by ``summarize`` after every section is built (the
+plots are drawn from the finished card); they sit here so scorecard.json keeps its key order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
+from pytest_skilllift import __version__
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.context import Context
+
+
+class Plots(TypedDict):
+    """File names of the drawn plots, beside scorecard.md (None: not drawn)."""
+
+    forest: str | None
+    trend: str | None
+
+
+class Data(TypedDict):
+    """scorecard.json's head keys."""
+
+    week: str
+    banner: str | None
+    generator: str
+    model_order: list[str]
+    #: Human-readable input problems; non-empty means the scorecard is partial.
+    problems: list[str]
+    plots: Plots
+
+
+def build(ctx: Context) -> Data:
+    return {
+        "week": ctx.week.week_dir.name,
+        "banner": ctx.banner,
+        "generator": f"pytest-skilllift {__version__}",
+        "model_order": list(ctx.week.models),
+        "problems": [],
+        "plots": {"forest": None, "trend": None},
+    }
+
+
+def render(card: Scorecard) -> list[str]:
+    L: list[str] = []
+    if card.get("banner"):
+        L.append(f"> **{card['banner']}**\n")
+    L.append(f"# Weekly Skill Scorecard — {card['week']}\n")
+    problems = card.get("problems") or []
+    if problems:
+        L.append("## ⚠ Input problems — this scorecard is partial\n")
+        L += [f"- {p}" for p in problems]
+        L.append("\nRows named above are excluded from every number below and counted under "
+                 "Coverage / Run health; numbers that could not be computed read `n/a`.\n")
+    return L

@@ -1,0 +1,211 @@
+"""Lift per model (with-skill − no-skill) and its uncertainty detail.
+
+The lift table follows qdrant/skills SCORING.md ("Skill Lift Scorecard"): must-coverage no →
+with, the paired lift ± one within-week SE, whether the 95% t interval excludes zero, and the
+deltas of bonus, avoid, cost and turns.  Beyond it: a paired bootstrap interval beside the t
+interval, and the minimum detectable lift at this week's n.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, TypedDict
+
+from pytest_skilllift.report import stats
+from pytest_skilllift.report.context import BOOTSTRAP_N, BOOTSTRAP_SEED, TARGET_LIFT, json_float
+from pytest_skilllift.report.markdown import ci_flag, fmt, md_table, signed
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.context import Context
+
+
+class ModelLift(TypedDict):
+    """``models.<label>``: one model's lift and everything needed to trust it."""
+
+    must_no: float | None
+    must_with: float | None
+    must_lift: float | None
+    must_lift_se: float | None
+    ci_excludes_zero: bool | None
+    n_prompts: int
+    ci_low: float | None
+    ci_high: float | None
+    t_crit: float | None
+    df: int | None
+    sd: float | None
+    low_sample: bool
+    bonus_delta: float | None
+    avoid_delta: float | None
+    composite_lift: float | None
+    cost_delta: float | None
+    turns_delta: float | None
+    bootstrap_low: float | None
+    bootstrap_high: float | None
+    bootstrap_excludes_zero: bool | None
+    min_detectable_lift: float | None
+    prompts_needed_for_target: int | None
+
+
+class BootstrapModel(TypedDict):
+    low: float | None
+    high: float | None
+    excludes_zero: bool | None
+    #: Whether the bootstrap and the t interval agree on "excludes zero" (None: unknown).
+    agrees_with_t: bool | None
+
+
+class BootstrapSummary(TypedDict):
+    n_boot: int
+    seed: int
+    level: float
+    method: str
+    per_model: dict[str, BootstrapModel]
+
+
+class MdlModel(TypedDict):
+    min_detectable_lift: float | None
+    n_prompts: int
+    sd: float | None
+    prompts_needed: int | None
+
+
+class MdlSummary(TypedDict):
+    power: float
+    alpha: float
+    two_sided: bool
+    target_lift: float
+    per_model: dict[str, MdlModel]
+
+
+class Data(TypedDict):
+    models: dict[str, ModelLift]
+    bootstrap: BootstrapSummary
+    mdl: MdlSummary
+
+
+def build(ctx: Context) -> Data:
+    agg, f = ctx.agg, json_float
+    models: dict[str, ModelLift] = {}
+    mdl: dict[str, MdlModel] = {}
+    boot_out: dict[str, BootstrapModel] = {}
+    for mi, label in enumerate(ctx.week.models):
+        lf = ctx.lifts.get(label)
+        if agg is None or lf is None:
+            continue
+        bs = ctx.boots[label]
+        hr = ctx.hist_rows[mi]
+        m_mdl = stats.min_detectable_lift(lf.sd, lf.n)
+        n_need = stats.prompts_needed(lf.sd, TARGET_LIFT)
+        models[label] = {
+            "must_no": f(agg.cell_must[mi, 0]), "must_with": f(agg.cell_must[mi, 1]),
+            "must_lift": f(lf.lift), "must_lift_se": f(lf.se),
+            "ci_excludes_zero": lf.ci_excludes_zero, "n_prompts": lf.n,
+            "ci_low": f(lf.ci_low), "ci_high": f(lf.ci_high), "t_crit": f(lf.t_crit),
+            "df": lf.df, "sd": f(lf.sd), "low_sample": lf.low_sample,
+            "bonus_delta": f(stats.paired_mean_delta(agg.bonus[:, mi, 0], agg.bonus[:, mi, 1])),
+            "avoid_delta": f(stats.paired_mean_delta(agg.avoid[:, mi, 0], agg.avoid[:, mi, 1])),
+            "composite_lift": f(hr.composite_lift),
+            "cost_delta": f(hr.cost_delta), "turns_delta": f(hr.turns_delta),
+            "bootstrap_low": f(bs.low), "bootstrap_high": f(bs.high),
+            "bootstrap_excludes_zero": bs.excludes_zero,
+            "min_detectable_lift": f(m_mdl), "prompts_needed_for_target": n_need,
+        }
+        boot_out[label] = {"low": f(bs.low), "high": f(bs.high),
+                           "excludes_zero": bs.excludes_zero,
+                           "agrees_with_t": (None if bs.excludes_zero is None
+                                             or lf.ci_excludes_zero is None
+                                             else bs.excludes_zero == lf.ci_excludes_zero)}
+        mdl[label] = {"min_detectable_lift": f(m_mdl), "n_prompts": lf.n, "sd": f(lf.sd),
+                      "prompts_needed": n_need}
+    return {
+        "models": models,
+        "bootstrap": {"n_boot": BOOTSTRAP_N, "seed": BOOTSTRAP_SEED, "level": 0.95,
+                      "method": "percentile, paired, resampling prompts",
+                      "per_model": boot_out},
+        "mdl": {"power": 0.80, "alpha": 0.05, "two_sided": True,
+                "target_lift": TARGET_LIFT, "per_model": mdl},
+    }
+
+
+def render(card: Scorecard) -> list[str]:
+    L = ["## Lift per model (with-skill − no-skill)\n"]
+    models = card.get("models", {})
+    if not models:
+        L.append("_No lift could be computed: the week needs scored prompts in both arms "
+                 "(see Input problems)._\n")
+        return L
+
+    def nonzero(values: Iterable[float | None]) -> bool:
+        return any(v is not None and abs(v) > 1e-9 for v in values)
+
+    show_bonus = nonzero(m.get("bonus_delta") for m in models.values())
+    show_avoid = nonzero(m.get("avoid_delta") for m in models.values())
+    headers = ["model", "must_coverage no→with", "must lift ± SE", "95% CI != 0?"]
+    headers += ["Δbonus"] if show_bonus else []
+    headers += ["Δavoid"] if show_avoid else []
+    headers += ["Δcost ($)", "Δturns"]
+    rows = []
+    for label, m in models.items():
+        se = fmt(m["must_lift_se"]) if m.get("must_lift_se") is not None else "n/a"
+        row = [label, f"{fmt(m['must_no'])} → {fmt(m['must_with'])}",
+               f"{signed(m['must_lift'])} ± {se}", ci_flag(m)]
+        if show_bonus:
+            row.append(signed(m.get("bonus_delta")))
+        if show_avoid:
+            row.append(signed(m.get("avoid_delta"), 2))
+        row += [signed(m.get("cost_delta"), 4), signed(m.get("turns_delta"), 1)]
+        rows.append(row)
+    L += md_table(headers, rows)
+    L.append(
+        "\n_± SE is one within-week standard error of the paired per-prompt must-coverage "
+        "lift — this week's sampling uncertainty (finite prompt set + run/judge noise), "
+        "**not** between-week drift. '≠ 0?' asks whether the 95% CI (t·SE) excludes zero: "
+        "'no' means don't act on this lift yet. Δbonus/Δavoid appear only when the skill "
+        "changed bonus depth or introduced/removed a violation. Δcost/Δturns are "
+        "within-model only; negative = cheaper/sooner. Note: turns counts all "
+        "conversation messages, including tool-result messages, not just the model's "
+        "own turns. Reported, not gated._\n")
+    return L + _uncertainty(card)
+
+
+def _uncertainty(card: Scorecard) -> list[str]:
+    """Beyond the reference: how sure, by two methods, and whether n can answer the question."""
+    models = card["models"]
+    boot = card.get("bootstrap", {})
+    mdl = card.get("mdl", {})
+    L = ["### Uncertainty detail\n"]
+    rows = []
+    for label, m in models.items():
+        t_ci = (f"[{signed(m.get('ci_low'))}, {signed(m.get('ci_high'))}] "
+                f"(t={fmt(m.get('t_crit'))}, df={m.get('df')})"
+                if m.get("ci_low") is not None else "n/a")
+        b_ci = (f"[{signed(m.get('bootstrap_low'))}, {signed(m.get('bootstrap_high'))}]"
+                if m.get("bootstrap_low") is not None else "n/a")
+        need = m.get("prompts_needed_for_target")
+        no_spread = " (dᵢ all equal)" if m.get("sd") == 0 else ""
+        rows.append([label, m["n_prompts"], t_ci, b_ci,
+                     fmt(m.get("min_detectable_lift")) + no_spread,
+                     ("n/a" if need is None else str(need)) + no_spread])
+    target = fmt(mdl.get("target_lift", 0.10), 2)
+    L += md_table(["model", "n prompts", "95% CI (exact t)",
+                   f"95% CI (paired bootstrap, {boot.get('n_boot', '?')}×)",
+                   "min detectable lift", f"prompts needed for {target}"], rows)
+    L.append(f"\n_Paired bootstrap over prompts, seed {boot.get('seed')}, percentile interval. "
+             "Minimum detectable lift: the smallest true lift a two-sided 5% paired t-test "
+             "detects with 80% power at this week's n and spread of dᵢ; the last column is "
+             f"how many prompts that test needs to detect a lift of {target}._\n")
+    notes = []
+    for label, m in models.items():
+        if m.get("low_sample"):
+            notes.append(f"- ⚠ **low sample** for {label}: only {m['n_prompts']} paired "
+                         "prompt(s) (fewer than 5) — the SE and CI are unreliable.")
+        b = boot.get("per_model", {}).get(label)
+        if b is not None and b.get("agrees_with_t") is False:
+            t_says = "excludes" if m.get("ci_excludes_zero") else "includes"
+            b_says = "excludes" if b.get("excludes_zero") else "includes"
+            notes.append(f"- ⚠ for {label} the t interval {t_says} zero but the bootstrap "
+                         f"interval {b_says} it — treat the '≠ 0?' flag as borderline.")
+    if notes:
+        L += [*notes, ""]
+    return L

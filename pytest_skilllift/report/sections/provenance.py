@@ -1,0 +1,167 @@
+"""Provenance: the exact model builds, CLI versions and skills commits behind the numbers, and
+every mismatch among them (a model that changed mid-week is a different measurement); the
+judge that graded them, how, and whether people have checked it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
+from pytest_skilllift.model import PINNED_CLI_VERSION, cli_version_mismatch
+from pytest_skilllift.report.markdown import md_table
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.context import Context
+
+
+class Window(TypedDict):
+    start: str
+    end: str
+
+
+class Provenance(TypedDict):
+    #: model label → distinct snapshot strings the transcripts report.
+    snapshots: dict[str, list[str]]
+    #: model label → distinct model ids it was requested as.
+    model_ids: dict[str, list[str]]
+    cli_versions: list[str]
+    #: Every distinct skills_sha of the week.
+    skills_commits: list[str]
+    #: skill family → its skills_sha values; more than one for a family = it changed mid-week.
+    skills_commits_by_family: dict[str, list[str]]
+    window: Window | None
+    mismatches: list[str]
+
+
+class Data(TypedDict):
+    provenance: Provenance
+
+
+def build(ctx: Context) -> Data:
+    week = ctx.week
+    mismatches = []
+    for label, snaps in week.snapshots.items():
+        if len(snaps) > 1:
+            mismatches.append(f"model {label}: more than one snapshot ({', '.join(snaps)})")
+    for label, ids in week.model_ids.items():
+        if len(ids) > 1:
+            mismatches.append(f"model {label}: requested as more than one model id "
+                              f"({', '.join(ids)})")
+        for snap in week.snapshots.get(label, []):
+            # A dated snapshot extends the requested id; anything else is a different build.
+            if not any(snap.startswith(i) for i in ids):
+                mismatches.append(f"model {label}: requested {', '.join(ids)} but the "
+                                  f"transcripts report {snap}")
+    if len(week.cli_versions) > 1:
+        mismatches.append("more than one CLI version")
+    for version in week.docker_cli_versions:
+        if cli_version_mismatch(version):
+            mismatches.append(f"docker image CLI {version} is not the pinned "
+                              f"{PINNED_CLI_VERSION}")
+    for family, shas in week.skills_shas_by_family.items():
+        # One hash per family is normal (a tree hash per family without git); two for one
+        # family means its files changed while the week ran.
+        if len(shas) > 1:
+            mismatches.append(f"skill family {family or '(unnamed)'}: more than one skills "
+                              f"commit ({', '.join(shas)})")
+    return {"provenance": {
+        "snapshots": week.snapshots, "model_ids": week.model_ids,
+        "cli_versions": week.cli_versions,
+        "skills_commits": week.skills_shas,
+        "skills_commits_by_family": week.skills_shas_by_family,
+        "window": ({"start": week.window[0], "end": week.window[1]} if week.window else None),
+        "mismatches": mismatches,
+    }}
+
+
+def render(card: Scorecard) -> list[str]:
+    p = card.get("provenance", {})
+    L = ["## Provenance\n", "Exact model builds and versions these numbers were produced with:\n"]
+    snaps = p.get("snapshots", {})
+    order = card.get("model_order", [])
+    listed = list(order) + sorted(set(snaps) - set(order))
+    rows = []
+    for m in listed:
+        s = snaps.get(m, [])
+        if not s:
+            rows.append([m, "(unknown)"])
+        elif len(s) == 1:
+            rows.append([m, f"`{s[0]}`"])
+        else:
+            rows.append([m, f"⚠ multiple (`{'`, `'.join(s)}`) — model changed mid-week"])
+    L += md_table(["model", "exact snapshot string"], rows)
+    L.append("")
+    cli = p.get("cli_versions", [])
+    sha = p.get("skills_commits", [])
+    L.append(f"- CLI version(s): {', '.join(f'`{v}`' for v in cli) or '_(unknown)_'}")
+    L.append(f"- skills commit(s): {', '.join(f'`{v}`' for v in sha) or '_(unknown)_'}")
+    w = p.get("window")
+    if w:
+        lo, hi = w["start"], w["end"]
+        L.append(f"- run window (UTC): {'`' + lo + '`' if lo == hi else f'`{lo}` – `{hi}`'}")
+    ids = p.get("model_ids") or {}
+    if ids:
+        L.append("- requested model id(s): " + ", ".join(
+            f"{m} → {', '.join(f'`{i}`' for i in v)}" for m, v in ids.items()))
+    for mm in p.get("mismatches", []):
+        if mm.startswith("model ") and "requested" in mm:  # snapshot splits are in the table
+            L.append(f"- ⚠ {mm}")
+    if len(cli) > 1:
+        L.append("- ⚠ more than one CLI version present — versions were not pinned across runs.")
+    for family, shas in p.get("skills_commits_by_family", {}).items():
+        if len(shas) > 1:
+            L.append(f"- ⚠ skill family {family or '(unnamed)'} has more than one skills commit "
+                     f"({', '.join(f'`{v}`' for v in shas)}) — it changed mid-week.")
+    L.append("- Note: an alias like `claude-sonnet-5` can float to a newer build without "
+             "changing name; the run window is the only correlate for such a silent swap. "
+             "Pass a dated model id if byte-level pinning matters.")
+    L += judge_lines(card)
+    L.append("")
+    return L
+
+
+def judge_lines(card: Scorecard) -> list[str]:
+    """The judge's bullets: which judge graded, how, and whether people trust it, from the
+    ``judge`` key (:mod:`.judge`)."""
+    j = card.get("judge")
+    if not j:
+        return []
+    L = []
+    models = j["judge_models"]
+    if models:
+        L.append("- judge: " + ", ".join(f"`{m}` ({n} runs)" for m, n in models.items())
+                 + " — prompt " + ", ".join(f"`{v}`" for v in j["prompt_versions"]))
+        if len(models) > 1:
+            L.append("- ⚠ more than one judge model graded this week — its numbers mix two "
+                     "measurements (regrade with `skilllift judge WEEKDIR --fresh`)")
+    else:
+        L.append("- judge: not recorded (no run has a grades.json)")
+    if j["graded_runs"]:
+        samples = ", ".join(f"{k} per run ({n} runs)" for k, n in j["samples_per_run"].items())
+        calls = ("" if j["judge_calls"] is None else
+                 f"; judge calls {j['judge_calls']} (incl. {j['tie_breaks']} tie-breaks)")
+        L.append(f"- judge samples: {samples}{calls}")
+        policies = j["evidence_policy"]
+        if "flag" in policies:
+            L.append(f"- ⚠ evidence policy **flag** ({policies['flag']} runs): a met/violated "
+                     "whose quote is not in the answer still scores "
+                     "(`--skill-lift-evidence=flag`)")
+        else:
+            L.append("- evidence policy: reject — a met/violated whose quote is not in the "
+                     "answer scores nothing")
+    t = j["trust"]
+    if t["source"] is None:
+        L.append("- judge trust: **unmeasured** — no human labels yet (`skilllift label` "
+                 "then `skilllift judge-check`)")
+    else:
+        agreement = t["must_agreement"]
+        kappa = t["kappa"]
+        facts = (f"must agreement {'n/a' if agreement is None else f'{agreement:.3f}'} over "
+                 f"{t['must_labels'] or 0} labelled musts, κ "
+                 f"{'n/a' if kappa is None else f'{kappa:.2f}'}")
+        L.append(f"- judge trust: **{t['state']}** — {facts} (judge-check "
+                 f"{t['checked_utc'] or '?'})")
+        if t["stale"]:
+            L.append(f"- ⚠ the judge-check measured {', '.join(t['judge_models'])}, but this "
+                     "week is now graded by another judge: run it again")
+    return L

@@ -1,0 +1,55 @@
+"""Lift caveat: no-skill runs that fetched the published skill site on their own (their lift
+understates the skill's value)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.context import Context
+
+
+class SelfServed(TypedDict):
+    no_skill_runs: int
+    fetched_runs: int
+    prompts: list[str]
+    #: False when manifest.csv has no fetched_site column.
+    available: bool
+
+
+class Data(TypedDict):
+    baseline_self_served: SelfServed
+
+
+def build(ctx: Context) -> Data:
+    week = ctx.week
+    ns = week.m_cond == 0
+    served = ns & (ctx.run_column("fetched_site") == 1)
+    prompts = sorted({week.prompts[p] for p in np.unique(week.m_prompt[served]).tolist()
+                      if p >= 0})
+    return {"baseline_self_served": {
+        "no_skill_runs": int(np.count_nonzero(ns)), "fetched_runs": int(served.sum()),
+        "prompts": prompts, "available": "fetched_site" in week.manifest_columns,
+    }}
+
+
+def render(card: Scorecard) -> list[str]:
+    s = card.get("baseline_self_served", {})
+    L = ["## Lift caveat — baseline self-served the skill\n"]
+    if not s.get("available", True):
+        L.append("_Not available: manifest.csv has no fetched_site column._\n")
+        return L
+    if not s.get("no_skill_runs"):
+        L.append("_No no-skill runs._\n")
+        return L
+    L.append("- no-skill runs that fetched `skills.qdrant.tech`: "
+             f"**{s['fetched_runs']} of {s['no_skill_runs']}**")
+    if s.get("prompts"):
+        L.append(f"- affected prompts: {', '.join(s['prompts'])}")
+        L.append("- For these, lift is measured against a baseline that reached the "
+                 "published skill on its own — so it *understates* the skill's value.")
+    L.append("")
+    return L

@@ -1,0 +1,95 @@
+"""Week-over-week lift delta (scorecard.json ``history``).
+
+qdrant/skills SCORING.md ("Reading Week-Over-Week Movement"): a delta is actionable only when
+it clears max(t·SE_Δ, between-week σ); until four runs of history exist the section says
+"Will be computed after four runs.".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
+from pytest_skilllift.report import stats
+from pytest_skilllift.report.context import json_float
+from pytest_skilllift.report.markdown import fmt, md_table, signed
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.context import Context
+
+
+class WowModel(TypedDict):
+    ready: bool
+    prev_key: str | None
+    prev_lift: float | None
+    now_lift: float | None
+    delta: float | None
+    se_delta: float | None
+    within: float | None
+    between: float | None
+    threshold: float | None
+    actionable: bool | None
+
+
+class History(TypedDict):
+    path: str
+    run_key: str
+    #: Runs of history up to and including this week.
+    n_runs: int
+    min_runs: int
+    ready: bool
+    pending_text: str
+    per_model: dict[str, WowModel]
+
+
+class Data(TypedDict):
+    history: History
+
+
+def build(ctx: Context) -> Data:
+    f = json_float
+    return {"history": {
+        "path": str(ctx.hist_path), "run_key": ctx.week.week_dir.name,
+        "n_runs": ctx.n_runs_hist, "min_runs": stats.WOW_MIN_RUNS,
+        "ready": any(w.ready for w in ctx.wow.values()),
+        "pending_text": stats.WOW_PENDING_TEXT,
+        "per_model": {
+            label: {"ready": w.ready, "prev_key": w.prev_key, "prev_lift": f(w.prev_lift),
+                    "now_lift": f(ctx.lifts[label].lift) if label in ctx.lifts else None,
+                    "delta": f(w.delta), "se_delta": f(w.se_delta), "within": f(w.within),
+                    "between": f(w.between), "threshold": f(w.threshold),
+                    "actionable": w.actionable}
+            for label, w in ctx.wow.items()
+        },
+    }}
+
+
+def render(card: Scorecard) -> list[str]:
+    h = card.get("history", {})
+    L = ["## Week-over-week lift delta\n"]
+    if not h.get("ready"):
+        L.append(f"**{stats.WOW_PENDING_TEXT}** (this is run {h.get('n_runs', 1)} of "
+                 f"{h.get('min_runs', 4)}; a delta needs prior runs to estimate the "
+                 "between-week noise floor. This week's own sampling uncertainty is in the "
+                 "lift table above as ± SE.)\n")
+        return L
+    per = h.get("per_model", {})
+    prev_keys = sorted({k for v in per.values() if (k := v.get("prev_key"))})
+    L.append(f"vs previous run `{', '.join(prev_keys) or '?'}`. The don't-act threshold is "
+             "**max(t·SE_Δ, between-week σ)** — a delta must clear both this week's "
+             "sampling error *and* the observed week-to-week drift to be actionable.\n")
+    rows = []
+    for label, v in per.items():
+        if not v.get("ready"):
+            rows.append([label, f"n/a → {fmt(v.get('now_lift'))}", "n/a", "n/a", "n/a", "n/a",
+                         "n/a (no prior run for this model)"])
+            continue
+        act = v.get("actionable")
+        rows.append([label, f"{fmt(v.get('prev_lift'))} → {fmt(v.get('now_lift'))}",
+                     signed(v.get("delta")), fmt(v.get("within")), fmt(v.get("between")),
+                     fmt(v.get("threshold")),
+                     "n/a" if act is None else ("yes" if act else "no (within noise)")])
+    L += md_table(["model", "must lift (prev → now)", "Δ", "t·SE_Δ (within)",
+                   "σ (between)", "threshold", "actionable?"], rows)
+    L.append("")
+    return L

@@ -1,0 +1,137 @@
+"""The week directory's vocabulary, each word defined once: file names, run statuses and
+their drop reasons, the UTC stamp, and the one atomic writer every file goes through.
+
+Layout (the qdrant/skills pipeline's week directory, our files beside it)::
+
+    <weekly>/scorecard-history.csv         one row per (week, model), across weeks
+    <weekly>/contested-history.csv         judge-contested rubric items per week, across weeks
+    <weekly>/<week>/manifest.csv           one row per run (derived from the run files)
+    <weekly>/<week>/scores.csv             one row per rubric item (derived)
+    <weekly>/<week>/scorecard.md|json      the report
+    <weekly>/<week>/calibration.json       judge self-agreement (skilllift calibrate)
+    <weekly>/<week>/judge-check.json       judge vs human labels (skilllift judge-check)
+    <weekly>/<week>/<run_id>/stdout.txt    the transcript (stream-json), stderr.txt beside it
+    <weekly>/<week>/<run_id>/run.json      the manifest row + status, once the run finished
+    <weekly>/<week>/<run_id>/grades.json   the scores rows, once the judge answered
+    <weekly>/<week>/<run_id>/judge_cost.txt, judge_error.txt, audit.json, calibration.json
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final, Literal, get_args
+
+# -- file names ------------------------------------------------------------------------------
+MANIFEST_CSV: Final = "manifest.csv"
+SCORES_CSV: Final = "scores.csv"
+SCORECARD_MD: Final = "scorecard.md"
+SCORECARD_JSON: Final = "scorecard.json"
+#: The judge measured against human labels (``skilllift judge-check``).
+JUDGE_CHECK_FILE: Final = "judge-check.json"
+#: Progress of an interrupted ``skilllift judge --fresh`` pass (the runs it already graded).
+FRESH_MARKER: Final = ".fresh-regrade.json"
+#: Beside the week directories (in their parent), shared by every week.
+HISTORY_CSV: Final = "scorecard-history.csv"
+#: Beside the history: which rubric items the judge samples disagreed on, in which week.
+CONTESTED_HISTORY_CSV: Final = "contested-history.csv"
+FOREST_PNG: Final = "forest.png"
+TREND_PNG: Final = "trend.png"
+#: Per run, inside ``<week>/<run_id>/``.
+STDOUT_FILE: Final = "stdout.txt"  # the stream-json transcript (qdrant name)
+STDERR_FILE: Final = "stderr.txt"
+RUN_FILE: Final = "run.json"
+GRADES_FILE: Final = "grades.json"
+JUDGE_COST_FILE: Final = "judge_cost.txt"  # USD (qdrant name)
+JUDGE_ERROR_FILE: Final = "judge_error.txt"
+AUDIT_FILE: Final = "audit.json"
+CALIBRATION_FILE: Final = "calibration.json"
+LOCK_FILE: Final = ".lock"
+
+# -- run statuses ----------------------------------------------------------------------------
+#: A run's status (our manifest's ``run_status``).  Only ``ok`` runs are judged and scored.
+RunStatus = Literal["ok", "invalid", "errored", "budget_capped", "timeout", "no_answer"]
+RUN_STATUSES: Final[tuple[RunStatus, ...]] = get_args(RunStatus)
+OK: Final[RunStatus] = "ok"
+INVALID: Final[RunStatus] = "invalid"
+ERRORED: Final[RunStatus] = "errored"
+BUDGET_CAPPED: Final[RunStatus] = "budget_capped"
+TIMEOUT: Final[RunStatus] = "timeout"
+NO_ANSWER: Final[RunStatus] = "no_answer"
+#: Integer codes (indices into ``RUN_STATUSES``) for the columnar tables.
+STATUS_OK, STATUS_INVALID, STATUS_ERRORED, STATUS_BUDGET, STATUS_TIMEOUT, STATUS_NO_ANSWER = (
+    RUN_STATUSES.index(s) for s in (OK, INVALID, ERRORED, BUDGET_CAPPED, TIMEOUT, NO_ANSWER))
+
+#: How a finished run's transcript is classified when several statuses apply: the first wins.
+#: A missing skill invalidates everything else (qdrant/skills SCORING.md: an absent skill is a
+#: harness failure, excluded); a budget-capped run usually also exits non-zero, and
+#: "budget-capped" is the more specific reason.  (A run that left no transcript — a timeout,
+#: a harness error — is classified by the harness before any of these.)
+TRANSCRIPT_ORDER: Final[tuple[RunStatus, ...]] = (INVALID, BUDGET_CAPPED, ERRORED, NO_ANSWER)
+
+#: Statuses a rerun retries: the run never finished, so nothing is paid twice for a result.
+RETRY_ON_RERUN: Final = frozenset({ERRORED, TIMEOUT})
+#: Runs that completed (the CLI ran to its end): only these can show whether the skill was
+#: reached. A failed with-skill run (outage, timeout, install failure, budget cap, a CLI that
+#: never started) is excluded from the trigger and invocation counts, never a trigger miss.
+COMPLETED: Final = frozenset({OK, NO_ANSWER})
+
+#: Why a run is not scored, by status.  An ``ok`` run is dropped only when no must item of it
+#: was graded (the judge failed): "ungraded".  A run's own ``run_error`` may add detail.
+DROP_REASONS: Final[dict[RunStatus, str]] = {
+    INVALID: "invalid install: skill not in the init skill list",
+    ERRORED: "errored",
+    BUDGET_CAPPED: "budget-capped (hit the per-run spend cap; truncated)",
+    TIMEOUT: "timed out",
+    NO_ANSWER: "no gradeable answer",
+    OK: "ungraded",
+}
+
+# -- time ------------------------------------------------------------------------------------
+#: The manifest's timestamp format (qdrant's ``timestamp`` column): ``20260808T090000Z``.
+UTC_STAMP_FORMAT: Final = "%Y%m%dT%H%M%SZ"
+
+
+def utc_stamp(ts: float | None = None) -> str:
+    """``yyyymmddTHHMMSSZ`` of ``ts`` (POSIX seconds; now when None)."""
+    when = datetime.fromtimestamp(time.time() if ts is None else ts, tz=UTC)
+    return when.strftime(UTC_STAMP_FORMAT)
+
+
+# -- the atomic writer -----------------------------------------------------------------------
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so readers see the old or the new content, never a mix.
+
+    Temp file in the same directory, fsync, ``os.replace``: a SIGKILL at any moment leaves
+    either file whole.  Creates the parent directory.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """:func:`atomic_write_bytes` of UTF-8 text, newlines written as given."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    """:func:`atomic_write_text` of indented, key-sorted JSON."""
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")

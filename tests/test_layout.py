@@ -1,0 +1,113 @@
+"""The package's layering, read from its import statements (no module is imported here).
+
+No import cycles anywhere (lazy, function-level imports included; ``if TYPE_CHECKING:``
+blocks excluded); report code never imports runners; pure layers never import pytest.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "pytest_skilllift"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for f in PACKAGE.rglob("*.py"):
+        parts = f.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = f
+    return out
+
+
+def _imports(path: Path, known: set[str]) -> set[str]:
+    """Project modules ``path`` imports anywhere, except under ``if TYPE_CHECKING:``."""
+    found: set[str] = set()
+
+    class Visitor(ast.NodeVisitor):
+        def visit_If(self, node: ast.If) -> None:
+            t = node.test
+            if getattr(t, "id", None) == "TYPE_CHECKING" or getattr(t, "attr", None) == (
+                    "TYPE_CHECKING"):
+                for n in node.orelse:
+                    self.visit(n)
+                return
+            self.generic_visit(node)
+
+        def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+            if node.module:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    found.add(full if full in known else node.module)
+
+        def visit_Import(self, node: ast.Import) -> None:
+            found.update(alias.name for alias in node.names)
+
+    Visitor().visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    mods = _modules()
+    return {m: _imports(f, set(mods)) for m, f in mods.items()}
+
+
+def test_no_import_cycles(graph: dict[str, set[str]]) -> None:
+    project = {m: {d for d in deps if d in graph} for m, deps in graph.items()}
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for d in sorted(project[m]):
+            if state.get(d) == 1:
+                cycles.append([*path[path.index(d):], d])
+            elif d not in state:
+                visit(d, [*path, d])
+        state[m] = 2
+
+    for m in sorted(project):
+        if m not in state:
+            visit(m, [m])
+    assert cycles == []
+
+
+def test_report_never_imports_runners(graph: dict[str, set[str]]) -> None:
+    for m, deps in graph.items():
+        if m.startswith("pytest_skilllift.report"):
+            assert not any(d.startswith("pytest_skilllift.runners") for d in deps), m
+
+
+@pytest.mark.parametrize("layer", ["report", "week", "run", "judge", "runners", "testing"])
+def test_pure_layers_never_import_pytest(graph: dict[str, set[str]], layer: str) -> None:
+    for m, deps in graph.items():
+        if m.startswith(f"pytest_skilllift.{layer}"):
+            assert not any(d == "pytest" or d.startswith(("pytest.", "_pytest")) for d in deps), m
+
+
+REPO = PACKAGE.parent
+#: Private working notes have names users cannot look up; the text cites public sources.
+PRIVATE_REFERENCE = re.compile(r"seeds?[/ _-]?0\d\d|shared/seeds|\bthe seed's\b", re.I)
+#: A developer machine's paths (the image's /home/agent is the container's own, not one).
+ABSOLUTE_MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|root|Users)/\w")
+
+
+def _repository_text() -> list[Path]:
+    files = [REPO / "README.md", *(REPO / "docs").rglob("*.md"), *PACKAGE.rglob("*.py"),
+             *(REPO / "benchmarks").rglob("*.py"), *(REPO / "tests").glob("*.py")]
+    return [f for f in files if f.is_file()]
+
+
+def test_text_cites_public_sources_and_no_machine_paths() -> None:
+    found = []
+    for f in _repository_text():
+        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            if f.name != "test_layout.py" and (PRIVATE_REFERENCE.search(line)
+                                               or ABSOLUTE_MACHINE_PATH.search(line)):
+                found.append(f"{f.relative_to(REPO)}:{n}: {line.strip()}")
+    assert found == []

@@ -1,0 +1,95 @@
+"""The scorecard's section registry: scorecard.json is exactly what its TypedDicts say, in
+``SECTIONS`` order, and a new section is one module plus one registry entry."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import types
+import typing
+from pathlib import Path
+from typing import Any, Union, get_args, get_origin, get_type_hints, is_typeddict
+
+import pytest
+
+from pytest_skilllift.report import card as card_mod
+from pytest_skilllift.report.card import SECTIONS, Scorecard, Section
+from pytest_skilllift.report.summarize import Summary, summarize_week
+
+REF_WEEK = Path(__file__).resolve().parent / "fixtures" / "data" / "qdrant-skills" / "weekly" / (
+    "20260808")
+
+
+@pytest.fixture(scope="module")
+def ref(tmp_path_factory: pytest.TempPathFactory) -> Summary:
+    week = tmp_path_factory.mktemp("sections") / "20260808"
+    shutil.copytree(REF_WEEK, week)
+    return summarize_week(week, write=False)
+
+
+def _check(value: Any, hint: Any, where: str) -> None:
+    """Assert ``value`` has the shape ``hint`` describes (TypedDicts: exactly their keys)."""
+    origin = get_origin(hint)
+    if is_typeddict(hint):
+        assert isinstance(value, dict), where
+        hints = get_type_hints(hint)
+        assert list(value) == list(hints), f"{where}: keys {list(value)} != {list(hints)}"
+        for key, sub in hints.items():
+            _check(value[key], sub, f"{where}.{key}")
+    elif origin in (Union, types.UnionType):
+        errors = []
+        for option in get_args(hint):
+            try:
+                _check(value, option, where)
+                return
+            except AssertionError as exc:
+                errors.append(str(exc))
+        raise AssertionError(f"{where}: {value!r} fits none of {hint}: {errors}")
+    elif origin is list:
+        assert isinstance(value, list), where
+        for i, item in enumerate(value):
+            _check(item, get_args(hint)[0], f"{where}[{i}]")
+    elif origin is dict:
+        assert isinstance(value, dict), where
+        for k, item in value.items():
+            _check(item, get_args(hint)[1], f"{where}.{k}")
+    elif hint is type(None):
+        assert value is None, where
+    elif hint is float:
+        assert isinstance(value, (int, float)) and not isinstance(value, bool), where
+    elif hint is typing.Any or hint is object:
+        return
+    else:
+        assert isinstance(value, hint), f"{where}: {value!r} is not {hint}"
+
+
+def test_scorecard_json_is_exactly_its_typeddicts(ref: Summary) -> None:
+    # Every key, nested ones included, is declared, in the order the sections build them.
+    _check(ref.data, Scorecard, "scorecard")
+
+
+def test_key_order_follows_the_registry(ref: Summary) -> None:
+    # Each section module's ``Data`` names the keys its ``build`` returns.
+    expected: list[str] = []
+    for section in SECTIONS:
+        if section.build is not None:
+            module = importlib.import_module(section.build.__module__)
+            expected += list(get_type_hints(module.Data))
+    assert list(ref.data) == expected
+    assert len(set(expected)) == len(expected)  # no two sections claim one key
+
+
+def test_a_new_section_is_one_registry_entry(ref: Summary,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    def build(ctx: Any) -> dict[str, object]:
+        return {"extra": {"runs": ctx.week.n_runs}}
+
+    def render(card: Any) -> list[str]:
+        return ["## Extra\n", f"- runs: {card['extra']['runs']}", ""]
+
+    monkeypatch.setattr(card_mod, "SECTIONS", (*SECTIONS, Section("extra", build, render)))
+    s = summarize_week(ref.week_dir, write=False)
+    assert list(s.data)[-1] == "extra" and s.data["extra"] == {"runs": 208}  # type: ignore[typeddict-item]
+    assert s.markdown.endswith("## Extra\n\n- runs: 208\n")
+    # the other sections are untouched
+    assert s.markdown.startswith(ref.markdown.rstrip("\n"))
