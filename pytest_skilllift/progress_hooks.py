@@ -15,6 +15,7 @@ The final counts are written once at the end of the run (not under ``-q``).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Generator
 from typing import IO, Any
@@ -33,6 +34,9 @@ from pytest_skilllift.week.files import OK
 
 #: The report attribute carrying one run's facts.
 ATTR = "skilllift_progress"
+#: A rubric item's test id (collect.py's nesting): the run is everything before the item.
+_RUBRIC_ID = re.compile(r"(?P<path>[^\[\]]+?\.json)::(?P<label>[^:\[\]]+)::"
+                        r"(?P<condition>no-skill|with-skill)::r(?P<rep>\d+)::[^:\[\]]+")
 
 
 class ProgressFacts:
@@ -95,16 +99,21 @@ class ProgressLine:
         self._workers.add(str(getattr(getattr(node, "gateway", None), "id", node)))
         self.progress.workers = len(self._workers)
         if self.progress.total == 0:
-            ids_ = {self._run_id(nodeid.rsplit("::", 1)[0]) for nodeid in ids}
-            self.progress.set_total(ids_, finished_in_ledger(self.week, ids_))
+            ids_ = {run_id for nodeid in ids if (run_id := self._run_id(nodeid)) is not None}
+            if ids_:
+                self.progress.set_total(ids_, finished_in_ledger(self.week, ids_))
 
-    def _run_id(self, scope: str) -> str:
-        """``<file>::<model>::<condition>::r<rep>`` → the run id the engine uses."""
-        path, label, condition, rep = scope.rsplit("::", 3)
+    def _run_id(self, nodeid: str) -> str | None:
+        """A rubric item's id (``<file>.json::<model>::<condition>::r<rep>::<item>``) → the
+        run id the engine uses; None for any other test (a custom check, a plain test)."""
+        match = _RUBRIC_ID.fullmatch(nodeid)
+        if match is None:
+            return None
+        path = match["path"]
         if path not in self._names:
             self._names[path] = prompt_name(self.config.rootpath / path)
-        return make_run_id(self._names[path], label, condition, int(rep.lstrip("r") or 0),
-                           self.week_key)
+        return make_run_id(self._names[path], match["label"], match["condition"],
+                           int(match["rep"]), self.week_key)
 
     # -- reports ------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)

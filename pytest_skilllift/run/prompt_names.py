@@ -12,7 +12,16 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from pytest_skilllift.run.prompts import PromptError
+from pytest_skilllift.run.prompts import PromptError, is_heldout
+
+
+def prompt_files(prompts_dir: Path, heldout: bool) -> list[Path]:
+    """Every prompt file a session may collect (resolved; ``discord-*`` only with
+    ``heldout``): the files whose names must be unique."""
+    if not prompts_dir.is_dir():
+        return []
+    return sorted(p.resolve() for p in prompts_dir.rglob("*.json")
+                  if heldout or not is_heldout(p))
 
 
 def declared_names(paths: Iterable[Path]) -> dict[str, list[Path]]:

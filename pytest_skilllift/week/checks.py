@@ -1,57 +1,99 @@
-"""Shape checks for the per-run ledger files (``run.json``, ``grades.json``).
+"""Outcomes of the team's own checks (tests over ``skill_lift_run``), kept in the week.
 
-The harness writes these files atomically, so a file that fails a check was edited or
-damaged by hand. Such a file is never trusted and never crashes a session: the ledger treats
-it as absent (the run is generated or graded again) and says so in one warning naming the
-file and the problem. Pure functions: each returns the problem text, or None when usable.
+``<week>/custom_checks.csv`` holds one row per (check, run): the check's id without the run
+parameter, the run's coordinates, and ``passed`` / ``failed`` / ``skipped`` with the reason.
+A session merges its outcomes into the file (a check rerun on a run replaces its row; checks
+not run this session keep theirs), under a lock, atomically — so ``skilllift summarize``
+rebuilds the "Custom checks" section from the week directory alone. No pytest here.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import csv
+import fcntl
+import io
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_skilllift.week.files import CUSTOM_CHECKS_CSV, atomic_write_text
+
+COLUMNS: tuple[str, ...] = ("test", "prompt", "skill_family", "model", "condition", "rep",
+                            "run_id", "outcome", "reason")
+OUTCOMES: tuple[str, ...] = ("passed", "failed", "skipped")
 
 
-class LedgerWarning(UserWarning):
-    """A week-directory file that could not be used as it is (named, with what happens)."""
+@dataclass
+class CheckTally:
+    """Per (check, run): the outcome of one check item from its setup/call/teardown reports.
+
+    A failure in any phase is ``failed``; a skip in setup or call (an excluded run, a
+    ``pytest.skip``) is ``skipped`` with its reason; otherwise a passed call is ``passed``.
+    """
+
+    rows: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+
+    def add(self, meta: dict[str, str], when: str, outcome: str, reason: str = "") -> None:
+        key = (meta["test"], meta["run_id"])
+        row = self.rows.get(key)
+        if row is None:
+            row = self.rows[key] = {c: str(meta.get(c, "")) for c in COLUMNS}
+            row["outcome"] = ""
+        if outcome == "failed":
+            row["outcome"], row["reason"] = "failed", reason if when == "call" else (
+                f"error in {when}: {reason}")
+        elif row["outcome"] == "failed":
+            return
+        elif outcome == "skipped":
+            row["outcome"], row["reason"] = "skipped", reason
+        elif outcome == "passed" and when == "call":
+            row["outcome"], row["reason"] = "passed", ""
+
+    def finished(self) -> list[dict[str, str]]:
+        """Rows that reached an outcome (an interrupted item has none and is left out)."""
+        return [r for r in self.rows.values() if r["outcome"] in OUTCOMES]
 
 
-def _kind(value: Any) -> str:
-    names = {dict: "object", list: "list", str: "string", bool: "boolean", int: "number",
-             float: "number", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
+@contextlib.contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f".{CUSTOM_CHECKS_CSV}.lock", "w") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _rep(text: str) -> int:
+    return int(text) if text.isdigit() else 0
 
 
-def run_problem(data: Any) -> str | None:
-    """What is wrong with a ``run.json`` document, or None."""
-    if not isinstance(data, dict):
-        return f"holds a JSON {_kind(data)}, not an object"
-    if not isinstance(data.get("run_id"), str) or not data["run_id"]:
-        return f"'run_id' is {data.get('run_id')!r}, not a non-empty string"
-    for key in ("prompt", "model", "condition", "run_status", "run_error"):
-        if key in data and not isinstance(data[key], str):
-            return f"{key!r} is {data[key]!r}, not a string"
-    if "rep" in data and (not _whole(data["rep"]) or data["rep"] < 0):
-        return f"'rep' is {data['rep']!r}, not a whole number"
-    if not isinstance(data.get("final_answer", ""), str):
-        return "'final_answer' is not a string"
-    return None
+def read_checks(root: Path) -> list[dict[str, str]]:
+    """The week's check outcomes; empty when the week has none (or no file)."""
+    try:
+        text = (root / CUSTOM_CHECKS_CSV).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    return [{c: (row.get(c) or "") for c in COLUMNS} for row in csv.DictReader(io.StringIO(text))]
 
 
-def grades_problem(data: Any) -> str | None:
-    """What is wrong with a ``grades.json`` document, or None."""
-    if not isinstance(data, dict):
-        return f"holds a JSON {_kind(data)}, not an object"
-    rows = data.get("rows")
-    if not isinstance(rows, list):
-        return f"'rows' is a JSON {_kind(rows)}, not a list of score rows"
-    for pos, row in enumerate(rows):
-        if not isinstance(row, dict):
-            return f"rows[{pos}] is {row!r}, not a score row object"
-        if not isinstance(row.get("item_type"), str) or not _whole(row.get("item_index")):
-            return (f"rows[{pos}] has no item_type string and item_index number "
-                    "(not a score row written by this harness)")
-    return None
+def merge_checks(root: Path, rows: Iterable[dict[str, str]]) -> int:
+    """Upsert ``rows`` by (test, run_id) into ``<root>/custom_checks.csv``; return the count
+    of rows now in the file. Rows stay sorted, so the same outcomes give the same bytes."""
+    new = list(rows)
+    if not new:
+        return len(read_checks(root))
+    with _locked(root):
+        merged = {(r["test"], r["run_id"]): r for r in read_checks(root)}
+        merged.update({(r["test"], r["run_id"]): r for r in new})
+        ordered = sorted(merged.values(), key=lambda r: (
+            r["test"], r["prompt"], r["model"], r["condition"], _rep(r["rep"]), r["run_id"]))
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(COLUMNS), extrasaction="ignore",
+                                lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(ordered)
+        atomic_write_text(root / CUSTOM_CHECKS_CSV, buf.getvalue())
+    return len(ordered)

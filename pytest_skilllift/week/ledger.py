@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.week.checks import LedgerWarning, grades_problem, run_problem
 from pytest_skilllift.week.columns import (
     MANIFEST_COLUMNS,
     MANIFEST_EXTRA_COLUMNS,
@@ -40,6 +39,7 @@ from pytest_skilllift.week.files import (
     atomic_write_json,
     atomic_write_text,
 )
+from pytest_skilllift.week.ledger_checks import LedgerWarning, grades_problem, run_problem
 
 
 class Ledger:
