@@ -177,6 +177,11 @@ def test_kill_9_of_pytest_bounds_the_agent_and_the_next_session_reports_the_swee
                  "--skill-lift-runner=docker",
                  f"--skill-lift-image={test_image}", "--skill-lift-docker-network=host")
     assert result.ret == 0, result.stdout.str()
-    result.stdout.fnmatch_lines([f"docker: start-up sweep removed * stale container(s) of a "
-                                 f"killed session: *{container.name}*"])
+    # Under -n N a sibling worker's runner (or sweep test) sweeps every week: once the killed
+    # session is reaped it may remove the container before this session starts. Which sweep
+    # removed it is then a race (the exact check is serial-only, as in test_docker_runner's
+    # sweep tests); that it is gone is not.
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        result.stdout.fnmatch_lines([f"docker: start-up sweep removed * stale container(s) of "
+                                     f"a killed session: *{container.name}*"])
     assert not client.containers.list(all=True, filters={"id": container.id}, ignore_removed=True)
