@@ -27,7 +27,8 @@ def _project(root: Path) -> Path:
                 root / "evals" / "test-prompts")
     calls = root / "calls.log"
     cli = root / "failing-claude"
-    cli.write_text(f"#!/bin/sh\necho started >> {calls}\n"
+    # Runs are counted; a `claude --version` probe (the week's identity reads it) is not.
+    cli.write_text(f"#!/bin/sh\n[ \"$1\" = --version ] && exit 1\necho started >> {calls}\n"
                    "echo 'error: cannot reach the API' >&2\nexit 1\n")
     cli.chmod(0o755)
     (root / "pytest.ini").write_text(
