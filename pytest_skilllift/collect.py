@@ -42,6 +42,11 @@ class PromptNameWarning(pytest.PytestWarning):
     """A prompt file whose ``name`` differs from its file name."""
 
 
+def declared_prompt_names(config: pytest.Config) -> dict[str, list[Path]]:
+    """Prompt name → the prompt files declaring it (the whole prompts directory)."""
+    return _declared_names(config)
+
+
 def _declared_names(config: pytest.Config) -> dict[str, list[Path]]:
     names = config.stash.get(NAMES_KEY, None)
     if names is None:

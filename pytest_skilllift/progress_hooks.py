@@ -34,9 +34,11 @@ from pytest_skilllift.week.files import OK
 
 #: The report attribute carrying one run's facts.
 ATTR = "skilllift_progress"
-#: A rubric item's test id (collect.py's nesting): the run is everything before the item.
-_RUBRIC_ID = re.compile(r"(?P<path>[^\[\]]+?\.json)::(?P<label>[^:\[\]]+)::"
-                        r"(?P<condition>no-skill|with-skill)::r(?P<rep>\d+)::[^:\[\]]+")
+#: A rubric item's test id (collect.py's nesting): the run is everything before the item. A
+#: skill-creator evals.json names its eval (the prompt) after the file.
+_RUBRIC_ID = re.compile(r"(?P<path>[^\[\]]+?\.json)(?:::(?P<eval>[^:\[\]]+))?::"
+                        r"(?P<label>[^:\[\]]+)::(?P<condition>no-skill|with-skill)::"
+                        r"r(?P<rep>\d+)::[^:\[\]]+")
 
 
 class ProgressFacts:
@@ -104,16 +106,20 @@ class ProgressLine:
                 self.progress.set_total(ids_, finished_in_ledger(self.week, ids_))
 
     def _run_id(self, nodeid: str) -> str | None:
-        """A rubric item's id (``<file>.json::<model>::<condition>::r<rep>::<item>``) → the
-        run id the engine uses; None for any other test (a custom check, a plain test)."""
+        """A rubric item's id (``<file>.json[::<eval>]::<model>::<condition>::r<rep>::<item>``)
+        → the run id the engine uses; None for any other test (a custom check, a trigger
+        test, a plain test)."""
         match = _RUBRIC_ID.fullmatch(nodeid)
         if match is None:
             return None
-        path = match["path"]
-        if path not in self._names:
-            self._names[path] = prompt_name(self.config.rootpath / path)
-        return make_run_id(self._names[path], match["label"], match["condition"],
-                           int(match["rep"]), self.week_key)
+        name = match["eval"]
+        if name is None:
+            path = match["path"]
+            if path not in self._names:
+                self._names[path] = prompt_name(self.config.rootpath / path)
+            name = self._names[path]
+        return make_run_id(name, match["label"], match["condition"], int(match["rep"]),
+                           self.week_key)
 
     # -- reports ------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)

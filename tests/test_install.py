@@ -101,3 +101,39 @@ def test_docker_archive_keeps_inside_links_and_refuses_outside_ones(tmp_path: Pa
     (fam / "leak").symlink_to("/etc/passwd")
     with pytest.raises(InstallError, match="symlink fam/leak -> /etc/passwd leaves"):
         docker_runner.skill_archive(fam)
+
+
+def test_sibling_families_follow_the_same_policy(tmp_path: Path) -> None:
+    """Trigger tests with every family installed: each sibling is installed like the
+    prompt's own family, and one sibling's leaving link refuses the whole install, in the
+    local copy and in the docker archive alike, before anything is written."""
+    fam = _family(tmp_path)
+    sib = tmp_path / "skills" / "sib"
+    sib.mkdir()
+    (sib / "SKILL.md").write_text("---\nname: sib\ndescription: s. Use when y.\n---\n")
+    (sib / "same.md").symlink_to("SKILL.md")
+    prompt = PromptSpec(Path("p.json"), "p", "a", "q", (), "fam/SKILL.md",
+                        sibling_families=("sib",))
+    spec = RunSpec(prompt, "haiku", "haiku", "with-skill", 1, "p-haiku-with-skill-r1-w")
+    cfg = AgentConfig(str(tmp_path / "never-run"), tmp_path / "skills")
+    home = tmp_path / "home"
+    assert LocalRunner().install_skill(spec, cfg, home) is None
+    assert os.readlink(home / ".claude" / "skills" / "sib" / "same.md") == "SKILL.md"
+    assert (home / ".claude" / "skills" / "fam" / "SKILL.md").is_file()
+
+    docker_runner = pytest.importorskip("pytest_skilllift.runners.docker")
+    with tarfile.open(fileobj=io.BytesIO(docker_runner.skill_archive(
+            fam, siblings=[sib]))) as tar:
+        names = set(tar.getnames())
+    assert {".claude/skills/fam/SKILL.md", ".claude/skills/sib/same.md"} <= names
+    assert sorted(n for n in names if n.count("/") <= 1) == [".claude", ".claude/skills"]
+
+    (sib / "leak.md").symlink_to("/etc/passwd")
+    home2 = tmp_path / "home2"
+    error = LocalRunner().install_skill(spec, cfg, home2)
+    assert error is not None and "symlink sib/leak.md -> /etc/passwd leaves" in error
+    assert not (home2 / ".claude" / "skills" / "fam").exists()  # nothing copied first
+    with pytest.raises(InstallError, match=r"symlink sib/leak\.md -> /etc/passwd leaves"):
+        docker_runner.skill_archive(fam, siblings=[sib])
+    out = LocalRunner().run(spec, cfg, tmp_path / "r")
+    assert out.invalid_install and "sib/leak.md" in (out.error or "")

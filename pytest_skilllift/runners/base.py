@@ -16,11 +16,15 @@ class Runner(Protocol):
     Contract:
     - a fresh environment per run: nothing persists from one run to the next;
     - the with-skill arm installs the prompt's whole skill family at
-      ``~/.claude/skills/<family>/``; the no-skill arm installs nothing;
+      ``~/.claude/skills/<family>/`` (plus ``prompt.sibling_families`` the same way, for
+      trigger tests with every family installed); the no-skill arm installs nothing;
+    - ``prompt.files`` (skill-creator eval inputs) are placed in the working directory of
+      both arms;
     - the prompt is passed on the CLI's standard input (never in argv, never through a
       shell), so a leading ``-`` or a prompt over the OS argument limit works;
-    - a skill family is installed with its internal symlinks kept as links; a link that
-      leaves the family refuses the install (``RunOutcome(invalid_install=True)``);
+    - a skill family (and each sibling family) is installed with its internal symlinks kept
+      as links; a link that leaves its family refuses the install
+      (``RunOutcome(invalid_install=True)``);
     - stdout is streamed to ``run_dir / STDOUT_FILE`` as it arrives, stderr to ``STDERR_FILE``;
     - a timeout kills the run and returns ``RunOutcome(timed_out=True, error=...)``;
     - secrets in ``cfg.env`` are passed to the process but never written to disk.

@@ -42,7 +42,7 @@ import tarfile
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -196,13 +196,14 @@ def _remove(client: Any, container_id: str, wait_s: float = 10.0) -> bool:
 
 def skill_archive(family_dir: Path | None, uid: int = AGENT_UID,
                   gid: int = AGENT_GID, user: str = AGENT_USER, *,
-                  prompt: str | None = None) -> bytes:
+                  prompt: str | None = None, siblings: Sequence[Path] = ()) -> bytes:
     """A tar to extract at the agent's HOME, every entry owned by the agent: the family at
-    ``.claude/skills/<family>/…`` (when given) and the prompt file (when given).
+    ``.claude/skills/<family>/…`` (when given), each of ``siblings`` beside it (trigger
+    tests with every family installed) and the prompt file (when given).
 
     Symlinks are handled as the local runner's install does
-    (:mod:`~pytest_skilllift.runners.install`): links inside the family stay links (relative,
-    so they resolve inside the container); a link leaving the family raises
+    (:mod:`~pytest_skilllift.runners.install`): links inside a family stay links (relative,
+    so they resolve inside the container); a link leaving its family raises
     :class:`~pytest_skilllift.runners.install.InstallError`. The ``.claude`` and
     ``.claude/skills`` entries make it work on images lacking them.
     """
@@ -215,12 +216,16 @@ def skill_archive(family_dir: Path | None, uid: int = AGENT_UID,
         info.uid, info.gid, info.uname, info.gname = uid, gid, user, user
         return info
 
+    families = [*([family_dir] if family_dir is not None else []), *siblings]
+    # Every family checked before any output: one refused link refuses the whole install.
+    checked = [(f, family_entries(f)) for f in families]
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        if family_dir is not None:
-            entries = family_entries(family_dir)  # raises InstallError before any output
-            base = f".claude/skills/{family_dir.name}"
-            for name in (".claude", ".claude/skills", base):
+        if checked:
+            for name in (".claude", ".claude/skills"):
                 tar.addfile(entry(name, tarfile.DIRTYPE, 0o755))
+        for family, entries in checked:
+            base = f".claude/skills/{family.name}"
+            tar.addfile(entry(base, tarfile.DIRTYPE, 0o755))
             for e in entries:
                 name = f"{base}/{e.rel}"
                 if e.kind == "dir":
@@ -240,6 +245,22 @@ def skill_archive(family_dir: Path | None, uid: int = AGENT_UID,
             info = entry(PROMPT_FILE, tarfile.REGTYPE, 0o600)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def files_archive(files: tuple[tuple[str, str], ...], uid: int = AGENT_UID,
+                  gid: int = AGENT_GID, user: str = AGENT_USER) -> bytes:
+    """A tar of ``(relative destination, source)`` files, owned by the agent user."""
+    buf = io.BytesIO()
+
+    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid, info.gid, info.uname, info.gname = uid, gid, user, user
+        info.mode = 0o755 if info.isdir() else 0o644
+        return info
+
+    with tarfile.open(fileobj=buf, mode="w", dereference=True) as tar:
+        for rel, src in files:
+            tar.add(src, arcname=rel, filter=owned)
     return buf.getvalue()
 
 
@@ -337,8 +358,11 @@ class DockerRunner:
                 invalid_install = error is not None
                 if error is None:
                     container_id = self._create(spec, cfg)
-                    family = cfg.skills_root / spec.prompt.family if spec.with_skill else None
-                    self._install(container_id, family, spec.prompt.prompt)
+                    families = ([cfg.skills_root / f for f in spec.prompt.installed_families]
+                                if spec.with_skill else [])
+                    self._install(container_id, families, spec.prompt.prompt)
+                    if spec.prompt.files:
+                        self._put_files(container_id, spec)
                     self.client.api.start(container_id)
                     exit_code, timed_out, broken = self._exec(container_id, spec, cfg, env,
                                                               out, err, t0)
@@ -377,7 +401,11 @@ class DockerRunner:
         before any container exists, so both runners reject the same inputs alike."""
         if not spec.with_skill:
             return None
-        return check_family(Path(cfg.skills_root) / spec.prompt.family)
+        for family in spec.prompt.installed_families:
+            error = check_family(Path(cfg.skills_root) / family)
+            if error is not None:
+                return error
+        return None
 
     def _env(self, cfg: AgentConfig) -> dict[str, str]:
         """The exec environment: :func:`build_env` with container paths and a reachable URL."""
@@ -437,13 +465,22 @@ class DockerRunner:
             self._active[container_id] = name
         return container_id
 
-    def _install(self, container_id: str, family_dir: Path | None, prompt: str) -> None:
-        """One archive into the agent's HOME: the prompt file, and the family (with-skill)."""
-        archive = skill_archive(family_dir, prompt=prompt)
+    def _install(self, container_id: str, families: Sequence[Path], prompt: str) -> None:
+        """One archive into the agent's HOME: the prompt file, and (with-skill) the family
+        and its siblings."""
+        archive = skill_archive(families[0] if families else None, prompt=prompt,
+                                siblings=families[1:])
         ok = self.client.api.put_archive(container_id, self.home, archive)
         if not ok:
-            what = family_dir.name if family_dir is not None else "the prompt"
+            what = ", ".join(f.name for f in families) or "the prompt"
             raise RuntimeError(f"put_archive of {what} into {self.home} failed")
+
+    def _put_files(self, container_id: str, spec: RunSpec) -> None:
+        """The prompt's input files (skill-creator ``files``) into the working directory."""
+        ok = self.client.api.put_archive(container_id, self.workdir, files_archive(
+            spec.prompt.files))
+        if not ok:
+            raise RuntimeError(f"put_archive of the input files into {self.workdir} failed")
 
     def _exec(self, container_id: str, spec: RunSpec, cfg: AgentConfig, env: dict[str, str],
               out: _LineSink, err: _LineSink, t0: float,

@@ -30,7 +30,7 @@ from typing import IO
 from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
 from pytest_skilllift.runners.base import transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env
-from pytest_skilllift.runners.install import InstallError, copy_family
+from pytest_skilllift.runners.install import InstallError, check_family, copy_family
 from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE, utc_stamp
 
 #: Environment variable names whose values are treated as secrets and redacted from output.
@@ -109,15 +109,30 @@ class LocalRunner:
         """
         if not spec.with_skill:
             return None
-        family = spec.prompt.family
-        dest = home / ".claude" / "skills" / family
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        # Whole family: sub-skills and references are part of what is being measured.
-        try:
-            copy_family(Path(cfg.skills_root) / family, dest)
-        except InstallError as exc:
-            return str(exc)
+        # Normally one family; trigger tests with every family installed list siblings too.
+        # Each family is checked before any is copied: one refused link refuses the install.
+        families = spec.prompt.installed_families
+        for family in families:
+            error = check_family(Path(cfg.skills_root) / family)
+            if error is not None:
+                return error
+        for family in families:
+            dest = home / ".claude" / "skills" / family
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            # Whole family: sub-skills and references are part of what is being measured.
+            try:
+                copy_family(Path(cfg.skills_root) / family, dest)
+            except InstallError as exc:
+                return str(exc)
         return None
+
+    @staticmethod
+    def place_files(spec: RunSpec, work: Path) -> None:
+        """Copy the prompt's input files (skill-creator ``files``) into the working dir."""
+        for rel, src in spec.prompt.files:
+            dest = work / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
 
     def run(self, spec: RunSpec, cfg: AgentConfig, run_dir: Path) -> RunOutcome:
         """Execute one run; ``stdout.txt``/``stderr.txt`` are written into ``run_dir``."""
@@ -145,6 +160,7 @@ class LocalRunner:
             invalid = True
             try:
                 err = self.install_skill(spec, cfg, home)
+                self.place_files(spec, work)
             except OSError as exc:  # the disk, not the skill: worth a retry
                 err, invalid = f"installing skill {spec.prompt.family!r} failed: {exc}", False
             if err:
