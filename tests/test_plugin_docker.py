@@ -103,7 +103,8 @@ def test_week_in_fresh_containers(pytester: pytest.Pytester, standin: Any, mode:
     assert all(r["run_status"] == "ok" for r in manifest.values())
     assert standin.count("judge") == 2
     client = docker.from_env()
-    left = client.containers.list(all=True, filters={"label": f"{LABEL_WEEK}={week}"})
+    left = client.containers.list(all=True, filters={"label": f"{LABEL_WEEK}={week}"},
+                                  ignore_removed=True)
     client.close()
     assert left == []
     assert SECRET not in all_text(root)
