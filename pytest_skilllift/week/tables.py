@@ -23,8 +23,10 @@ from datetime import UTC
 from pathlib import Path
 
 import numpy as np
+
+# pyarrow.compute (≈ 0.05 s to import) is imported where it is needed: ``summarize`` imports
+# it in the background while the CSVs parse, so the main thread never waits for it.
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from pytest_skilllift.week.columns import (
@@ -86,6 +88,7 @@ _MANIFEST_STRINGS: tuple[str, ...] = (
 _MANIFEST_TYPES: dict[str, pa.DataType] = {
     **{c: pa.float64() for c in _MANIFEST_NUMERIC},
     **{c: _DICT for c in _MANIFEST_STRINGS},
+    "run_id": pa.string(),  # one per run: a dictionary of unique values would only cost
 }
 
 
@@ -358,6 +361,8 @@ def _read_csv(
 def _numbers(col: pa.ChunkedArray, file: str, column: str, problems: list[Problem]) -> pa.Array:
     """Text → float64; empty → null; non-numeric → null and reported with its rows."""
     arr = col.combine_chunks()
+    import pyarrow.compute as pc
+
     stripped = pc.utf8_trim_whitespace(arr)
     empty = pc.equal(stripped, "")
     ok = pc.or_(empty, pc.match_substring_regex(arr, _NUMBER_RE))
@@ -392,6 +397,8 @@ def _dict_parts(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
         return np.full(table.num_rows, -1, np.int32), []
     arr = table[name].chunk(0)
     if not pa.types.is_dictionary(arr.type):
+        import pyarrow.compute as pc
+
         arr = pc.dictionary_encode(arr)
     indices = arr.indices
     if indices.null_count:
