@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
-from pytest_skilllift.run.engine import make_run_id
+from pytest_skilllift.run.engine import NotStarted, make_run_id
 from pytest_skilllift.run.prompts import PromptError, load_prompt
 from pytest_skilllift.week.columns import CONDITIONS
 from pytest_skilllift.week.files import OK
+from pytest_skilllift.week.spend import NOT_RUN
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -96,7 +97,11 @@ class RubricTest(pytest.Item):
 
     def runtest(self) -> None:
         state = self.config.stash[SESSION_KEY]
-        graded = state.weekrun.result(self.run)
+        try:
+            graded = state.weekrun.result(self.run)
+        except NotStarted as not_started:  # the spend cap: reported, counted, not a failure
+            self.user_properties.append(("skilllift_run", f"{self.run.run_id}|{NOT_RUN}"))
+            pytest.skip(str(not_started))
         status = "ungraded" if graded.judge_error else graded.status
         self.user_properties.append(("skilllift_run", f"{graded.run_id}|{status}"))
         if graded.status != OK:

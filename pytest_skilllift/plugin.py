@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift import scale
 from pytest_skilllift.collect import SESSION_KEY, PromptFile, RubricTest
 from pytest_skilllift.config import Settings, SettingsError, add_options
+from pytest_skilllift.judge.batch import forget_batches
 from pytest_skilllift.run.prompts import is_heldout
 from pytest_skilllift.session import SkillLiftSession
 
@@ -47,6 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not settings.enabled:
         return
     state = SkillLiftSession(settings, worker=_is_worker(config))
+    scale.register(config, state)  # shards, spend cap, batch judging (every process)
     if not _is_worker(config):
         _controller_setup(config, state)
         config.pluginmanager.register(ControllerPlugin(state), "skilllift-controller")
@@ -71,6 +74,7 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
         state.start_demo()
     if s.fresh:
         state.week.discard_grades()
+        forget_batches(state.week.root)  # a fresh regrade reuses no earlier batch result
     if _uses_workers(config):
         state.start_judge_service()
     state.warm_summarizer()
@@ -182,6 +186,8 @@ class ControllerPlugin:
                 tr.write_line(line)
         if state.coverage_note:
             tr.write_line(f"coverage: {state.coverage_note}")
+        for line in scale.summary_lines(state):
+            tr.write_line(line)
         if state.tally.rubric_failures:
             tr.write_line(f"{state.tally.rubric_failures} rubric findings (must missing / "
                           "avoid violated) are reported, not a failed run: the exit status "

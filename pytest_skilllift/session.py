@@ -67,6 +67,9 @@ class SkillLiftSession:
         self._server: Any = None
         self.summary: Any = None
         self.coverage_note = ""
+        #: The week's spend.json after this session (``week.spend``), set by ``finish``.
+        self.spend: Any = None
+        self._batch_results: Any = None
 
     # -- controller set-up --------------------------------------------------------------
     def start_demo(self) -> None:
@@ -131,6 +134,11 @@ class SkillLiftSession:
         if self._weekrun is None:
             self._weekrun = WeekRun(self.week, self.agent_config(), self._make_runner,
                                     self._make_grader, site=self.settings.site)
+            if self.settings.max_spend_usd is not None:  # --skill-lift-max-spend
+                from pytest_skilllift.week.spend import SpendCap
+
+                cap = SpendCap(self.week.root, self.settings.max_spend_usd)
+                self._weekrun.start_gate = cap.check
         return self._weekrun
 
     def agent_config(self) -> AgentConfig:
@@ -165,6 +173,8 @@ class SkillLiftSession:
         return LocalRunner()
 
     def _make_grader(self) -> Grader:
+        if self.settings.judge_batch:  # graded by the batch step (scale.py), never directly
+            return self.batch_results
         if self.worker and self.settings.judge_url:
             from pytest_skilllift.judge.service import RemoteGrader
 
@@ -178,11 +188,32 @@ class SkillLiftSession:
         return Judge(s.judge_model or None, api_key=s.extra_env.get("ANTHROPIC_API_KEY"),
                      base_url=s.base_url or None)
 
+    @property
+    def batch_results(self) -> Any:
+        """``--skill-lift-judge-batch``: the results the batch step hands the engine."""
+        if self._batch_results is None:
+            from pytest_skilllift.run.batch_grade import BatchResults
+
+            self._batch_results = BatchResults(self.week, self.settings.judge_model)
+        return self._batch_results
+
+    def batch_judge(self, log: Any = None) -> Any:
+        """``--skill-lift-judge-batch``: the Message Batches client for this week."""
+        from pytest_skilllift.judge.batch import BatchJudge
+
+        s = self.settings
+        return BatchJudge(self.week.root, s.judge_model or None,
+                          api_key=s.extra_env.get("ANTHROPIC_API_KEY"),
+                          base_url=s.base_url or None, poll_s=s.judge_batch_poll_s, log=log)
+
     # -- controller wrap-up -------------------------------------------------------------
     def finish(self) -> bool:
         """Rebuild the CSVs, write the scorecard; return whether coverage is enough."""
         from pytest_skilllift.report.summarize import summarize_week
+        from pytest_skilllift.week.spend import NOT_RUN, update_spend
 
+        self.spend = update_spend(self.week.root, self.settings.max_spend_usd,
+                                  [r for r, st in self.tally.runs.items() if st == NOT_RUN])
         if not any(self.week.root.glob(f"*/{RUN_FILE}")):
             return True
         self.week.rebuild_csvs()

@@ -51,6 +51,11 @@ class GradedRun:
     judged_now: bool = False
 
 
+class NotStarted(Exception):
+    """A run the session may not start (the week's spend cap is reached); the message is the
+    reason its items report. Nothing was written for it: a later session can still run it."""
+
+
 def make_run_id(prompt: str, label: str, condition: str, rep: int, week: str) -> str:
     """Deterministic per week, so a rerun finds its own runs (qdrant's naming, week-stamped)."""
     return f"{prompt}-{label}-{condition}-r{rep}-{week}"
@@ -87,6 +92,9 @@ class WeekRun:
         self._sha: dict[str, str] = {}
         self._grader: Warmed[Grader] = Warmed(grader)
         self._grader.warm("skilllift-judge-warmup")
+        #: Asked before a run is generated (never for one already in the week): a reason not
+        #: to start it (``week.spend.SpendCap``), or None. ``result`` then raises NotStarted.
+        self.start_gate: Callable[[RunSpec], str | None] | None = None
 
     def close(self) -> None:
         if self._runner is not None:
@@ -103,11 +111,22 @@ class WeekRun:
         self._cache[spec.run_id] = graded
         return graded
 
+    def generate(self, spec: RunSpec) -> dict[str, Any]:
+        """Generate the run unless the week has it, without grading it (batch judging
+        generates every run first); returns its record. Raises NotStarted like ``result``."""
+        with self.week.lock(spec.run_id):
+            record, _ = self._ensure_generated(spec)
+        return record
+
     # -- generation ---------------------------------------------------------------------
     def _ensure_generated(self, spec: RunSpec) -> tuple[dict[str, Any], bool]:
         record = self.week.load_run(spec.run_id)
         if record is not None and record.get("run_status") not in RETRY_ON_RERUN:
             return record, False
+        if self.start_gate is not None:
+            why = self.start_gate(spec)
+            if why:
+                raise NotStarted(why)
         run_dir = self.week.run_dir(spec.run_id)
         if record is not None:
             self.week.reset_run(spec.run_id)

@@ -11,6 +11,10 @@ Layout (the qdrant/skills pipeline's week directory, our files beside it)::
     <weekly>/<week>/<run_id>/run.json      the manifest row + status, once the run finished
     <weekly>/<week>/<run_id>/grades.json   the scores rows, once the judge answered
     <weekly>/<week>/<run_id>/judge_cost.txt, judge_error.txt, audit.json, calibration.json
+    <weekly>/<week>/shard.json             a sharded week's split (--skill-lift-shard)
+    <weekly>/<week>/spend.json             the spend cap and the runs it kept from starting
+    <weekly>/<week>/judge-batches.json     Message Batches submitted for the week's grading
+    <weekly>/<week>/merge.json             what ``skilllift merge`` put together
 """
 
 from __future__ import annotations
@@ -43,6 +47,12 @@ JUDGE_ERROR_FILE: Final = "judge_error.txt"
 AUDIT_FILE: Final = "audit.json"
 CALIBRATION_FILE: Final = "calibration.json"
 LOCK_FILE: Final = ".lock"
+#: Week-level files of a sharded, spend-capped or batch-judged week (``week/shard_plan.py``,
+#: ``week/spend.py``, ``judge/batch.py``, ``week/merge.py``).
+SHARD_FILE: Final = "shard.json"
+SPEND_FILE: Final = "spend.json"
+BATCHES_FILE: Final = "judge-batches.json"
+MERGE_FILE: Final = "merge.json"
 
 # -- run statuses ----------------------------------------------------------------------------
 #: A run's status (our manifest's ``run_status``).  Only ``ok`` runs are judged and scored.

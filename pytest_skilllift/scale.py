@@ -1,0 +1,162 @@
+"""pytest glue for a week at CI scale: ``--skill-lift-shard``, ``--skill-lift-max-spend`` and
+``--skill-lift-judge-batch``. Registered by ``plugin.py`` on the controller and on every xdist
+worker; it computes nothing itself (the split is ``week.shards``, the spend ``week.spend``, the
+batch step ``run.batch_grade``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from pytest_skilllift.collect import RubricTest
+from pytest_skilllift.model import RunSpec
+from pytest_skilllift.session import SkillLiftSession
+from pytest_skilllift.week.shards import RunKey, Shard, ShardPlan, assign, read_plan, write_plan
+
+
+def _runs(items: list[pytest.Item]) -> dict[str, RunSpec]:
+    """The runs of the skill-lift items, in item order."""
+    runs: dict[str, RunSpec] = {}
+    for item in items:
+        if isinstance(item, RubricTest):
+            runs.setdefault(item.run.run_id, item.run)
+    return runs
+
+
+def _worker_index(config: pytest.Config) -> int:
+    workerinput = getattr(config, "workerinput", None)
+    wid = str(workerinput.get("workerid", "gw0")) if workerinput else "gw0"
+    return int(wid[2:]) if wid[2:].isdigit() else 0
+
+
+class ScalePlugin:
+    """Shard selection, the batch-judging phase, and their lines in the terminal summary."""
+
+    def __init__(self, state: SkillLiftSession) -> None:
+        self.state = state
+        shard = state.settings.shard
+        self.shard = Shard.parse(shard) if shard else None
+        self.plan: ShardPlan | None = None
+
+    # -- shards ------------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        """Keep this shard's runs. Runs first, before ``-k``/``-m`` deselect anything, so a
+        run's shard depends on the prompt set alone, never on the selection."""
+        if self.shard is None:
+            return
+        runs = _runs(items)
+        keys = {rid: RunKey(r.prompt.name, r.model_label, r.condition, r.rep, r.with_skill)
+                for rid, r in runs.items()}
+        placed = assign(keys.values(), self.shard.count)
+        shard_of = {rid: placed[key] for rid, key in keys.items()}
+        n_items = Counter(item.run.run_id for item in items if isinstance(item, RubricTest))
+        self.plan = ShardPlan(self.shard, shard_of, dict(n_items))
+        keep: list[pytest.Item] = []
+        drop: list[pytest.Item] = []
+        for item in items:
+            mine = not isinstance(item, RubricTest) or shard_of[item.run.run_id] == \
+                self.shard.index
+            (keep if mine else drop).append(item)
+        if drop:
+            items[:] = keep
+            config.hook.pytest_deselected(items=drop)
+
+    # -- before the first item: the plan on file, then (batch judging) generate and grade ------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        if session.config.option.collectonly:
+            return
+        if self.plan is not None:
+            write_plan(self.state.settings.out_dir, self.plan)
+        if self.state.settings.judge_batch:
+            specs = list(_runs(session.items).values())
+            if specs:
+                self._generate_then_grade(session.config, specs)
+
+    def _generate_then_grade(self, config: pytest.Config, specs: list[RunSpec]) -> None:
+        from pytest_skilllift.run.batch_grade import generate_first, grade_in_batches
+
+        tr = None if hasattr(config, "workerinput") else \
+            config.pluginmanager.get_plugin("terminalreporter")
+
+        def say(line: str) -> None:
+            if tr is not None:
+                tr.write_line(f"[skill-lift batch] {line}")
+
+        state = self.state
+        say(f"generating {len(specs)} run(s) first; they are graded in Message Batches after")
+        n = {"done": 0}
+
+        def progress(spec: RunSpec, status: str) -> None:
+            n["done"] += 1
+            say(f"  [{n['done']}/{len(specs)}] {spec.run_id}: {status}")
+
+        generate_first(state.weekrun, specs, offset=_worker_index(config), progress=progress)
+        judge = state.batch_judge(log=say)
+        try:
+            phase = grade_in_batches(state.weekrun, specs, judge, state.batch_results)
+        except ValueError as exc:  # an unreadable judge-batches.json: stop before paying twice
+            raise pytest.UsageError(str(exc)) from None
+        finally:
+            judge.close()
+        if phase.requested:
+            say(f"graded {phase.graded} of {phase.requested} run(s) in Message Batches "
+                f"(submitted {len(phase.submitted)}, resumed {len(phase.resumed)}); "
+                f"{len(phase.ungraded)} ungraded")
+
+
+def summary_lines(state: SkillLiftSession) -> list[str]:
+    """The terminal summary's lines for shards, the spend cap and batch judging."""
+    s = state.settings
+    lines: list[str] = []
+    if s.shard:
+        try:
+            plan = read_plan(s.out_dir)
+        except ValueError as exc:
+            plan = None
+            lines.append(f"shard {s.shard}: {exc}")
+        if plan is not None:
+            mine, total = plan.mine, len(plan.runs)
+            others = [r for r in plan.runs if r not in set(mine)]
+            lines.append(
+                f"shard {plan.shard}: this job's share is {len(mine)} of the week's {total} "
+                f"runs ({plan.items_of(mine)} items); the other {len(others)} runs "
+                f"({plan.items_of(others)} items) are deselected: they belong to the other "
+                f"{plan.shard.count - 1} shard(s). Merge the shards with skilllift merge.")
+    spend = state.spend
+    if spend is not None and spend.cap_usd is not None:
+        cap = s.max_spend_usd if s.max_spend_usd is not None else spend.cap_usd
+        line = (f"spend: ${spend.spent_usd:.2f} of the ${cap:.2f} cap (generation "
+                f"${spend.generation_usd:.2f}, judge ${spend.judge_usd:.2f})")
+        if spend.not_run_spend_cap:
+            line += (f"; cap reached: {len(spend.not_run_spend_cap)} run(s) not run: spend "
+                     "cap (raise --skill-lift-max-spend and run again to finish the week)")
+        lines.append(line)
+    if s.judge_batch:
+        from pytest_skilllift.judge.batch import BatchStore
+
+        store = BatchStore(s.out_dir)
+        try:
+            store.load()
+        except ValueError as exc:
+            lines.append(f"batch judging: {exc}")
+        else:
+            current = [b for b in store.batches if b.get("epoch") == store.epoch]
+            if current:
+                done = sum(1 for b in current if b.get("status") == "ended")
+                lines.append(f"batch judging: {len(current)} Message Batch(es) on file "
+                             f"({done} ended), ids in {store.path.name}; judge cost at the "
+                             "batch price")
+    return lines
+
+
+def register(config: pytest.Config, state: SkillLiftSession) -> Any:
+    """Register the plugin (every process of the session)."""
+    plugin = ScalePlugin(state)
+    config.pluginmanager.register(plugin, "skilllift-scale")
+    return plugin
