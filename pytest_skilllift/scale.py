@@ -99,7 +99,8 @@ class ScalePlugin:
         generate_first(state.weekrun, specs, offset=_worker_index(config), progress=progress)
         judge = state.batch_judge(log=say)
         try:
-            phase = grade_in_batches(state.weekrun, specs, judge, state.batch_results)
+            phase = grade_in_batches(state.weekrun, specs, judge, state.batch_results,
+                                     samples=state.settings.judge_samples)
         except ValueError as exc:  # an unreadable judge-batches.json: stop before paying twice
             raise pytest.UsageError(str(exc)) from None
         finally:

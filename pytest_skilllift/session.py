@@ -207,7 +207,8 @@ class SkillLiftSession:
         s = self.settings
         return BatchJudge(self.week.root, s.judge_model or None,
                           api_key=s.extra_env.get("ANTHROPIC_API_KEY"),
-                          base_url=s.base_url or None, poll_s=s.judge_batch_poll_s, log=log)
+                          base_url=s.base_url or None, poll_s=s.judge_batch_poll_s, log=log,
+                          evidence="flag" if s.evidence == "flag" else "reject")
 
     # -- controller wrap-up -------------------------------------------------------------
     def finish(self) -> bool:

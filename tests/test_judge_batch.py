@@ -157,3 +157,49 @@ def test_a_changed_request_or_a_fresh_pass_is_submitted_anew(tmp_path: Path) -> 
         fresh = make(api, tmp_path)
         fresh.grade(edited)
         assert len(api.batches.created) == 3  # --fresh reuses nothing
+
+
+def test_skilllift_judge_batch_sends_samples_then_one_tie_break_batch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``skilllift judge WEEKDIR --batch --samples 2``: round one carries every sample of every
+    run (custom_id = run id, then run id + sample), a second batch only the tie-breaks."""
+    from pytest_skilllift.cli import main as skilllift
+    from pytest_skilllift.testing.judge_script import flaky_judge
+
+    prompt = tmp_path / "fusion.json"
+    prompt.write_text(json.dumps({"name": "fusion", "prompt": "Q?", "rubric": [
+        {"type": t, "text": i.text} for t, i in ((i.type, i) for i in ITEMS)]}))
+    week = tmp_path / "week"
+    run_ids = [f"fusion-haiku-{c}-r1-week" for c in ("no-skill", "with-skill")]
+    for run_id, cond in zip(run_ids, ("no-skill", "with-skill"), strict=True):
+        (week / run_id).mkdir(parents=True)
+        (week / run_id / "run.json").write_text(json.dumps({
+            "run_id": run_id, "prompt": "fusion", "model": "haiku", "condition": cond,
+            "rep": 1, "run_status": "ok", "final_answer": f"{ANSWER}\nThis is the {cond} run.",
+            "prompt_path": str(prompt), "skill_leaf": "fusion/SKILL.md"}))
+    with StandIn(judge=flaky_judge("prefetch limit")) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        code = skilllift(["judge", str(week), "--batch", "--batch-poll", "0", "--samples", "2",
+                          "--judge-model", MODEL])
+        created = api.batches.created
+        sent = [r.body for r in api.requests if r.kind == "judge"]
+        assert direct_calls(api) == 0
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert len(created) == 2 and len(sent) == 2 * 2 + 2  # 2 runs × 2 samples, 2 tie-breaks
+    stored = json.loads((week / BATCHES_FILE).read_text())["batches"]
+    assert sorted(stored[0]["requests"]) == sorted(
+        [*run_ids, *(f"{r}__s2" for r in run_ids)])
+    assert sorted(stored[1]["requests"]) == sorted(f"{r}__tie" for r in run_ids)
+    for run_id in run_ids:
+        grades = json.loads((week / run_id / "grades.json").read_text())
+        flaky = next(r for r in grades["rows"] if "prefetch limit" in r["item_text"])
+        # keyword verdict (sample 1), flipped (sample 2), keyword again (the tie-break)
+        assert (flaky["verdict"], flaky["contested"]) == ("met", 1)
+        assert [s["verdict"] for s in flaky["samples"]] == ["met", "missing", "met"]
+        assert grades["judge_calls"] == 3 and grades["tie_breaks"] == 1
+        assert float((week / run_id / "judge_cost.txt").read_text()) == pytest.approx(
+            grades["cost_usd"], abs=1e-6) and grades["cost_usd"] > 0
+    assert (week / "scores.csv").is_file() and (week / "scorecard.json").is_file()

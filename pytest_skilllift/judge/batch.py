@@ -38,7 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.judge.client import default_judge_model, estimate_cost
-from pytest_skilllift.judge.protocol import JudgeRequest, ReplyMode, parse_judge_reply
+from pytest_skilllift.judge.protocol import (
+    EVIDENCE_POLICIES,
+    EvidencePolicy,
+    JudgeRequest,
+    ReplyMode,
+    parse_judge_reply,
+)
 from pytest_skilllift.model import JudgeResult
 from pytest_skilllift.week.files import BATCHES_FILE, atomic_write_json, utc_stamp
 
@@ -62,13 +68,15 @@ _CUSTOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _LOCK_SUFFIX = ".lock"
 
 
-def custom_id(run_id: str, sample: int = 1) -> str:
-    """The request's ``custom_id``: the run id (``<run id>__s<k>`` for sample k > 1).
+def custom_id(run_id: str, sample: int | str = 1) -> str:
+    """The request's ``custom_id``: the run id (``<run id>__s<k>`` for judge sample k > 1,
+    ``<run id>__<name>`` for a named extra call such as ``"tie"``, the tie-break).
 
     A run id the API would refuse (over 64 characters, or characters outside
     ``[A-Za-z0-9_-]``) is shortened and cleaned, with a digest of the whole id appended so
     two runs never share one; the batch file keeps the mapping either way."""
-    base = run_id if sample == 1 else f"{run_id}__s{sample}"
+    base = (run_id if sample == 1 else f"{run_id}__s{sample}" if isinstance(sample, int)
+            else f"{run_id}__{sample}")
     if _CUSTOM_ID.match(base):
         return base
     digest = hashlib.sha256(base.encode()).hexdigest()[:12]
@@ -76,8 +84,12 @@ def custom_id(run_id: str, sample: int = 1) -> str:
     return f"{clean}-{digest}"
 
 
-def _digest(params: dict[str, Any]) -> str:
+def _digest(params: dict[str, Any], boundary: str = "") -> str:
+    """What identifies a request across sessions: its body, with the request's random section
+    boundary (drawn anew each time a request is built) masked out."""
     body = json.dumps(params, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    if boundary:
+        body = body.replace(boundary, "<boundary>")
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
@@ -91,7 +103,7 @@ class BatchRequest:
 
     @property
     def digest(self) -> str:
-        return _digest(self.params)
+        return _digest(self.params, self.request.boundary)
 
     @property
     def size(self) -> int:
@@ -218,7 +230,8 @@ class BatchJudge:
     resolution. ``poll_s`` is the wait between polls of a pending batch, ``retries`` how many
     more batches an errored/expired request may be submitted in, ``max_requests`` and
     ``max_bytes`` the chunk limits (the API's by default), ``log`` receives one line per event
-    (submitted, polled, ended, retried)."""
+    (submitted, polled, ended, retried). ``evidence`` is the policy for a met/violated whose
+    quote is not in the answer, as for the direct judge."""
 
     def __init__(
         self,
@@ -235,7 +248,12 @@ class BatchJudge:
         max_bytes: int = MAX_BATCH_BYTES,
         sleep: Callable[[float], None] = time.sleep,
         log: Callable[[str], None] | None = None,
+        evidence: EvidencePolicy = "reject",
     ) -> None:
+        if evidence not in EVIDENCE_POLICIES:
+            raise ValueError(f"evidence must be one of {', '.join(EVIDENCE_POLICIES)}, "
+                             f"not {evidence!r}")
+        self.evidence: EvidencePolicy = evidence
         if retries < 0 or max_requests < 1 or max_bytes < 1 or poll_s < 0:
             raise ValueError("retries >= 0, max_requests >= 1, max_bytes >= 1, poll_s >= 0")
         self.store = BatchStore(week_dir)
@@ -399,7 +417,7 @@ class BatchJudge:
                                       f"{n_tries + 1} of {self.retries + 1})")
                         else:
                             results[cid] = self._failed(want[cid], f"{why}; ungraded after "
-                                                        f"{n_tries} batch attempt(s)")
+                                                        f"{n_tries} batch attempt(s)", n_tries)
                 waiting = {}
 
     def _wait(self, store: BatchStore, batch_ids: list[str]) -> None:
@@ -426,7 +444,7 @@ class BatchJudge:
         cost, price_note = estimate_cost(model, message.get("usage"))
         cost *= BATCH_PRICE_FACTOR
         result = parse_judge_reply(req.request, message.get("content") or [], model=model,
-                                   cost_usd=cost)
+                                   cost_usd=cost, evidence=self.evidence)
         notes = [f"graded in a Message Batch (custom_id {req.custom_id}), priced at "
                  f"{BATCH_PRICE_FACTOR:.0%} of the list price"]
         if price_note:
@@ -436,8 +454,9 @@ class BatchJudge:
             notes.append(f"judge reply cut off at max_tokens={self.max_tokens}")
             if error:
                 error = f"judge reply cut off at max_tokens={self.max_tokens}: {error}"
-        return dataclasses.replace(result, error=error, notes=(*notes, *result.notes))
+        return dataclasses.replace(result, error=error, notes=(*notes, *result.notes), calls=1)
 
-    def _failed(self, req: BatchRequest, reason: str) -> JudgeResult:
+    def _failed(self, req: BatchRequest, reason: str, calls: int = 0) -> JudgeResult:
         return JudgeResult(verdicts=(), cost_usd=0.0, model=self.model,
-                           error=reason, ungraded=req.request.items, notes=(reason,))
+                           error=reason, ungraded=req.request.items, notes=(reason,),
+                           calls=calls, evidence_policy=self.evidence)

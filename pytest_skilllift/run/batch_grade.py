@@ -18,15 +18,22 @@ After that the rubric items of each run read their verdicts from the week as usu
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pytest_skilllift.judge.batch import BatchJudge, custom_id
 from pytest_skilllift.judge.protocol import build_judge_request
-from pytest_skilllift.model import JudgeResult, RubricItem, RunSpec
-from pytest_skilllift.run.engine import NotStarted, WeekRun
+from pytest_skilllift.judge.samples import (
+    TIE_BREAK_SEED,
+    combine_samples,
+    sample_seed,
+    tied_items,
+)
+from pytest_skilllift.model import AgentConfig, JudgeResult, RubricItem, RunSpec
+from pytest_skilllift.run.engine import GradedRun, NotStarted, WeekRun
+from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.week.files import LOCK_FILE, OK
 from pytest_skilllift.week.ledger import Ledger
 
@@ -128,41 +135,102 @@ class BatchPhase:
     submitted: list[str] = field(default_factory=list)
     resumed: list[str] = field(default_factory=list)
     retried: list[str] = field(default_factory=list)
+    #: Every run this step wrote, in ``specs`` order.
+    runs: list[GradedRun] = field(default_factory=list)
+
+    def took(self, judge: BatchJudge) -> None:
+        self.submitted += judge.submitted
+        self.resumed += judge.resumed
+        self.retried += judge.retried
 
 
 def grade_in_batches(weekrun: WeekRun, specs: Sequence[RunSpec], judge: BatchJudge,
-                     results: BatchResults) -> BatchPhase:
+                     results: BatchResults, *, samples: int = 1,
+                     on_graded: Callable[[GradedRun], None] | None = None) -> BatchPhase:
     """Grade every generated, ``ok``, ungraded run of ``specs`` through Message Batches and
-    write the grades through the engine. Runs the week does not hold are left alone."""
+    write the grades through the engine. Runs the week does not hold are left alone.
+
+    With ``samples`` > 1 each run is sent ``samples`` times (``custom_id`` = run id, then
+    ``<run id>__s<k>``, each with its own shuffle, as :class:`~pytest_skilllift.judge.samples.
+    SampledJudge` does); items whose samples split evenly get one tie-break request per run
+    (``<run id>__tie``) in a second batch; the votes are combined the same way."""
+    if samples < 1:
+        raise ValueError(f"judge samples must be at least 1, not {samples}")
     out = BatchPhase()
     with judge.locked():
-        todo: list[RunSpec] = []
-        requests = []
+        todo: list[tuple[RunSpec, str]] = []
         for spec in specs:
             record = weekrun.week.load_run(spec.run_id)
             if (record is None or record.get("run_status") != OK
                     or weekrun.week.load_grades(spec.run_id) is not None):
                 continue
             answer = str(record.get("final_answer") or "")
-            if not answer.strip() or not spec.prompt.rubric:
-                continue  # nothing to send; the engine records why when the item asks
-            request = build_judge_request(spec.prompt.prompt, answer, spec.prompt.rubric,
-                                          spec.run_id, reply_mode=judge.reply_mode)
-            requests.append(judge.request(custom_id(spec.run_id), request))
-            todo.append(spec)
-        out.requested = len(requests)
-        if requests:
-            got = judge.grade(requests)
-            out.submitted, out.resumed = list(judge.submitted), list(judge.resumed)
-            out.retried = list(judge.retried)
-            for spec, req in zip(todo, requests, strict=True):
-                result = got.get(req.custom_id)
-                if result is not None:
-                    results.by_run[spec.run_id] = result
-                with contextlib.suppress(NotStarted):
+            if answer.strip() and spec.prompt.rubric:
+                todo.append((spec, answer))
+            # else nothing to send; the engine records why when an item asks
+        out.requested = len(todo)
+        if todo:
+            first = [judge.request(custom_id(spec.run_id, k), build_judge_request(
+                         spec.prompt.prompt, answer, spec.prompt.rubric,
+                         sample_seed(spec.run_id, k), reply_mode=judge.reply_mode))
+                     for spec, answer in todo for k in range(1, samples + 1)]
+            got = judge.grade(first)
+            out.took(judge)
+            per_run = {spec.run_id: [got[custom_id(spec.run_id, k)]
+                                     for k in range(1, samples + 1)] for spec, _ in todo}
+            final: dict[str, JudgeResult] = {}
+            ties = []
+            for spec, answer in todo:
+                votes = per_run[spec.run_id]
+                if samples == 1:
+                    final[spec.run_id] = votes[0]
+                    continue
+                merged = combine_samples(spec.prompt.rubric, votes, samples=samples)
+                tied = tied_items(spec.prompt.rubric, votes, merged)
+                final[spec.run_id] = merged
+                if tied:
+                    ties.append((spec, judge.request(
+                        custom_id(spec.run_id, "tie"), build_judge_request(
+                            spec.prompt.prompt, answer, tied,
+                            f"{spec.run_id}#{TIE_BREAK_SEED}", reply_mode=judge.reply_mode))))
+            if ties:
+                got_tie = judge.grade([req for _, req in ties])
+                out.took(judge)
+                for spec, req in ties:
+                    final[spec.run_id] = combine_samples(
+                        spec.prompt.rubric, per_run[spec.run_id], got_tie[req.custom_id],
+                        samples=samples)
+            results.by_run.update(final)
+            for spec, _ in todo:
+                try:
                     graded = weekrun.result(spec)
-                    if graded.judge_error:
-                        out.ungraded[spec.run_id] = graded.judge_error
-                    else:
-                        out.graded += 1
+                except NotStarted:  # not reachable for a generated run; be safe
+                    continue
+                out.runs.append(graded)
+                if graded.judge_error:
+                    out.ungraded[spec.run_id] = graded.judge_error
+                else:
+                    out.graded += 1
+                if on_graded is not None:
+                    on_graded(graded)
     return out
+
+
+def _no_runner() -> Runner:
+    raise RuntimeError("batch grading never generates a run")
+
+
+def grade_plan_in_batches(week: Ledger, specs: Sequence[RunSpec], judge: BatchJudge, *,
+                          samples: int = 1,
+                          on_graded: Callable[[GradedRun], None] | None = None
+                          ) -> list[GradedRun]:
+    """``skilllift judge WEEKDIR --batch``: grade already generated runs in Message Batches
+    (the batch form of ``run.regrade.grade_direct``); never generates."""
+    results = BatchResults(week, judge.model)
+    weekrun = WeekRun(week, AgentConfig(claude_path="", skills_root=Path(".")), _no_runner,
+                      lambda: results)
+    try:
+        return grade_in_batches(weekrun, specs, judge, results, samples=samples,
+                                on_graded=on_graded).runs
+    finally:
+        weekrun.close()
