@@ -28,6 +28,7 @@ from pytest_skilllift.report.sections import (
     plots,
     prompts,
     provenance,
+    scale,
     selfserved,
     wow,
 )
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 class Scorecard(
     header.Data, lift.Data, wow.Data, cells.Data, prompts.Data, activation.Data, audit.Data,
-    selfserved.Data, avoid.Data, coverage.Data, cost.Data, health.Data, judge.Data,
+    selfserved.Data, avoid.Data, coverage.Data, cost.Data, scale.Data, health.Data, judge.Data,
     provenance.Data,
 ):
     """scorecard.json: every section's keys (all numbers unrounded; renderers round)."""
@@ -67,6 +68,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("avoid-violations", avoid.build, avoid.render),
     Section("coverage", coverage.build, coverage.render),
     Section("cost-time", cost.build, cost.render),
+    Section("spend-cap-and-shards", scale.build, scale.render),
     Section("run-health", health.build, health.render),
     Section("judge-reliability", judge.build, judge.render),
     Section("provenance", provenance.build, provenance.render),

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TypedDict
 import numpy as np
 
 from pytest_skilllift.report.markdown import cap_note, cell, md_table
+from pytest_skilllift.report.sections import scale
 from pytest_skilllift.week.columns import CONDITIONS
 from pytest_skilllift.week.files import DROP_REASONS, RUN_STATUSES, STATUS_ERRORED, STATUS_OK
 
@@ -41,6 +42,8 @@ class Coverage(TypedDict):
     items_excluded_with_run: int
     unscored_prompt_reps: int
     composite_unscored_prompt_reps: int
+    #: Runs ``--skill-lift-max-spend`` kept from starting (not in total_runs: never run).
+    not_run_spend_cap: int
 
 
 class Data(TypedDict):
@@ -101,6 +104,7 @@ def build(ctx: Context) -> Data:
         "unscored_prompt_reps": agg.n_unscored_reps if agg is not None else 0,
         "composite_unscored_prompt_reps": (agg.n_composite_unscored_reps
                                            if agg is not None else 0),
+        "not_run_spend_cap": scale.not_run_spend_cap(ctx),
     }}
 
 
@@ -111,6 +115,7 @@ _COVERAGE_COUNTS: tuple[tuple[str, str], ...] = (
     ("unscored_prompt_reps", "prompt×rep unscored (no gradeable must item)"),
     ("composite_unscored_prompt_reps",
      "prompt×rep with composite unscored (all bonus items ungraded)"),
+    ("not_run_spend_cap", "not run: spend cap (see Spend cap)"),
 )
 
 
