@@ -75,15 +75,24 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
     if s.fresh:
         state.week.discard_grades()
         forget_batches(state.week.root)  # a fresh regrade reuses no earlier batch result
-    if _uses_workers(config):
+    if _uses_workers(config) and _workers_on_this_host(config):
         state.start_judge_service()
     state.warm_summarizer()
 
 
 def _uses_workers(config: pytest.Config) -> bool:
-    """Whether xdist will start workers (``-n N`` with N > 0 and a distributing mode)."""
+    """Whether xdist will start workers (``-n N`` with N > 0, or ``--tx`` gateways) and a
+    distributing mode."""
     workers = getattr(config.option, "numprocesses", None)
-    return bool(workers) and getattr(config.option, "dist", "no") != "no"
+    gateways = getattr(config.option, "tx", None)
+    return bool(workers or gateways) and getattr(config.option, "dist", "no") != "no"
+
+
+def _workers_on_this_host(config: pytest.Config) -> bool:
+    """Whether every worker runs on this machine (``-n``, ``--tx popen``): only they reach the
+    controller's judge service on loopback; remote gateways (ssh, socket) grade themselves."""
+    return all(str(spec).split("//")[0].split("*")[-1].startswith("popen")
+               for spec in getattr(config.option, "tx", None) or ())
 
 
 def _point_args_at_prompts(config: pytest.Config, settings: Settings) -> None:

@@ -2,7 +2,8 @@
 week one unsharded session measures — the same lift, rows and API calls (counted).
 
 The end-to-end part runs the real bundled CLI against one stand-in shared by the module: an
-unsharded session, shard 1/2 serially and shard 2/2 under ``-n 2``, then merges.
+unsharded session (serial), shard 1/2 on two ``--tx popen`` gateways and shard 2/2 under
+``-n 2``, then merges.
 """
 
 from __future__ import annotations
@@ -129,7 +130,9 @@ def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         before = calls(api)
         whole = pytest_run(root, api, "-p", "no:xdist", f"--skill-lift-out=whole/{WEEK}")
         out["whole"] = (whole, [a - b for a, b in zip(calls(api), before, strict=True)])
-        for index, extra in ((1, ("-p", "no:xdist")), (2, ("-n", "2"))):
+        # shard 1 on xdist's own gateways (--tx popen), shard 2 on -n 2 workers
+        tx = ("--tx", f"2*popen//python={sys.executable}", "--dist", "load")
+        for index, extra in ((1, tx), (2, ("-n", "2"))):
             before = calls(api)
             res = pytest_run(root, api, *extra, f"--skill-lift-shard={index}/2",
                              f"--skill-lift-out=shards/{index}/{WEEK}")

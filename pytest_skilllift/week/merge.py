@@ -303,6 +303,9 @@ def merge_shards(out: Path, shards: Sequence[Path]) -> MergeResult:
     for s, shard, n_runs in result.shards:
         record = {"path": str(s), "shard": shard, "runs": n_runs, "merged_utc": utc_stamp()}
         merged = [m for m in merged if m.get("path") != str(s)] + [record]
+    # In shard order, whatever order the shards were given in: merging is idempotent.
+    merged.sort(key=lambda m: (int(str(m.get("shard") or "0/0").split("/")[0]),
+                               str(m.get("path", ""))))
     if ref_plan is not None:
         result.planned = len(ref_plan.runs)
         for run_id, index in sorted(ref_plan.runs.items()):
