@@ -21,6 +21,7 @@ from pytest_skilllift.report.sections import (
     cells,
     cost,
     coverage,
+    custom_checks,
     header,
     health,
     judge,
@@ -39,8 +40,8 @@ if TYPE_CHECKING:
 
 class Scorecard(
     header.Data, lift.Data, wow.Data, cells.Data, prompts.Data, activation.Data, audit.Data,
-    selfserved.Data, avoid.Data, coverage.Data, cost.Data, scale.Data, health.Data, judge.Data,
-    provenance.Data,
+    selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data, scale.Data,
+    health.Data, judge.Data, provenance.Data,
 ):
     """scorecard.json: every section's keys (all numbers unrounded; renderers round)."""
 
@@ -66,6 +67,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("audit", audit.build, audit.render),
     Section("baseline-self-served", selfserved.build, selfserved.render),
     Section("avoid-violations", avoid.build, avoid.render),
+    Section("custom-checks", custom_checks.build, custom_checks.render),
     Section("coverage", coverage.build, coverage.render),
     Section("cost-time", cost.build, cost.render),
     Section("spend-cap-and-shards", scale.build, scale.render),
