@@ -12,17 +12,20 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.collect import RubricTest
+from pytest_skilllift.fixtures import run_of
 from pytest_skilllift.model import RunSpec
 from pytest_skilllift.session import SkillLiftSession
 from pytest_skilllift.week.shards import RunKey, Shard, ShardPlan, assign, read_plan, write_plan
 
 
 def _runs(items: list[pytest.Item]) -> dict[str, RunSpec]:
-    """The runs of the skill-lift items, in item order."""
+    """The runs of the items (rubric items, and checks parametrized over ``skill_lift_run``),
+    in item order."""
     runs: dict[str, RunSpec] = {}
     for item in items:
-        if isinstance(item, RubricTest):
-            runs.setdefault(item.run.run_id, item.run)
+        run = run_of(item)
+        if run is not None:
+            runs.setdefault(run.run_id, run)
     return runs
 
 
@@ -59,8 +62,10 @@ class ScalePlugin:
         keep: list[pytest.Item] = []
         drop: list[pytest.Item] = []
         for item in items:
-            mine = not isinstance(item, RubricTest) or shard_of[item.run.run_id] == \
-                self.shard.index
+            # A run's checks go where its rubric items go; tests of no run (whole-week
+            # tests) stay in every shard and see that shard's runs.
+            run = run_of(item)
+            mine = run is None or shard_of[run.run_id] == self.shard.index
             (keep if mine else drop).append(item)
         if drop:
             items[:] = keep
