@@ -29,6 +29,24 @@ def _runs(items: list[pytest.Item]) -> dict[str, RunSpec]:
     return runs
 
 
+def _refuse_overridden_judge(items: list[pytest.Item]) -> None:
+    """Batch judging sends the configured judge's requests to the Message Batches API; a
+    ``skill_lift_judge`` replaced in a conftest.py would be bypassed, so say so and stop."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.get("skill_lift_judge") if info is not None else None
+        if not defs:
+            continue
+        func = getattr(defs[-1], "func", None)
+        where = getattr(func, "__module__", "pytest_skilllift.fixtures")
+        if where != "pytest_skilllift.fixtures":
+            raise pytest.UsageError(
+                f"--skill-lift-judge-batch grades with the configured judge through the "
+                f"Message Batches API, but skill_lift_judge is overridden (in {where}); run "
+                "without --skill-lift-judge-batch to grade through your judge")
+        return
+
+
 def _worker_index(config: pytest.Config) -> int:
     workerinput = getattr(config, "workerinput", None)
     wid = str(workerinput.get("workerid", "gw0")) if workerinput else "gw0"
@@ -81,6 +99,7 @@ class ScalePlugin:
         if self.state.settings.judge_batch:
             specs = list(_runs(session.items).values())
             if specs:
+                _refuse_overridden_judge(session.items)
                 self._generate_then_grade(session.config, specs)
 
     def _generate_then_grade(self, config: pytest.Config, specs: list[RunSpec]) -> None:

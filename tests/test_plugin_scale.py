@@ -132,3 +132,15 @@ def test_batch_judging_generates_first_resumes_polling_and_reports_errored_as_un
     assert not (broken_dir / "grades.json").exists()  # ungraded, never scored as zero
     costs = [float(p.read_text()) for p in week.glob("*/judge_cost.txt")]
     assert len(costs) == 3 and all(c > 0 for c in costs)
+
+
+def test_batch_judging_refuses_an_overridden_skill_lift_judge(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    (root / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.fixture(scope='session')\n"
+        "def skill_lift_judge(skill_lift_judge):\n    return skill_lift_judge\n")
+    with StandIn(agent=skill_agent, judge=keyword_judge) as api:
+        res = pytest_run(root, api, "-p", "no:xdist", "--skill-lift-judge-batch")
+        assert api.count("agent") == 0 and not api.batches.created
+    assert res.returncode == 4, res.stdout + res.stderr
+    assert "skill_lift_judge is overridden (in conftest)" in res.stderr
