@@ -238,7 +238,8 @@ def merge_shards(out: Path, shards: Sequence[Path]) -> MergeResult:
             if not entry.is_dir() or entry.name.startswith("."):
                 continue
             if not (Path(entry.path) / RUN_FILE).is_file():
-                if any(Path(entry.path).iterdir()) and entry.name != "__pycache__":
+                # Only a lock file: a run that never started (the spend cap), not a torn one.
+                if any(c.name != LOCK_FILE for c in Path(entry.path).iterdir()):
                     result.incomplete.append((s, entry.name))
                 continue
             copies.setdefault(entry.name, []).append(RunCopy.of(s, entry.name))
