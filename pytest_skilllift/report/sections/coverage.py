@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from pytest_skilllift.report import verdicts
 from pytest_skilllift.report.markdown import cap_note, cell, md_table
 from pytest_skilllift.report.sections import scale
 from pytest_skilllift.week.columns import CONDITIONS
@@ -44,6 +45,8 @@ class Coverage(TypedDict):
     composite_unscored_prompt_reps: int
     #: Runs ``--skill-lift-max-spend`` kept from starting (not in total_runs: never run).
     not_run_spend_cap: int
+    #: Prompt×reps the judge failed on (``report.verdicts``' errored state): never a pass.
+    errored_prompt_reps: int
 
 
 class Data(TypedDict):
@@ -105,6 +108,8 @@ def build(ctx: Context) -> Data:
         "composite_unscored_prompt_reps": (agg.n_composite_unscored_reps
                                            if agg is not None else 0),
         "not_run_spend_cap": scale.not_run_spend_cap(ctx),
+        "errored_prompt_reps": ctx.shared(verdicts.measures_of).pass_counts(None, None)[
+            "errored"],
     }}
 
 
