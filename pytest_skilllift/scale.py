@@ -15,7 +15,16 @@ from pytest_skilllift.collect import RubricTest
 from pytest_skilllift.fixtures import run_of
 from pytest_skilllift.model import RunSpec
 from pytest_skilllift.session import SkillLiftSession
-from pytest_skilllift.week.shards import RunKey, Shard, ShardPlan, assign, read_plan, write_plan
+from pytest_skilllift.week.shards import (
+    RunKey,
+    Shard,
+    ShardError,
+    ShardPlan,
+    assign,
+    read_plan,
+    record_shard,
+    write_plan,
+)
 
 
 def _runs(items: list[pytest.Item]) -> dict[str, RunSpec]:
@@ -94,6 +103,13 @@ class ScalePlugin:
     def pytest_runtestloop(self, session: pytest.Session) -> None:
         if session.config.option.collectonly:
             return
+        if self.shard is not None and not self.state.worker:
+            # After the controller wrote week.json (its runtestloop hook runs first).
+            try:
+                record_shard(self.state.settings.out_dir, self.shard)
+            except ShardError as exc:
+                self.state.refused = True
+                raise pytest.UsageError(str(exc)) from None
         if self.plan is not None:
             write_plan(self.state.settings.out_dir, self.plan)
         if self.state.settings.judge_batch:

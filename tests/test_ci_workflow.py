@@ -106,3 +106,9 @@ def test_the_merge_job_merges_gates_summarizes_and_uploads(workflow: dict[str, A
     # the subcommands it calls are the package's own, with these arguments
     parser = build_parser()
     assert callable(parser.parse_args(["merge", "out", "shard-1", "shard-2"]).func)
+    assert callable(parser.parse_args(["gate", "week", "--gate", "x>0"]).func)
+    # and its gate is a valid expression
+    from pytest_skilllift.report.gates import Scopes, load_gates
+
+    gates, _warnings = load_gates([workflow["env"]["GATE"]], Scopes(models=(), prompts=()))
+    assert len(gates) == 1

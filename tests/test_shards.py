@@ -127,6 +127,7 @@ def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     root = make_project(tmp_path_factory.mktemp("project"))
     out: dict[str, Any] = {"root": root}
     with StandIn(agent=skill_agent, judge=keyword_judge) as api:
+        out["api"] = api
         before = calls(api)
         whole = pytest_run(root, api, "-p", "no:xdist", f"--skill-lift-out=whole/{WEEK}")
         out["whole"] = (whole, [a - b for a, b in zip(calls(api), before, strict=True)])
@@ -175,6 +176,17 @@ def test_shards_add_up_to_the_unsharded_week(weeks: dict[str, Any],
     assert card["models"] == ref_card["models"]
     assert card["models"]["haiku"]["must_lift"] is not None
     assert card["coverage"]["graded_runs"] == ref_card["coverage"]["graded_runs"] == 4
+    # week.json: each shard records its shard; the merge holds the same identity, unsharded
+    weeks_json = {k: json.loads((root / d / WEEK / "week.json").read_text()) for k, d in (
+        ("whole", "whole"), (1, "shards/1"), (2, "shards/2"), ("merged", "merged"))}
+    assert weeks_json[1]["shard"] == {"index": 1, "count": 2}
+    assert weeks_json[2]["shard"] == {"index": 2, "count": 2}
+    assert weeks_json["whole"]["shard"] is None and weeks_json["merged"]["shard"] is None
+    assert weeks_json["merged"]["identity"] == weeks_json[1]["identity"] == \
+        weeks_json["whole"]["identity"]
+    assert any(c["what"] == "merged from shards 1/2, 2/2"
+               for c in weeks_json["merged"]["changes"])
+    assert card["shards"]["count"] == 2 and card["shards"]["missing_runs"] == 0
 
 
 def snapshot(week: Path) -> dict[str, bytes]:
@@ -229,6 +241,30 @@ def test_conflicting_runs_and_foreign_shards_are_refused(
     assert skilllift(["merge", str(out), str(s1), str(foreign), "--no-plots"]) == 2
     err = capsys.readouterr().err
     assert "was split from another week" in err and dropped in err
+
+    # a shard measured under another identity (another judge model in its week.json)
+    odd = tmp_path / "odd" / WEEK
+    shutil.copytree(s2, odd)
+    record = json.loads((odd / "week.json").read_text())
+    judge = record["identity"]["judge_model"]
+    record["identity"]["judge_model"] = "claude-opus-9-9"
+    (odd / "week.json").write_text(json.dumps(record))
+    assert skilllift(["merge", str(out), str(s1), str(odd), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert "was measured under another identity" in err
+    assert f"judge model: '{judge}' → 'claude-opus-9-9'" in err
+    assert not out.exists()
+
+
+def test_a_week_directory_holds_one_shard(weeks: dict[str, Any]) -> None:
+    root, api = weeks["root"], weeks["api"]
+    before = calls(api)
+    res = pytest_run(root, api, "-p", "no:xdist", "--skill-lift-shard=2/2",
+                     f"--skill-lift-out=shards/1/{WEEK}")
+    assert res.returncode == 4, res.stdout + res.stderr
+    assert "holds shard 1/2 of this week; shard 2/2 goes to a week directory of its own" in \
+        res.stderr
+    assert calls(api) == before  # refused before any run
 
 
 def test_k_narrows_within_a_shard_and_never_moves_a_run(tmp_path: Path) -> None:

@@ -177,8 +177,34 @@ def _plan_difference(a: ShardPlan, b: ShardPlan) -> str:
 
 
 def _identity_problems(week_dirs: Sequence[Path]) -> tuple[list[str], Any]:
-    """Differences between the week.json identities (filled in with the week identity)."""
-    return [], None
+    """Differences between the week.json identities (the first one found is the reference).
+
+    Returns (problems, the reference record or None). Weeks without week.json (the qdrant
+    pipeline's, or older ones) are not compared."""
+    from pytest_skilllift.week import identity as ident
+
+    problems: list[str] = []
+    ref: Any = None
+    ref_dir: Path | None = None
+    for week_dir in week_dirs:
+        try:
+            record = ident.read_week_record(week_dir)
+        except ident.WeekFileError as exc:
+            problems.append(str(exc))
+            continue
+        if record is None:
+            continue
+        if ref is None:
+            ref, ref_dir = record, week_dir
+            continue
+        diffs = ident.differences(ref.identity, record.identity)
+        if diffs:
+            named = "; ".join(d.describe() for d in diffs)
+            problems.append(f"{week_dir} was measured under another identity than {ref_dir} "
+                            f"(week.json): {named}. The shards of a week run with the same "
+                            "settings, CLI, judge, prompts and skills; rerun the odd shard "
+                            "with the others'")
+    return problems, ref
 
 
 def merge_shards(out: Path, shards: Sequence[Path]) -> MergeResult:
@@ -326,10 +352,25 @@ def merge_shards(out: Path, shards: Sequence[Path]) -> MergeResult:
     result.not_run_spend_cap = list(spend.not_run_spend_cap)
     atomic_write_json(out / MERGE_FILE, result.to_json(ref_plan, merged))
     if ref_record is not None:
-        _write_identity(out, ref_record)
+        _write_identity(out, ref_record, [shard for _, shard, _ in result.shards])
     return result
 
 
 
-def _write_identity(out: Path, record: Any) -> None:
-    """OUT's week.json: the shards' common identity, no longer a shard."""
+def _write_identity(out: Path, record: Any, shards: Sequence[str]) -> None:
+    """OUT's week.json: the shards' common identity and verdict settings, no longer a shard;
+    the merge logged in its changes (once per set of shards)."""
+    import dataclasses
+
+    from pytest_skilllift.week import identity as ident
+
+    with ident.locked(out):
+        current = ident.read_week_record(out)
+        base = current if current is not None else dataclasses.replace(
+            record, shard=None, changes=list(record.changes), runs=None)
+        what = "merged from shards " + ", ".join(sorted({s for s in shards if s}))
+        if any(c.get("what") == what for c in base.changes if isinstance(c, dict)):
+            return
+        base.changes.append({"at": utc_stamp(), "what": what})
+        base.updated_utc = utc_stamp()
+        ident.write_week_record(out, base)

@@ -183,3 +183,27 @@ def write_plan(week_dir: Path, plan: ShardPlan) -> Path:
         pass
     atomic_write_json(path, data)
     return path
+
+
+def record_shard(week_dir: Path, shard: Shard) -> bool:
+    """Record the shard in the week's ``week.json`` (written before the first run by the week
+    identity); returns whether it changed. :class:`ShardError` when the directory already holds
+    another shard of the week (each shard writes a week directory of its own)."""
+    from pytest_skilllift.week import identity as ident
+
+    want = {"index": shard.index, "count": shard.count}
+    with ident.locked(Path(week_dir)):
+        record = ident.read_week_record(Path(week_dir))
+        if record is None or record.shard == want:
+            return False
+        if record.shard is not None:
+            had = record.shard
+            spec = (f"{had.get('index')}/{had.get('count')}" if isinstance(had, dict)
+                    else str(had))
+            raise ShardError(
+                f"{week_dir} holds shard {spec} of this week; shard {shard} goes to a week "
+                "directory of its own, of the same name (e.g. --skill-lift-out="
+                f"shards/{shard.index}/{Path(week_dir).name}); merge them with skilllift merge")
+        record.shard = want
+        ident.write_week_record(Path(week_dir), record)
+        return True
