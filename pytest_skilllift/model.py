@@ -41,6 +41,14 @@ class PromptSpec:
     #: The original ``skill_url`` (empty when the file gave ``skill``); its host is the
     #: published site whose fetches count as ``web_fetch`` activation.
     skill_url: str = ""
+    #: Input files placed in the run's working directory: ``(relative destination,
+    #: absolute source)`` pairs (skill-creator ``evals[].files``).
+    files: tuple[tuple[str, str], ...] = ()
+    #: Shown to the judge beside the prompt, never an item (skill-creator ``expected_output``).
+    judge_context: str = ""
+    #: Families the with-skill arm installs beside ``family`` (trigger tests run with
+    #: ``--skill-lift-triggers-all``: every family installed at once).
+    sibling_families: tuple[str, ...] = ()
 
     @property
     def family(self) -> str:
@@ -51,6 +59,11 @@ class PromptSpec:
     def leaf(self) -> str:
         """The prompt's target SKILL.md (qdrant's ``skill_leaf``)."""
         return self.skill_path
+
+    @property
+    def installed_families(self) -> tuple[str, ...]:
+        """What the with-skill arm installs: the prompt's family, then any siblings."""
+        return (self.family, *(f for f in self.sibling_families if f != self.family))
 
 
 @dataclass(frozen=True)

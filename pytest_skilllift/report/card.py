@@ -31,6 +31,7 @@ from pytest_skilllift.report.sections import (
     provenance,
     scale,
     selfserved,
+    triggering,
     wow,
 )
 
@@ -40,8 +41,8 @@ if TYPE_CHECKING:
 
 class Scorecard(
     header.Data, lift.Data, wow.Data, cells.Data, prompts.Data, activation.Data, audit.Data,
-    selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data, scale.Data,
-    health.Data, judge.Data, provenance.Data,
+    triggering.Data, selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data,
+    scale.Data, health.Data, judge.Data, provenance.Data,
 ):
     """scorecard.json: every section's keys (all numbers unrounded; renderers round)."""
 
@@ -65,6 +66,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("prompts", prompts.build, prompts.render),
     Section("activation", activation.build, activation.render),
     Section("audit", audit.build, audit.render),
+    Section("triggering", triggering.build, triggering.render),
     Section("baseline-self-served", selfserved.build, selfserved.render),
     Section("avoid-violations", avoid.build, avoid.render),
     Section("custom-checks", custom_checks.build, custom_checks.render),

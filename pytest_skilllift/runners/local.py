@@ -101,15 +101,24 @@ class LocalRunner:
         """Install the prompt's whole family for the with-skill arm; an error or None."""
         if not spec.with_skill:
             return None
-        family = spec.prompt.family
-        src = Path(cfg.skills_root) / family
-        if not (src / "SKILL.md").is_file():
-            return f"skill family {family!r} not found at {src} (no SKILL.md)"
-        dest = home / ".claude" / "skills" / family
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        # Whole family: sub-skills and references are part of what is being measured.
-        shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".git", "__pycache__"))
+        # Normally one family; trigger tests with every family installed list siblings too.
+        for family in spec.prompt.installed_families:
+            src = Path(cfg.skills_root) / family
+            if not (src / "SKILL.md").is_file():
+                return f"skill family {family!r} not found at {src} (no SKILL.md)"
+            dest = home / ".claude" / "skills" / family
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            # Whole family: sub-skills and references are part of what is being measured.
+            shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".git", "__pycache__"))
         return None
+
+    @staticmethod
+    def place_files(spec: RunSpec, work: Path) -> None:
+        """Copy the prompt's input files (skill-creator ``files``) into the working dir."""
+        for rel, src in spec.prompt.files:
+            dest = work / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
 
     def run(self, spec: RunSpec, cfg: AgentConfig, run_dir: Path) -> RunOutcome:
         """Execute one run; ``stdout.txt``/``stderr.txt`` are written into ``run_dir``."""
@@ -135,6 +144,7 @@ class LocalRunner:
             work.mkdir()
             try:
                 err = self.install_skill(spec, cfg, home)
+                self.place_files(spec, work)
             except OSError as exc:
                 err = f"installing skill {spec.prompt.family!r} failed: {exc}"
             if err:
