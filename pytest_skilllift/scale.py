@@ -12,10 +12,13 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.collect import RubricTest
+from pytest_skilllift.collect_triggers import TriggerTest
 from pytest_skilllift.fixtures import run_of
 from pytest_skilllift.model import RunSpec
 from pytest_skilllift.session import SkillLiftSession
+from pytest_skilllift.week.files import TRIGGERS_DIR
 from pytest_skilllift.week.shards import (
+    TRIGGER,
     RunKey,
     Shard,
     ShardError,
@@ -36,6 +39,20 @@ def _runs(items: list[pytest.Item]) -> dict[str, RunSpec]:
         if run is not None:
             runs.setdefault(run.run_id, run)
     return runs
+
+
+def _shard_unit(item: pytest.Item) -> tuple[str, RunKey] | None:
+    """The run an item belongs to, for the split: its directory relative to the week and its
+    key (a trigger run lives in ``triggers/``). None for a test of no run."""
+    run = run_of(item)
+    if run is not None:
+        return run.run_id, RunKey(run.prompt.name, run.model_label, run.condition, run.rep,
+                                  run.with_skill)
+    if isinstance(item, TriggerTest):
+        spec = item.spec
+        return (f"{TRIGGERS_DIR}/{spec.run_id}",
+                RunKey(spec.prompt_name, spec.model_label, TRIGGER, spec.rep, True))
+    return None
 
 
 def _refuse_overridden_judge(items: list[pytest.Item]) -> None:
@@ -79,20 +96,20 @@ class ScalePlugin:
         run's shard depends on the prompt set alone, never on the selection."""
         if self.shard is None:
             return
-        runs = _runs(items)
-        keys = {rid: RunKey(r.prompt.name, r.model_label, r.condition, r.rep, r.with_skill)
-                for rid, r in runs.items()}
+        units = {item: _shard_unit(item) for item in items}
+        keys = dict(u for u in units.values() if u is not None)
         placed = assign(keys.values(), self.shard.count)
         shard_of = {rid: placed[key] for rid, key in keys.items()}
-        n_items = Counter(item.run.run_id for item in items if isinstance(item, RubricTest))
+        n_items = Counter(u[0] for item, u in units.items() if u is not None
+                          and isinstance(item, (RubricTest, TriggerTest)))
         self.plan = ShardPlan(self.shard, shard_of, dict(n_items))
         keep: list[pytest.Item] = []
         drop: list[pytest.Item] = []
         for item in items:
             # A run's checks go where its rubric items go; tests of no run (whole-week
             # tests) stay in every shard and see that shard's runs.
-            run = run_of(item)
-            mine = run is None or shard_of[run.run_id] == self.shard.index
+            unit = units[item]
+            mine = unit is None or shard_of[unit[0]] == self.shard.index
             (keep if mine else drop).append(item)
         if drop:
             items[:] = keep

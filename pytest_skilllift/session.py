@@ -95,6 +95,7 @@ class SkillLiftSession:
         #: The week's spend.json after this session (``week.spend``), set by ``finish``.
         self.spend: Any = None
         self._batch_results: Any = None
+        self._spend_cap: Any = None
         #: Same on the controller and every worker (handed over through workerinput).
         self.session_id = uuid.uuid4().hex
         self.checks = CheckTally()
@@ -181,11 +182,7 @@ class SkillLiftSession:
                                     session_id=self.session_id)
             self._weekrun.on_generated = self._run_generated
             self._weekrun.on_graded = self._run_graded
-            if self.settings.max_spend_usd is not None:  # --skill-lift-max-spend
-                from pytest_skilllift.week.spend import SpendCap
-
-                cap = SpendCap(self.week.root, self.settings.max_spend_usd)
-                self._weekrun.start_gate = cap.check
+            self._weekrun.start_gate = self.spend_gate()
         return self._weekrun
 
     @property
@@ -199,7 +196,19 @@ class SkillLiftSession:
                                         max_turns=self.settings.triggers_max_turns)
             self._triggers = TriggerRun(self.week.root / TRIGGERS_DIR, agent,
                                         self._make_runner)
+            self._triggers.start_gate = self.spend_gate()
         return self._triggers
+
+    def spend_gate(self) -> Any:
+        """``--skill-lift-max-spend``: the start gate every run of this process asks (lift and
+        trigger runs alike, one cap), or None without a cap."""
+        if self.settings.max_spend_usd is None:
+            return None
+        if self._spend_cap is None:
+            from pytest_skilllift.week.spend import SpendCap
+
+            self._spend_cap = SpendCap(self.week.root, self.settings.max_spend_usd)
+        return self._spend_cap.check
 
     # -- the fixtures' side (skill_lift_judge, skill_lift_run, skill_lift_week) -----------
     @property
@@ -321,8 +330,11 @@ class SkillLiftSession:
         from pytest_skilllift.run.triggers import rebuild_trigger_table
         from pytest_skilllift.week.spend import NOT_RUN, update_spend
 
-        self.spend = update_spend(self.week.root, self.settings.max_spend_usd,
-                                  [r for r, st in self.tally.runs.items() if st == NOT_RUN])
+        self.spend = update_spend(
+            self.week.root, self.settings.max_spend_usd,
+            [r for r, st in self.tally.runs.items() if st == NOT_RUN]
+            + [f"{TRIGGERS_DIR}/{r}" for r, st in self.tally.trigger_runs.items()
+               if st == NOT_RUN])
         has_triggers = rebuild_trigger_table(self.week.root) > 0
         if not any(self.week.root.glob(f"*/{RUN_FILE}")) and not has_triggers:
             return True

@@ -83,11 +83,19 @@ def test_a_run_keeps_its_shard_whatever_else_is_selected() -> None:
 
 # -- end to end -----------------------------------------------------------------------------------
 
-def make_project(root: Path) -> Path:
+def make_project(root: Path, *, triggers: bool = False) -> Path:
     shutil.copytree(REPO / "skills", root / "skills")
     (root / "evals" / "test-prompts").mkdir(parents=True)
     for name in PROMPTS:
         shutil.copy(REPO / "evals" / "test-prompts" / name, root / "evals" / "test-prompts")
+    if triggers:  # two trigger runs: they are runs of the week, split and merged too
+        (root / "evals" / "triggers").mkdir(parents=True)
+        (root / "evals" / "triggers" / "git-bisect.json").write_text(json.dumps({
+            "skill": "git-bisect", "queries": [
+                {"query": "Which commit broke the build? Find it with git bisect.",
+                 "should_trigger": True},
+                {"query": "What is a good recipe for banana bread?",
+                 "should_trigger": False}]}))
     (root / "pytest.ini").write_text("[pytest]\nskill_lift_models = haiku=claude-haiku-4-5\n"
                                      "skill_lift_reps = 1\n")
     return root
@@ -124,7 +132,7 @@ def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from pytest_skilllift.testing.judge_script import keyword_judge
     from pytest_skilllift.testing.server import StandIn
 
-    root = make_project(tmp_path_factory.mktemp("project"))
+    root = make_project(tmp_path_factory.mktemp("project"), triggers=True)
     out: dict[str, Any] = {"root": root}
     with StandIn(agent=skill_agent, judge=keyword_judge) as api:
         out["api"] = api
@@ -151,14 +159,17 @@ def test_shards_add_up_to_the_unsharded_week(weeks: dict[str, Any],
         assert res.returncode == 0, res.stdout + res.stderr
         # the other shard's items are deselected, and the summary says why
         assert "deselected" in res.stdout
-        assert f"shard {index}/2: this job's share is 2 of the week's 4 runs" in res.stdout
+        assert f"shard {index}/2: this job's share is 3 of the week's 6 runs" in res.stdout
         assert "belong to the other 1 shard(s)" in res.stdout
         plan = json.loads((root / "shards" / str(index) / WEEK / SHARD_FILE).read_text())
-        assert plan["shard"] == f"{index}/2" and len(plan["runs"]) == 4
+        assert plan["shard"] == f"{index}/2" and len(plan["runs"]) == 6  # 4 + 2 trigger runs
     # the two shards split the runs (and -n 2 on shard 2 did not change its share)
     share = {i: {p.parent.name for p in (root / "shards" / str(i) / WEEK).glob("*/run.json")}
              for i in (1, 2)}
     assert len(share[1]) == len(share[2]) == 2 and not share[1] & share[2]
+    triggers = {i: {p.parent.name for p in (root / "shards" / str(i) / WEEK / "triggers")
+                    .glob("*/run.json")} for i in (1, 2)}
+    assert len(triggers[1] | triggers[2]) == 2 and not triggers[1] & triggers[2]
     # each run was generated once and judged once, in one shard or the other
     assert [a + b for a, b in zip(weeks[1][1], weeks[2][1], strict=True)] == whole_calls
     assert whole_calls[1] == 4
@@ -168,8 +179,11 @@ def test_shards_add_up_to_the_unsharded_week(weeks: dict[str, Any],
                       str(root / "shards/2" / WEEK), "--no-plots"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "4 run(s) copied" in out and "4 present, 0 missing" in out
+    assert "6 run(s) copied" in out and "6 present, 0 missing" in out
     ref = root / "whole" / WEEK
+    trig = ("run_id", "family", "query_index", "run_status", "triggered", "fired")
+    assert rows(merged / "triggers" / "triggers.csv", *trig) == rows(
+        ref / "triggers" / "triggers.csv", *trig)
     assert rows(merged / "manifest.csv", *MANIFEST) == rows(ref / "manifest.csv", *MANIFEST)
     assert rows(merged / "scores.csv", *SCORES) == rows(ref / "scores.csv", *SCORES)
     card, ref_card = (json.loads((d / SCORECARD_JSON).read_text()) for d in (merged, ref))
@@ -202,8 +216,8 @@ def test_merging_again_or_a_duplicate_shard_changes_nothing(
     # as shards arrive: the first alone reports the second's runs as missing
     assert skilllift(["merge", str(out), str(s1), "--no-plots"]) == 1
     text = capsys.readouterr().out
-    assert "2 missing from every shard" in text
-    assert "missing, shard 2 (that shard was never merged): 2 run(s)" in text
+    assert "3 missing from every shard" in text
+    assert "missing, shard 2 (that shard was never merged): 3 run(s)" in text
     # then both, with the first given twice and a copy of it (a retried shard's artifact)
     retried = tmp_path / "retry" / WEEK
     shutil.copytree(s1, retried)
@@ -212,7 +226,7 @@ def test_merging_again_or_a_duplicate_shard_changes_nothing(
     first = snapshot(out)
     capsys.readouterr()
     assert skilllift(["merge", str(out), str(s2), str(retried), str(s1), "--no-plots"]) == 0
-    assert "0 run(s) copied, 0 replaced by a graded copy, 4 already there" in \
+    assert "0 run(s) copied, 0 replaced by a graded copy, 6 already there" in \
         capsys.readouterr().out
     assert snapshot(out) == first
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,3 +57,24 @@ def test_spend_json_keeps_the_not_run_list_until_the_runs_exist(tmp_path: Path) 
     rec = update_spend(tmp_path, None, [])
     assert rec.not_run_spend_cap == ("c",) and rec.cap_usd == 0.1
     assert json.loads((tmp_path / SPEND_FILE).read_text())["not_run_spend_cap"] == ["c"]
+
+
+def test_trigger_runs_ask_the_same_gate_and_count_in_the_spend(tmp_path: Path) -> None:
+    from pytest_skilllift.model import AgentConfig
+    from pytest_skilllift.run.engine import NotStarted
+    from pytest_skilllift.run.triggers import TriggerQuery, TriggerRun, TriggerSet, TriggerSpec
+
+    run(tmp_path / "triggers", "bisect-q1-haiku-trigger-r1-w", 0.4)
+    assert SpendMeter(tmp_path).spent().generation_usd == pytest.approx(0.4)
+
+    def no_runner() -> Any:
+        raise AssertionError("a run past the cap must not start")
+
+    trig = TriggerRun(tmp_path / "triggers", AgentConfig(claude_path="", skills_root=tmp_path),
+                      no_runner)
+    trig.start_gate = SpendCap(tmp_path, 0.3).check
+    spec = TriggerSpec(TriggerSet(tmp_path / "bisect.json", "git-bisect",
+                                  (TriggerQuery(2, "q?", True),)),
+                       TriggerQuery(2, "q?", True), "haiku", "claude-haiku-4-5", 1, "w")
+    with pytest.raises(NotStarted, match=NOT_RUN_REASON):
+        trig.result(spec)

@@ -55,8 +55,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for line in result.lines():
         print(line)
+    from pytest_skilllift.run.triggers import rebuild_trigger_table
+
     manifest_rows, score_rows = Ledger(args.out).rebuild_csvs()
     print(f"rebuilt manifest.csv ({manifest_rows} runs) and scores.csv ({score_rows} items)")
+    trigger_rows = rebuild_trigger_table(args.out)
+    if trigger_rows:
+        print(f"rebuilt triggers/triggers.csv ({trigger_rows} trigger runs)")
     summary = summarize_week(args.out, history=args.history, plots=not args.no_plots)
     print("\n".join(summary.terminal_lines()))
     for problem in summary.problems:

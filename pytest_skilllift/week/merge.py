@@ -13,7 +13,8 @@ own. Merging copies their run directories into ``OUT`` and checks, before anythi
   conflict, refused with the files that differ.
 
 Then it reports the runs planned but missing from every shard (with the shard they belong to)
-and records the merge in ``OUT/merge.json``; the caller rebuilds the CSVs and summarizes.
+and records the merge in ``OUT/merge.json``; the caller rebuilds the CSVs (and the trigger
+table: trigger runs under ``triggers/`` are merged the same way) and summarizes.
 Merging is idempotent and can run as shards arrive: a second merge of the same shards copies
 nothing, and a later shard adds its runs. Each run directory is copied to a hidden temporary
 directory and renamed into place, so an interrupted merge leaves no half-copied run. No pytest.
@@ -38,6 +39,7 @@ from pytest_skilllift.week.files import (
     LOCK_FILE,
     MERGE_FILE,
     RUN_FILE,
+    TRIGGERS_DIR,
     atomic_write_json,
     utc_stamp,
 )
@@ -88,6 +90,28 @@ class RunCopy:
     @property
     def graded(self) -> bool:
         return GRADES_FILE in self.grading
+
+
+def _run_dirs(week_dir: Path, incomplete: list[tuple[Path, str]]) -> list[str]:
+    """The finished runs of a week directory, as paths relative to it: the lift's run
+    directories and the trigger runs under ``triggers/``. A directory without ``run.json``
+    that holds more than its lock (a run that never finished) goes to ``incomplete``."""
+    out: list[str] = []
+    for folder, prefix in ((week_dir, ""), (week_dir / TRIGGERS_DIR, f"{TRIGGERS_DIR}/")):
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.is_dir() or entry.name.startswith(".") or (
+                    not prefix and entry.name == TRIGGERS_DIR):
+                continue
+            if (Path(entry.path) / RUN_FILE).is_file():
+                out.append(prefix + entry.name)
+            elif any(c.name != LOCK_FILE for c in Path(entry.path).iterdir()):
+                incomplete.append((week_dir, prefix + entry.name))
+            # else only a lock: a run that never started (the spend cap), not a torn one
+    return out
 
 
 def _differ(a: dict[str, str], b: dict[str, str]) -> list[str]:
@@ -260,15 +284,8 @@ def merge_shards(out: Path, shards: Sequence[Path]) -> MergeResult:
     copies: dict[str, list[RunCopy]] = {}
     for s, plan in plans:
         n = 0
-        for entry in sorted(os.scandir(s), key=lambda e: e.name):
-            if not entry.is_dir() or entry.name.startswith("."):
-                continue
-            if not (Path(entry.path) / RUN_FILE).is_file():
-                # Only a lock file: a run that never started (the spend cap), not a torn one.
-                if any(c.name != LOCK_FILE for c in Path(entry.path).iterdir()):
-                    result.incomplete.append((s, entry.name))
-                continue
-            copies.setdefault(entry.name, []).append(RunCopy.of(s, entry.name))
+        for rel in _run_dirs(s, result.incomplete):
+            copies.setdefault(rel, []).append(RunCopy.of(s, rel))
             n += 1
         result.shards.append((s, str(plan.shard) if plan else "", n))
     actions: list[tuple[str, RunCopy, bool]] = []  # run id, copy to install, replaces OUT's
@@ -307,22 +324,24 @@ def merge_shards(out: Path, shards: Sequence[Path]) -> MergeResult:
 
     # -- copy ----------------------------------------------------------------------------------
     out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob(f"{_TMP_PREFIX}*"):
+    for stale in [*out.glob(f"{_TMP_PREFIX}*"), *out.glob(f"{TRIGGERS_DIR}/{_TMP_PREFIX}*")]:
         shutil.rmtree(stale, ignore_errors=True)  # left by an interrupted merge
     for run_id, copy, replaces in actions:
-        tmp = out / f"{_TMP_PREFIX}{run_id}"
+        target = out / run_id
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f"{_TMP_PREFIX}{target.name}"
         shutil.copytree(copy.source / run_id, tmp,
                         ignore=shutil.ignore_patterns(LOCK_FILE))
         if replaces:
-            old = out / f"{_TMP_PREFIX}old-{run_id}"
-            os.replace(out / run_id, old)
-            os.replace(tmp, out / run_id)
+            old = target.parent / f"{_TMP_PREFIX}old-{target.name}"
+            os.replace(target, old)
+            os.replace(tmp, target)
             shutil.rmtree(old, ignore_errors=True)
             result.updated.append(run_id)
         else:
-            if (out / run_id).exists():  # an empty or unfinished directory of that name
-                shutil.rmtree(out / run_id)
-            os.replace(tmp, out / run_id)
+            if target.exists():  # an empty or unfinished directory of that name
+                shutil.rmtree(target)
+            os.replace(tmp, target)
             result.copied.append(run_id)
 
     # -- what is missing, the records ----------------------------------------------------------

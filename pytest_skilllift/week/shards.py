@@ -29,9 +29,13 @@ from typing import Any
 
 from pytest_skilllift.week.files import SHARD_FILE, atomic_write_json
 
-#: Relative expected work of a run by arm (a with-skill run reads SKILL.md and its references).
+#: Relative expected work of a run by arm (a with-skill run reads SKILL.md and its references;
+#: a trigger run stops after a turn or two).
 WITH_SKILL_WEIGHT = 3
 NO_SKILL_WEIGHT = 2
+TRIGGER_WEIGHT = 1
+#: The condition of a trigger run's key (its run directory is under ``triggers/``).
+TRIGGER = "trigger"
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -77,6 +81,8 @@ class RunKey:
 
     @property
     def weight(self) -> int:
+        if self.condition == TRIGGER:
+            return TRIGGER_WEIGHT
         return WITH_SKILL_WEIGHT if self.with_skill else NO_SKILL_WEIGHT
 
     @property
@@ -118,7 +124,8 @@ class ShardPlan:
     """This week directory's shard, and the shard of every run of the week."""
 
     shard: Shard
-    #: run id → shard index (1-based), for every run of the week.
+    #: run id → shard index (1-based), for every run of the week (a trigger run as
+    #: ``triggers/<run id>``: its directory relative to the week).
     runs: Mapping[str, int] = field(default_factory=dict)
     #: run id → rubric items of that run.
     items: Mapping[str, int] = field(default_factory=dict)

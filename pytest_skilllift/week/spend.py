@@ -1,7 +1,8 @@
 """The week's spend, the ``--skill-lift-max-spend`` cap, and ``<week>/spend.json``.
 
 What a week has spent is read from the week directory itself: each finished run's
-``total_cost_usd`` (the CLI's own figure, in ``run.json``) plus each graded run's judge cost
+``total_cost_usd`` (the CLI's own figure, in ``run.json``; trigger runs in ``triggers/`` too)
+plus each graded run's judge cost
 (``judge_cost.txt``, written with its grades from the usage the API returned — at the batch
 price for batch-graded runs). The directory is shared by every xdist worker and by every earlier
 session of the week, so the same sum is the spend "across all workers" and "what the week
@@ -32,6 +33,7 @@ from pytest_skilllift.week.files import (
     JUDGE_COST_FILE,
     RUN_FILE,
     SPEND_FILE,
+    TRIGGERS_DIR,
     atomic_write_json,
     utc_stamp,
 )
@@ -96,10 +98,13 @@ class SpendMeter:
         gen = judge = 0.0
         runs = 0
         with self._lock:
-            try:
-                entries = list(os.scandir(self.root))
-            except OSError:
-                return Spend(0.0, 0.0, 0)
+            entries = []
+            # The lift's runs, and the trigger runs in their subfolder.
+            for folder in (self.root, self.root / TRIGGERS_DIR):
+                try:
+                    entries += list(os.scandir(folder))
+                except OSError:
+                    continue
             for entry in entries:
                 if not entry.is_dir():
                     continue
