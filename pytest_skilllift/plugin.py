@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift import collect_extra, scale
+from pytest_skilllift import collect_extra, progress_hooks, scale
 from pytest_skilllift.collect import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
 from pytest_skilllift.config import Settings, SettingsError, add_options
 from pytest_skilllift.fixtures import CHECK_PROP
@@ -78,6 +78,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _controller_setup(config, state)
         config.pluginmanager.register(ControllerPlugin(state), "skilllift-controller")
     config.stash[SESSION_KEY] = state
+    progress_hooks.register(config, state)
     # One bad prompt file must not stop the others: report it as a collection error, go on.
     config.option.continue_on_collection_errors = True
     _point_args_at_prompts(config, state.settings)
@@ -206,7 +207,8 @@ class ControllerPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
         """Before the first run (not while listing tests): the key and the CLI must be there,
-        the week's identity must match its week.json; then --fresh discards the grades.
+        the week's identity must match its week.json; then --fresh discards the grades and
+        the docker runner's stale containers are swept.
 
         Under xdist the controller collects nothing, so it checks whenever runs may start."""
         config = session.config
@@ -224,6 +226,8 @@ class ControllerPlugin:
         if self.state.settings.fresh:
             self.state.week.discard_grades()
             forget_batches(self.state.week.root)  # a fresh regrade reuses no batch result
+        if self.state.sweeps is not None:  # docker: before any worker makes a container
+            self.state.sweeps.sweep("start-up")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Count outcomes per run (the run's status travels in ``user_properties``)."""
@@ -272,6 +276,8 @@ class ControllerPlugin:
                 tr.write_line(line)
         if state.coverage_note:
             tr.write_line(f"coverage: {state.coverage_note}")
+        for line in state.sweeps.lines() if state.sweeps is not None else ():
+            tr.write_line(line)
         from pytest_skilllift.report.sections.triggering import trigger_terminal_lines
 
         for line in trigger_terminal_lines(state.summary.data) if state.summary else []:
