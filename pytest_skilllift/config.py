@@ -121,6 +121,17 @@ OPTIONS: tuple[Option, ...] = (
            "float", 0.0),
     Option("demo-judge-latency", "Demo only: seconds of scripted latency per judge call.",
            "float", 0.0),
+    Option("shard", "Generate and grade only this CI job's share of the week's runs, I/N "
+           "(1-based); the other runs' items are deselected. Merge the shards with skilllift "
+           "merge.", default="", default_text="the whole week"),
+    Option("max-spend", "Spend cap for the week in USD (generation + judge, across workers and "
+           "earlier sessions of the week): once reached no new run starts; the runs left are "
+           "reported as 'not run: spend cap'.", "float", None, default_text="no cap"),
+    Option("judge-batch", "Grade through the Message Batches API (half price, results within "
+           "24 h): the runs are generated first, then graded in batches, then the rubric items "
+           "report.", "bool", False),
+    Option("judge-batch-poll", "Seconds between polls of a pending Message Batch.", "float",
+           30.0),
     Option("triggers", "Directory of trigger test files <family>.json (relative to rootdir).",
            default="evals/triggers", cli=False),
     Option("triggers-all", "Run trigger tests with every skill family installed at once; the "
@@ -200,6 +211,11 @@ class Settings:
     docker_network: str
     demo_latency_s: float
     demo_judge_latency_s: float
+    #: ``--skill-lift-shard`` as given ("" = the whole week); ``week.shards.Shard.parse`` reads it.
+    shard: str
+    max_spend_usd: float | None
+    judge_batch: bool
+    judge_batch_poll_s: float
     triggers_dir: Path
     triggers_all: bool
     triggers_max_turns: int
@@ -290,6 +306,20 @@ class Settings:
         # The demo gets its own tree so its history never mixes with real weeks'.
         out = v["out"] or f"evals/{'weekly-demo' if demo else 'weekly'}/{day}"
         budget = v["max-budget-usd"]
+        shard = str(v["shard"] or "").strip()
+        if shard:
+            from pytest_skilllift.week.shards import Shard, ShardError
+
+            try:
+                Shard.parse(shard)
+            except ShardError as exc:
+                raise SettingsError(str(exc)) from None
+        spend = v["max-spend"]
+        if spend not in (None, "") and float(spend) < 0:
+            raise SettingsError(f"--skill-lift-max-spend must be at least 0 USD, got {spend}")
+        if float(v["judge-batch-poll"]) <= 0:
+            raise SettingsError("--skill-lift-judge-batch-poll must be a positive number of "
+                                f"seconds, got {v['judge-batch-poll']}")
         return cls(
             enabled=enabled or demo,
             rootdir=rootdir,
@@ -319,6 +349,10 @@ class Settings:
             docker_network=v["docker-network"],
             demo_latency_s=float(v["demo-latency"]),
             demo_judge_latency_s=float(v["demo-judge-latency"]),
+            shard=shard,
+            max_spend_usd=None if spend in (None, "") else float(spend),
+            judge_batch=bool(v["judge-batch"]),
+            judge_batch_poll_s=float(v["judge-batch-poll"]),
             triggers_dir=_resolve(rootdir, v["triggers"]),
             triggers_all=bool(v["triggers-all"]),
             triggers_max_turns=int(v["triggers-max-turns"]),

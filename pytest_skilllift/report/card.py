@@ -29,6 +29,7 @@ from pytest_skilllift.report.sections import (
     plots,
     prompts,
     provenance,
+    scale,
     selfserved,
     triggering,
     wow,
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 class Scorecard(
     header.Data, lift.Data, wow.Data, cells.Data, prompts.Data, activation.Data, audit.Data,
     triggering.Data, selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data,
-    health.Data, judge.Data, provenance.Data,
+    scale.Data, health.Data, judge.Data, provenance.Data,
 ):
     """scorecard.json: every section's keys (all numbers unrounded; renderers round)."""
 
@@ -71,6 +72,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("custom-checks", custom_checks.build, custom_checks.render),
     Section("coverage", coverage.build, coverage.render),
     Section("cost-time", cost.build, cost.render),
+    Section("spend-cap-and-shards", scale.build, scale.render),
     Section("run-health", health.build, health.render),
     Section("judge-reliability", judge.build, judge.render),
     Section("provenance", provenance.build, provenance.render),
