@@ -115,13 +115,11 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
         raise pytest.UsageError(str(exc)) from None
     if s.demo:
         state.start_demo()
-    if _uses_workers(config):
-        # The judge client and the summarizer's imports are seconds of CPU: under xdist they
-        # wait until the workers are up (ControllerPlugin) instead of slowing their start.
-        if _workers_on_this_host(config):
-            state.start_judge_service(warm=False)
-    else:
-        state.warm_summarizer()
+    # The judge client and the summarizer's imports are seconds of CPU: they wait until the
+    # runs are under way (ControllerPlugin) instead of slowing the start of the session (its
+    # collection, under xdist every worker's start).
+    if _uses_workers(config) and _workers_on_this_host(config):
+        state.start_judge_service(warm=False)
 
 
 def _worker_count(config: pytest.Config) -> int:
