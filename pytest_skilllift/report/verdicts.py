@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
-from scipy import special
 
 from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
 from pytest_skilllift.report import stats
@@ -61,7 +60,7 @@ def binomial_two_sided_p(k: int, n: int) -> float:
     """Exact two-sided p of k successes in n fair trials (``binomtest(k, n, 0.5)``)."""
     if n <= 0:
         return 1.0
-    tail = float(special.bdtr(min(k, n - k), n, 0.5))
+    tail = float(stats.scipy_special().bdtr(min(k, n - k), n, 0.5))  # scipy: imported on use
     return min(1.0, 2.0 * tail)
 
 
@@ -171,7 +170,8 @@ def paired_test(before: np.ndarray, after: np.ndarray, *, level: float = 0.95) -
     df = n - 1
     t_crit = stats.t_quantile(df, level)
     # No spread: t is ±inf (p = 0), or undefined when the mean is 0 too.
-    p = (None if mean == 0 else 0.0) if se == 0 else float(2.0 * special.stdtr(df, -abs(mean / se)))
+    p = (None if mean == 0 else 0.0) if se == 0 else float(
+        2.0 * stats.scipy_special().stdtr(df, -abs(mean / se)))
     return PairedTest(n, mean, se, df, t_crit, mean - t_crit * se, mean + t_crit * se, p)
 
 
