@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_skilllift.week.columns import WITH_SKILL
+from pytest_skilllift.week.columns import SKILL_ARMS
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,9 @@ class PromptSpec:
     #: The original ``skill_url`` (empty when the file gave ``skill``); its host is the
     #: published site whose fetches count as ``web_fetch`` activation.
     skill_url: str = ""
+    #: Families the with-skill arm installs beside ``family`` (trigger tests run with
+    #: ``--skill-lift-triggers-all``: every family installed at once).
+    sibling_families: tuple[str, ...] = ()
 
     @property
     def family(self) -> str:
@@ -51,6 +54,11 @@ class PromptSpec:
     def leaf(self) -> str:
         """The prompt's target SKILL.md (qdrant's ``skill_leaf``)."""
         return self.skill_path
+
+    @property
+    def installed_families(self) -> tuple[str, ...]:
+        """What the with-skill arm installs: the prompt's family, then any siblings."""
+        return (self.family, *(f for f in self.sibling_families if f != self.family))
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,10 @@ class RunSpec:
 
     @property
     def with_skill(self) -> bool:
-        return self.condition == WITH_SKILL
+        """Whether this run installs skills: the with-skill arm, and the with-all arm (its
+        prompt lists every other family as ``sibling_families``). The availability check
+        and the invocation audit apply to both."""
+        return self.condition in SKILL_ARMS
 
 
 #: How a run is made unless told otherwise (qdrant/skills SCORING.md, "Weekly Run": the same

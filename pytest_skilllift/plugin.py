@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.collect import SESSION_KEY, PromptFile, RubricTest
+from pytest_skilllift.collect_invoked import InvokedTest
 from pytest_skilllift.config import Settings, SettingsError, add_options
 from pytest_skilllift.run.prompts import is_heldout
 from pytest_skilllift.session import SkillLiftSession
@@ -34,6 +35,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "must: a must rubric item")
     config.addinivalue_line("markers", "bonus: a bonus rubric item")
     config.addinivalue_line("markers", "avoid: an avoid rubric item")
+    config.addinivalue_line("markers", "invoked: a with-skill run's skill reached (VERIFIED)")
     try:
         if _is_worker(config):
             wire = config.workerinput.get(WIRE_KEY)  # type: ignore[attr-defined]
@@ -112,7 +114,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     Stable and deterministic, so every xdist worker collects the same order."""
     if SESSION_KEY not in config.stash:
         return
-    items.sort(key=lambda item: not (isinstance(item, RubricTest) and item.run.with_skill))
+    items.sort(key=lambda item: not (isinstance(item, (RubricTest, InvokedTest))
+                                     and item.run.with_skill))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> PromptFile | None:
@@ -182,6 +185,10 @@ class ControllerPlugin:
                 tr.write_line(line)
         if state.coverage_note:
             tr.write_line(f"coverage: {state.coverage_note}")
+        if state.tally.invocation_findings:
+            tr.write_line(f"{state.tally.invocation_findings} invocation findings (with-skill "
+                          "runs whose skill was not VERIFIED; -k invoked lists them) are "
+                          "reported, not a failed run")
         if state.tally.rubric_failures:
             tr.write_line(f"{state.tally.rubric_failures} rubric findings (must missing / "
                           "avoid violated) are reported, not a failed run: the exit status "

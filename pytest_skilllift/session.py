@@ -37,12 +37,17 @@ class SessionTally:
     other_failures: int = 0
     passed: int = 0
     skipped: int = 0
+    #: ``…::invoked`` items that failed (skill not VERIFIED): findings, not a broken run.
+    invocation_findings: int = 0
 
     def add(self, outcome: str, when: str, props: dict[str, str]) -> None:
         run = props.get("skilllift_run")
         if run is not None:
             run_id, _, status = run.partition("|")
             self.runs[run_id] = status
+        if "invocation" in props and outcome == "failed" and when == "call":
+            self.invocation_findings += 1
+            return
         if outcome == "failed":
             if run is not None and when == "call" and "verdict" in props:
                 self.rubric_failures += 1

@@ -274,7 +274,8 @@ class DockerRunner:
                 if error is None:
                     container_id = self._create(spec, cfg)
                     if spec.with_skill:
-                        self._install_skill(container_id, cfg.skills_root / spec.prompt.family)
+                        for family in spec.prompt.installed_families:
+                            self._install_skill(container_id, cfg.skills_root / family)
                     self.client.api.start(container_id)
                     exit_code, timed_out, broken = self._exec(container_id, spec, cfg, env,
                                                               out, err, t0)
@@ -311,9 +312,10 @@ class DockerRunner:
         """The local runner's pre-check, so both runners reject the same inputs alike."""
         if not spec.with_skill:
             return None
-        src = Path(cfg.skills_root) / spec.prompt.family
-        if not (src / "SKILL.md").is_file():
-            return f"skill family {spec.prompt.family!r} not found at {src} (no SKILL.md)"
+        for family in spec.prompt.installed_families:
+            src = Path(cfg.skills_root) / family
+            if not (src / "SKILL.md").is_file():
+                return f"skill family {family!r} not found at {src} (no SKILL.md)"
         return None
 
     def _env(self, cfg: AgentConfig) -> dict[str, str]:

@@ -101,14 +101,15 @@ class LocalRunner:
         """Install the prompt's whole family for the with-skill arm; an error or None."""
         if not spec.with_skill:
             return None
-        family = spec.prompt.family
-        src = Path(cfg.skills_root) / family
-        if not (src / "SKILL.md").is_file():
-            return f"skill family {family!r} not found at {src} (no SKILL.md)"
-        dest = home / ".claude" / "skills" / family
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        # Whole family: sub-skills and references are part of what is being measured.
-        shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".git", "__pycache__"))
+        # Normally one family; trigger tests with every family installed list siblings too.
+        for family in spec.prompt.installed_families:
+            src = Path(cfg.skills_root) / family
+            if not (src / "SKILL.md").is_file():
+                return f"skill family {family!r} not found at {src} (no SKILL.md)"
+            dest = home / ".claude" / "skills" / family
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            # Whole family: sub-skills and references are part of what is being measured.
+            shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".git", "__pycache__"))
         return None
 
     def run(self, spec: RunSpec, cfg: AgentConfig, run_dir: Path) -> RunOutcome:

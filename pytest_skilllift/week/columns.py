@@ -30,6 +30,15 @@ SCORES_EXTRA_COLUMNS: tuple[str, ...] = ("item_index", "evidence_ok", "run_id")
 
 CONDITIONS: tuple[str, str] = ("no-skill", "with-skill")
 NO_SKILL, WITH_SKILL = CONDITIONS
+#: Arms beyond the lift's two: ``with-all`` installs every family of the skills root (a skill's
+#: lift among its siblings), ``no-skill-b`` is a second no-skill arm (an A/A week measures the
+#: false-lift rate).  Opt-in (``--skill-lift-conditions``, ``--skill-lift-aa``).
+WITH_ALL, NO_SKILL_B = "with-all", "no-skill-b"
+#: Every condition a week may hold; a condition's code in the tables is its index here, so
+#: the lift's two arms keep codes 0 and 1.
+ARMS: tuple[str, ...] = (*CONDITIONS, WITH_ALL, NO_SKILL_B)
+#: Arms whose runs install skills (the availability check and the audit apply to them).
+SKILL_ARMS: frozenset[str] = frozenset({WITH_SKILL, WITH_ALL})
 
 ITEM_TYPES: tuple[str, ...] = ("must", "bonus", "avoid")
 

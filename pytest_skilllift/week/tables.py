@@ -30,9 +30,10 @@ import pyarrow.csv as pacsv
 
 from pytest_skilllift.week.columns import (
     ACTIVATIONS,
-    CONDITIONS,
+    ARMS,
     INVOCATION_STATUSES,
     ITEM_TYPES,
+    SKILL_ARMS,
     VERDICTS,
 )
 from pytest_skilllift.week.files import (
@@ -61,6 +62,8 @@ SCORES_REQUIRED: tuple[str, ...] = (
     "prompt", "model", "condition", "rep", "item_type", "verdict", "credit",
 )
 MANIFEST_REQUIRED: tuple[str, ...] = ("prompt", "model", "condition", "rep", "run_id")
+#: Condition codes of the arms that install skills (an absent skill makes such a run invalid).
+_SKILL_ARM_CODES = np.array(sorted(ARMS.index(a) for a in SKILL_ARMS))
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
 _NUMBER_RE = r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$"
@@ -145,6 +148,10 @@ class Week:
     n_invalid_rows: int = 0  # rows that failed validation: excluded and counted
     #: Avoid items judged ``violated``.
     violations: list[Violation] = field(default_factory=list)
+    #: scores.csv's ``item_text`` (dictionary-encoded) and ``evidence_quote`` columns, kept
+    #: as Arrow arrays so a section takes the text of the few rows it quotes (None: absent).
+    s_item_text: pa.Array | None = None
+    s_evidence: pa.Array | None = None
     # -- manifest.csv (one entry per run) --
     manifest_present: bool = False
     manifest_columns: tuple[str, ...] = ()
@@ -418,11 +425,11 @@ def load_week(week_dir: Path) -> Week:
 
 def _cond_codes(table: pa.Table, file: str, problems: list[Problem]) -> np.ndarray:
     idx, vals = _dict_parts(table, "condition")
-    codes = _codes(idx, _lookup(vals, {c: i for i, c in enumerate(CONDITIONS)}))
+    codes = _codes(idx, _lookup(vals, {c: i for i, c in enumerate(ARMS)}))
     bad = np.flatnonzero(codes < 0)
     if bad.size:
         problems.append(Problem(
-            file, f"condition must be one of {', '.join(CONDITIONS)}; {_row_list(bad)} "
+            file, f"condition must be one of {', '.join(ARMS)}; {_row_list(bad)} "
             "excluded", row=int(bad[0]) + 1, column="condition"))
     return codes.astype(np.int8)
 
@@ -532,6 +539,9 @@ def _fill_scores(
     week.s_contested = _codes(c_idx, np.array(
         [0 if v.strip() in falsy else 1 for v in c_vals] + [0], np.int64)).astype(bool)
 
+    week.s_item_text = t["item_text"].chunk(0) if ("item_text" in t.column_names and n) else None
+    week.s_evidence = (t["evidence_quote"].chunk(0)
+                       if ("evidence_quote" in t.column_names and n) else None)
     # Avoid violations with their evidence: only these rows' text is materialised.
     viol = np.flatnonzero(usable & (week.s_type == 2) & (credit == 1.0))
     if viol.size:
@@ -544,7 +554,7 @@ def _fill_scores(
                           week.s_rep[viol])
         week.violations = [
             {"prompt": week.prompts[pr[i]], "model": week.models[mo[i]],
-             "condition": CONDITIONS[co[i]], "rep": int(rp[i]),
+             "condition": ARMS[co[i]], "rep": int(rp[i]),
              "item_text": texts[i] or "", "evidence": quotes[i] or ""}
             for i in range(viol.size)
         ]
@@ -672,7 +682,7 @@ def _run_status(t: pa.Table, week: Week) -> np.ndarray:
     avail = num["skill_available"]
     exit_code = num["exit_code"]
     applies = {
-        INVALID: (week.m_cond == 1) & (avail != 1) & ~np.isnan(avail),
+        INVALID: np.isin(week.m_cond, _SKILL_ARM_CODES) & (avail != 1) & ~np.isnan(avail),
         BUDGET_CAPPED: num["budget_hit"] == 1,
         ERRORED: ~np.isnan(exit_code) & (exit_code != 0),
     }
@@ -756,7 +766,7 @@ def _link_runs(week: Week) -> None:
     n_m = len(week.models) or 1
 
     def key(p: np.ndarray, m: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
-        k = ((p.astype(np.int64) * n_m + m) * 2 + c) * max_rep + r
+        k = ((p.astype(np.int64) * n_m + m) * len(ARMS) + c) * max_rep + r
         bad = (p < 0) | (m < 0) | (c < 0) | (r < 0)
         return np.where(bad, -1, k)
 

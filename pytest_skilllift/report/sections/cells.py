@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import fmt, md_table
-from pytest_skilllift.week.columns import CONDITIONS
+from pytest_skilllift.week.columns import ARMS
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.card import Scorecard
@@ -38,7 +38,7 @@ def build(ctx: Context) -> Data:
     cells: list[Cell] = []
     if agg is not None:
         for mi, label in enumerate(ctx.week.models):
-            for c, cond in enumerate(CONDITIONS):
+            for c, cond in enumerate(ARMS):
                 if agg.cell_n[mi, c] == 0 and ctx.cost_n[mi, c] == 0:
                     continue
                 cells.append({
