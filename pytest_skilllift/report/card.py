@@ -23,11 +23,14 @@ from pytest_skilllift.report.sections import (
     coverage,
     header,
     health,
+    improvements,
     lift,
+    noise,
     plots,
     prompts,
     provenance,
     selfserved,
+    withall,
     wow,
 )
 
@@ -36,7 +39,8 @@ if TYPE_CHECKING:
 
 
 class Scorecard(
-    header.Data, lift.Data, wow.Data, cells.Data, prompts.Data, activation.Data, audit.Data,
+    header.Data, lift.Data, withall.Data, noise.Data, wow.Data, cells.Data, prompts.Data,
+    activation.Data, audit.Data, improvements.Data,
     selfserved.Data, avoid.Data, coverage.Data, cost.Data, health.Data, provenance.Data,
 ):
     """scorecard.json: every section's keys (all numbers unrounded; renderers round)."""
@@ -56,11 +60,14 @@ class Section:
 SECTIONS: tuple[Section, ...] = (
     Section("header", header.build, header.render),
     Section("lift", lift.build, lift.render),
+    Section("with-all", withall.build, withall.render),
+    Section("noise-floor", noise.build, noise.render),
     Section("week-over-week", wow.build, wow.render),
     Section("cells", cells.build, cells.render),
     Section("prompts", prompts.build, prompts.render),
     Section("activation", activation.build, activation.render),
     Section("audit", audit.build, audit.render),
+    Section("improvements", improvements.build, improvements.render),
     Section("baseline-self-served", selfserved.build, selfserved.render),
     Section("avoid-violations", avoid.build, avoid.render),
     Section("coverage", coverage.build, coverage.render),
