@@ -18,6 +18,9 @@ from pytest_skilllift import __version__
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.report.cli",  # summarize
     "pytest_skilllift.judge.calibrate",  # calibrate
+    "pytest_skilllift.run.regrade",  # judge
+    "pytest_skilllift.judge.agreement",  # judge-check
+    "pytest_skilllift.judge.labels",  # label
     "pytest_skilllift.lint.cli",  # score, compare (skills or weeks)
     "pytest_skilllift.lint.depth_cli",  # certify, corpus init
     "pytest_skilllift.runners.image_cli",  # image build

@@ -97,6 +97,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("timeout", "Per-run timeout in seconds.", "float", DEFAULT_TIMEOUT_S),
     Option("judge-model", "Judge model.", default="", default_text="the newest "
            "non-deprecated Opus id known to the installed anthropic SDK"),
+    Option("judge-samples", "Independent judge samples per run, each with its own rubric "
+           "shuffle (2 is the escalation: items whose samples disagree get a third, "
+           "tie-breaking sample and are flagged contested).", "int", 1),
+    Option("evidence", "A met/violated verdict whose quote is not in the answer: reject "
+           "(recorded as missing/absent/clean, no credit) or flag (kept, evidence_ok=0).",
+           default="reject", choices=("reject", "flag")),
     Option("min-coverage", "Least share of runs that must be graded for exit status 0 (the "
            "coverage guard).", "float", 0.5),
     Option("image", "Docker image for --skill-lift-runner=docker.", default="skilllift:local"),
@@ -190,6 +196,8 @@ class Settings:
     max_budget_usd: float | None
     timeout_s: float
     judge_model: str
+    judge_samples: int
+    evidence: str
     min_coverage: float
     image: str
     docker_network: str
@@ -252,6 +260,10 @@ class Settings:
         reps = int(v["reps"])
         if reps < 1:
             raise SettingsError(f"--skill-lift-reps must be at least 1, got {reps}")
+        judge_samples = int(v["judge-samples"])
+        if judge_samples < 1:
+            raise SettingsError(
+                f"--skill-lift-judge-samples must be at least 1, got {judge_samples}")
         cov = float(v["min-coverage"])
         if not 0.0 <= cov <= 1.0:
             raise SettingsError(f"--skill-lift-min-coverage must be within [0, 1], got {cov}")
@@ -289,6 +301,8 @@ class Settings:
             max_budget_usd=None if budget in (None, "") else float(budget),
             timeout_s=float(v["timeout"]),
             judge_model=v["judge-model"],
+            judge_samples=judge_samples,
+            evidence=v["evidence"],
             min_coverage=cov,
             image=v["image"],
             docker_network=v["docker-network"],

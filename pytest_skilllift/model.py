@@ -151,6 +151,24 @@ class Signals:
 
 
 @dataclass(frozen=True)
+class SampleVote:
+    """One judge sample's verdict on one item (kept when a run is graded by several samples).
+
+    ``verdict`` is the verdict that counted (after the evidence check); ``claimed_verdict`` is
+    what the judge said when the evidence check overrode it (empty otherwise).
+    """
+
+    sample: int
+    verdict: str
+    evidence: str
+    evidence_ok: bool
+    claimed_verdict: str = ""
+    claimed_evidence: str = ""
+    #: True for the extra sample drawn only to break a tie between the others.
+    tie_break: bool = False
+
+
+@dataclass(frozen=True)
 class ItemVerdict:
     """The judge's grade for one rubric item."""
 
@@ -162,6 +180,12 @@ class ItemVerdict:
     #: Whether the evidence quote was found verbatim (whitespace-normalised) in the answer.
     evidence_ok: bool
     contested: bool = False
+    #: The judge's own verdict and quote when the evidence check rejected them (a met/violated
+    #: whose quote is not in the answer is recorded as missing/absent/clean); empty otherwise.
+    claimed_verdict: str = ""
+    claimed_evidence: str = ""
+    #: Every sample's vote when the run was graded by more than one sample (in sample order).
+    samples: tuple[SampleVote, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -176,6 +200,14 @@ class JudgeResult:
     ungraded: tuple[RubricItem, ...] = ()
     #: Why items are ungraded or flagged, retries taken, pricing caveats (human-readable).
     notes: tuple[str, ...] = ()
+    #: Judge API calls this result took (samples plus tie-breaks; 0 when nothing was sent).
+    calls: int = 0
+    #: Independent samples requested per run, and tie-break calls made on top of them.
+    samples: int = 1
+    tie_breaks: int = 0
+    #: What happened to a met/violated whose quote is not in the answer: "reject" (recorded as
+    #: the negative verdict, no credit) or "flag" (verdict kept, ``evidence_ok`` = 0).
+    evidence_policy: str = "reject"
 
 
 #: The Claude Code CLI version scored runs are pinned to (qdrant/skills SCORING.md, "Weekly

@@ -178,10 +178,13 @@ class SkillLiftSession:
 
     def _local_grader(self) -> Grader:
         from pytest_skilllift.judge.client import Judge
+        from pytest_skilllift.judge.samples import SampledJudge
 
         s = self.settings
-        return Judge(s.judge_model or None, api_key=s.extra_env.get("ANTHROPIC_API_KEY"),
-                     base_url=s.base_url or None)
+        judge = Judge(s.judge_model or None, api_key=s.extra_env.get("ANTHROPIC_API_KEY"),
+                      base_url=s.base_url or None,
+                      evidence="flag" if s.evidence == "flag" else "reject")
+        return SampledJudge(judge, samples=s.judge_samples)
 
     # -- controller wrap-up -------------------------------------------------------------
     def finish(self) -> bool:

@@ -101,6 +101,29 @@ def test_flipping_judge_fails_the_bar(tmp_path: Path, env: Any,
     assert "split" in out
 
 
+def test_several_runs_are_summarized_into_the_week_file(
+        tmp_path: Path, env: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    week = make_week(tmp_path)
+    second = week / "hybrid-haiku-with-skill-r1"
+    second.mkdir()
+    record = json.loads((week / "hybrid-haiku-no-skill-r1" / "run.json").read_text())
+    (second / "run.json").write_text(json.dumps({**record, "run_id": second.name}))
+    (second / "grades.json").write_text("{}")  # graded: eligible for --runs
+    with StandIn(judge=keyword_judge, api_key=KEY) as api:
+        env(api)
+        code = run_cli(["calibrate", str(week), "--run", "hybrid-haiku-no-skill-r1",
+                        "--runs", "1", "--samples", "2", "--model", "claude-opus-4-7"])
+        assert api.count("judge") == 4  # 2 runs × 2 samples
+    assert code == 0
+    data = json.loads((week / "calibration.json").read_text())
+    assert sorted(data["runs"]) == ["hybrid-haiku-no-skill-r1", "hybrid-haiku-with-skill-r1"]
+    summary = data["summary"]
+    assert summary["by_type"]["must"] == {"items": 4, "unanimous": 4, "split": 0,
+                                          "incomplete": 0, "flip_rate": 0.0}
+    assert summary["must_unanimous_share"] == 1.0 and summary["passed"]
+    assert "week 20260808: 2 run(s) calibrated" in capsys.readouterr().out
+
+
 def test_missing_run_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(["calibrate", str(tmp_path), "--run", "nope", "--model", "m"]) == 2
     assert "run.json" in capsys.readouterr().err

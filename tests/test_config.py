@@ -34,6 +34,13 @@ def test_defaults_follow_the_methodology() -> None:
     assert s.prompts_dir == Path("/proj/evals/test-prompts")
 
 
+def test_judge_defaults_one_sample_and_reject() -> None:
+    s = build()
+    assert (s.judge_samples, s.evidence) == (1, "reject")
+    assert (build(**{"judge-samples": 2, "evidence": "flag"}).judge_samples,
+            build(evidence="flag").evidence) == (2, "flag")
+
+
 def test_demo_has_its_own_tree_and_models() -> None:
     s = build(demo=True)
     assert s.enabled and s.out_dir == Path("/proj/evals/weekly-demo/20260808")
@@ -44,6 +51,8 @@ def test_demo_has_its_own_tree_and_models() -> None:
     ("reps", 0, "at least 1"),
     ("min-coverage", 1.5, "within"),
     ("runner", "k8s", "not one of"),
+    ("judge-samples", 0, "judge-samples must be at least 1"),
+    ("evidence", "trust", "not one of"),
 ])
 def test_bad_values_are_usage_errors(key: str, value: Any, match: str) -> None:
     with pytest.raises(SettingsError, match=match):

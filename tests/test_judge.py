@@ -170,7 +170,7 @@ def test_missing_and_duplicate_indices_are_ungraded_not_zero() -> None:
 
 
 def test_case_and_string_index_are_tolerated() -> None:
-    request = build_judge_request("q", ANSWER, ITEMS[:1], seed=1)
+    request = build_judge_request("q", ANSWER, ITEMS[:1], seed=1, reply_mode="text")
     content = [{"type": "text", "text": json.dumps(
         {"verdicts": [{"index": "1", "verdict": " MET ", "evidence": "Use RRF"}]})}]
     result = parse_judge_reply(request, content)
@@ -238,13 +238,38 @@ def test_evidence_not_found(quote: str) -> None:
     assert not evidence_found(quote, ANSWER)
 
 
-def test_met_without_evidence_keeps_verdict_but_flags_it() -> None:
+def test_quote_not_in_the_answer_earns_nothing() -> None:
+    """The default policy: a met/violated without a verbatim quote is the negative verdict,
+    credit 0, with the judge's claim kept beside it."""
     request = build_judge_request("q", ANSWER, ITEMS, seed=1)
     verdicts = [("must-1", "met", ""), ("must-2", "met", "Set the HNSW ef to 512"),
                 ("avoid-1", "violated", "Use RRF as the default"), *ALL_GOOD[2:5],
-                ALL_GOOD[6]]
-    by_key = {v.item.key: v for v in parse_judge_reply(request, _reply(request, verdicts)).verdicts}
-    assert by_key["must-1"].verdict == "met" and by_key["must-1"].evidence_ok is False
-    assert by_key["must-2"].verdict == "met" and by_key["must-2"].evidence_ok is False
-    assert by_key["avoid-1"].evidence_ok is True
+                ("avoid-2", "violated", "uses the key fusion_mode")]
+    result = parse_judge_reply(request, _reply(request, verdicts))
+    by_key = {v.item.key: v for v in result.verdicts}
+    assert (by_key["must-1"].verdict, by_key["must-1"].credit) == ("missing", 0.0)
+    assert (by_key["must-1"].claimed_verdict, by_key["must-1"].claimed_evidence) == ("met", "")
+    must2 = by_key["must-2"]
+    assert (must2.verdict, must2.credit, must2.evidence, must2.evidence_ok) == (
+        "missing", 0.0, "", False)
+    assert (must2.claimed_verdict, must2.claimed_evidence) == ("met", "Set the HNSW ef to 512")
+    avoid2 = by_key["avoid-2"]
+    assert (avoid2.verdict, avoid2.credit, avoid2.claimed_verdict) == ("clean", 0.0, "violated")
+    assert by_key["avoid-1"].verdict == "violated" and by_key["avoid-1"].evidence_ok is True
+    assert by_key["avoid-1"].claimed_verdict == ""
     assert by_key["must-3"].evidence_ok is True  # nothing required for "missing"
+    assert any("must-2" in n and "recorded as missing" in n for n in result.notes)
+
+
+def test_flag_policy_keeps_the_claimed_verdict() -> None:
+    request = build_judge_request("q", ANSWER, ITEMS, seed=1)
+    verdicts = [("must-1", "met", ""), ("must-2", "met", "Set the HNSW ef to 512"),
+                *ALL_GOOD[2:]]
+    result = parse_judge_reply(request, _reply(request, verdicts), evidence="flag")
+    by_key = {v.item.key: v for v in result.verdicts}
+    assert by_key["must-1"].verdict == "met" and by_key["must-1"].evidence_ok is False
+    assert by_key["must-2"].verdict == "met" and by_key["must-2"].credit == 1.0
+    assert by_key["must-2"].evidence_ok is False and by_key["must-2"].claimed_verdict == ""
+    assert result.evidence_policy == "flag"
+    with pytest.raises(ValueError, match="evidence policy"):
+        parse_judge_reply(request, _reply(request, verdicts), evidence="trust")

@@ -207,8 +207,15 @@ def _grade_with(mode: str) -> JudgeResult:
 
 
 @pytest.mark.parametrize("mode", ["fenced-text", "prose-text"])
-def test_text_replies_are_read_even_when_the_tool_was_offered(mode: str) -> None:
-    assert [(k, v) for k, v, _e, _ok in summary(_grade_with(mode))] == EXPECTED
+def test_text_replies_are_never_read_when_the_tool_was_forced(mode: str) -> None:
+    # Tool mode reads the forced tool's input only: reply text might be verdict-like text
+    # copied from the answer. The run is ungraded (retried later), never scored from text.
+    result = _grade_with(mode)
+    assert result.error and "did not call the forced tool" in result.error
+    assert result.verdicts == () and result.ungraded == ITEMS
+    with StandIn(judge=make_judge(mode), api_key=KEY) as api:
+        text_mode = fast_judge(api, reply_mode="text").grade("q", ANSWER, ITEMS, seed="r1")
+    assert [(k, v) for k, v, _e, _ok in summary(text_mode)] == EXPECTED
 
 
 def test_bad_json_is_an_error_but_paid_for() -> None:
@@ -226,11 +233,14 @@ def test_unusable_item_verdicts_are_ungraded(mode: str) -> None:
     assert result.ungraded[0] not in {v.item for v in result.verdicts}
 
 
-def test_fabricated_evidence_is_flagged() -> None:
+def test_fabricated_evidence_earns_nothing() -> None:
     result = _grade_with("fabricated-evidence")
-    positives = [v for v in result.verdicts if v.verdict in ("met", "violated")]
-    assert positives and not any(v.evidence_ok for v in positives)
-    assert all(v.evidence_ok for v in result.verdicts if v not in positives)
+    claimed = [v for v in result.verdicts if v.claimed_verdict]
+    assert claimed and not any(v.evidence_ok or v.credit for v in claimed)
+    assert {v.claimed_evidence for v in claimed} == {
+        "This sentence was never written by the assistant."}
+    assert not any(v.verdict in ("met", "violated") for v in result.verdicts)
+    assert all(v.evidence_ok for v in result.verdicts if v not in claimed)
 
 
 # -- cost, secrets ----------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pytest_skilllift.judge.service import (
     result_from_dict,
     result_to_dict,
 )
-from pytest_skilllift.model import ItemVerdict, JudgeResult, RubricItem
+from pytest_skilllift.model import ItemVerdict, JudgeResult, RubricItem, SampleVote
 
 ITEMS = (RubricItem("must", "does A", 1), RubricItem("avoid", "does B", 1))
 
@@ -36,6 +36,16 @@ class CountingGrader:
 
 def test_result_round_trips_through_json() -> None:
     result = CountingGrader().grade("p", "a", ITEMS, 1)
+    assert result_from_dict(result_to_dict(result)) == result
+
+
+def test_sampled_result_round_trips_through_json() -> None:
+    votes = (SampleVote(1, "met", "A!", True), SampleVote(2, "missing", "", True),
+             SampleVote(3, "met", "A!", True, tie_break=True))
+    verdict = ItemVerdict(ITEMS[0], "met", "A!", 1.0, 1.0, True, contested=True,
+                          claimed_verdict="met", claimed_evidence="not there", samples=votes)
+    result = JudgeResult(verdicts=(verdict,), cost_usd=0.5, model="m", calls=3, samples=2,
+                         tie_breaks=1, evidence_policy="flag")
     assert result_from_dict(result_to_dict(result)) == result
 
 

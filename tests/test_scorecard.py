@@ -56,7 +56,7 @@ def test_all_sections_present_in_order(data: dict[str, Any]) -> None:
         "Trajectory audit — invocation, misuse, skill impact", "Suggested improvements",
         "Lift caveat — baseline self-served the skill",
         "`avoid` violations (most damaging failures)", "Coverage", "Cost & time",
-        "Run health", "Provenance"]
+        "Run health", "Judge reliability", "Provenance"]
     assert "**Will be computed after four runs.** (this is run 1 of 4;" in md
     assert "### Uncertainty detail" in md
 

@@ -3,12 +3,16 @@
 
 Grades one run's final answer N times (each sample sees its own shuffle), then reports per
 item whether every sample agreed, and the share of must items that were unanimous against
-the bar that justifies a single judge sample per item (>= 95% on musts).
+the bar that justifies a single judge sample per item (>= 95% on musts). The methodology
+re-runs it "across a handful of transcripts": ``--run`` may be given several times, and
+``--runs K`` picks K graded runs of the week at random (``--seed``).
 
 Inputs come from the week directory: ``<week>/<run_id>/run.json`` (written by the run; its
 ``prompt_path`` names the prompt file, its ``final_answer`` is the graded text) and, when the
 answer is not recorded there, the transcript ``<week>/<run_id>/stdout.txt``.
-The report is printed and written to ``<week>/<run_id>/calibration.json``.
+The report is printed and written to ``<week>/<run_id>/calibration.json``; every calibrated
+run is also kept in ``<week>/calibration.json`` with a summary over all of them (per item type:
+items, unanimous, split, flip rate; the must share against the bar), which the scorecard shows.
 
 Exit status: 0 when the must share meets the bar, 1 when it does not, 2 when calibration
 could not be done (missing inputs, fewer than two samples graded).
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,8 +33,11 @@ from pytest_skilllift.model import RubricItem
 from pytest_skilllift.week.columns import ITEM_TYPES
 from pytest_skilllift.week.files import (
     CALIBRATION_FILE,
+    GRADES_FILE,
+    OK,
     RUN_FILE,
     STDOUT_FILE,
+    atomic_write_json,
     atomic_write_text,
 )
 
@@ -185,35 +193,117 @@ def calibrate(week_dir: Path, run_id: str, samples: int, judge: Grader,
                        cost_usd=cost, bar=bar)
 
 
+def calibration_summary(runs: dict[str, dict[str, Any]],
+                        bar: float = MUST_UNANIMITY_BAR) -> dict[str, Any]:
+    """Summary over calibrated runs (their ``Calibration.to_json()``): per item type the items
+    graded in every sample, how many were unanimous or split, and the flip rate (split share);
+    the share of unanimous musts against ``bar``. Pure."""
+    per_type: dict[str, dict[str, Any]] = {}
+    for item_type in ITEM_TYPES:
+        statuses = [i["status"] for r in runs.values() for i in r.get("items", [])
+                    if i.get("type") == item_type]
+        unanimous, split = statuses.count("unanimous"), statuses.count("split")
+        counted = unanimous + split
+        per_type[item_type] = {
+            "items": counted, "unanimous": unanimous, "split": split,
+            "incomplete": statuses.count("incomplete"),
+            "flip_rate": split / counted if counted else None,
+        }
+    musts = per_type["must"]
+    share = musts["unanimous"] / musts["items"] if musts["items"] else None
+    return {
+        "runs": len(runs), "run_ids": sorted(runs),
+        "samples": sorted({int(r.get("graded_samples", 0)) for r in runs.values()}),
+        "judge_models": sorted({str(r.get("judge_model", "")) for r in runs.values()} - {""}),
+        "by_type": per_type, "must_unanimous_share": share, "bar": bar,
+        "passed": share is not None and share >= bar,
+    }
+
+
+def record_week_calibration(week: Path, result: Calibration) -> dict[str, Any]:
+    """Upsert one run's calibration into ``<week>/calibration.json``; returns the file's dict."""
+    path = week / CALIBRATION_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        runs = data.get("runs", {}) if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        runs = {}
+    runs[result.run_id] = result.to_json()
+    data = {"runs": runs, "summary": calibration_summary(runs, result.bar)}
+    atomic_write_json(path, data)
+    return data
+
+
+def pick_runs(week: Path, count: int, seed: str) -> list[str]:
+    """``count`` graded ``ok`` runs of the week, drawn with ``random.Random(seed)``."""
+    eligible = []
+    for path in sorted(week.glob(f"*/{RUN_FILE}")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if (isinstance(record, dict) and record.get("run_status", OK) == OK
+                and (path.parent / GRADES_FILE).is_file()):
+            eligible.append(path.parent.name)
+    return sorted(random.Random(seed).sample(eligible, min(count, len(eligible))))
+
+
 def _run(args: argparse.Namespace) -> int:
     from pytest_skilllift.judge.client import Judge
 
     week = Path(args.week_dir)
-    try:
-        result = calibrate(week, args.run, args.samples, Judge(args.model), bar=args.bar)
-    except CalibrationError as err:
-        print(f"skilllift calibrate: {err}", file=sys.stderr)
-        return 2
-    for line in result.lines():
-        print(line)
-    atomic_write_text(week / args.run / CALIBRATION_FILE,
-                      json.dumps(result.to_json(), indent=2) + "\n")
-    if result.graded_samples < 2:
-        print("skilllift calibrate: fewer than two samples were graded; no agreement to report",
+    run_ids = list(args.run or [])
+    if args.runs:
+        run_ids += [r for r in pick_runs(week, args.runs, args.seed) if r not in run_ids]
+    if not run_ids:
+        print("skilllift calibrate: name a run (--run RUN_ID) or how many to pick (--runs K); "
+              f"{week} has no graded run to pick" if args.runs else
+              "skilllift calibrate: name a run (--run RUN_ID) or how many to pick (--runs K)",
               file=sys.stderr)
         return 2
-    return 0 if result.passed else 1
+    judge = Judge(args.model)
+    data: dict[str, Any] = {}
+    for run_id in run_ids:
+        try:
+            result = calibrate(week, run_id, args.samples, judge, bar=args.bar)
+        except CalibrationError as err:
+            print(f"skilllift calibrate: {err}", file=sys.stderr)
+            return 2
+        for line in result.lines():
+            print(line)
+        atomic_write_text(week / run_id / CALIBRATION_FILE,
+                          json.dumps(result.to_json(), indent=2) + "\n")
+        if result.graded_samples < 2:
+            print(f"skilllift calibrate: fewer than two samples of {run_id} were graded; no "
+                  "agreement to report", file=sys.stderr)
+            return 2
+        data = record_week_calibration(week, result)
+    summary = data["summary"]
+    share = summary["must_unanimous_share"]
+    flips = ", ".join(
+        f"{t} {'n/a' if s['flip_rate'] is None else format(s['flip_rate'], '.0%')} "
+        f"({s['split']}/{s['items']})" for t, s in summary["by_type"].items())
+    print(f"week {week.name}: {summary['runs']} run(s) calibrated; flip rate {flips}; musts "
+          f"unanimous {'n/a' if share is None else format(share, '.0%')} (bar >= "
+          f"{summary['bar']:.0%}) -> {'PASS' if summary['passed'] else 'FAIL'}; "
+          f"written to {week / CALIBRATION_FILE}")
+    return 0 if summary["passed"] else 1
 
 
 def add_parser(subparsers: Any) -> None:
     """Register ``skilllift calibrate``."""
     parser = subparsers.add_parser(
         "calibrate",
-        help="judge self-agreement: grade one run's answer N times, report per-item unanimity",
+        help="judge self-agreement: grade runs' answers N times, report per-item unanimity "
+             "and flip rates (kept in WEEKDIR/calibration.json for the scorecard)",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     parser.add_argument("week_dir", metavar="WEEK_DIR", help="the week directory")
-    parser.add_argument("--run", required=True, metavar="RUN_ID", help="the run to re-grade")
+    parser.add_argument("--run", action="append", metavar="RUN_ID",
+                        help="a run to re-grade (repeat for several)")
+    parser.add_argument("--runs", type=int, default=0, metavar="K",
+                        help="also pick K graded runs of the week at random (see --seed)")
+    parser.add_argument("--seed", default="0", help="seed for --runs (default 0)")
     parser.add_argument("--samples", type=int, default=3, help="judge samples (default 3)")
     parser.add_argument("--model", default=None,
                         help="judge model (default: newest non-deprecated Opus in the SDK)")

@@ -42,7 +42,13 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pytest_skilllift.judge.protocol import ReplyMode, build_judge_request, parse_judge_reply
+from pytest_skilllift.judge.protocol import (
+    EVIDENCE_POLICIES,
+    EvidencePolicy,
+    ReplyMode,
+    build_judge_request,
+    parse_judge_reply,
+)
 from pytest_skilllift.model import JudgeResult, RubricItem
 
 __all__ = [
@@ -272,7 +278,8 @@ class Judge:
     SDK's own resolution (``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL``). The keyword-only
     knobs after ``max_tokens`` exist for tests and unusual endpoints: ``reply_mode="text"``
     for an endpoint without tool support, small ``backoff_*`` values for fast tests,
-    ``stream=True`` to read the reply as server-sent events.
+    ``stream=True`` to read the reply as server-sent events. ``evidence`` is the policy for a
+    met/violated whose quote is not in the answer (``reject``, the default, or ``flag``).
     """
 
     def __init__(
@@ -292,9 +299,14 @@ class Judge:
         max_retry_after_s: float = 120.0,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        evidence: EvidencePolicy = "reject",
     ) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, not {max_retries}")
+        if evidence not in EVIDENCE_POLICIES:
+            raise ValueError(f"evidence must be one of {', '.join(EVIDENCE_POLICIES)}, "
+                             f"not {evidence!r}")
+        self.evidence: EvidencePolicy = evidence
         self.model = model or default_judge_model()
         self.base_url = base_url
         self.max_retries = max_retries
@@ -333,11 +345,13 @@ class Judge:
         """
         items = tuple(items)
         if not items:
-            return JudgeResult(verdicts=(), cost_usd=0.0, model=self.model)
+            return JudgeResult(verdicts=(), cost_usd=0.0, model=self.model,
+                               evidence_policy=self.evidence)
         if not answer.strip():
             return JudgeResult(
                 verdicts=(), cost_usd=0.0, model=self.model,
                 error="no gradeable answer (the final answer is empty)", ungraded=items,
+                evidence_policy=self.evidence,
             )
         request = build_judge_request(prompt_text, answer, items, seed,
                                       reply_mode=self.reply_mode)
@@ -351,6 +365,7 @@ class Judge:
                 verdicts=(), cost_usd=0.0, model=self.model,
                 error=self._scrub(failed.reason), ungraded=items,
                 notes=tuple(self._scrub(n) for n in failed.notes),
+                calls=1, evidence_policy=self.evidence,
             )
         replied_model = str(getattr(message, "model", "") or self.model)
         cost, price_note = estimate_cost(replied_model, getattr(message, "usage", None))
@@ -358,7 +373,8 @@ class Judge:
             block.model_dump() if hasattr(block, "model_dump") else block
             for block in getattr(message, "content", []) or []
         ]
-        result = parse_judge_reply(request, content, model=replied_model, cost_usd=cost)
+        result = parse_judge_reply(request, content, model=replied_model, cost_usd=cost,
+                                   evidence=self.evidence)
         notes = list(retry_notes)
         if price_note:
             notes.append(price_note)
@@ -371,6 +387,7 @@ class Judge:
                 error = f"judge reply cut off at max_tokens={self.max_tokens}: {error}"
         return dataclasses.replace(
             result, error=error, notes=tuple(self._scrub(n) for n in (*notes, *result.notes)),
+            calls=1,
         )
 
     def close(self) -> None:

@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from pytest_skilllift.judge.protocol import Grader
-from pytest_skilllift.model import ItemVerdict, JudgeResult, RubricItem
+from pytest_skilllift.model import ItemVerdict, JudgeResult, RubricItem, SampleVote
 from pytest_skilllift.warm import Warmed
 
 TOKEN_HEADER = "X-Skilllift-Token"
@@ -36,12 +36,16 @@ def result_to_dict(result: JudgeResult) -> dict[str, Any]:
 def result_from_dict(data: dict[str, Any]) -> JudgeResult:
     """Inverse of ``result_to_dict``."""
     verdicts = tuple(
-        ItemVerdict(**{**v, "item": RubricItem(**v["item"])}) for v in data["verdicts"]
+        ItemVerdict(**{**v, "item": RubricItem(**v["item"]),
+                       "samples": tuple(SampleVote(**s) for s in v.get("samples", ()))})
+        for v in data["verdicts"]
     )
     return JudgeResult(
         verdicts=verdicts, cost_usd=float(data["cost_usd"]), model=data["model"],
         error=data.get("error"), ungraded=tuple(RubricItem(**i) for i in data["ungraded"]),
-        notes=tuple(data.get("notes", ())),
+        notes=tuple(data.get("notes", ())), calls=int(data.get("calls", 0)),
+        samples=int(data.get("samples", 1)), tie_breaks=int(data.get("tie_breaks", 0)),
+        evidence_policy=str(data.get("evidence_policy", "reject")),
     )
 
 

@@ -24,6 +24,7 @@ from pytest_skilllift.report.sections import (
     header,
     health,
     improvements,
+    judge,
     lift,
     noise,
     plots,
@@ -41,7 +42,8 @@ if TYPE_CHECKING:
 class Scorecard(
     header.Data, lift.Data, withall.Data, noise.Data, wow.Data, cells.Data, prompts.Data,
     activation.Data, audit.Data, improvements.Data,
-    selfserved.Data, avoid.Data, coverage.Data, cost.Data, health.Data, provenance.Data,
+    selfserved.Data, avoid.Data, coverage.Data, cost.Data, health.Data, judge.Data,
+    provenance.Data,
 ):
     """scorecard.json: every section's keys (all numbers unrounded; renderers round)."""
 
@@ -73,6 +75,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("coverage", coverage.build, coverage.render),
     Section("cost-time", cost.build, cost.render),
     Section("run-health", health.build, health.render),
+    Section("judge-reliability", judge.build, judge.render),
     Section("provenance", provenance.build, provenance.render),
     Section("plots", None, plots.render),
 )

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from pytest_skilllift.report import stats
 from pytest_skilllift.week import history as hist
 from pytest_skilllift.week.files import STATUS_INVALID
 from pytest_skilllift.week.tables import Week
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.sections.judge import JudgeReport
 
 T = TypeVar("T")
 
@@ -65,6 +68,9 @@ class Context:
     #: Runs of history up to and including this week.
     n_runs_hist: int
     hist_path: Path
+    #: The judge's part of the week (``report.judging``), read before the history rows,
+    #: which carry its contested-item counts.
+    judge: JudgeReport
     _shared: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     @cached_property

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_skilllift.report import scorecard, stats
+from pytest_skilllift.report import judging, scorecard, stats
 from pytest_skilllift.report.card import Scorecard, build_card
 from pytest_skilllift.report.context import BOOTSTRAP_N, BOOTSTRAP_SEED, Context, json_float
 from pytest_skilllift.report.markdown import ci_flag, fmt, signed
@@ -174,6 +174,8 @@ def summarize_week(
     # History: this week's rows merged into the file (or in memory when not writing).
     run_key = week_dir.name
     window_end = week.window[1] if week.window else ""
+    judge = judging.build(week_dir, history=hist_path, run_key=run_key, write=write)
+    contested = judging.contested_per_model(judge, week.models)
     hist_rows_now = []
     for mi, label in enumerate(week.models):
         lf = lifts.get(label)
@@ -185,6 +187,7 @@ def summarize_week(
             composite_lift=comp_lift,
             cost_delta=json_float(cost_mean[mi, 1] - cost_mean[mi, 0]) if M else None,
             turns_delta=json_float(turns_mean[mi, 1] - turns_mean[mi, 0]) if M else None,
+            contested_items=contested[label],
         ))
     # A week without any lift (one arm only, unreadable scores) is not a run of history:
     # it would count toward the four runs while contributing nothing.
@@ -211,7 +214,7 @@ def summarize_week(
                   n_excluded_run_items=n_excluded_run_items, agg=agg, lifts=lifts, boots=boots,
                   cost_mean=cost_mean, cost_n=cost_n, turns_mean=turns_mean,
                   cost_excluded=cost_excluded, hist_rows=hist_rows_now, wow=wow,
-                  n_runs_hist=n_runs_hist, hist_path=hist_path)
+                  n_runs_hist=n_runs_hist, hist_path=hist_path, judge=judge)
     data = build_card(ctx)
 
     written: list[Path] = []

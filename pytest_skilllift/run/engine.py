@@ -8,6 +8,7 @@ xdist worker, a rerun) reads the ledger. No pytest here: the plugin only turns t
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import subprocess
 import time
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pytest_skilllift.judge.protocol import Grader
+from pytest_skilllift.judge.protocol import PROMPT_VERSION, Grader
 from pytest_skilllift.model import AgentConfig, JudgeResult, RunOutcome, RunSpec
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.warm import Warmed
@@ -103,6 +104,16 @@ class WeekRun:
         self._cache[spec.run_id] = graded
         return graded
 
+    def grade_generated(self, spec: RunSpec) -> GradedRun:
+        """Grade a run that is already generated; never generates (``skilllift judge``)."""
+        with self.week.lock(spec.run_id):
+            record = self.week.load_run(spec.run_id)
+            if record is None:
+                return GradedRun(run_id=spec.run_id, status=ERRORED, reason="not generated")
+            graded = self._ensure_graded(spec, record, False)
+        self._cache[spec.run_id] = graded
+        return graded
+
     # -- generation ---------------------------------------------------------------------
     def _ensure_generated(self, spec: RunSpec) -> tuple[dict[str, Any], bool]:
         record = self.week.load_run(spec.run_id)
@@ -185,7 +196,8 @@ class WeekRun:
                                  judge_error=result.error,
                                  **base)
             rows = score_rows(spec, result)
-            self.week.save_grades(spec.run_id, rows, result.model, result.cost_usd, judge_ms)
+            self.week.save_grades(spec.run_id, rows, result.model, result.cost_usd, judge_ms,
+                                  meta=judge_meta(result))
             judged = True
         by_key = {f"{r['item_type']}-{r['item_index']}": r for r in rows if r.get("verdict")}
         return GradedRun(reason="", rows=by_key, judged_now=judged, **base)
@@ -227,15 +239,24 @@ def score_rows(spec: RunSpec, result: JudgeResult) -> list[dict[str, Any]]:
         {**common, "item_type": v.item.type, "item_index": v.item.index,
          "item_text": v.item.text, "verdict": v.verdict, "credit": v.credit,
          "contribution": v.contribution, "contested": int(v.contested) if v.contested else "",
-         "evidence_quote": v.evidence, "evidence_ok": int(v.evidence_ok)}
+         "evidence_quote": v.evidence, "evidence_ok": int(v.evidence_ok),
+         "claimed_verdict": v.claimed_verdict, "claimed_evidence": v.claimed_evidence,
+         **({"samples": [dataclasses.asdict(s) for s in v.samples]} if v.samples else {})}
         for v in result.verdicts
     ]
     rows += [
         {**common, "item_type": item.type, "item_index": item.index, "item_text": item.text,
          "verdict": "", "credit": "", "contribution": "", "contested": "",
-         "evidence_quote": "", "evidence_ok": ""}
+         "evidence_quote": "", "evidence_ok": "", "claimed_verdict": "", "claimed_evidence": ""}
         for item in result.ungraded
     ]
     order = {item.key: pos for pos, item in enumerate(spec.prompt.rubric)}
     rows.sort(key=lambda r: order.get(f"{r['item_type']}-{r['item_index']}", 0))
     return rows
+
+
+def judge_meta(result: JudgeResult) -> dict[str, Any]:
+    """What grades.json records about how a run was judged (calls, samples, evidence policy)."""
+    return {"judge_calls": result.calls, "judge_samples": result.samples,
+            "tie_breaks": result.tie_breaks, "evidence_policy": result.evidence_policy,
+            "prompt_version": PROMPT_VERSION}

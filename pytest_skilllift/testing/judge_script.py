@@ -17,13 +17,17 @@ The rule (deterministic, no model):
   is the answer's sentence sharing the most stems with the item, copied verbatim;
 * otherwise ``missing`` / ``absent`` / ``clean`` with empty evidence.
 
-:func:`make_judge` builds misbehaving variants of the same judge for protocol tests.
+:func:`make_judge` builds misbehaving variants of the same judge for protocol tests;
+:func:`flaky_judge` one whose verdict on chosen items flips from one call to the next (the
+contested items of multi-sample grading).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from pytest_skilllift.judge.protocol import (
@@ -41,6 +45,7 @@ __all__ = [
     "STOPWORDS",
     "content_stems",
     "decide",
+    "flaky_judge",
     "keyword_judge",
     "make_judge",
     "read_judge_request",
@@ -70,7 +75,7 @@ _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 #: Variants :func:`make_judge` can build.
 JUDGE_MODES: tuple[str, ...] = (
     "keyword", "fenced-text", "prose-text", "bad-json", "wrong-vocab", "missing-index",
-    "duplicate-index", "fabricated-evidence",
+    "duplicate-index", "fabricated-evidence", "lenient-liar",
 )
 
 
@@ -123,14 +128,21 @@ def _block_texts(body: dict[str, Any]) -> list[str]:
     return texts
 
 
+def _opening(tag: str) -> re.Pattern[str]:
+    # ``<answer-3f9c…>`` (our protocol: a per-request boundary) or a bare ``<answer>``.
+    return re.compile(rf"<{tag}(-[0-9a-f]+)?>\n")
+
+
 def _between(text: str, tag: str, *, last: bool = False) -> str | None:
-    opening, closing = f"<{tag}>\n", f"\n</{tag}>"
-    start = text.rfind(opening) if last else text.find(opening)
-    if start < 0:
+    """The body of the ``tag`` section: from its opening tag to the closing tag that carries
+    the same boundary (the last one, so a look-alike inside the body cannot end it)."""
+    found = list(_opening(tag).finditer(text))
+    if not found:
         return None
-    start += len(opening)
+    m = found[-1] if last else found[0]
+    closing = f"\n</{tag}{m.group(1) or ''}>"
     end = text.rfind(closing)
-    return text[start:end] if end >= start else None
+    return text[m.end():end] if end >= m.end() else None
 
 
 def read_judge_request(body: dict[str, Any]) -> tuple[str, list[tuple[int, str, str]]]:
@@ -140,13 +152,14 @@ def read_judge_request(body: dict[str, Any]) -> tuple[str, list[tuple[int, str, 
     rubric: str | None = None
     # Our protocol puts each section in its own block; that is the unambiguous path.
     for block in blocks:
-        if answer is None and block.startswith(f"<{ANSWER_TAG}>\n"):
+        if answer is None and _opening(ANSWER_TAG).match(block):
             answer = _between(block, ANSWER_TAG)
-        if block.startswith(f"<{RUBRIC_TAG}>\n"):
+        if _opening(RUBRIC_TAG).match(block):
             rubric = _between(block, RUBRIC_TAG)
     if answer is None or rubric is None:  # one concatenated string (another client)
         whole = "\n\n".join(blocks)
-        rubric_at = whole.rfind(f"<{RUBRIC_TAG}>\n")
+        at = list(_opening(RUBRIC_TAG).finditer(whole))
+        rubric_at = at[-1].start() if at else len(whole)
         answer = _between(whole[:rubric_at], ANSWER_TAG) or ""
         rubric = _between(whole[rubric_at:], RUBRIC_TAG) or ""
     rows = [(i, t, text) for i, t, _pos, _neg, text in parse_rubric_block(rubric)]
@@ -187,6 +200,8 @@ def make_judge(mode: str = "keyword") -> Handler:
     ``"partial"``. ``missing-index``: the last shown item is left out. ``duplicate-index``:
     shown item 1 is answered twice, with both verdicts. ``fabricated-evidence``: every
     met/violated quote is replaced by a sentence that is not in the answer.
+    ``lenient-liar``: every must/bonus item the keyword rule finds missing/absent is claimed
+    ``met`` with a quote the answer never contains (honest items keep their real quotes).
     """
     if mode not in JUDGE_MODES:
         raise ValueError(f"unknown judge mode {mode!r}; expected one of {', '.join(JUDGE_MODES)}")
@@ -208,6 +223,11 @@ def make_judge(mode: str = "keyword") -> Handler:
             for entry in verdicts:
                 if entry["evidence"]:
                     entry["evidence"] = "This sentence was never written by the assistant."
+        elif mode == "lenient-liar":
+            for entry in verdicts:
+                if entry["verdict"] in ("missing", "absent"):
+                    entry["verdict"] = "met"
+                    entry["evidence"] = "The answer covers this point in full detail."
         payload = json.dumps({"verdicts": verdicts}, indent=2)
         if mode == "fenced-text":
             return Reply.text(f"Here is my grading.\n\n```json\n{payload}\n```\n\nDone.")
@@ -224,3 +244,44 @@ def _other_verdict(request: dict[str, Any], entry: dict[str, Any]) -> str:
     item_type = next(t for i, t, _ in rows if i == entry["index"])
     positive, negative = VERDICTS[item_type]
     return negative if entry["verdict"] == positive else positive
+
+
+def _flipped(item_type: str, verdict: str, answer: str) -> tuple[str, str]:
+    """The other verdict; a positive one quotes the answer's first sentence (a real quote, so
+    the flip survives the evidence check: the disagreement is about the verdict)."""
+    positive, negative = VERDICTS[item_type]
+    if verdict == positive:
+        return negative, ""
+    first = next((p.strip() for p in _SENTENCE_SPLIT.split(answer) if p.strip()), answer)
+    return positive, first
+
+
+def flaky_judge(flaky: str | Callable[[str], bool]) -> Handler:
+    """The keyword judge, except on *flaky* items, whose verdict alternates between calls.
+
+    ``flaky`` is a substring of the item text (or a predicate on it). For each (answer, item)
+    the first call gets the keyword verdict, the second the other verdict, the third the
+    keyword verdict again, and so on. With two samples per run that is a disagreement, and the
+    tie-break (the third call) sides with the keyword verdict: majority = keyword verdict,
+    contested. Counters are per answer, so runs with different answers do not interfere.
+    """
+    matches = flaky if callable(flaky) else (lambda text: flaky in text)
+    calls: dict[tuple[str, str], int] = {}
+    lock = threading.Lock()
+
+    def handler(request: dict[str, Any]) -> Reply:
+        answer, rows = read_judge_request(request)
+        out = []
+        for index, item_type, text in rows:
+            verdict, evidence = decide(item_type, text, answer)
+            if matches(text):
+                with lock:
+                    n = calls.get((answer, text), 0)
+                    calls[(answer, text)] = n + 1
+                if n % 2 == 1:
+                    verdict, evidence = _flipped(item_type, verdict, answer)
+            out.append({"index": index, "verdict": verdict, "evidence": evidence})
+        return _reply(request, {"verdicts": out})
+
+    handler.__name__ = "flaky_judge"
+    return handler

@@ -26,7 +26,11 @@ SCORES_COLUMNS: tuple[str, ...] = (
     "credit", "contribution", "contested", "evidence_quote",
 )
 #: Our extra scores columns.
-SCORES_EXTRA_COLUMNS: tuple[str, ...] = ("item_index", "evidence_ok", "run_id")
+#: ``claimed_verdict``/``claimed_evidence``: the judge's met/violated and its quote when the
+#: quote was not found in the answer and the item was recorded with the negative verdict.
+SCORES_EXTRA_COLUMNS: tuple[str, ...] = (
+    "item_index", "evidence_ok", "run_id", "claimed_verdict", "claimed_evidence",
+)
 
 CONDITIONS: tuple[str, str] = ("no-skill", "with-skill")
 NO_SKILL, WITH_SKILL = CONDITIONS

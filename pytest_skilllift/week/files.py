@@ -4,9 +4,12 @@ their drop reasons, the UTC stamp, and the one atomic writer every file goes thr
 Layout (the qdrant/skills pipeline's week directory, our files beside it)::
 
     <weekly>/scorecard-history.csv         one row per (week, model), across weeks
+    <weekly>/contested-history.csv         judge-contested rubric items per week, across weeks
     <weekly>/<week>/manifest.csv           one row per run (derived from the run files)
     <weekly>/<week>/scores.csv             one row per rubric item (derived)
     <weekly>/<week>/scorecard.md|json      the report
+    <weekly>/<week>/calibration.json       judge self-agreement (skilllift calibrate)
+    <weekly>/<week>/judge-check.json       judge vs human labels (skilllift judge-check)
     <weekly>/<week>/<run_id>/stdout.txt    the transcript (stream-json), stderr.txt beside it
     <weekly>/<week>/<run_id>/run.json      the manifest row + status, once the run finished
     <weekly>/<week>/<run_id>/grades.json   the scores rows, once the judge answered
@@ -29,8 +32,14 @@ MANIFEST_CSV: Final = "manifest.csv"
 SCORES_CSV: Final = "scores.csv"
 SCORECARD_MD: Final = "scorecard.md"
 SCORECARD_JSON: Final = "scorecard.json"
+#: The judge measured against human labels (``skilllift judge-check``).
+JUDGE_CHECK_FILE: Final = "judge-check.json"
+#: Progress of an interrupted ``skilllift judge --fresh`` pass (the runs it already graded).
+FRESH_MARKER: Final = ".fresh-regrade.json"
 #: Beside the week directories (in their parent), shared by every week.
 HISTORY_CSV: Final = "scorecard-history.csv"
+#: Beside the history: which rubric items the judge samples disagreed on, in which week.
+CONTESTED_HISTORY_CSV: Final = "contested-history.csv"
 FOREST_PNG: Final = "forest.png"
 TREND_PNG: Final = "trend.png"
 #: Per run, inside ``<week>/<run_id>/``.

@@ -2,8 +2,10 @@
 
 One row per run and model, in the qdrant pipeline's exact format (same columns, same
 order, 6-decimal numbers, ``csv`` module line endings) so either tool can extend the
-other's file.  The upsert is idempotent: summarizing the same week twice leaves the file
-byte-for-byte unchanged.
+other's file; our own columns come after them (:data:`HISTORY_EXTRA_COLUMNS`, written only
+once some row has a value), which a reader that looks columns up by name never notices.
+The upsert is idempotent: summarizing the same week twice leaves the file byte-for-byte
+unchanged.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ HISTORY_COLUMNS: tuple[str, ...] = (
     "cost_delta", "turns_delta",
 )
 _NUMERIC = HISTORY_COLUMNS[3:]
+#: Ours, after the reference columns: the run's contested-item count for the model (empty
+#: when no run was graded by more than one judge sample).
+HISTORY_EXTRA_COLUMNS: tuple[str, ...] = ("contested_items",)
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,7 @@ class HistoryRow:
     composite_lift: float | None = None
     cost_delta: float | None = None
     turns_delta: float | None = None
+    contested_items: int | None = None
 
 
 class HistoryError(Exception):
@@ -45,6 +51,11 @@ class HistoryError(Exception):
 
 def _fmt(v: float | None) -> str:
     return "" if v is None or not math.isfinite(v) else f"{v:.6f}"
+
+
+def _parse_count(v: str | None) -> int | None:
+    x = _parse(v)
+    return int(x) if x is not None and x >= 0 and x.is_integer() else None
 
 
 def _parse(v: str | None) -> float | None:
@@ -76,6 +87,7 @@ def read_history(path: Path) -> list[HistoryRow]:
                     window_end=(r.get("window_end") or "").strip(),
                     model=(r.get("model") or "").strip(),
                     **{c: _parse(r.get(c)) for c in _NUMERIC},
+                    contested_items=_parse_count(r.get("contested_items")),
                 )
                 for r in reader
                 if (r.get("run_key") or "").strip()
@@ -121,10 +133,16 @@ def write_history(path: Path, rows: Sequence[HistoryRow]) -> None:
     buf = io.StringIO(newline="")
     # csv's default "\r\n" terminator: the reference file is written the same way.
     w = csv.writer(buf)
-    w.writerow(HISTORY_COLUMNS)
+    # The extra column appears once some run has a count, so a history of weeks graded with
+    # one judge sample stays byte-identical to the reference file.
+    extra = any(r.contested_items is not None for r in rows)
+    w.writerow(HISTORY_COLUMNS + (HISTORY_EXTRA_COLUMNS if extra else ()))
     for r in rows:
-        w.writerow([r.run_key, r.window_end, r.model, _fmt(r.must_lift), _fmt(r.must_lift_se),
-                    _fmt(r.composite_lift), _fmt(r.cost_delta), _fmt(r.turns_delta)])
+        cells = [r.run_key, r.window_end, r.model, _fmt(r.must_lift), _fmt(r.must_lift_se),
+                 _fmt(r.composite_lift), _fmt(r.cost_delta), _fmt(r.turns_delta)]
+        if extra:
+            cells.append("" if r.contested_items is None else str(r.contested_items))
+        w.writerow(cells)
     atomic_write_text(Path(path), buf.getvalue())
 
 

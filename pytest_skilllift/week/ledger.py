@@ -94,13 +94,15 @@ class Ledger:
         return data.get("rows") if isinstance(data, dict) else None
 
     def save_grades(self, run_id: str, rows: list[dict[str, Any]], judge_model: str,
-                    cost_usd: float, judge_ms: int | None = None) -> None:
+                    cost_usd: float, judge_ms: int | None = None,
+                    meta: dict[str, Any] | None = None) -> None:
+        """Write a run's grades (``meta``: how it was judged — calls, samples, policy)."""
         run_dir = self.run_dir(run_id)
         # judge_cost.txt first: a kill between the two leaves the run ungraded (regraded on
         # rerun, its cost file overwritten), never graded without its cost.
         atomic_write_text(run_dir / JUDGE_COST_FILE, f"{cost_usd:.6f}\n")
         atomic_write_json(run_dir / GRADES_FILE,
-                          {"judge_model": judge_model, "cost_usd": cost_usd,
+                          {**(meta or {}), "judge_model": judge_model, "cost_usd": cost_usd,
                            "judge_ms": judge_ms, "rows": rows})
         with contextlib.suppress(FileNotFoundError):
             (run_dir / JUDGE_ERROR_FILE).unlink()

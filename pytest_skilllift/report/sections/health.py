@@ -1,4 +1,5 @@
-"""Run health: contested and ungraded items, capped and failed runs, unreliable signals."""
+"""Run health: contested and ungraded items, capped and failed runs, unreliable signals, and
+the judge's quotes that were not in the answer."""
 
 from __future__ import annotations
 
@@ -73,5 +74,28 @@ def render(card: Scorecard) -> list[str]:
         L.append(f"- runs that produced no answer (dropped): {h['no_answer_runs']}")
     if h.get("invalid_items"):
         L.append(f"- items that failed validation (excluded): {h['invalid_items']}")
+    L += judge_lines(card)
     L.append("")
     return L
+
+
+def judge_lines(card: Scorecard) -> list[str]:
+    """The judge's bullets: quotes not found in the answer (per model and condition) and
+    the contested items, from the ``judge`` key (:mod:`.judge`)."""
+    j = card.get("judge")
+    if not j:
+        return []
+    cells = ", ".join(f"{m}/{c} {n['rejected'] + n['kept']}"
+                      for m, per in sorted(j["quotes_by_cell"].items())
+                      for c, n in sorted(per.items()))
+    lines = [f"- rejected quotes (met/violated whose quote is not in the answer, scored as "
+             f"missing/absent/clean): {j['rejected_quotes']}"
+             + (f" — {cells}" if cells and not j["kept_unverified_quotes"] else "")]
+    if j["kept_unverified_quotes"]:
+        lines.append(f"- ⚠ quotes not in the answer but **kept** (evidence policy flag): "
+                     f"{j['kept_unverified_quotes']} — {cells}")
+    if j["contested_items"]:
+        lines.append(f"- contested rubric items: {len(j['contested'])} distinct (in "
+                     f"{j['contested_items']} runs), {j['ambiguous_items']} flagged as ambiguous "
+                     "wording (see Judge reliability)")
+    return lines

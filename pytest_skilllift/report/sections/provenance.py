@@ -1,5 +1,6 @@
 """Provenance: the exact model builds, CLI versions and skills commits behind the numbers, and
-every mismatch among them (a model that changed mid-week is a different measurement)."""
+every mismatch among them (a model that changed mid-week is a different measurement); the
+judge that graded them, how, and whether people have checked it."""
 
 from __future__ import annotations
 
@@ -114,5 +115,53 @@ def render(card: Scorecard) -> list[str]:
     L.append("- Note: an alias like `claude-sonnet-5` can float to a newer build without "
              "changing name; the run window is the only correlate for such a silent swap. "
              "Pass a dated model id if byte-level pinning matters.")
+    L += judge_lines(card)
     L.append("")
+    return L
+
+
+def judge_lines(card: Scorecard) -> list[str]:
+    """The judge's bullets: which judge graded, how, and whether people trust it, from the
+    ``judge`` key (:mod:`.judge`)."""
+    j = card.get("judge")
+    if not j:
+        return []
+    L = []
+    models = j["judge_models"]
+    if models:
+        L.append("- judge: " + ", ".join(f"`{m}` ({n} runs)" for m, n in models.items())
+                 + " — prompt " + ", ".join(f"`{v}`" for v in j["prompt_versions"]))
+        if len(models) > 1:
+            L.append("- ⚠ more than one judge model graded this week — its numbers mix two "
+                     "measurements (regrade with `skilllift judge WEEKDIR --fresh`)")
+    else:
+        L.append("- judge: not recorded (no run has a grades.json)")
+    if j["graded_runs"]:
+        samples = ", ".join(f"{k} per run ({n} runs)" for k, n in j["samples_per_run"].items())
+        calls = ("" if j["judge_calls"] is None else
+                 f"; judge calls {j['judge_calls']} (incl. {j['tie_breaks']} tie-breaks)")
+        L.append(f"- judge samples: {samples}{calls}")
+        policies = j["evidence_policy"]
+        if "flag" in policies:
+            L.append(f"- ⚠ evidence policy **flag** ({policies['flag']} runs): a met/violated "
+                     "whose quote is not in the answer still scores "
+                     "(`--skill-lift-evidence=flag`)")
+        else:
+            L.append("- evidence policy: reject — a met/violated whose quote is not in the "
+                     "answer scores nothing")
+    t = j["trust"]
+    if t["source"] is None:
+        L.append("- judge trust: **unmeasured** — no human labels yet (`skilllift label` "
+                 "then `skilllift judge-check`)")
+    else:
+        agreement = t["must_agreement"]
+        kappa = t["kappa"]
+        facts = (f"must agreement {'n/a' if agreement is None else f'{agreement:.3f}'} over "
+                 f"{t['must_labels'] or 0} labelled musts, κ "
+                 f"{'n/a' if kappa is None else f'{kappa:.2f}'}")
+        L.append(f"- judge trust: **{t['state']}** — {facts} (judge-check "
+                 f"{t['checked_utc'] or '?'})")
+        if t["stale"]:
+            L.append(f"- ⚠ the judge-check measured {', '.join(t['judge_models'])}, but this "
+                     "week is now graded by another judge: run it again")
     return L

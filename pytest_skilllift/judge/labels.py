@@ -1,0 +1,195 @@
+"""``skilllift label WEEKDIR --sample 30 --seed S > labels.csv``: a sheet for a person to fill.
+
+The cheapest way to get the human labels ``skilllift judge-check`` needs: a stratified random
+sample of the week's graded items, with the run's final answer beside each, and an empty
+``verdict`` column for the person.
+
+Strata are (item type, judge verdict): must met / missing, bonus met / absent, avoid violated /
+clean. The sample is split **equally** across the strata present (a stratum smaller than its
+share gives all it has and the rest goes to the others), not in proportion to their size: the
+rare strata (an avoid violation, a missing must) are where a judge's false alarms and misses
+show, and a proportional sample would leave them nearly empty. Within a stratum items are drawn
+with ``random.Random(seed)`` from a canonical order, so the same week and seed always give the
+same sheet.
+
+The judge's own verdict is deliberately **not** on the sheet: a person who sees it anchors on
+it. The columns are those ``judge-check`` reads, plus ``item_text``, ``choices`` (the verdicts
+allowed for the item's type) and ``final_answer``; rows of one answer sit together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import random
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from pytest_skilllift.judge.graded import GradedItem, GradedWeekError, read_graded_items
+from pytest_skilllift.week.columns import ITEM_TYPES, VERDICTS
+from pytest_skilllift.week.files import MANIFEST_CSV, RUN_FILE
+
+__all__ = ["SHEET_COLUMNS", "add_parser", "allocate", "stratified_sample", "write_sheet"]
+
+SHEET_COLUMNS: tuple[str, ...] = (
+    "prompt", "model", "condition", "rep", "item_type", "item_index", "item_text", "choices",
+    "verdict", "final_answer",
+)
+
+Stratum = tuple[str, str]  # (item_type, verdict)
+
+
+def _strata_order() -> list[Stratum]:
+    return [(t, v) for t in ITEM_TYPES for v in VERDICTS[t]]
+
+
+def allocate(sizes: dict[Stratum, int], total: int) -> dict[Stratum, int]:
+    """Split ``total`` equally over the non-empty strata, capped by each stratum's size.
+
+    Leftover from small strata is spread over the others, in the canonical stratum order
+    (must met, must missing, bonus met, ...), so the split is deterministic.
+    """
+    want = {s: 0 for s in sizes}
+    open_strata = [s for s in _strata_order() if sizes.get(s, 0) > 0]
+    left = min(total, sum(sizes.values()))
+    while left > 0 and open_strata:
+        share, extra = divmod(left, len(open_strata))
+        for i, s in enumerate(list(open_strata)):
+            give = min(share + (1 if i < extra else 0), sizes[s] - want[s])
+            want[s] += give
+            left -= give
+        open_strata = [s for s in open_strata if want[s] < sizes[s]]
+    return want
+
+
+def _order_key(item: GradedItem) -> tuple[Any, ...]:
+    return (item.prompt, item.model, item.condition, item.rep,
+            ITEM_TYPES.index(item.item_type), item.item_index)
+
+
+def stratified_sample(items: Sequence[GradedItem], size: int,
+                      seed: int | str) -> tuple[list[GradedItem], dict[Stratum, tuple[int, int]]]:
+    """The sampled items (in sheet order) and, per stratum, ``(taken, available)``."""
+    strata: dict[Stratum, list[GradedItem]] = {}
+    for item in sorted((i for i in items if i.graded), key=_order_key):
+        strata.setdefault((item.item_type, item.verdict), []).append(item)
+    want = allocate({s: len(v) for s, v in strata.items()}, size)
+    rng = random.Random(f"{seed}")
+    taken: list[GradedItem] = []
+    for stratum in _strata_order():  # fixed order: each draw consumes the RNG the same way
+        pool = strata.get(stratum, [])
+        taken.extend(rng.sample(pool, want.get(stratum, 0)))
+    counts = {s: (want.get(s, 0), len(strata.get(s, []))) for s in _strata_order()
+              if strata.get(s)}
+    return sorted(taken, key=_order_key), counts
+
+
+RunKey = tuple[str, str, str, int]  # (prompt, model, condition, rep)
+
+
+def _answers(week_dir: Path, items: Sequence[GradedItem]) -> dict[RunKey, str]:
+    """The final answer of each run of ``items``; a run is found by its scores.csv run_id,
+    else through manifest.csv (a qdrant week's scores carry no run_id)."""
+    from pytest_skilllift.judge.calibrate import CalibrationError, read_answer
+
+    manifest: dict[tuple[str, str, str, int], str] = {}
+    path = week_dir / MANIFEST_CSV
+    if path.is_file():
+        with path.open(newline="", encoding="utf-8") as fh:
+            for row in csv.DictReader(fh):
+                try:
+                    rep = int(float(row.get("rep", "")))
+                except ValueError:
+                    continue
+                manifest[(row.get("prompt", ""), row.get("model", ""), row.get("condition", ""),
+                          rep)] = row.get("run_id", "")
+    out: dict[RunKey, str] = {}
+    for item in items:
+        run: RunKey = (item.prompt, item.model, item.condition, item.rep)
+        if run in out:
+            continue
+        run_id = item.run_id or manifest.get(run, "")
+        if not run_id:
+            out[run] = "(final answer not found: no run of this item in manifest.csv)"
+            continue
+        run_dir = week_dir / run_id
+        try:
+            record = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            record = {}
+        try:
+            out[run] = read_answer(run_dir, record if isinstance(record, dict) else {})
+        except CalibrationError as err:
+            out[run] = f"(final answer not found: {err})"
+    return out
+
+
+def write_sheet(out: TextIO, week_dir: Path, sample: Sequence[GradedItem]) -> int:
+    """Write the label sheet as CSV; returns how many answers could not be found."""
+    answers = _answers(week_dir, sample)
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(SHEET_COLUMNS)
+    missing = 0
+    for item in sample:
+        answer = answers[(item.prompt, item.model, item.condition, item.rep)]
+        if answer.startswith("(final answer not found"):
+            missing += 1
+        positive, negative = VERDICTS[item.item_type]
+        writer.writerow([item.prompt, item.model, item.condition, item.rep, item.item_type,
+                         item.item_index, item.item_text, f"{positive}|{negative}", "", answer])
+    return missing
+
+
+def _run(args: argparse.Namespace) -> int:
+    week = Path(args.week_dir)
+    if not week.is_dir():
+        print(f"skilllift label: {week}: not a directory", file=sys.stderr)
+        return 2
+    if args.sample < 1:
+        print(f"skilllift label: --sample must be at least 1, not {args.sample}",
+              file=sys.stderr)
+        return 2
+    try:
+        items = read_graded_items(week)
+    except GradedWeekError as err:
+        print(f"skilllift label: {err}", file=sys.stderr)
+        return 2
+    sample, counts = stratified_sample(items, args.sample, args.seed)
+    if not sample:
+        print(f"skilllift label: {week / 'scores.csv'} has no graded item to sample",
+              file=sys.stderr)
+        return 2
+    missing = write_sheet(sys.stdout, week, sample)
+    available = sum(n for _t, n in counts.values())
+    per = ", ".join(f"{t} {v} {k}/{n}" for (t, v), (k, n) in counts.items())
+    print(f"sampled {len(sample)} of {available} graded items (seed {args.seed}): {per}",
+          file=sys.stderr)
+    if len(sample) < args.sample:
+        print(f"only {len(sample)} graded items exist; all of them are on the sheet",
+              file=sys.stderr)
+    if missing:
+        print(f"{missing} row(s) have no final answer (run directory missing)", file=sys.stderr)
+    print("fill the verdict column (one of the choices), then: skilllift judge-check "
+          f"{week} --labels <this file>", file=sys.stderr)
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``skilllift label``."""
+    parser = subparsers.add_parser(
+        "label",
+        help="a stratified sample of graded items, with answers, for a person to label",
+        description="Print a CSV sheet of a stratified random sample of the week's graded "
+                    "items (equal shares of must met/missing, bonus met/absent, avoid "
+                    "violated/clean) with each run's final answer and an empty verdict column "
+                    "for a person to fill in; feed it to skilllift judge-check. The judge's "
+                    "verdicts are not shown, so the labels are blind.",
+    )
+    parser.add_argument("week_dir", metavar="WEEKDIR", help="the graded week directory")
+    parser.add_argument("--sample", type=int, default=30, help="items to draw (default 30)")
+    parser.add_argument("--seed", default="0",
+                        help="random seed; the same week and seed give the same sheet")
+    parser.set_defaults(func=_run)

@@ -1,0 +1,409 @@
+"""``skilllift judge WEEKDIR``: grade a generated week again, without regenerating a run.
+
+The qdrant/skills SCORING.md keeps judging a separate, resumable step ("re-running skips runs
+already graded, so an interrupted judge pass continues without re-grading (or re-paying for)
+completed runs; pass --fresh to grade every run from scratch"). This is that step, on our
+ledger, through the same code path as ``pytest --skill-lift``: each run is graded by
+:meth:`pytest_skilllift.run.engine.WeekRun.grade_generated` under the run's file lock and
+written by :class:`pytest_skilllift.week.ledger.Ledger`, so the two can never disagree on what
+a graded run is. No agent call is ever made: the runner factory refuses.
+
+The stages, each its own function so another grading path (the Message Batches API) can take
+the middle one's place:
+
+1. :func:`plan_regrade` — which runs to grade: every generated run with status ``ok`` and no
+   ``grades.json`` (with ``--fresh``: all of them, see :class:`FreshPass`);
+2. :func:`grade_direct` — grade them, ``jobs`` at a time;
+3. :func:`finish` — rebuild ``manifest.csv``/``scores.csv`` and the scorecard.
+
+A different judge model is a different measurement (its grades are not comparable with the
+week's): unless ``--fresh`` is given it grades a copy of the week (``--out DIR``), so the
+original keeps its judge. The scorecard's provenance names the judge that graded each week.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_skilllift.config import OPTIONS
+from pytest_skilllift.judge.protocol import EVIDENCE_POLICIES, Grader
+from pytest_skilllift.model import AgentConfig, PromptSpec, RunSpec
+from pytest_skilllift.run.engine import GradedRun, WeekRun
+from pytest_skilllift.runners.base import Runner
+from pytest_skilllift.week.files import (
+    CALIBRATION_FILE,
+    FRESH_MARKER,
+    GRADES_FILE,
+    HISTORY_CSV,
+    JUDGE_COST_FILE,
+    JUDGE_ERROR_FILE,
+    LOCK_FILE,
+    OK,
+    RUN_FILE,
+    atomic_write_json,
+)
+from pytest_skilllift.week.ledger import Ledger
+
+__all__ = [
+    "FRESH_MARKER", "FreshPass", "RegradeError", "RegradePlan", "add_parser", "copy_week",
+    "finish", "grade_direct", "plan_regrade", "same_judge", "week_judge_models",
+]
+
+#: Per-run files that belong to a grading, not to the generation (not copied by ``--out``).
+GRADING_FILES = frozenset({GRADES_FILE, JUDGE_COST_FILE, JUDGE_ERROR_FILE, LOCK_FILE,
+                           CALIBRATION_FILE})
+#: The pytest options' defaults (stated once, in ``config.OPTIONS``) for the same settings.
+_DEFAULTS = {o.name: o.default for o in OPTIONS}
+
+
+class RegradeError(Exception):
+    """The regrade cannot start; the message names the problem and the way out."""
+
+
+# ---------------------------------------------------------------------------------------------
+# What the week was graded by
+
+
+def week_judge_models(week_dir: Path) -> Counter[str]:
+    """How many runs each judge model graded (from the runs' ``grades.json``)."""
+    counts: Counter[str] = Counter()
+    for path in Path(week_dir).glob(f"*/{GRADES_FILE}"):
+        try:
+            model = json.loads(path.read_text(encoding="utf-8")).get("judge_model")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(model, str) and model:
+            counts[model] += 1
+    return counts
+
+
+def same_judge(a: str, b: str) -> bool:
+    """Whether two judge model ids name the same model (a dated snapshot extends its alias)."""
+    return a.startswith(b) or b.startswith(a)
+
+
+# ---------------------------------------------------------------------------------------------
+# Plan
+
+
+@dataclass
+class RegradePlan:
+    """The runs to grade, and what is left as it is (with the reason)."""
+
+    week_dir: Path
+    specs: list[RunSpec] = field(default_factory=list)
+    #: Runs already graded and left as they are.
+    kept: int = 0
+    #: Runs that are not gradeable (dropped at generation: invalid, errored, …).
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: Runs that should be graded but whose prompt file cannot be read.
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _prompt_path(record: dict[str, Any], prompts_dir: Path | None) -> Path:
+    recorded = Path(str(record.get("prompt_path") or ""))
+    name = recorded.name if recorded.name else f"{record.get('prompt', '')}.json"
+    if prompts_dir is not None:
+        candidate = prompts_dir / name
+        if candidate.is_file():
+            return candidate
+    return recorded
+
+
+def spec_from_record(record: dict[str, Any], prompts_dir: Path | None = None) -> RunSpec:
+    """The run's spec, rebuilt from its ``run.json`` and its prompt file (current rubric).
+
+    Raises :class:`RegradeError` when the prompt file cannot be read.
+    """
+    from pytest_skilllift.judge.calibrate import CalibrationError, read_prompt
+
+    path = _prompt_path(record, prompts_dir)
+    try:
+        prompt_text, items = read_prompt(path)
+    except CalibrationError as err:
+        hint = "" if prompts_dir else " (pass --prompts DIR if the prompt files moved)"
+        raise RegradeError(f"{err}{hint}") from None
+    spec = PromptSpec(path=path, name=str(record["prompt"]), product_area="",
+                      prompt=prompt_text, rubric=items,
+                      skill_path=str(record.get("skill_leaf") or ""))
+    return RunSpec(prompt=spec, model_label=str(record["model"]),
+                   model_id=str(record.get("model_id") or record["model"]),
+                   condition=str(record["condition"]), rep=int(record["rep"]),
+                   run_id=str(record["run_id"]))
+
+
+def plan_regrade(week_dir: Path, *, fresh: bool = False,
+                 prompts_dir: Path | None = None) -> RegradePlan:
+    """Which generated runs need grading (all ``ok`` runs with ``fresh``, else the ungraded)."""
+    week = Ledger(Path(week_dir))
+    plan = RegradePlan(week_dir=week.root)
+    for record in week.run_records():
+        run_id = str(record["run_id"])
+        status = record.get("run_status", "")
+        if status != OK:
+            plan.skipped.append((run_id, f"not gradeable (run status {status or 'unknown'})"))
+            continue
+        if not fresh and week.load_grades(run_id) is not None:
+            plan.kept += 1
+            continue
+        try:
+            plan.specs.append(spec_from_record(record, prompts_dir))
+        except RegradeError as err:
+            plan.unreadable.append((run_id, str(err)))
+    return plan
+
+
+class FreshPass:
+    """``--fresh`` made resumable: the first pass discards every grade of the planned runs and
+    records each run it grades in :data:`FRESH_MARKER`; a pass interrupted and started again
+    with ``--fresh`` keeps what the marker lists instead of paying for it twice. The marker is
+    removed once every planned run is graded."""
+
+    def __init__(self, week_dir: Path, judge_model: str) -> None:
+        self.path = Path(week_dir) / FRESH_MARKER
+        self._lock = threading.Lock()
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        resumed = isinstance(data, dict) and same_judge(str(data.get("judge_model", "")),
+                                                        judge_model)
+        self.resumed = bool(resumed and data.get("done") is not None)
+        self.done: set[str] = set(data.get("done", [])) if self.resumed else set()
+        self.judge_model = judge_model
+
+    def start(self, plan: RegradePlan) -> None:
+        """Drop the runs this pass already graded from the plan; discard the others' grades."""
+        week = Ledger(plan.week_dir)
+        keep = [s for s in plan.specs if s.run_id in self.done
+                and week.load_grades(s.run_id) is not None]
+        plan.kept += len(keep)
+        plan.specs = [s for s in plan.specs if s not in keep]
+        for spec in plan.specs:
+            discard_grading(week.run_dir(spec.run_id))
+        self._write()
+
+    def graded(self, run_id: str) -> None:
+        with self._lock:
+            self.done.add(run_id)
+            self._write()
+
+    def finish(self, complete: bool) -> None:
+        if complete:
+            self.path.unlink(missing_ok=True)
+
+    def _write(self) -> None:
+        atomic_write_json(self.path, {"judge_model": self.judge_model,
+                                      "done": sorted(self.done)})
+
+
+def discard_grading(run_dir: Path) -> None:
+    """Remove a run's grades, judge cost and judge error (its generation stays)."""
+    for name in (GRADES_FILE, JUDGE_COST_FILE, JUDGE_ERROR_FILE):
+        (run_dir / name).unlink(missing_ok=True)
+
+
+def copy_week(src: Path, dst: Path) -> int:
+    """Copy the generated runs of ``src`` into ``dst`` without their grading; returns how many
+    run directories were copied (run directories already in ``dst`` are left: a resumed copy).
+    """
+    if src.resolve() == dst.resolve():
+        raise RegradeError(f"--out {dst} is the week itself; name another directory")
+    copied = 0
+    for record_path in sorted(src.glob(f"*/{RUN_FILE}")):
+        run_dir = record_path.parent
+        target = dst / run_dir.name
+        if (target / RUN_FILE).is_file():
+            continue
+        target.mkdir(parents=True, exist_ok=True)
+        for child in run_dir.iterdir():
+            if child.name in GRADING_FILES:
+                continue
+            if child.is_dir():
+                shutil.copytree(child, target / child.name, dirs_exist_ok=True)
+            elif child.name != RUN_FILE:
+                shutil.copy2(child, target / child.name)
+        # run.json last: a copy interrupted half-way is redone, never taken for complete.
+        shutil.copy2(record_path, target / RUN_FILE)
+        copied += 1
+    return copied
+
+
+# ---------------------------------------------------------------------------------------------
+# Grade
+
+
+def _no_runner() -> Runner:
+    raise RuntimeError("skilllift judge never generates a run; a run without run.json is "
+                       "not generated (run pytest --skill-lift first)")
+
+
+def grade_direct(plan: RegradePlan, grader: Grader, *, jobs: int = 4,
+                 on_graded: Callable[[GradedRun], None] | None = None) -> list[GradedRun]:
+    """Grade the planned runs through the engine, ``jobs`` at a time (one API call each per
+    judge sample). Returns the graded runs in completion order."""
+    weekrun = WeekRun(Ledger(plan.week_dir),
+                      AgentConfig(claude_path="", skills_root=Path(".")), _no_runner,
+                      lambda: grader)
+    results: list[GradedRun] = []
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, jobs),
+                                thread_name_prefix="skilllift-judge") as pool:
+            futures = [pool.submit(weekrun.grade_generated, spec) for spec in plan.specs]
+            for future in as_completed(futures):
+                graded = future.result()
+                results.append(graded)
+                if on_graded is not None:
+                    on_graded(graded)
+    finally:
+        weekrun.close()
+    return results
+
+
+def finish(week_dir: Path, *, history: Path | None = None) -> Any:
+    """Rebuild the CSVs from the run directories and write the scorecard; the Summary."""
+    from pytest_skilllift.report.summarize import summarize_week
+
+    Ledger(Path(week_dir)).rebuild_csvs()
+    return summarize_week(Path(week_dir), history=history)
+
+
+# ---------------------------------------------------------------------------------------------
+# The command
+
+
+def _make_grader(args: argparse.Namespace, model: str) -> Grader:
+    from pytest_skilllift.judge.client import Judge
+    from pytest_skilllift.judge.samples import SampledJudge
+
+    return SampledJudge(Judge(model, evidence=args.evidence), samples=args.samples)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pytest_skilllift.judge.client import default_judge_model
+
+    week_dir = Path(args.week_dir)
+    err = sys.stderr
+    if not week_dir.is_dir():
+        print(f"skilllift judge: {week_dir}: not a directory", file=err)
+        return 2
+    if args.samples < 1 or args.jobs < 1:
+        print("skilllift judge: --samples and -j must be at least 1", file=err)
+        return 2
+    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+        print("skilllift judge: the judge needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) "
+              "in the environment", file=err)
+        return 2
+    model = args.judge_model or default_judge_model()
+    graded_by = week_judge_models(week_dir)
+    other = sorted(m for m in graded_by if not same_judge(m, model))
+    target, history = week_dir, None
+    try:
+        if args.out:
+            target = Path(args.out)
+            copied = copy_week(week_dir, target)
+            # The copy is a judge trial, not a week: its history stays inside it.
+            history = target / HISTORY_CSV
+            print(f"copied {copied} generated run(s) into {target} (grades not copied)",
+                  file=err)
+        elif other and not args.fresh:
+            raise RegradeError(
+                f"{week_dir} was graded by {', '.join(other)}; grading it with {model} would "
+                "mix two judges in one week. Write to a copy with --out DIR (the week keeps "
+                "its judge), or pass --fresh to regrade every run of this week with "
+                f"{model}")
+        plan = plan_regrade(target, fresh=args.fresh,
+                            prompts_dir=Path(args.prompts) if args.prompts else None)
+    except RegradeError as exc:
+        print(f"skilllift judge: {exc}", file=err)
+        return 2
+    fresh = FreshPass(target, model) if args.fresh else None
+    if fresh is not None:
+        fresh.start(plan)
+        if fresh.resumed:
+            print(f"resuming an interrupted --fresh pass: {plan.kept} run(s) already regraded "
+                  "are kept", file=err)
+    total = len(plan.specs)
+    print(f"grading {total} run(s) of {target} with {model} ({args.samples} sample(s) per "
+          f"run, {args.jobs} at a time); {plan.kept} already graded, "
+          f"{len(plan.skipped)} not gradeable, {len(plan.unreadable)} without a readable "
+          "prompt file", file=err)
+    for run_id, reason in plan.skipped:
+        print(f"  skipped {run_id}: {reason}", file=err)
+    for run_id, reason in plan.unreadable:
+        print(f"  NOT GRADED {run_id}: {reason}", file=err)
+    done = {"n": 0, "failed": 0}
+    lock = threading.Lock()
+
+    def progress(graded: GradedRun) -> None:
+        with lock:
+            done["n"] += 1
+            if graded.judge_error or graded.status != OK:
+                done["failed"] += 1
+                print(f"  [{done['n']}/{total}] {graded.run_id}: ungraded "
+                      f"({graded.judge_error or graded.reason})", file=err)
+            else:
+                print(f"  [{done['n']}/{total}] {graded.run_id}: graded", file=err)
+        if fresh is not None and not graded.judge_error and graded.status == OK:
+            fresh.graded(graded.run_id)
+
+    grade_direct(plan, _make_grader(args, model), jobs=args.jobs, on_graded=progress)
+    if fresh is not None:
+        fresh.finish(complete=done["failed"] == 0)
+    summary = finish(target, history=history)
+    for line in summary.terminal_lines():
+        print(line)
+    if done["failed"]:
+        print(f"{done['failed']} run(s) are still ungraded; run the same command again to "
+              "grade them", file=err)
+    return 1 if done["failed"] or plan.unreadable else 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``skilllift judge``."""
+    parser = subparsers.add_parser(
+        "judge",
+        help="grade a generated week's runs (ungraded ones, or all with --fresh) without "
+             "regenerating, then rebuild its CSVs and scorecard",
+        description="Grade every generated, ungraded run of a week (with --fresh, every run) "
+                    "with the blind judge, concurrently and resumably, then rebuild "
+                    "manifest.csv, scores.csv and the scorecard. No run is regenerated. A "
+                    "judge model other than the one that graded the week writes to a copy "
+                    "(--out DIR) unless --fresh regrades the week in place.",
+    )
+    parser.add_argument("week_dir", metavar="WEEKDIR", help="the week directory")
+    parser.add_argument("--fresh", action="store_true",
+                        help="discard every grade and regrade all runs (resumable: rerun the "
+                             "same command after an interruption)")
+    parser.add_argument("--judge-model", default="", metavar="M",
+                        help="judge model (default: the newest non-deprecated Opus id the "
+                             "installed anthropic SDK lists)")
+    parser.add_argument("--samples", type=int, default=_DEFAULTS["judge-samples"], metavar="N",
+                        help="independent judge samples per run; with 2, items whose samples "
+                             "disagree get a tie-breaking third and are flagged contested "
+                             f"(default {_DEFAULTS['judge-samples']})")
+    parser.add_argument("-j", "--jobs", type=int, default=4, metavar="CONCURRENCY",
+                        help="runs graded at the same time (default 4)")
+    parser.add_argument("--out", default="", metavar="DIR",
+                        help="grade a copy of the week in DIR (its generated runs, no grades); "
+                             "required for a different judge model unless --fresh")
+    parser.add_argument("--evidence", choices=EVIDENCE_POLICIES, default=_DEFAULTS["evidence"],
+                        help="a met/violated whose quote is not in the answer: reject (scored "
+                             "as missing/absent/clean) or flag (kept, evidence_ok=0) (default "
+                             f"{_DEFAULTS['evidence']})")
+    parser.add_argument("--prompts", default="", metavar="DIR",
+                        help="directory of the prompt files, when they moved since the week "
+                             "was generated (default: each run's recorded prompt_path)")
+    parser.set_defaults(func=_run)
+
