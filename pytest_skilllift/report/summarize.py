@@ -75,6 +75,9 @@ class Summary:
             widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
             lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
                       for r in rows]
+        from pytest_skilllift.report.sections.noise import terminal_lines as arm_lines
+
+        lines += arm_lines(self.data)  # the A/A and with-all arms, when the week has them
         cov = self.data.get("coverage", {})
         lines.append(f"  graded {cov.get('graded_runs', 0)} of {cov.get('total_runs', 0)} runs;"
                      f" dropped {len(cov.get('dropped', []))}")

@@ -171,3 +171,23 @@ def render(card: Scorecard) -> list[str]:
                  "models and this judge produce from noise alone")
         L.append("")
     return L
+
+
+def terminal_lines(card: Scorecard) -> list[str]:
+    """The A/A week's and the with-all arm's numbers under the terminal's lift table."""
+    L = []
+    aa = card.get("aa")
+    if aa is not None:
+        for label, m in aa["models"].items():
+            flag = ("n/a" if m["ci_excludes_zero"] is None else
+                    "yes — a false lift" if m["ci_excludes_zero"] else "no")
+            L.append(f"  A/A ({aa['comparison']}) {label}: {signed(m['aa_lift'])} ± "
+                     f"{fmt(m['aa_se'])}, 95% CI ≠ 0? {flag}; {m['false_verdicts']} of "
+                     f"{m['n_prompts']} prompts move ≥ {aa['impact_threshold']:.2f}")
+    wa = card.get("with_all")
+    if wa:
+        for label, w in wa["models"].items():
+            L.append(f"  with-all − no-skill {label}: {signed(w['must_lift'])} ± "
+                     f"{fmt(w['must_lift_se'])} (with-all − with-skill "
+                     f"{signed(w['vs_with_skill'])}), n {w['n_prompts']}")
+    return L
