@@ -18,6 +18,7 @@ from pytest_skilllift.report.sections import (
     activation,
     audit,
     avoid,
+    baseline,
     cells,
     cost,
     coverage,
@@ -43,7 +44,7 @@ class Scorecard(
     header.Data, lift.Data, withall.Data, noise.Data, wow.Data, cells.Data, prompts.Data,
     activation.Data, audit.Data, improvements.Data,
     selfserved.Data, avoid.Data, coverage.Data, cost.Data, health.Data, judge.Data,
-    provenance.Data,
+    provenance.Data, baseline.Data,
 ):
     """scorecard.json: every section's keys (all numbers unrounded; renderers round)."""
 
@@ -77,6 +78,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("run-health", health.build, health.render),
     Section("judge-reliability", judge.build, judge.render),
     Section("provenance", provenance.build, provenance.render),
+    Section("baseline-reuse", baseline.build, baseline.render),  # inside Provenance
     Section("plots", None, plots.render),
 )
 

@@ -15,13 +15,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pytest_skilllift.judge.protocol import PROMPT_VERSION, Grader
 from pytest_skilllift.model import AgentConfig, JudgeResult, RunOutcome, RunSpec
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.warm import Warmed
+from pytest_skilllift.week.columns import NO_SKILL
 from pytest_skilllift.week.files import (
     BUDGET_CAPPED,
     DROP_REASONS,
@@ -36,6 +37,9 @@ from pytest_skilllift.week.files import (
     RunStatus,
 )
 from pytest_skilllift.week.ledger import Ledger
+
+if TYPE_CHECKING:
+    from pytest_skilllift.run.baseline import BaselineSource
 
 
 @dataclass(frozen=True)
@@ -78,8 +82,11 @@ class WeekRun:
     """Generates and grades runs into one week directory, each exactly once."""
 
     def __init__(self, week: Ledger, agent: AgentConfig, runner: Callable[[], Runner],
-                 grader: Callable[[], Grader], *, site: str = "") -> None:
+                 grader: Callable[[], Grader], *, site: str = "",
+                 baseline: BaselineSource | None = None) -> None:
         self.week = week
+        #: ``--skill-lift-baseline-from``: no-skill runs copied in from an earlier week.
+        self.baseline = baseline
         self.agent = agent
         self._runner_factory = runner
         self._runner: Runner | None = None
@@ -122,10 +129,17 @@ class WeekRun:
         run_dir = self.week.run_dir(spec.run_id)
         if record is not None:
             self.week.reset_run(spec.run_id)
+        reuse_reason = None
+        if self.baseline is not None and spec.condition == NO_SKILL:
+            adopted, reuse_reason = self.baseline.adopt(spec, self.week)
+            if adopted is not None:
+                return adopted, False
         if self._runner is None:
             self._runner = self._runner_factory()
         outcome = self._runner.run(spec, self.agent, run_dir)
         record = self._record(spec, outcome, run_dir / STDOUT_FILE)
+        if reuse_reason is not None:
+            record["baseline_reason"] = reuse_reason  # generated: why it was not reused
         self.week.save_run(spec.run_id, record)
         return record, True
 

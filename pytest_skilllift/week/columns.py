@@ -18,6 +18,8 @@ MANIFEST_COLUMNS: tuple[str, ...] = (
 MANIFEST_EXTRA_COLUMNS: tuple[str, ...] = (
     "run_status", "run_error", "runner", "model_id", "started_utc", "ended_utc",
     "wall_ms", "invocation_status", "top_level_only", "permission_denials",
+    # --skill-lift-baseline-from: the week a no-skill run was copied from, else why not.
+    "baseline_from", "baseline_reason",
 )
 
 #: The 12 qdrant scores columns, in their order.

@@ -51,6 +51,9 @@ JUDGE_COST_FILE: Final = "judge_cost.txt"  # USD (qdrant name)
 JUDGE_ERROR_FILE: Final = "judge_error.txt"
 AUDIT_FILE: Final = "audit.json"
 CALIBRATION_FILE: Final = "calibration.json"
+#: In the week directory: which no-skill runs come from an earlier week and why the others do
+#: not (``--skill-lift-baseline-from``).
+BASELINE_FILE: Final = "baseline.json"
 LOCK_FILE: Final = ".lock"
 
 # -- run statuses ----------------------------------------------------------------------------

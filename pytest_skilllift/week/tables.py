@@ -81,7 +81,8 @@ _MANIFEST_NUMERIC: tuple[str, ...] = (
 _MANIFEST_STRINGS: tuple[str, ...] = (
     "prompt", "skill_family", "model", "condition", "run_id", "timestamp", "skill_activation",
     "model_snapshot", "cli_version", "skills_sha", "run_status", "run_error", "model_id",
-    "started_utc", "ended_utc", "runner", "invocation_status",
+    "started_utc", "ended_utc", "runner", "invocation_status", "baseline_from",
+    "baseline_reason",
 )
 _MANIFEST_TYPES: dict[str, pa.DataType] = {
     **{c: pa.float64() for c in _MANIFEST_NUMERIC},
@@ -188,6 +189,12 @@ class Week:
     run_dirs: set[str] = field(default_factory=set)
     #: prompt → skill_family (from the manifest; the installed unit).
     prompt_family: dict[str, str] = field(default_factory=dict)
+    #: ``--skill-lift-baseline-from``: per run, whether it was copied in from an earlier week
+    #: (so it is left out of this week's spend and run window); the week it came from and,
+    #: for a no-skill run generated instead, why (Arrow arrays; None when the column is absent).
+    m_reused: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    m_baseline_from: pa.Array | None = None
+    m_baseline_reason: pa.Array | None = None
 
     def judge_error(self, run_id: str) -> str | None:
         """First line of ``<run_id>/judge_error.txt`` (our ledger's record of a failed judge
@@ -656,7 +663,18 @@ def _fill_manifest(
             ["r", "v"]).aggregate([]).to_pylist()
         week.docker_cli_versions = sorted(
             {(p["v"] or "").strip() for p in pairs if p["r"] == "docker"} - {""})
-    week.window, week.wall_clock_s = _window(t, week)
+    week.m_reused = np.zeros(n, bool)
+    if "baseline_from" in t.column_names and n:
+        week.m_baseline_from = t["baseline_from"].chunk(0)
+        b_idx, b_vals = _dict_parts(t, "baseline_from")
+        week.m_reused = np.array([bool(v.strip()) for v in b_vals] + [False])[b_idx]
+    if "baseline_reason" in t.column_names and n:
+        week.m_baseline_reason = t["baseline_reason"].chunk(0)
+    if week.m_reused.any():  # a reused run ran in its own week: not in this week's window
+        keep = ~week.m_reused
+        week.window, week.wall_clock_s = _window(t.filter(pa.array(keep)), week, keep)
+    else:
+        week.window, week.wall_clock_s = _window(t, week)
 
 
 def _run_status(t: pa.Table, week: Week) -> np.ndarray:
@@ -715,7 +733,8 @@ def _parse_utc(v: str) -> float | None:
     return d.timestamp()
 
 
-def _window(t: pa.Table, week: Week) -> tuple[tuple[str, str] | None, float | None]:
+def _window(t: pa.Table, week: Week, keep: np.ndarray | None = None,
+            ) -> tuple[tuple[str, str] | None, float | None]:
     """Run window (min/max start timestamp) and the generation wall-clock in seconds.
 
     Wall-clock is ``max(end) − min(start)``.  Our manifest has started/ended_utc; the
@@ -750,7 +769,8 @@ def _window(t: pa.Table, week: Week) -> tuple[tuple[str, str] | None, float | No
             if starts and ends:
                 window = (starts[0], ends[-1])
     if wall is None and np.isfinite(start_s).any():
-        dur = week.m_num.get("duration_ms", np.full(t.num_rows, np.nan))
+        dur = week.m_num.get("duration_ms", np.full(week.n_runs, np.nan))
+        dur = dur if keep is None else dur[keep]  # the rows of ``t``
         end = start_s + np.nan_to_num(dur, nan=0.0) / 1000.0
         wall = float(np.nanmax(end) - np.nanmin(start_s))
     return window, wall
