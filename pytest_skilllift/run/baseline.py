@@ -59,7 +59,8 @@ INPUT_WORDS: dict[str, str] = {
     "allowed_tools": "allowed tools", "permission_mode": "permission mode",
     "max_turns": "max turns", "max_budget_usd": "per-run budget (USD)", "runner": "runner",
     "image_id": "docker image id", "cli_version": "CLI version", "judge_model": "judge model",
-    "judge_prompt_version": "judge prompt version",
+    "judge_prompt_version": "judge prompt version", "judge_samples": "judge samples",
+    "evidence": "evidence policy",
 }
 HASHED_INPUTS: frozenset[str] = frozenset({"prompt_text", "rubric", "image_id"})
 
