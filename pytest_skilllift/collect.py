@@ -8,15 +8,18 @@ xdist's ``loadscope`` keeps on one worker (the scope is the id up to the last ``
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_skilllift.collect_invoked import INVOKED, InvokedTest
+from pytest_skilllift.hookcalls import HookError
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
 from pytest_skilllift.run.arms import arm_prompt, skill_families
 from pytest_skilllift.run.engine import make_run_id
+from pytest_skilllift.run.matrix import keywords_of
 from pytest_skilllift.run.prompts import PromptError, load_prompt
 from pytest_skilllift.week.columns import WITH_ALL, WITH_SKILL
 from pytest_skilllift.week.files import OK
@@ -33,12 +36,34 @@ class RubricFailure(Exception):
     """A must item missing or an avoid item violated: a real finding, shown without traceback."""
 
 
+class SkillLiftHookWarning(pytest.PytestWarning):
+    """A ``pytest_skilllift_*`` hook implementation raised (the message names it)."""
+
+
+#: user_properties key carrying a hook error from the item that triggered it to the
+#: controller (through xdist), which names it in the summary and exits 1.
+HOOK_ERROR_PROP = "skilllift_hook_error"
+
+
+def report_hook_errors(item: pytest.Item) -> None:
+    """Attach the hook errors raised while this item's run was generated or graded."""
+    state = item.config.stash[SESSION_KEY]
+    for message in state.drain_hook_errors():
+        item.user_properties.append((HOOK_ERROR_PROP, message))
+        warnings.warn(SkillLiftHookWarning(message), stacklevel=1)
+
+
 class PromptFile(pytest.File):
     """A prompt JSON file: validated on collection, one child per model."""
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         state = self.config.stash[SESSION_KEY]
         spec = load_prompt(self.path, state.settings.skills_root, state.settings.site)
+        # `-k <family>` selects the skill, not prompt names that happen to contain it; the
+        # marker's arguments match exactly (`-m "skill_lift(family='qdrant-edge')"`).
+        family, leaf = keywords_of(spec)
+        self.extra_keyword_matches.update((family, leaf))
+        self.add_marker(pytest.mark.skill_lift(family=family, skill=leaf, prompt=spec.name))
         for label, model_id in state.settings.models:
             yield ModelNode.from_parent(self, name=label, spec=spec, model_id=model_id)
 
@@ -88,24 +113,42 @@ class RunNode(pytest.Collector):
         self.run = run
 
     def collect(self) -> Iterator[pytest.Item]:
+        # Every rubric item of a prompt file requests the same fixtures from the same place:
+        # resolve them once per file, not once per item (thousands in a real week).
+        prompt_file = self.getparent(PromptFile)
         for item in self.run.prompt.rubric:
-            yield RubricTest.from_parent(self, name=item.key, run=self.run, item=item)
+            test = RubricTest.from_parent(
+                self, name=item.key, run=self.run, item=item,
+                fixtureinfo=getattr(prompt_file, "_skilllift_fixtureinfo", None))
+            if prompt_file is not None:
+                prompt_file._skilllift_fixtureinfo = test._fixtureinfo  # type: ignore[attr-defined]
+            yield test
         if self.run.condition == WITH_SKILL:  # ``-k invoked``: which skills are never reached
             yield InvokedTest.from_parent(self, name=INVOKED, run=self.run,
                                           state=self.config.stash[SESSION_KEY])
 
 
-class RubricTest(pytest.Item):
-    """One rubric item of one run. must missing / avoid violated fail; bonus never fails."""
+def _graded_through(skill_lift_judge: Any) -> None:
+    """What a rubric item "calls": naming the fixture makes pytest resolve it per item, so a
+    conftest.py override of ``skill_lift_judge`` grades every rubric item (also under -n).
+    ``RubricTest.runtest`` does the work."""
+
+
+class RubricTest(pytest.Function):
+    """One rubric item of one run. must missing / avoid violated fail; bonus never fails.
+
+    A ``pytest.Function`` only so that it takes fixtures: its run is graded through the
+    ``skill_lift_judge`` fixture the item receives.
+    """
 
     def __init__(self, *, run: RunSpec, item: RubricItem, **kw: Any) -> None:
-        super().__init__(**kw)
+        super().__init__(callobj=_graded_through, **kw)
         self.run, self.item = run, item
         self.add_marker(item.type)
 
     def runtest(self) -> None:
         state = self.config.stash[SESSION_KEY]
-        graded = state.weekrun.result(self.run)
+        graded = state.result(self.run, self.funcargs["skill_lift_judge"])
         status = "ungraded" if graded.judge_error else graded.status
         self.user_properties.append(("skilllift_run", f"{graded.run_id}|{status}"))
         if graded.status != OK:
@@ -121,6 +164,8 @@ class RubricTest(pytest.Item):
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
                      style: Any = None) -> str | TerminalRepr:
+        if isinstance(excinfo.value, HookError):
+            return str(excinfo.value)  # the user's hook, named; our call stack is noise
         if isinstance(excinfo.value, RubricFailure):
             verdict, evidence = excinfo.value.args
             lines = [f"{self.item.key} {verdict}: {self.item.text}"]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_skilllift.hookcalls import HookError
 from pytest_skilllift.model import RunSpec
 from pytest_skilllift.week.columns import VERIFIED
 from pytest_skilllift.week.files import AUDIT_FILE, ERRORED, INVALID, TIMEOUT
@@ -48,16 +49,21 @@ def invoked_outcome(run_status: str, invocation_status: str) -> tuple[str, str]:
     return "fail", invocation_status
 
 
-class InvokedTest(pytest.Item):
+def _graded_through(skill_lift_judge: Any) -> None:
+    """What an ``invoked`` item "calls": like a rubric item, it takes the ``skill_lift_judge``
+    fixture, so whichever item of a run comes first grades it through the same judge."""
+
+
+class InvokedTest(pytest.Function):
     """Whether the with-skill run reached its skill (trajectory audit ``VERIFIED``)."""
 
     def __init__(self, *, run: RunSpec, state: SkillLiftSession, **kw: Any) -> None:
-        super().__init__(**kw)
+        super().__init__(callobj=_graded_through, **kw)
         self.run, self.state = run, state
         self.add_marker(INVOKED)
 
     def runtest(self) -> None:
-        graded = self.state.weekrun.result(self.run)
+        graded = self.state.result(self.run, self.funcargs["skill_lift_judge"])
         status = "ungraded" if graded.judge_error else graded.status
         self.user_properties.append(("skilllift_run", f"{graded.run_id}|{status}"))
         record = self.state.week.load_run(self.run.run_id) or {}
@@ -78,6 +84,8 @@ class InvokedTest(pytest.Item):
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
                      style: Any = None) -> str | TerminalRepr:
+        if isinstance(excinfo.value, HookError):
+            return str(excinfo.value)  # the user's hook, named; our call stack is noise
         if isinstance(excinfo.value, InvocationFinding):
             status, evidence = excinfo.value.args
             lines = [f"{self.run.prompt.family} {status} (not VERIFIED) on "

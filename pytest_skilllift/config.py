@@ -74,6 +74,9 @@ OPTIONS: tuple[Option, ...] = (
            default="evals/test-prompts", cli=False),
     Option("skills", "Skills root: skill_url minus the site prefix is a path under it.",
            default="skills", cli=False),
+    Option("checks", "Your own checks (test files using skill_lift_run / skill_lift_week), "
+           "collected with the prompts when no test path is given (relative to rootdir).",
+           default="evals/checks", cli=False),
     Option("site", "URL prefix stripped from skill_url, e.g. https://skills.qdrant.tech/.",
            default="", cli=False, default_text="scheme and host of each skill_url"),
     Option("models", "Models as label=model_id[,label=model_id…]; a bare label is passed to "
@@ -181,6 +184,7 @@ class Settings:
     inifile: str
     prompts_dir: Path
     skills_root: Path
+    checks_dir: Path
     site: str
     models: tuple[tuple[str, str], ...]
     reps: int
@@ -286,6 +290,7 @@ class Settings:
             inifile=inifile,
             prompts_dir=_resolve(rootdir, v["prompts"]),
             skills_root=_resolve(rootdir, v["skills"]),
+            checks_dir=_resolve(rootdir, v["checks"]),
             site=v["site"],
             models=parse_models(models_text),
             reps=reps,

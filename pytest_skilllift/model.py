@@ -68,7 +68,7 @@ class RunSpec:
     prompt: PromptSpec
     model_label: str
     model_id: str
-    condition: str  # one of columns.CONDITIONS
+    condition: str  # one of columns.ARMS
     rep: int
     run_id: str
 

@@ -6,18 +6,31 @@ from ``summarize``. The ``skilllift`` pytest11 entry point loads this module.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_skilllift.collect import SESSION_KEY, PromptFile, RubricTest
+from pytest_skilllift.collect import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
 from pytest_skilllift.collect_invoked import InvokedTest
 from pytest_skilllift.config import Settings, SettingsError, add_options
+from pytest_skilllift.fixtures import CHECK_PROP
 from pytest_skilllift.run.prompts import is_heldout
 from pytest_skilllift.session import SkillLiftSession
 
 WIRE_KEY = "skilllift_settings"
+SESSION_ID_KEY = "skilllift_session_id"
+
+# The fixtures (skill_lift_judge, skill_lift_run, skill_lift_week) and their parametrization.
+pytest_plugins = ["pytest_skilllift.fixtures"]
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Declare the ``pytest_skilllift_*`` hooks (see ``hookspecs.py``)."""
+    from pytest_skilllift import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -36,6 +49,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "bonus: a bonus rubric item")
     config.addinivalue_line("markers", "avoid: an avoid rubric item")
     config.addinivalue_line("markers", "invoked: a with-skill run's skill reached (VERIFIED)")
+    config.addinivalue_line(
+        "markers", "skill_lift(prompts=, families=, models=, conditions=): on a test using "
+        "skill_lift_run, the runs it checks (globs). pytest-skilllift puts "
+        "skill_lift(family=, skill=, prompt=) on every item of a run, for -m.")
     try:
         if _is_worker(config):
             wire = config.workerinput.get(WIRE_KEY)  # type: ignore[attr-defined]
@@ -49,6 +66,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if not settings.enabled:
         return
     state = SkillLiftSession(settings, worker=_is_worker(config))
+    if _is_worker(config):
+        workerinput = config.workerinput  # type: ignore[attr-defined]
+        state.session_id = workerinput.get(SESSION_ID_KEY, state.session_id)
+    from pytest_skilllift.fixtures import wire_hooks
+
+    wire_hooks(config, state)
     if not _is_worker(config):
         _controller_setup(config, state)
         config.pluginmanager.register(ControllerPlugin(state), "skilllift-controller")
@@ -88,6 +111,8 @@ def _point_args_at_prompts(config: pytest.Config, settings: Settings) -> None:
     """Without explicit paths, ``pytest --skill-lift`` means the weekly run: the prompts dir."""
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = [str(settings.prompts_dir)]
+        if settings.checks_dir.exists():  # the team's own checks run with the prompts
+            config.args.append(str(settings.checks_dir))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -96,6 +121,7 @@ def pytest_configure_node(node: Any) -> None:
     state = node.config.stash.get(SESSION_KEY, None)
     if state is not None:
         node.workerinput[WIRE_KEY] = state.settings.to_wire()
+        node.workerinput[SESSION_ID_KEY] = state.session_id
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -105,7 +131,19 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    return LoadScopeScheduling(config, log)
+    from pytest_skilllift.run.matrix import run_scope
+
+    matrix = config.stash[SESSION_KEY].matrix()
+    by_path = matrix.names_by_path(config.rootpath)
+    names = sorted({spec.prompt.name for spec in matrix.runs})
+
+    class RunScopeScheduling(LoadScopeScheduling):
+        """A run's rubric items and its custom checks are one unit of work."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return run_scope(nodeid, by_path, names) or super()._split_scope(nodeid)
+
+    return RunScopeScheduling(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -114,8 +152,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     Stable and deterministic, so every xdist worker collects the same order."""
     if SESSION_KEY not in config.stash:
         return
-    items.sort(key=lambda item: not (isinstance(item, (RubricTest, InvokedTest))
-                                     and item.run.with_skill))
+    from pytest_skilllift.fixtures import run_of
+
+    def order(item: pytest.Item) -> tuple[bool, bool]:
+        # Whole-week tests last: by then the runs they summarize are done (in this process).
+        week = "skill_lift_week" in getattr(item, "fixturenames", ())
+        run = item.run if isinstance(item, InvokedTest) else run_of(item)
+        return week, not (run is not None and run.with_skill)
+
+    items.sort(key=order)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> PromptFile | None:
@@ -137,6 +182,7 @@ class ControllerPlugin:
 
     def __init__(self, state: SkillLiftSession) -> None:
         self.state = state
+        self._hook_seen: set[tuple[str, object]] = set()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
@@ -153,8 +199,16 @@ class ControllerPlugin:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Count outcomes per run (the run's status travels in ``user_properties``)."""
-        self.state.tally.add(report.outcome, report.when,
-                            {str(k): str(v) for k, v in report.user_properties})
+        props = {str(k): str(v) for k, v in report.user_properties}
+        self.state.tally.add(report.outcome, report.when, props)
+        for key, value in report.user_properties:  # every phase's report repeats them
+            if key == HOOK_ERROR_PROP and (report.nodeid, value) not in self._hook_seen:
+                self._hook_seen.add((report.nodeid, value))
+                self.state.tally.hook_errors.append(str(value))
+        check = props.get(CHECK_PROP)
+        if check is not None:
+            self.state.checks.add(json.loads(check), report.when, report.outcome,
+                                  _reason(report))
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """A prompt file that fails to load counts against the exit status."""
@@ -168,7 +222,7 @@ class ControllerPlugin:
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
                           pytest.ExitCode.USAGE_ERROR):
             return
-        if not enough:
+        if not enough or self.state.tally.hook_errors:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         elif self.state.tally.other_failures == 0 and exitstatus == pytest.ExitCode.TESTS_FAILED:
             # Rubric failures are findings for the scorecard, not a broken run.
@@ -185,6 +239,8 @@ class ControllerPlugin:
                 tr.write_line(line)
         if state.coverage_note:
             tr.write_line(f"coverage: {state.coverage_note}")
+        for line in _extension_lines(state):
+            tr.write_line(line)
         if state.tally.invocation_findings:
             tr.write_line(f"{state.tally.invocation_findings} invocation findings (with-skill "
                           "runs whose skill was not VERIFIED; -k invoked lists them) are "
@@ -193,6 +249,34 @@ class ControllerPlugin:
             tr.write_line(f"{state.tally.rubric_failures} rubric findings (must missing / "
                           "avoid violated) are reported, not a failed run: the exit status "
                           "is 0 when coverage is enough")
+
+
+def _reason(report: pytest.TestReport) -> str:
+    """A skip's reason, or the first line of a failure's message."""
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    if report.failed:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        text = getattr(crash, "message", None) or str(report.longrepr or "")
+        return text.strip().splitlines()[0] if text.strip() else ""
+    return ""
+
+
+def _extension_lines(state: SkillLiftSession) -> list[str]:
+    """Custom checks' outcomes and hook errors, for the terminal summary."""
+    lines = []
+    rows = state.checks.finished()
+    if rows:
+        n = {o: sum(1 for r in rows if r["outcome"] == o) for o in ("passed", "failed",
+                                                                    "skipped")}
+        lines.append(f"custom checks: {n['passed']} passed, {n['failed']} failed, "
+                     f"{n['skipped']} skipped over {len({r['run_id'] for r in rows})} runs "
+                     "(scorecard: Custom checks)")
+    errors = state.tally.hook_errors
+    if errors:
+        lines.append(f"{len(errors)} hook error(s) — exit status 1:")
+        lines += [f"  {e}" for e in errors]
+    return lines
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

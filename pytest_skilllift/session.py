@@ -9,16 +9,23 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from pytest_skilllift.config import Settings, SettingsError
 from pytest_skilllift.judge.protocol import Grader
-from pytest_skilllift.model import AgentConfig
-from pytest_skilllift.run.engine import WeekRun
+from pytest_skilllift.judge.session_judge import FixtureGrader, SessionJudge
+from pytest_skilllift.model import AgentConfig, JudgeResult, RunSpec
+from pytest_skilllift.run.engine import GradedRun, WeekRun
+from pytest_skilllift.run.matrix import Matrix, load_matrix
+from pytest_skilllift.run.view import SkillLiftRun
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import find_claude
 from pytest_skilllift.warm import Warmed
+from pytest_skilllift.week.checks import CheckTally, merge_checks
 from pytest_skilllift.week.files import OK, RUN_FILE
 from pytest_skilllift.week.ledger import Ledger
 
@@ -39,6 +46,10 @@ class SessionTally:
     skipped: int = 0
     #: ``…::invoked`` items that failed (skill not VERIFIED): findings, not a broken run.
     invocation_findings: int = 0
+    #: Custom checks (tests over skill_lift_run): a failed one is a finding, like a rubric item.
+    check_failures: int = 0
+    #: ``pytest_skilllift_*`` implementations that raised, each message naming it.
+    hook_errors: list[str] = field(default_factory=list)
 
     def add(self, outcome: str, when: str, props: dict[str, str]) -> None:
         run = props.get("skilllift_run")
@@ -48,7 +59,9 @@ class SessionTally:
         if "invocation" in props and outcome == "failed" and when == "call":
             self.invocation_findings += 1
             return
-        if outcome == "failed":
+        if outcome == "failed" and when == "call" and "skilllift_check" in props:
+            self.check_failures += 1
+        elif outcome == "failed":
             if run is not None and when == "call" and "verdict" in props:
                 self.rubric_failures += 1
             else:
@@ -72,6 +85,19 @@ class SkillLiftSession:
         self._server: Any = None
         self.summary: Any = None
         self.coverage_note = ""
+        #: Same on the controller and every worker (handed over through workerinput).
+        self.session_id = uuid.uuid4().hex
+        self.checks = CheckTally()
+        # The plugin's hooks, wired by the pytest glue (this module never imports pytest).
+        self.runner_hook: Callable[[], Runner | None] | None = None
+        self.run_finished_hook: Callable[[SkillLiftRun], list[str]] | None = None
+        self.run_graded_hook: Callable[[SkillLiftRun, tuple[Any, ...]], list[str]] | None = None
+        self.sections_hook: Callable[[dict[str, Any]], tuple[list[Any], list[str]]] | None = None
+        self._hook_errors: list[str] = []
+        self._judge: SessionJudge | None = None
+        self._graders: dict[int, FixtureGrader] = {}
+        self._matrix: Matrix | None = None
+        self.matrix_warned = False
 
     # -- controller set-up --------------------------------------------------------------
     def start_demo(self) -> None:
@@ -135,8 +161,51 @@ class SkillLiftSession:
     def weekrun(self) -> WeekRun:
         if self._weekrun is None:
             self._weekrun = WeekRun(self.week, self.agent_config(), self._make_runner,
-                                    self._make_grader, site=self.settings.site)
+                                    self._make_grader, site=self.settings.site,
+                                    session_id=self.session_id)
+            self._weekrun.on_generated = self._run_generated
+            self._weekrun.on_graded = self._run_graded
         return self._weekrun
+
+    # -- the fixtures' side (skill_lift_judge, skill_lift_run, skill_lift_week) -----------
+    @property
+    def judge(self) -> SessionJudge:
+        """The default ``skill_lift_judge``: the configured judge client of this process."""
+        if self._judge is None:
+            self._judge = SessionJudge(lambda: self.weekrun.default_grader())
+        return self._judge
+
+    def result(self, spec: RunSpec, judge: Any) -> GradedRun:
+        """The run, generated once and graded once, through ``judge`` (the fixture's value)."""
+        grader = self._graders.get(id(judge))
+        if grader is None or grader.judge is not judge:
+            grader = self._graders[id(judge)] = FixtureGrader(judge, self.judge)
+        return self.weekrun.result(spec, grader)
+
+    def run_view(self, spec: RunSpec) -> SkillLiftRun:
+        """The run as checks and hooks see it, read from the week directory."""
+        url = self.settings.site or spec.prompt.skill_url
+        return SkillLiftRun.load(self.week, spec, site_host=urlsplit(url).hostname if url
+                                 else None)
+
+    def matrix(self) -> Matrix:
+        """Every run of the configured week (what ``skill_lift_run`` is parametrized over)."""
+        if self._matrix is None:
+            self._matrix = load_matrix(self.settings)
+        return self._matrix
+
+    def drain_hook_errors(self) -> list[str]:
+        """Hook errors raised in this process since the last call."""
+        errors, self._hook_errors = self._hook_errors, []
+        return errors
+
+    def _run_generated(self, spec: RunSpec) -> None:
+        if self.run_finished_hook is not None:
+            self._hook_errors += self.run_finished_hook(self.run_view(spec))
+
+    def _run_graded(self, spec: RunSpec, result: JudgeResult) -> None:
+        if self.run_graded_hook is not None:
+            self._hook_errors += self.run_graded_hook(self.run_view(spec), result.verdicts)
 
     def agent_config(self) -> AgentConfig:
         s = self.settings
@@ -161,6 +230,10 @@ class SkillLiftSession:
 
     def _make_runner(self) -> Runner:
         s = self.settings
+        if self.runner_hook is not None:
+            supplied = self.runner_hook()  # pytest_skilllift_make_runner
+            if supplied is not None:
+                return supplied
         if s.runner == "docker":
             from pytest_skilllift.runners.docker import DockerRunner
 
@@ -194,8 +267,10 @@ class SkillLiftSession:
         if not any(self.week.root.glob(f"*/{RUN_FILE}")):
             return True
         self.week.rebuild_csvs()
+        merge_checks(self.week.root, self.checks.finished())
         banner = DEMO_BANNER if self.settings.demo else None
         self.summary = summarize_week(self.week.root, banner=banner)
+        self._add_hook_sections()
         runs = self.tally.runs
         if not runs:
             return True
@@ -208,3 +283,15 @@ class SkillLiftSession:
             + ("" if enough else " — below the minimum: the week is incomplete, exit status 1")
         )
         return enough
+
+    def _add_hook_sections(self) -> None:
+        """Sections from ``pytest_skilllift_scorecard_sections``, appended and rewritten."""
+        if self.sections_hook is None or self.summary is None:
+            return
+        from pytest_skilllift.report.extra_sections import append_sections
+
+        sections, errors = self.sections_hook(self.summary.data)
+        self.tally.hook_errors += errors
+        if sections:
+            self.summary.data, self.summary.markdown = append_sections(
+                self.week.root, self.summary.data, self.summary.markdown, sections)

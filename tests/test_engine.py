@@ -147,7 +147,12 @@ def test_two_engines_on_one_week_generate_and_judge_once(week: Path) -> None:
         t.join()
     assert runner.calls == [spec().run_id] and grader.calls == 1
     assert {r.status for r in results} == {OK}
-    assert sum(r.generated_now for r in results) == 1 and sum(r.judged_now for r in results) == 1
+    # An engine hands its cached result to a caller that comes after the run finished, and a
+    # fresh one (read from the ledger) to a caller that waited on the lock: count each result
+    # object once, so the verdict does not depend on how the threads were scheduled.
+    distinct = list({id(r): r for r in results}.values())
+    assert sum(r.generated_now for r in distinct) == 1
+    assert sum(r.judged_now for r in distinct) == 1
     assert all(r.rows == results[0].rows for r in results)
     assert sorted(results[0].rows) == ["avoid-1", "must-1", "must-2"]
     # a third engine (a rerun of the session) reads the ledger: still one run, one grade

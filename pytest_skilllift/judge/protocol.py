@@ -170,9 +170,11 @@ class Grader(Protocol):
     """What the run engine and calibration need from a judge: grade one answer against its
     rubric.  ``seed`` fixes the shuffle of the items (usually the run id), nothing else.
     Implemented by ``judge.client.Judge``, the workers' ``judge.service.RemoteGrader`` and
-    users' own judges."""
+    users' own judges.  ``model`` is read-only (a property is enough: the
+    ``skill_lift_judge`` adapter reports the wrapped judge's)."""
 
-    model: str
+    @property
+    def model(self) -> str: ...
 
     def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
               seed: int | str) -> JudgeResult: ...

@@ -166,10 +166,6 @@ class SampledJudge:
         """The inner judge's model (a remote grader learns it from its first reply)."""
         return self.inner.model
 
-    @model.setter
-    def model(self, value: str) -> None:
-        self.inner.model = value
-
     def __repr__(self) -> str:
         return f"SampledJudge({self.inner!r}, samples={self.samples})"
 

@@ -22,6 +22,7 @@ from pytest_skilllift.report.sections import (
     cells,
     cost,
     coverage,
+    custom_checks,
     header,
     health,
     improvements,
@@ -43,8 +44,8 @@ if TYPE_CHECKING:
 class Scorecard(
     header.Data, lift.Data, withall.Data, noise.Data, wow.Data, cells.Data, prompts.Data,
     activation.Data, audit.Data, improvements.Data,
-    selfserved.Data, avoid.Data, coverage.Data, cost.Data, health.Data, judge.Data,
-    provenance.Data, baseline.Data,
+    selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data, health.Data,
+    judge.Data, provenance.Data, baseline.Data,
 ):
     """scorecard.json: every section's keys (all numbers unrounded; renderers round)."""
 
@@ -73,6 +74,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("improvements", improvements.build, improvements.render),
     Section("baseline-self-served", selfserved.build, selfserved.render),
     Section("avoid-violations", avoid.build, avoid.render),
+    Section("custom-checks", custom_checks.build, custom_checks.render),
     Section("coverage", coverage.build, coverage.render),
     Section("cost-time", cost.build, cost.render),
     Section("run-health", health.build, health.render),

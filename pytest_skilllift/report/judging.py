@@ -8,7 +8,8 @@ reliability" section (``report/sections/judge.py``) and the judge lines of Run h
 Provenance render it. Sources:
 
 * ``<run>/grades.json`` of each run: the judge model, prompt version, samples per run, judge
-  calls and tie-breaks, the evidence policy in force;
+  calls and tie-breaks, the evidence policy in force, whether a conftest.py overrode the
+  ``skill_lift_judge`` fixture (and with which class);
 * ``scores.csv``: ``evidence_ok = 0`` rows (a met/violated whose quote is not in the answer;
   ``claimed_verdict`` set when it was rejected, empty when kept under the ``flag`` policy) and
   ``contested`` rows (samples disagreed);
@@ -179,6 +180,8 @@ def build(week_dir: Path, *, history: Path | None = None, run_key: str | None = 
     policies = Counter(str(m.get("evidence_policy") or "unrecorded") for m in meta)
     versions = Counter(str(m.get("prompt_version") or "unrecorded") for m in meta)
     with_calls = [m for m in meta if "judge_calls" in m]
+    overridden = Counter(str(m.get("judge_impl") or "unknown") for m in meta
+                         if m.get("judge_overridden"))
     rows = _flagged_rows(week_dir / SCORES_CSV)
 
     # ---- quotes not found in the answer
@@ -266,6 +269,8 @@ def build(week_dir: Path, *, history: Path | None = None, run_key: str | None = 
         "graded_runs": len(meta),
         "judge_models": {m: n for m, n in sorted(models.items()) if m},
         "prompt_versions": dict(sorted(versions.items())),
+        "overridden_runs": sum(overridden.values()),
+        "overrides": dict(sorted(overridden.items())),
         "samples_per_run": {str(k): n for k, n in sorted(samples.items())},
         "evidence_policy": dict(sorted(policies.items())),
         "judge_calls": sum(int(m.get("judge_calls") or 0) for m in with_calls)

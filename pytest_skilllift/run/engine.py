@@ -82,7 +82,7 @@ class WeekRun:
     """Generates and grades runs into one week directory, each exactly once."""
 
     def __init__(self, week: Ledger, agent: AgentConfig, runner: Callable[[], Runner],
-                 grader: Callable[[], Grader], *, site: str = "",
+                 grader: Callable[[], Grader], *, site: str = "", session_id: str = "",
                  baseline: BaselineSource | None = None) -> None:
         self.week = week
         #: ``--skill-lift-baseline-from``: no-skill runs copied in from an earlier week.
@@ -95,19 +95,34 @@ class WeekRun:
         self._sha: dict[str, str] = {}
         self._grader: Warmed[Grader] = Warmed(grader)
         self._grader.warm("skilllift-judge-warmup")
+        #: Marks the runs this session generated: another process of the same session (an
+        #: xdist worker holding a custom check of the run) must not retry an errored one.
+        self.session_id = session_id
+        #: Called once per run, under the run's lock, right after it is generated / graded
+        #: (the plugin's ``pytest_skilllift_run_finished`` / ``_run_graded`` hooks).
+        self.on_generated: Callable[[RunSpec], None] | None = None
+        self.on_graded: Callable[[RunSpec, JudgeResult], None] | None = None
+
+    def default_grader(self) -> Grader:
+        """The configured judge client (built once, warmed ahead of the first run)."""
+        return self._grader.get()
 
     def close(self) -> None:
         if self._runner is not None:
             self._runner.close()
 
-    def result(self, spec: RunSpec) -> GradedRun:
-        """The graded run for ``spec``; generated and judged at most once per week."""
+    def result(self, spec: RunSpec, grader: Grader | None = None) -> GradedRun:
+        """The graded run for ``spec``; generated and judged at most once per week.
+
+        ``grader`` is what grades it when it still needs a grade (the plugin passes the
+        ``skill_lift_judge`` fixture); the configured judge when None.
+        """
         cached = self._cache.get(spec.run_id)
         if cached is not None:
             return cached
         with self.week.lock(spec.run_id):
             record, generated = self._ensure_generated(spec)
-            graded = self._ensure_graded(spec, record, generated)
+            graded = self._ensure_graded(spec, record, generated, grader)
         self._cache[spec.run_id] = graded
         return graded
 
@@ -124,7 +139,8 @@ class WeekRun:
     # -- generation ---------------------------------------------------------------------
     def _ensure_generated(self, spec: RunSpec) -> tuple[dict[str, Any], bool]:
         record = self.week.load_run(spec.run_id)
-        if record is not None and record.get("run_status") not in RETRY_ON_RERUN:
+        if record is not None and (record.get("run_status") not in RETRY_ON_RERUN or (
+                self.session_id and record.get("session_id") == self.session_id)):
             return record, False
         run_dir = self.week.run_dir(spec.run_id)
         if record is not None:
@@ -140,7 +156,11 @@ class WeekRun:
         record = self._record(spec, outcome, run_dir / STDOUT_FILE)
         if reuse_reason is not None:
             record["baseline_reason"] = reuse_reason  # generated: why it was not reused
+        if self.session_id:
+            record["session_id"] = self.session_id
         self.week.save_run(spec.run_id, record)
+        if self.on_generated is not None:
+            self.on_generated(spec)
         return record, True
 
     def _record(self, spec: RunSpec, outcome: RunOutcome, transcript: Path) -> dict[str, Any]:
@@ -190,7 +210,7 @@ class WeekRun:
 
     # -- judging ------------------------------------------------------------------------
     def _ensure_graded(self, spec: RunSpec, record: dict[str, Any],
-                       generated: bool) -> GradedRun:
+                       generated: bool, grader: Grader | None = None) -> GradedRun:
         status = record.get("run_status", ERRORED)
         base = {"run_id": spec.run_id, "status": status, "generated_now": generated}
         if status != OK:
@@ -199,7 +219,7 @@ class WeekRun:
         rows = self.week.load_grades(spec.run_id)
         judged = False
         if rows is None:
-            grader = self._grader.get()
+            grader = grader if grader is not None else self._grader.get()
             started = time.monotonic()
             result = grader.grade(spec.prompt.prompt, record.get("final_answer", ""),
                                         spec.prompt.rubric, spec.run_id)
@@ -211,8 +231,11 @@ class WeekRun:
                                  **base)
             rows = score_rows(spec, result)
             self.week.save_grades(spec.run_id, rows, result.model, result.cost_usd, judge_ms,
-                                  meta=judge_meta(result))
+                                  meta={**judge_meta(result),
+                                        **(getattr(grader, "provenance", None) or {})})
             judged = True
+            if self.on_graded is not None:
+                self.on_graded(spec, result)
         by_key = {f"{r['item_type']}-{r['item_index']}": r for r in rows if r.get("verdict")}
         return GradedRun(reason="", rows=by_key, judged_now=judged, **base)
 

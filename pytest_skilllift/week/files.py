@@ -10,6 +10,7 @@ Layout (the qdrant/skills pipeline's week directory, our files beside it)::
     <weekly>/<week>/scorecard.md|json      the report
     <weekly>/<week>/calibration.json       judge self-agreement (skilllift calibrate)
     <weekly>/<week>/judge-check.json       judge vs human labels (skilllift judge-check)
+    <weekly>/<week>/custom_checks.csv      one row per (custom check, run): its outcome
     <weekly>/<week>/<run_id>/stdout.txt    the transcript (stream-json), stderr.txt beside it
     <weekly>/<week>/<run_id>/run.json      the manifest row + status, once the run finished
     <weekly>/<week>/<run_id>/grades.json   the scores rows, once the judge answered
@@ -32,6 +33,8 @@ MANIFEST_CSV: Final = "manifest.csv"
 SCORES_CSV: Final = "scores.csv"
 SCORECARD_MD: Final = "scorecard.md"
 SCORECARD_JSON: Final = "scorecard.json"
+#: Outcomes of the team's own checks over ``skill_lift_run`` (week/checks.py).
+CUSTOM_CHECKS_CSV: Final = "custom_checks.csv"
 #: The judge measured against human labels (``skilllift judge-check``).
 JUDGE_CHECK_FILE: Final = "judge-check.json"
 #: Progress of an interrupted ``skilllift judge --fresh`` pass (the runs it already graded).

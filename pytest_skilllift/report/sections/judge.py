@@ -110,6 +110,10 @@ class JudgeReport(TypedDict):
     #: judge model → runs it graded (from each run's grades.json).
     judge_models: dict[str, int]
     prompt_versions: dict[str, int]
+    #: Runs graded through a ``skill_lift_judge`` fixture a conftest.py overrode, and the
+    #: overriding class (``module.QualName``) → runs.
+    overridden_runs: int
+    overrides: dict[str, int]
     #: samples per run (as text) → runs.
     samples_per_run: dict[str, int]
     evidence_policy: dict[str, int]

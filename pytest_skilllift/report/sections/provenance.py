@@ -1,6 +1,7 @@
 """Provenance: the exact model builds, CLI versions and skills commits behind the numbers, and
 every mismatch among them (a model that changed mid-week is a different measurement); the
-judge that graded them, how, and whether people have checked it."""
+judge that graded them, how (and whether a conftest.py overrode the ``skill_lift_judge``
+fixture), and whether people have checked it."""
 
 from __future__ import annotations
 
@@ -134,6 +135,9 @@ def judge_lines(card: Scorecard) -> list[str]:
         if len(models) > 1:
             L.append("- ⚠ more than one judge model graded this week — its numbers mix two "
                      "measurements (regrade with `skilllift judge WEEKDIR --fresh`)")
+        if len(j["prompt_versions"]) > 1:
+            L.append("- ⚠ more than one judge prompt version graded this week — grades are "
+                     "not all comparable (regrade with `skilllift judge WEEKDIR --fresh`)")
     else:
         L.append("- judge: not recorded (no run has a grades.json)")
     if j["graded_runs"]:
@@ -149,6 +153,12 @@ def judge_lines(card: Scorecard) -> list[str]:
         else:
             L.append("- evidence policy: reject — a met/violated whose quote is not in the "
                      "answer scores nothing")
+        if j["overridden_runs"]:
+            L.append(f"- ⚠ judge overridden (a `skill_lift_judge` fixture in conftest.py) for "
+                     f"{j['overridden_runs']} of {j['graded_runs']} graded runs: "
+                     + ", ".join(f"`{k}`" for k in j["overrides"]))
+        else:
+            L.append("- judge: the configured one (`skill_lift_judge` not overridden)")
     t = j["trust"]
     if t["source"] is None:
         L.append("- judge trust: **unmeasured** — no human labels yet (`skilllift label` "

@@ -1,0 +1,149 @@
+"""The week's run matrix (prompt × model × condition × rep) outside the prompt-file tree.
+
+A check that requests ``skill_lift_run`` is parametrized over the same runs as the rubric
+items, with ids ``<prompt>::<model>::<condition>::r<rep>``; ``narrow`` applies the
+``skill_lift(prompts=…, families=…, models=…, conditions=…)`` marker; ``run_scope`` tells the
+xdist scheduler which run a test id belongs to, so a run's rubric items and checks travel to
+one worker together. No pytest here.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_skilllift.config import Settings
+from pytest_skilllift.model import PromptSpec, RunSpec
+from pytest_skilllift.run.engine import make_run_id
+from pytest_skilllift.run.prompts import PromptError, is_heldout, load_prompt
+from pytest_skilllift.week.columns import CONDITIONS
+
+__all__ = ["NARROWING_KEYS", "Matrix", "keywords_of", "load_matrix", "narrow", "run_key",
+           "run_scope"]
+
+#: Keyword arguments of ``@pytest.mark.skill_lift(...)`` on a check, each a glob or a list.
+NARROWING_KEYS = ("prompts", "families", "models", "conditions")
+
+
+def run_key(spec: RunSpec) -> str:
+    """A run's id within a parametrized check: ``<prompt>::<model>::<condition>::r<rep>``."""
+    return f"{spec.prompt.name}::{spec.model_label}::{spec.condition}::r{spec.rep}"
+
+
+def keywords_of(prompt: PromptSpec) -> tuple[str, str]:
+    """The ``-k`` keywords of every item of a prompt: its skill family and its leaf skill
+    (the SKILL.md's directory under the skills root, e.g. ``qdrant-scaling/minimize-latency``)."""
+    leaf = prompt.leaf.removesuffix("SKILL.md").rstrip("/") or prompt.family
+    return prompt.family, leaf
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """Every run of the configured week, in collection order, and the prompt files that
+    could not be read (named: they are collection errors of the rubric items too)."""
+
+    runs: tuple[RunSpec, ...]
+    problems: tuple[str, ...]
+
+    def names_by_path(self, rootdir: Path) -> dict[str, str]:
+        """Prompt file path relative to ``rootdir`` (as in a test id) → prompt name; a prompts
+        directory outside the rootdir gives ids of bare file names, keyed here too."""
+        out: dict[str, str] = {}
+        for spec in self.runs:
+            path = spec.prompt.path
+            out.setdefault(path.name, spec.prompt.name)
+            try:
+                out[path.resolve().relative_to(rootdir.resolve()).as_posix()] = spec.prompt.name
+            except ValueError:
+                continue
+        return out
+
+
+def load_matrix(settings: Settings) -> Matrix:
+    """All runs of the week the settings describe (held-out prompts only with ``heldout``)."""
+    runs: list[RunSpec] = []
+    problems: list[str] = []
+    folder = settings.prompts_dir
+    paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    for path in paths:
+        if is_heldout(path) and not settings.heldout:
+            continue
+        try:
+            prompt = load_prompt(path, settings.skills_root, settings.site)
+        except PromptError as exc:
+            problems.append(str(exc))
+            continue
+        for label, model_id in settings.models:
+            for condition in CONDITIONS:
+                for rep in range(1, settings.reps + 1):
+                    runs.append(RunSpec(
+                        prompt=prompt, model_label=label, model_id=model_id,
+                        condition=condition, rep=rep,
+                        run_id=make_run_id(prompt.name, label, condition, rep, settings.week)))
+    return Matrix(tuple(runs), tuple(problems))
+
+
+def _patterns(key: str, value: Any) -> tuple[str, ...]:
+    values = (value,) if isinstance(value, str) else tuple(value) if isinstance(
+        value, (list, tuple, set, frozenset)) else None
+    if not values or not all(isinstance(v, str) and v for v in values):
+        raise ValueError(f"skill_lift({key}=…) must be a glob or a list of globs, "
+                         f"e.g. {key}=\"qdrant-*\"; got {value!r}")
+    return values
+
+
+def narrow(runs: Iterable[RunSpec], options: Mapping[str, Any]) -> list[RunSpec]:
+    """The runs a ``skill_lift(...)`` marker selects: every given key must match (globs,
+    ``fnmatch`` rules, case-sensitive). Raises ``ValueError`` naming a bad key or value."""
+    unknown = sorted(set(options) - set(NARROWING_KEYS))
+    if unknown:
+        raise ValueError(f"skill_lift marker: unknown argument(s) {', '.join(unknown)}; use "
+                         f"{', '.join(NARROWING_KEYS)} (each a glob or a list of globs)")
+    pats = {k: _patterns(k, v) for k, v in options.items()}
+    for cond in pats.get("conditions", ()):
+        if not any(fnmatch.fnmatchcase(c, cond) for c in CONDITIONS):
+            raise ValueError(f"skill_lift(conditions={cond!r}) matches no condition; use "
+                             f"{' or '.join(CONDITIONS)}")
+
+    def hit(key: str, value: str) -> bool:
+        return key not in pats or any(fnmatch.fnmatchcase(value, p) for p in pats[key])
+
+    return [r for r in runs
+            if hit("prompts", r.prompt.name) and hit("families", r.prompt.family)
+            and hit("models", r.model_label) and hit("conditions", r.condition)]
+
+
+_RUN_TAIL = re.compile(r"::([^:\[\]]+)::(no-skill|with-skill)::r(\d+)")
+
+
+def run_scope(nodeid: str, names_by_path: Mapping[str, str],
+              names: Iterable[str]) -> str | None:
+    """``run:<prompt>::<model>::<condition>::r<rep>`` for a rubric item or a parametrized
+    check of one run; None for any other test id.
+
+    Rubric items: ``<prompt file>::<model>::<condition>::r<rep>::<item>``. Checks:
+    ``<file>::<test>[…<prompt>::<model>::<condition>::r<rep>…]`` (other parameters may be
+    joined to the run's id with ``-``, so the prompt is the longest known name there).
+    """
+    head, sep, rest = nodeid.partition("::")
+    if not sep:
+        return None
+    if "[" not in rest:
+        parts = rest.split("::")
+        name = names_by_path.get(head)
+        if name is None or len(parts) != 4:
+            return None
+        return f"run:{name}::{parts[0]}::{parts[1]}::{parts[2]}"
+    params = rest.partition("[")[2].removesuffix("]")
+    known = sorted(set(names), key=len, reverse=True)
+    for match in _RUN_TAIL.finditer(params):
+        before = params[:match.start()]
+        for name in known:
+            if before.endswith(name) and (len(before) == len(name)
+                                          or before[-len(name) - 1] == "-"):
+                return f"run:{name}{match.group(0)}"
+    return None
