@@ -4,6 +4,7 @@ the real bundled CLI against the stand-in (the project of ``test_plugin_e2e``)."
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -157,3 +158,31 @@ def test_collect_only_lists_the_new_ids(pytester: pytest.Pytester, standin: Any)
     assert [i for i in ids if i.endswith("::invoked")] == [
         "evals/test-prompts/git-bisect-regression.json::haiku::with-skill::r1::invoked"]
     assert standin.count() == 0
+
+
+def test_checks_see_the_same_arms_as_the_rubric_items(tmp_path: Path) -> None:
+    """``skill_lift_run``'s matrix has the session's arms, with-all installing every family,
+    and a check's id maps back to its run whatever the arm."""
+    import dataclasses
+
+    from pytest_skilllift.run.matrix import load_matrix, narrow, run_scope
+    from tests.test_config import build
+
+    shutil.copytree(REPO / "skills", tmp_path / "skills")
+    (tmp_path / "evals" / "test-prompts").mkdir(parents=True)
+    shutil.copy(REPO / "evals" / "test-prompts" / "git-bisect-regression.json",
+                tmp_path / "evals" / "test-prompts")
+    settings = dataclasses.replace(
+        build(conditions="no-skill,with-skill,with-all,no-skill-b", reps=1, models="haiku"),
+        rootdir=tmp_path, prompts_dir=tmp_path / "evals" / "test-prompts",
+        skills_root=tmp_path / "skills")
+    runs = {r.condition: r for r in load_matrix(settings).runs}
+    assert list(runs) == ["no-skill", "with-skill", "with-all", "no-skill-b"]
+    assert runs["with-all"].prompt.installed_families == (
+        "git-bisect", "python-packaging", "sqlite-performance")
+    assert runs["with-skill"].prompt.installed_families == ("git-bisect",)
+    assert [r.condition for r in narrow(runs.values(), {"conditions": "with-*"})] == [
+        "with-skill", "with-all"]
+    assert run_scope("t.py::test_x[git-bisect-regression::haiku::no-skill-b::r1]", {},
+                     ["git-bisect-regression"]) == (
+        "run:git-bisect-regression::haiku::no-skill-b::r1")
