@@ -122,6 +122,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("aa", "An A/A week: both arms run with no skill (the second labelled no-skill-b), "
            "so the scorecard measures the false-lift rate of this prompt set, models and "
            "judge. Same as --skill-lift-conditions=no-skill,no-skill-b.", "bool", False),
+    Option("baseline-from", "Take the no-skill runs from this earlier week directory wherever "
+           "nothing that decides a no-skill answer changed (its week.json identity); the others "
+           "are generated and say why. Write it as --skill-lift-baseline-from=WEEKDIR.",
+           default=""),
 )
 
 
@@ -209,6 +213,8 @@ class Settings:
     demo_judge_latency_s: float
     #: The arms every (prompt, model, rep) runs, in ``columns.ARMS`` order.
     conditions: tuple[str, ...]
+    #: ``--skill-lift-baseline-from``: the source week directory (absolute), or "" when off.
+    baseline_from: str
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""
     #: The controller's shared judge (set under xdist): workers grade through it.
@@ -314,6 +320,8 @@ class Settings:
             demo_latency_s=float(v["demo-latency"]),
             demo_judge_latency_s=float(v["demo-judge-latency"]),
             conditions=parse_conditions(v["conditions"], aa=bool(v["aa"])),
+            baseline_from=str(_resolve(rootdir, v["baseline-from"])) if v["baseline-from"]
+            else "",
         )
 
     @classmethod

@@ -162,10 +162,19 @@ class SkillLiftSession:
         if self._weekrun is None:
             self._weekrun = WeekRun(self.week, self.agent_config(), self._make_runner,
                                     self._make_grader, site=self.settings.site,
-                                    session_id=self.session_id)
+                                    session_id=self.session_id, baseline=self._baseline())
             self._weekrun.on_generated = self._run_generated
             self._weekrun.on_graded = self._run_graded
         return self._weekrun
+
+    def _baseline(self) -> Any:
+        """``--skill-lift-baseline-from``: where the engine asks for no-skill runs first (the
+        plan the controller wrote before the first run, read from the week directory)."""
+        if not self.settings.baseline_from:
+            return None
+        from pytest_skilllift.run.baseline import BaselineSource
+
+        return BaselineSource(self.settings.out_dir)
 
     # -- the fixtures' side (skill_lift_judge, skill_lift_run, skill_lift_week) -----------
     @property
