@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from pytest_skilllift.model import (
     DEFAULT_ALLOWED_TOOLS,
     DEFAULT_MAX_BUDGET_USD,
+    DEFAULT_MIN_COVERAGE,
+    DEFAULT_PASS_THRESHOLD,
     DEFAULT_PERMISSION_MODE,
     DEFAULT_TIMEOUT_S,
 )
@@ -45,11 +47,12 @@ class Option:
 
     name: str
     help: str
-    kind: str = "string"  # string | bool | int | float
+    kind: str = "string"  # string | bool | int | float | lines (repeatable flag, ini linelist)
     default: Any = None
     cli: bool = True  # some settings are ini-only (paths of the project layout)
     choices: tuple[str, ...] | None = None
     default_text: str = ""
+    ini: str = ""  # the ini name when it is not the flag's (a repeatable flag's plural list)
 
     @property
     def flag(self) -> str:
@@ -60,11 +63,15 @@ class Option:
         return "skill_lift_" + self.name.replace("-", "_")
 
     @property
+    def ini_name(self) -> str:
+        return self.ini or self.dest
+
+    @property
     def help_text(self) -> str:
         """``help`` with the default said once, from ``default`` (bool flags have none)."""
         d = self.default
         shown = self.default_text or (
-            "" if d is None or d == "" or isinstance(d, bool) else f"{d:g}"
+            "" if d is None or d == "" or d == () or isinstance(d, bool) else f"{d:g}"
             if isinstance(d, float) else str(d))
         return f"{self.help} (default: {shown})" if shown else self.help
 
@@ -107,7 +114,7 @@ OPTIONS: tuple[Option, ...] = (
            "(recorded as missing/absent/clean, no credit) or flag (kept, evidence_ok=0).",
            default="reject", choices=("reject", "flag")),
     Option("min-coverage", "Least share of runs that must be graded for exit status 0 (the "
-           "coverage guard).", "float", 0.5),
+           "coverage guard).", "float", DEFAULT_MIN_COVERAGE),
     Option("image", "Docker image for --skill-lift-runner=docker.", default="skilllift:local"),
     Option("docker-network", "Docker network mode (host reaches a stand-in on loopback).",
            default="bridge"),
@@ -126,6 +133,12 @@ OPTIONS: tuple[Option, ...] = (
            "nothing that decides a no-skill answer changed (its week.json identity); the others "
            "are generated and say why. Write it as --skill-lift-baseline-from=WEEKDIR.",
            default=""),
+    Option("gate", "A quality gate [SCOPE.]METRIC OP VALUE[:hard|:soft], e.g. "
+           "must_lift_ci_low>0 or haiku.with-skill.pass_rate>=0.8:soft; repeatable (ini "
+           "skill_lift_gates, one per line). A failed hard gate makes the exit status 1.",
+           "lines", (), ini="skill_lift_gates"),
+    Option("pass-threshold", "Composite a prompt×rep must reach to pass (0.7 is the Drupal "
+           "ai_eval 3.5 of 5).", "float", DEFAULT_PASS_THRESHOLD),
 )
 
 
@@ -215,6 +228,8 @@ class Settings:
     conditions: tuple[str, ...]
     #: ``--skill-lift-baseline-from``: the source week directory (absolute), or "" when off.
     baseline_from: str
+    gates: tuple[str, ...]
+    pass_threshold: float
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""
     #: The controller's shared judge (set under xdist): workers grade through it.
@@ -247,6 +262,7 @@ class Settings:
         kwargs["models"] = tuple(tuple(m) for m in kwargs["models"])
         kwargs["allowed_tools"] = tuple(kwargs["allowed_tools"])
         kwargs["conditions"] = tuple(kwargs["conditions"])
+        kwargs["gates"] = tuple(kwargs["gates"])
         return cls(**kwargs)
 
     @classmethod
@@ -277,6 +293,10 @@ class Settings:
         cov = float(v["min-coverage"])
         if not 0.0 <= cov <= 1.0:
             raise SettingsError(f"--skill-lift-min-coverage must be within [0, 1], got {cov}")
+        pass_threshold = float(v["pass-threshold"])
+        if not 0.0 <= pass_threshold <= 1.0:
+            raise SettingsError("--skill-lift-pass-threshold is a composite, within [0, 1] "
+                                f"(0.7 = 3.5 of 5), got {pass_threshold}")
         if demo and v["runner"] == "docker" and v["docker-network"] != "host":
             raise SettingsError(
                 "--skill-lift-demo with --skill-lift-runner=docker needs "
@@ -322,6 +342,8 @@ class Settings:
             conditions=parse_conditions(v["conditions"], aa=bool(v["aa"])),
             baseline_from=str(_resolve(rootdir, v["baseline-from"])) if v["baseline-from"]
             else "",
+            gates=tuple(g.strip() for g in (v["gate"] or ()) if g.strip()),
+            pass_threshold=pass_threshold,
         )
 
     @classmethod
@@ -331,7 +353,7 @@ class Settings:
         def get(o: Option) -> Any:
             value = config.getoption(o.dest) if o.cli else None
             if value is None or value is False:
-                ini = config.getini(o.dest)
+                ini = config.getini(o.ini_name)
                 if ini not in (None, "", []):
                     return _coerce(o, ini)
                 return value if value is not None else o.default
@@ -349,6 +371,9 @@ def _coerce(o: Option, raw: Any) -> Any:
     """Ini values arrive as strings (or bools for ``type='bool'``)."""
     if o.kind == "bool":
         return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes", "on")
+    if o.kind == "lines":
+        lines = raw.splitlines() if isinstance(raw, str) else list(raw)
+        return tuple(str(x).strip() for x in lines if str(x).strip())
     if o.kind == "int":
         try:
             return int(raw)
@@ -377,11 +402,16 @@ def add_options(parser: pytest.Parser) -> None:
     for o in OPTIONS:
         if o.kind == "bool":
             parser.addini(o.dest, o.help_text, type="bool", default=None)
+        elif o.kind == "lines":
+            parser.addini(o.ini_name, o.help_text, type="linelist", default=[])
         else:
             parser.addini(o.dest, o.help_text, type="string", default=None)
         if not o.cli:
             continue
-        if o.kind == "bool":
+        if o.kind == "lines":
+            group.addoption(o.flag, action="append", dest=o.dest, default=None,
+                            metavar="EXPR", help=o.help_text)
+        elif o.kind == "bool":
             group.addoption(o.flag, action="store_true", dest=o.dest, default=None,
                             help=o.help_text)
         else:

@@ -90,6 +90,11 @@ DEFAULT_ALLOWED_TOOLS: tuple[str, ...] = (
 DEFAULT_PERMISSION_MODE = "dontAsk"
 DEFAULT_MAX_BUDGET_USD = 2.0
 DEFAULT_TIMEOUT_S = 600.0
+#: Verdict settings (the Drupal ai_eval scoring document: a question passes at 3.5 of 5, our
+#: composite's 0.7; the coverage guard).  ``config.OPTIONS`` offers them as option defaults;
+#: a week without week.json (the qdrant pipeline's) is read with them.
+DEFAULT_PASS_THRESHOLD = 0.7
+DEFAULT_MIN_COVERAGE = 0.5
 
 
 @dataclass(frozen=True)

@@ -92,10 +92,13 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
             "--skill-lift-claude=PATH: a bare path after an option is read as a test path "
             "when pytest picks the rootdir."
         )
+    try:  # gates validated; the week identity computed unless only listing tests
+        for warning in state.ci.prepare(identity=not config.option.collectonly):
+            config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
+    except SettingsError as exc:
+        raise pytest.UsageError(str(exc)) from None
     if s.demo:
         state.start_demo()
-    if s.fresh:
-        state.week.discard_grades()
     if _uses_workers(config):
         state.start_judge_service()
     state.warm_summarizer()
@@ -186,7 +189,8 @@ class ControllerPlugin:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
-        """Before the first run (not while listing tests): the key and the CLI must be there.
+        """Before the first run (not while listing tests): the key and the CLI must be there,
+        the week's identity must match its week.json; then --fresh discards the grades.
 
         Under xdist the controller collects nothing, so it checks whenever runs may start."""
         config = session.config
@@ -196,6 +200,13 @@ class ControllerPlugin:
             self.state.check_ready_to_run()
         except SettingsError as exc:
             raise pytest.UsageError(str(exc)) from None
+        try:
+            self.state.ci.open_week()
+        except SettingsError as exc:
+            self.state.refused = True
+            raise pytest.UsageError(str(exc)) from None
+        if self.state.settings.fresh:
+            self.state.week.discard_grades()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Count outcomes per run (the run's status travels in ``user_properties``)."""
@@ -217,8 +228,11 @@ class ControllerPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Write CSVs and scorecard; the exit status is a report, not a verdict."""
+        """Write CSVs and scorecard; the exit status is a report unless gates are set."""
+        if self.state.refused:
+            return  # the week's identity refused the session: nothing ran, nothing to write
         enough = self.state.finish()
+        self.state.ci.finish(self.state.summary)
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
                           pytest.ExitCode.USAGE_ERROR):
             return
@@ -227,6 +241,8 @@ class ControllerPlugin:
         elif self.state.tally.other_failures == 0 and exitstatus == pytest.ExitCode.TESTS_FAILED:
             # Rubric failures are findings for the scorecard, not a broken run.
             session.exitstatus = pytest.ExitCode.OK
+        if self.state.ci.failed:  # a hard gate failed, or the coverage guard tripped
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The lift table, the coverage line and where the scorecard is."""
@@ -239,7 +255,7 @@ class ControllerPlugin:
                 tr.write_line(line)
         if state.coverage_note:
             tr.write_line(f"coverage: {state.coverage_note}")
-        for line in _extension_lines(state):
+        for line in [*state.ci.terminal_lines(), *_extension_lines(state)]:
             tr.write_line(line)
         if state.tally.invocation_findings:
             tr.write_line(f"{state.tally.invocation_findings} invocation findings (with-skill "
@@ -248,7 +264,7 @@ class ControllerPlugin:
         if state.tally.rubric_failures:
             tr.write_line(f"{state.tally.rubric_failures} rubric findings (must missing / "
                           "avoid violated) are reported, not a failed run: the exit status "
-                          "is 0 when coverage is enough")
+                          "is 0 when coverage is enough and no hard gate failed")
 
 
 def _reason(report: pytest.TestReport) -> str:

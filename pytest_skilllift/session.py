@@ -98,6 +98,10 @@ class SkillLiftSession:
         self._graders: dict[int, FixtureGrader] = {}
         self._matrix: Matrix | None = None
         self.matrix_warned = False
+        self.refused = False  # the week's identity (week.json) refused this session
+        from pytest_skilllift.ci import SessionVerdicts  # week identity at start, gates at end
+
+        self.ci = SessionVerdicts(self)
 
     # -- controller set-up --------------------------------------------------------------
     def start_demo(self) -> None:

@@ -266,6 +266,12 @@ def test_every_graded_run_goes_through_the_conftest_judge(session: Session) -> N
     assert list(judge["overrides"]) == ["conftest.CountingJudge"]
     assert list(judge["prompt_versions"]) == [PROMPT_VERSION]
     assert "judge overridden" in (session.week / "scorecard.md").read_text()
+    # the week's record says which judge graded it, and the session said so
+    record = json.loads((session.week / "week.json").read_text())
+    assert record["judge_overrides"] == {"conftest.CountingJudge": 3}
+    assert record["changes"][-1]["what"] == "judge_overrides"
+    assert ("week.json: judge overridden by a skill_lift_judge fixture: conftest.CountingJudge "
+            "(3 graded runs") in session.out
 
 
 def test_run_hooks_are_called_once_per_run(session: Session) -> None:

@@ -179,24 +179,28 @@ def test_compare_mixed_is_a_clear_error(
 def test_compare_two_weeks_delegates(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[tuple[Path, Path]] = []
+    calls: list[tuple[Path, Path, dict[str, object]]] = []
 
-    def compare_weeks(a: Path, b: Path) -> str:
-        calls.append((a, b))
-        return "week-over-week table"
+    def run_weeks(a: Path, b: Path, **kw: object) -> int:
+        calls.append((a, b, {k: v for k, v in kw.items() if k != "out"}))
+        out = kw["out"]
+        assert hasattr(out, "write")
+        out.write("week-over-week table\n")  # type: ignore[attr-defined]
+        return 1
 
     monkeypatch.setitem(
         sys.modules,
-        "pytest_skilllift.report.compare",
-        types.SimpleNamespace(compare_weeks=compare_weeks),
+        "pytest_skilllift.report.compare_weeks",
+        types.SimpleNamespace(run=run_weeks),
     )
     a, b = tmp_path / "w1", tmp_path / "w2"
     for w, name in ((a, "manifest.csv"), (b, "scores.csv")):
         w.mkdir()
         (w / name).write_text("x\n")
-    rc, out, _ = run(capsys, "compare", str(a), str(b))
-    assert rc == 0 and out == "week-over-week table\n"
-    assert calls == [(a, b)]
+    rc, out, _ = run(capsys, "compare", str(a), str(b), "--fail-on-regression",
+                     "--margin", "0.05", "--output", "json")
+    assert rc == 1 and out == "week-over-week table\n"
+    assert calls == [(a, b, {"output": "json", "margin": 0.05, "fail_on_regression": True})]
 
 
 # --- --week -----------------------------------------------------------------------------------

@@ -177,6 +177,9 @@ def test_regrade_without_regenerating(pytester: pytest.Pytester,
                    for r in run_ids)
         assert not (week / ".fresh-regrade.json").exists()
         assert api.count("agent") == agent_calls  # no run was regenerated
+        # the week's identity now names how it was graded
+        identity = json.loads((week / "week.json").read_text())["identity"]
+        assert (identity["judge_model"], identity["judge_samples"]) == (JUDGE, 2)
 
         # Another judge model is another measurement: refused in place, graded in a copy.
         capsys.readouterr()
@@ -193,6 +196,10 @@ def test_regrade_without_regenerating(pytester: pytest.Pytester,
         assert "- judge: `claude-sonnet-4-6` (2 runs)" in (copy / "scorecard.md").read_text()
         assert f"- judge: `{JUDGE}` (2 runs)" in (week / "scorecard.md").read_text()
         assert (copy / "scorecard-history.csv").is_file()  # the copy's own, not the weeks'
+        # the copy's week.json: the week's, with the copy's judge; the week keeps its own
+        assert json.loads((copy / "week.json").read_text())["identity"]["judge_model"] == (
+            "claude-sonnet-4-6")
+        assert json.loads((week / "week.json").read_text())["identity"]["judge_model"] == JUDGE
 
     # --fresh resumes after an interruption: a pass that left one run ungraded is continued
     # by the same command without paying again for the run it already regraded.
@@ -208,8 +215,11 @@ def test_regrade_without_regenerating(pytester: pytest.Pytester,
                          "-j", "1"]) == 1
         marker = json.loads((week / ".fresh-regrade.json").read_text())
         assert len(marker["done"]) == 1 and api.count("judge") == 2
+        # an unfinished --fresh pass has not regraded the week: its identity is unchanged
+        assert json.loads((week / "week.json").read_text())["identity"]["judge_samples"] == 2
         assert cli.main(["judge", str(week),
                          "--fresh"]) == 0
         assert api.count("judge") == 3 and api.count("agent") == 0
         assert not (week / ".fresh-regrade.json").exists()
+        assert json.loads((week / "week.json").read_text())["identity"]["judge_samples"] == 1
     assert (week / "scores.csv").read_bytes() == first_scores

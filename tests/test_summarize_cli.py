@@ -1,4 +1,4 @@
-"""``skilllift summarize`` on the command line, and ``compare_weeks``."""
+"""``skilllift summarize`` on the command line."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from pytest_skilllift.report import cli as summarize_cli
-from pytest_skilllift.report.compare import compare_weeks
 
 from .test_weekio import write_week
 
@@ -86,35 +85,3 @@ def test_registered_in_skilllift_main(tmp_path: Path) -> None:
     w = write_week(tmp_path / "w")
     args = parser.parse_args(["summarize", str(w), "--no-plots"])
     assert args.func is summarize_cli.run
-
-
-def test_compare_weeks(tmp_path: Path) -> None:
-    a = write_week(tmp_path / "weekly" / "20260801")
-    b = write_week(tmp_path / "weekly" / "20260808",
-                   met=lambda p, m, c, r, i: c == "with-skill" and not (p == 0 and i == 0))
-    md = compare_weeks(a, b)
-    assert md.startswith("# Week comparison — 20260801 → 20260808")
-    row = next(ln for ln in md.splitlines() if ln.startswith("| sonnet"))
-    assert "| n/a " not in row.split("|")[4]  # a Δ was computed
-    assert "clears threshold?" in md
-    assert "σ (between) needs at least three runs" in md
-    assert "### sonnet" in md and "| p-a " in md  # the mover is named
-
-
-def test_compare_weeks_uses_between_week_sigma_from_history(tmp_path: Path) -> None:
-    from pytest_skilllift.week.history import HistoryRow, upsert_history
-
-    weekly = tmp_path / "weekly"
-    a = write_week(weekly / "20260801")
-    b = write_week(weekly / "20260808")
-    upsert_history(weekly / "scorecard-history.csv", [
-        HistoryRow("20260711", "20260711T090000Z", "sonnet", 0.10, 0.05),
-        HistoryRow("20260718", "20260718T090000Z", "sonnet", 0.50, 0.05),
-        HistoryRow("20260725", "20260725T090000Z", "sonnet", 0.30, 0.05),
-    ])
-    md = compare_weeks(a, b)
-    row = [c.strip() for c in next(
-        ln for ln in md.splitlines() if ln.startswith("| sonnet")).split("|")]
-    assert row[6] == "0.200"  # σ of 0.10, 0.50, 0.30 (sample stdev)
-    assert row[7] == "0.200" and row[8] == "no (within noise)"
-    assert "needs at least three runs" not in md

@@ -72,6 +72,11 @@ def add_parser(subparsers: Any) -> None:
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
     c.add_argument("--output", choices=["text", "json"], default="text")
+    c.add_argument("--fail-on-regression", action="store_true",
+                   help="two weeks: exit 1 when any prompt's with-skill composite regressed")
+    c.add_argument("--margin", type=float, default=1e-9, metavar="X",
+                   help="two weeks: a prompt moved when its with-skill composite changed by "
+                   "more than X (default 1e-9: any change)")
     c.set_defaults(func=run_compare)
 
 
@@ -252,7 +257,7 @@ def run_compare(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or _stdout()
     kinds = (classify(args.a), classify(args.b))
     if kinds == ("week", "week"):
-        return _compare_weeks(args.a, args.b, out)
+        return _compare_weeks(args, out)
     if kinds != ("skill", "skill"):
         described = ", ".join(
             f"{p} is {k if k != 'unknown' else 'neither'}"
@@ -339,32 +344,16 @@ def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
-def _compare_weeks(a: Path, b: Path, out: TextIO) -> int:
-    try:
-        from pytest_skilllift.report.compare import compare_weeks  # another engineer's module
-    except ImportError as exc:
-        print(f"skilllift compare: week comparison is not available ({exc})", file=sys.stderr)
-        return 2
-    result = compare_weeks(a, b)
-    text = _render(result)
-    out.write(text if text.endswith("\n") else text + "\n")
-    return 0
+def _compare_weeks(args: argparse.Namespace, out: TextIO) -> int:
+    """Two weeks: the comparison kind, per-prompt changes, the paired test per model."""
+    import importlib
 
-
-def _render(result: Any) -> str:
-    """Whatever compare_weeks returns, as text: str as is, else a render method, else JSON."""
-    if isinstance(result, str):
-        return result
-    for attr in ("render", "to_text", "to_markdown", "markdown", "text"):
-        value = getattr(result, attr, None)
-        if callable(value):
-            value = value()
-        if isinstance(value, str):
-            return value
-    try:
-        return json.dumps(result, indent=2, default=str)
-    except (TypeError, ValueError):
-        return str(result)
+    # import_module reads sys.modules, so a test can stand in for the report side.
+    compare_weeks = importlib.import_module("pytest_skilllift.report.compare_weeks")
+    return compare_weeks.run(args.a, args.b, output=args.output,
+                             margin=getattr(args, "margin", 1e-9),
+                             fail_on_regression=getattr(args, "fail_on_regression", False),
+                             out=out)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,6 +71,8 @@ class Context:
     #: The judge's part of the week (``report.judging``), read before the history rows,
     #: which carry its contested-item counts.
     judge: JudgeReport
+    #: The composite a prompt×rep must reach to pass (week.json's, else the default).
+    pass_threshold: float
     _shared: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     @cached_property

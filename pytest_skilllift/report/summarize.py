@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_skilllift.report import judging, scorecard, stats
+from pytest_skilllift.report import judging, scorecard, stats, verdicts
 from pytest_skilllift.report.card import Scorecard, build_card
 from pytest_skilllift.report.context import BOOTSTRAP_N, BOOTSTRAP_SEED, Context, json_float
 from pytest_skilllift.report.markdown import ci_flag, fmt, signed
@@ -30,6 +30,7 @@ from pytest_skilllift.week.files import (
     SCORECARD_MD,
     STATUS_OK,
     TREND_PNG,
+    WEEK_JSON,
     atomic_write_text,
 )
 from pytest_skilllift.week.tables import Problem, Week, load_week
@@ -212,12 +213,17 @@ def summarize_week(
             lf.lift if lf else None, lf.se if lf else None, lf.n if lf else 0,
             hist.prior_runs(all_hist, run_key, label))
     n_runs_hist = hist.runs_up_to(all_hist, run_key)
+    # The pass threshold the week was started with (week.json), for pass rates.
+    pass_threshold, week_json_problem = verdicts.pass_threshold_of(week_dir)
+    if week_json_problem:
+        problems.append(Problem(WEEK_JSON, week_json_problem))
 
     ctx = Context(week=week, banner=banner, credit=credit,
                   n_excluded_run_items=n_excluded_run_items, agg=agg, lifts=lifts, boots=boots,
                   cost_mean=cost_mean, cost_n=cost_n, turns_mean=turns_mean,
                   cost_excluded=cost_excluded, hist_rows=hist_rows_now, wow=wow,
-                  n_runs_hist=n_runs_hist, hist_path=hist_path, judge=judge)
+                  n_runs_hist=n_runs_hist, hist_path=hist_path, judge=judge,
+                  pass_threshold=pass_threshold)
     data = build_card(ctx)
 
     written: list[Path] = []

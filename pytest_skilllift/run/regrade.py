@@ -361,6 +361,9 @@ def _run(args: argparse.Namespace) -> int:
     grade_direct(plan, _make_grader(args, model), jobs=args.jobs, on_graded=progress)
     if fresh is not None:
         fresh.finish(complete=done["failed"] == 0)
+    if args.out or (fresh is not None and done["failed"] == 0):
+        # Every run of the target is now this judge's: its week.json says so.
+        _record_grading(target, model, args, source=week_dir if args.out else None)
     summary = finish(target, history=history)
     for line in summary.terminal_lines():
         print(line)
@@ -368,6 +371,25 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{done['failed']} run(s) are still ungraded; run the same command again to "
               "grade them", file=err)
     return 1 if done["failed"] or plan.unreadable else 0
+
+
+def _record_grading(target: Path, model: str, args: argparse.Namespace,
+                    source: Path | None) -> None:
+    """Record the judge that graded ``target`` in its week.json (``week.identity``)."""
+    from pytest_skilllift.judge.protocol import PROMPT_VERSION
+    from pytest_skilllift.week import identity
+
+    try:
+        notes = identity.record_grading(target, judge_model=model,
+                                        judge_prompt_version=PROMPT_VERSION,
+                                        judge_samples=args.samples, evidence=args.evidence,
+                                        source=source)
+    except identity.WeekFileError as exc:
+        print(f"skilllift judge: graded, but the week's identity was not updated: {exc}",
+              file=sys.stderr)
+        return
+    for note in notes:
+        print(f"week.json: {note}", file=sys.stderr)
 
 
 def add_parser(subparsers: Any) -> None:

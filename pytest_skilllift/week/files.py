@@ -10,6 +10,7 @@ Layout (the qdrant/skills pipeline's week directory, our files beside it)::
     <weekly>/<week>/scorecard.md|json      the report
     <weekly>/<week>/calibration.json       judge self-agreement (skilllift calibrate)
     <weekly>/<week>/judge-check.json       judge vs human labels (skilllift judge-check)
+    <weekly>/<week>/week.json              the week's identity, pass threshold and gates
     <weekly>/<week>/custom_checks.csv      one row per (custom check, run): its outcome
     <weekly>/<week>/<run_id>/stdout.txt    the transcript (stream-json), stderr.txt beside it
     <weekly>/<week>/<run_id>/run.json      the manifest row + status, once the run finished
@@ -58,6 +59,10 @@ CALIBRATION_FILE: Final = "calibration.json"
 #: not (``--skill-lift-baseline-from``).
 BASELINE_FILE: Final = "baseline.json"
 LOCK_FILE: Final = ".lock"
+#: Inside ``<week>/``: the week's identity, pass threshold and gates (``week.identity``), and
+#: the lock concurrent sessions take around reading and writing it.
+WEEK_JSON: Final = "week.json"
+WEEK_JSON_LOCK: Final = ".week.json.lock"
 
 # -- run statuses ----------------------------------------------------------------------------
 #: A run's status (our manifest's ``run_status``).  Only ``ok`` runs are judged and scored.

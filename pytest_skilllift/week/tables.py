@@ -146,6 +146,8 @@ class Week:
     s_run: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     n_items: int = 0
     n_ungraded: int = 0  # judge/parse errors: excluded and counted
+    #: Per row: the judge gave no usable verdict (errored item: an absence, never a zero).
+    s_ungraded: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     n_invalid_rows: int = 0  # rows that failed validation: excluded and counted
     #: Avoid items judged ``violated``.
     violations: list[Violation] = field(default_factory=list)
@@ -539,6 +541,7 @@ def _fill_scores(
     )
     week.s_credit = np.where(usable, credit, np.nan)
     week.n_ungraded = int(np.count_nonzero(status == 1))
+    week.s_ungraded = status == 1
     week.n_invalid_rows = int(np.count_nonzero(~usable & (status != 1)))
 
     c_idx, c_vals = _dict_parts(t, "contested")

@@ -1,9 +1,15 @@
-"""Per-cell metrics: one row per (model, condition), the qdrant scorecard's cell table."""
+"""Per-cell metrics: one row per (model, condition), the qdrant scorecard's cell table.
+
+Beyond it: each cell's pass rate (prompt×reps whose composite reaches the pass threshold)
+with its Wilson 95% interval and the three states of the Drupal ai_eval scoring document —
+scored, errored, unscored (``report.verdicts``).
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict
 
+from pytest_skilllift.report import verdicts
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import fmt, md_table
 from pytest_skilllift.week.columns import ARMS
@@ -27,20 +33,35 @@ class Cell(TypedDict):
     #: Prompts with a score in the cell.
     n: int
     n_cost_runs: int
+    #: Passed / scored prompt×reps (None when none was scored) and its Wilson 95% interval.
+    pass_rate: float | None
+    pass_rate_ci_low: float | None
+    pass_rate_ci_high: float | None
+    pass_passed: int
+    pass_scored: int
+    #: Prompt×reps the judge failed on (an ungraded item, or the whole run): never a pass.
+    pass_errored: int
+    #: Prompt×reps with nothing gradeable (no graded must item, or the run was dropped).
+    pass_unscored: int
 
 
 class Data(TypedDict):
     cells: list[Cell]
+    #: The composite a prompt×rep must reach to pass (week.json's, else 0.7).
+    pass_threshold: float
 
 
 def build(ctx: Context) -> Data:
     agg, f = ctx.agg, json_float
     cells: list[Cell] = []
     if agg is not None:
+        measures = ctx.shared(verdicts.measures_of)
         for mi, label in enumerate(ctx.week.models):
             for c, cond in enumerate(ARMS):
                 if agg.cell_n[mi, c] == 0 and ctx.cost_n[mi, c] == 0:
                     continue
+                pc = measures.pass_counts(label, cond)
+                lo, hi = verdicts.wilson(pc["passed"], pc["scored"])
                 cells.append({
                     "model": label, "condition": cond,
                     "must_coverage": f(agg.cell_must[mi, c]),
@@ -49,8 +70,12 @@ def build(ctx: Context) -> Data:
                     "composite": f(agg.cell_composite[mi, c]),
                     "mean_cost": f(ctx.cost_mean[mi, c]), "mean_turns": f(ctx.turns_mean[mi, c]),
                     "n": int(agg.cell_n[mi, c]), "n_cost_runs": int(ctx.cost_n[mi, c]),
+                    "pass_rate": pc["passed"] / pc["scored"] if pc["scored"] else None,
+                    "pass_rate_ci_low": lo, "pass_rate_ci_high": hi,
+                    "pass_passed": pc["passed"], "pass_scored": pc["scored"],
+                    "pass_errored": pc["errored"], "pass_unscored": pc["unscored"],
                 })
-    return {"cells": cells}
+    return {"cells": cells, "pass_threshold": ctx.pass_threshold}
 
 
 def render(card: Scorecard) -> list[str]:
@@ -64,4 +89,25 @@ def render(card: Scorecard) -> list[str]:
     L += md_table(["model", "condition", "must_cov", "bonus_rate", "avoid_viol", "composite",
                    "mean cost", "mean turns", "n"], rows)
     L.append("")
+    return L + _pass_rates(card)
+
+
+def _pass_rates(card: Scorecard) -> list[str]:
+    """Pass rate per cell with its Wilson 95% interval and the three states."""
+    thr = card["pass_threshold"]
+    rows = []
+    for c in card["cells"]:
+        rate = c["pass_rate"]
+        shown = ("n/a" if rate is None else f"{rate:.2f} [{fmt(c['pass_rate_ci_low'], 2)}–"
+                 f"{fmt(c['pass_rate_ci_high'], 2)}]")
+        rows.append([c["model"], c["condition"], shown,
+                     f"{c['pass_passed']} of {c['pass_scored']}", c["pass_errored"],
+                     c["pass_unscored"]])
+    L = [f"### Pass rate (composite ≥ {thr:.2f})\n"]
+    L += md_table(["model", "condition", "pass rate [95% Wilson]", "passed of scored",
+                   "errored", "unscored"], rows)
+    L.append(f"\n_A prompt×rep passes when its composite is at least {thr:.2f} (3.5 on a 0–5 "
+             "scale). **errored**: the judge failed on one of its items — **unscored**: "
+             "nothing gradeable (no graded must item, or the run was dropped). Both are "
+             "absences, not zeros: they are left out of the rate and never count as a pass._\n")
     return L

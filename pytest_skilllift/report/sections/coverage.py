@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from pytest_skilllift.report import verdicts
 from pytest_skilllift.report.markdown import cap_note, cell, md_table
 from pytest_skilllift.week.columns import ARMS
 from pytest_skilllift.week.files import DROP_REASONS, RUN_STATUSES, STATUS_ERRORED, STATUS_OK
@@ -41,6 +42,8 @@ class Coverage(TypedDict):
     items_excluded_with_run: int
     unscored_prompt_reps: int
     composite_unscored_prompt_reps: int
+    #: Prompt×reps the judge failed on (``report.verdicts``' errored state): never a pass.
+    errored_prompt_reps: int
 
 
 class Data(TypedDict):
@@ -101,6 +104,8 @@ def build(ctx: Context) -> Data:
         "unscored_prompt_reps": agg.n_unscored_reps if agg is not None else 0,
         "composite_unscored_prompt_reps": (agg.n_composite_unscored_reps
                                            if agg is not None else 0),
+        "errored_prompt_reps": ctx.shared(verdicts.measures_of).pass_counts(None, None)[
+            "errored"],
     }}
 
 

@@ -3,7 +3,9 @@
 The lift table follows qdrant/skills SCORING.md ("Skill Lift Scorecard"): must-coverage no →
 with, the paired lift ± one within-week SE, whether the 95% t interval excludes zero, and the
 deltas of bonus, avoid, cost and turns.  Beyond it: a paired bootstrap interval beside the t
-interval, and the minimum detectable lift at this week's n.
+interval, the minimum detectable lift at this week's n, and the exact sign test over prompts
+with its verdict (helps / no change / inconclusive, ``report.verdicts``) — the Drupal ai_eval
+scoring document's robust second answer.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypedDict
 
-from pytest_skilllift.report import stats
+from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import BOOTSTRAP_N, BOOTSTRAP_SEED, TARGET_LIFT, json_float
 from pytest_skilllift.report.markdown import ci_flag, fmt, md_table, signed
 
@@ -45,6 +47,10 @@ class ModelLift(TypedDict):
     bootstrap_excludes_zero: bool | None
     min_detectable_lift: float | None
     prompts_needed_for_target: int | None
+    #: The exact sign test over prompts next to the t interval, with its verdict.
+    sign_test: verdicts.SignTestData
+    #: Share of with-skill runs that never reached the skill (None: no activation recorded).
+    trigger_miss_rate: float | None
 
 
 class BootstrapModel(TypedDict):
@@ -89,6 +95,7 @@ def build(ctx: Context) -> Data:
     models: dict[str, ModelLift] = {}
     mdl: dict[str, MdlModel] = {}
     boot_out: dict[str, BootstrapModel] = {}
+    measures = ctx.shared(verdicts.measures_of)
     for mi, label in enumerate(ctx.week.models):
         lf = ctx.lifts.get(label)
         if agg is None or lf is None:
@@ -97,6 +104,8 @@ def build(ctx: Context) -> Data:
         hr = ctx.hist_rows[mi]
         m_mdl = stats.min_detectable_lift(lf.sd, lf.n)
         n_need = stats.prompts_needed(lf.sd, TARGET_LIFT)
+        sign = verdicts.sign_test(agg.must[:, mi, 0], agg.must[:, mi, 1],
+                                  t_excludes_zero=lf.ci_excludes_zero, t_lift=f(lf.lift))
         models[label] = {
             "must_no": f(agg.cell_must[mi, 0]), "must_with": f(agg.cell_must[mi, 1]),
             "must_lift": f(lf.lift), "must_lift_se": f(lf.se),
@@ -110,6 +119,8 @@ def build(ctx: Context) -> Data:
             "bootstrap_low": f(bs.low), "bootstrap_high": f(bs.high),
             "bootstrap_excludes_zero": bs.excludes_zero,
             "min_detectable_lift": f(m_mdl), "prompts_needed_for_target": n_need,
+            "sign_test": sign.to_json(),
+            "trigger_miss_rate": verdicts.trigger_miss_rate(measures, label),
         }
         boot_out[label] = {"low": f(bs.low), "high": f(bs.high),
                            "excludes_zero": bs.excludes_zero,
@@ -166,7 +177,7 @@ def render(card: Scorecard) -> list[str]:
         "within-model only; negative = cheaper/sooner. Note: turns counts all "
         "conversation messages, including tool-result messages, not just the model's "
         "own turns. Reported, not gated._\n")
-    return L + _uncertainty(card)
+    return L + _uncertainty(card) + _sign_test(card)
 
 
 def _uncertainty(card: Scorecard) -> list[str]:
@@ -208,4 +219,26 @@ def _uncertainty(card: Scorecard) -> list[str]:
                          f"interval {b_says} it — treat the '≠ 0?' flag as borderline.")
     if notes:
         L += [*notes, ""]
+    return L
+
+
+def _sign_test(card: Scorecard) -> list[str]:
+    """The sign test next to the paired t interval, with the verdict per model."""
+    rows = []
+    for label, m in card["models"].items():
+        st = m["sign_test"]
+        t_ci = (f"[{signed(m.get('ci_low'))}, {signed(m.get('ci_high'))}]"
+                if m.get("ci_low") is not None else "n/a")
+        p = "n/a" if st["p_value"] is None else f"{st['p_value']:.3g}"
+        rows.append([label, st["n_prompts"], f"{st['wins']} / {st['ties']} / {st['losses']}",
+                     p, t_ci, f"**{st['verdict']}**", st["reason"]])
+    L = ["### Sign test — a robust second answer\n"]
+    L += md_table(["model", "n prompts", "wins / ties / losses", "sign p (two-sided)",
+                   "95% CI (t)", "verdict", "why"], rows)
+    L.append("\n_Each prompt is one vote (its reps averaged first): a win when the with-skill "
+             "must coverage is higher, a loss when lower. Exact binomial p over the non-tied "
+             f"prompts. **helps** needs p ≤ {verdicts.SIGN_ALPHA}, at least "
+             f"{verdicts.SIGN_MIN_PROMPTS} prompts, net wins ≥ "
+             f"{verdicts.SIGN_MIN_NET_SHARE:.0%} of prompts and a t interval that agrees; "
+             "**inconclusive** when there are too few prompts or the two tests disagree._\n")
     return L

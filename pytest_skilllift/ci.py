@@ -1,0 +1,236 @@
+"""CI verdicts of one ``pytest --skill-lift`` session (controller only; no pytest imports).
+
+* at configure: the gates are validated against the session's models and prompts, and the
+  week's identity starts being computed in the background (the judge model's default needs the
+  ``anthropic`` SDK, seconds of imports that overlap collection and worker start-up);
+* before the first run: :meth:`SessionVerdicts.open_week` compares that identity with the
+  week's ``week.json`` — refusing to mix two measurements in one week — and writes it;
+* at the end: the gates are measured on the week's scorecard, the result decides the exit
+  status (a failed hard gate, or the coverage guard), and with ``GITHUB_STEP_SUMMARY`` set the
+  gate and lift tables are appended to the job summary.
+
+The computing lives in ``week.identity``, ``report.gates`` and ``report.verdicts``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_skilllift.config import SettingsError
+from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
+from pytest_skilllift.report import gates as gatemod
+from pytest_skilllift.warm import Warmed
+from pytest_skilllift.week import identity as ident
+from pytest_skilllift.week.files import RUN_FILE
+
+if TYPE_CHECKING:
+    from pytest_skilllift.model import PromptSpec
+    from pytest_skilllift.session import SkillLiftSession
+
+
+class SessionVerdicts:
+    """Identity at the start, gates at the end, for the session ``state``."""
+
+    def __init__(self, state: SkillLiftSession) -> None:
+        self.state = state
+        self.gates: list[gatemod.Gate] = []
+        self.notes: list[str] = []
+        self.report: gatemod.GateReport | None = None
+        self.record: ident.WeekRecord | None = None
+        self._specs: list[PromptSpec] = []
+        self._identity: Warmed[ident.Identity] | None = None
+
+    # -- configure ----------------------------------------------------------------------
+    def prepare(self, *, identity: bool = True) -> list[str]:
+        """Validate the gates (``SettingsError`` on the first bad one) and, with ``identity``,
+        start computing the week's identity (not when only listing tests: it runs the CLI for
+        its version). Returns warnings (gates that always pass)."""
+        s = self.state.settings
+        # The session's valid prompt files (a bad one is a collection error, reported there).
+        self._specs = list({run.prompt.name: run.prompt for run in self.state.matrix().runs}
+                           .values())
+        scopes = gatemod.Scopes(models=tuple(m for m, _ in s.models),
+                                prompts=tuple(sp.name for sp in self._specs))
+        try:
+            self.gates, warnings = gatemod.load_gates(s.gates, scopes)
+        except gatemod.GateError as exc:
+            raise SettingsError(f"--skill-lift-gate / skill_lift_gates: {exc}") from None
+        if identity:
+            self._identity = Warmed(self._build_identity)
+            self._identity.warm("skilllift-identity")
+        return warnings
+
+    def _build_identity(self) -> ident.Identity:
+        from pytest_skilllift.judge.protocol import PROMPT_VERSION
+
+        s = self.state.settings
+        image_id, cli = None, ""
+        if s.runner == "docker":
+            image_id, cli = self._docker_image(s.image)
+        else:
+            from pytest_skilllift.runners.claude import cli_version, find_claude
+
+            claude = find_claude(s.claude or None)
+            cli = cli_version(claude) if claude else ""
+        judge = s.judge_model
+        if not judge:
+            from pytest_skilllift.judge.client import default_judge_model
+
+            judge = default_judge_model()
+        families = sorted({sp.family for sp in self._specs})
+        return ident.Identity(
+            models=dict(s.models), reps=s.reps, allowed_tools=tuple(s.allowed_tools),
+            permission_mode=s.permission_mode, max_turns=s.max_turns,
+            max_budget_usd=s.max_budget_usd, runner=s.runner, image_id=image_id,
+            cli_version=cli, judge_model=judge, judge_prompt_version=PROMPT_VERSION,
+            judge_samples=s.judge_samples, evidence=s.evidence,
+            prompts={sp.name: ident.PromptIdentity.of(
+                sp.prompt, [(i.type, i.text) for i in sp.rubric], sp.family)
+                for sp in self._specs},
+            skills={f: ident.skill_family_hash(s.skills_root, f) for f in families},
+        )
+
+    def _docker_image(self, image: str) -> tuple[str | None, str]:
+        try:
+            import docker.client
+
+            from pytest_skilllift.runners.image import image_cli_version
+
+            client = docker.client.from_env()
+            try:
+                return client.images.get(image).id, image_cli_version(client, image)
+            finally:
+                client.close()
+        except Exception as exc:  # the runner reports an unusable engine or image itself
+            self.notes.append(f"week identity: docker image {image!r} could not be read "
+                              f"({exc}); recorded without its id and CLI version")
+            return None, ""
+
+    # -- before the first run -------------------------------------------------------------
+    def open_week(self) -> None:
+        """Compare with week.json and record the session's identity and verdict settings.
+
+        Raises ``SettingsError`` (a refusal naming each difference and the way out, or an
+        unreadable week.json)."""
+        from pytest_skilllift.run.engine import make_run_id
+
+        if self._identity is None:
+            return
+        s = self.state.settings
+        try:
+            proposed = self._identity.get()
+        except Exception as exc:  # e.g. the judge SDK cannot be imported
+            raise SettingsError(f"could not compute the week's identity for {s.out_dir}: "
+                                f"{exc}") from None
+        out = s.out_dir
+        try:
+            recorded = ident.read_week_record(out)
+        except ident.WeekFileError as exc:
+            raise SettingsError(str(exc)) from None
+        base = recorded.identity if recorded else proposed
+        all_prompts = {**base.prompts, **proposed.prompts}
+        models = sorted(set(base.models) | set(proposed.models))
+        reps = max(base.reps, proposed.reps)
+
+        def has_runs(model: str | None = None, prompt: str | None = None,
+                     with_skill_family: str | None = None) -> bool:
+            if model is None and prompt is None and with_skill_family is None:
+                return next(out.glob(f"*/{RUN_FILE}"), None) is not None
+            names = [p for p in all_prompts if (prompt is None or p == prompt) and (
+                with_skill_family is None or all_prompts[p].family == with_skill_family)]
+            conds = ("with-skill",) if with_skill_family else ("no-skill", "with-skill")
+            for p in names:
+                for m in ([model] if model else models):
+                    for c in conds:
+                        for r in range(1, reps + 1):
+                            if (out / make_run_id(p, m, c, r, s.week) / RUN_FILE).is_file():
+                                return True
+            return False
+
+        try:  # a path the user can paste: relative to the rootdir when it is inside it
+            hint = f"{out.relative_to(s.rootdir).as_posix()}-2"
+        except ValueError:
+            hint = f"{out}-2"
+        try:
+            with ident.locked(out):
+                self.record, notes = ident.open_week(
+                    out, proposed, pass_threshold=s.pass_threshold,
+                    min_coverage=s.min_coverage, gates=s.gates, fresh=s.fresh,
+                    has_runs=has_runs, new_week_hint=hint)
+        except (ident.IdentityRefused, ident.WeekFileError) as exc:
+            raise SettingsError(str(exc)) from None
+        self.notes += notes
+
+    # -- the end ----------------------------------------------------------------------------
+    def finish(self, summary: Any) -> None:
+        """Record the run count and the judge overrides, measure the gates, append the CI job
+        summary."""
+        s = self.state.settings
+        if self.record is not None and summary is not None:
+            data = summary.data
+            self.notes += ident.record_session_end(
+                s.out_dir, runs=int(data.get("coverage", {}).get("total_runs", 0)),
+                judge_overrides=data.get("judge", {}).get("overrides", {}))
+        if self.gates:
+            self.report = measure(self.gates, summary, s.min_coverage, s.week)
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if step_summary and (self.report is not None or summary is not None):
+            append_step_summary(Path(step_summary), self.report,
+                                summary.data if summary is not None else None)
+
+    def terminal_lines(self) -> list[str]:
+        lines = [f"week.json: {n}" for n in self.notes]
+        if self.report is not None:
+            lines += gatemod.text_lines(self.report)
+        return lines
+
+    @property
+    def failed(self) -> bool:
+        """A hard gate failed or the coverage guard tripped (exit status 1)."""
+        return self.report is not None and not self.report.passed
+
+
+def measure(gates: Sequence[gatemod.Gate], summary: Any, min_coverage: float,
+            week: str) -> gatemod.GateReport:
+    """Measure ``gates`` on a ``report.summarize.Summary`` (None: nothing was measured)."""
+    from pytest_skilllift.report.verdicts import WeekMeasures
+
+    if summary is None:
+        guard = gatemod.CoverageGuard(0, 0, min_coverage)
+        return gatemod.evaluate(gates, _Nothing(), guard, week=week)
+    data = summary.data
+    threshold = float(data.get("pass_threshold", DEFAULT_PASS_THRESHOLD))
+    measures = WeekMeasures(summary.week, summary.aggregates, threshold, card=data)
+    graded, total = measures.coverage(None, None, None)
+    guard = gatemod.CoverageGuard(graded, total, min_coverage)
+    return gatemod.evaluate(gates, measures, guard, week=data.get("week", week))
+
+
+class _Nothing:
+    """Measures of a session that produced no run."""
+
+    models: Sequence[str] = ()
+
+    def value(self, metric: str, model: str | None, condition: str | None,
+              prompt: str | None) -> float | str | None:
+        return None
+
+    def coverage(self, model: str | None, condition: str | None,
+                 prompt: str | None) -> tuple[int, int]:
+        return 0, 0
+
+
+def append_step_summary(path: Path, report: gatemod.GateReport | None,
+                        data: Mapping[str, Any] | None) -> None:
+    """Append the gate table and the lift table to GitHub's job summary file."""
+    lines: list[str] = []
+    if report is not None:
+        lines += gatemod.markdown(report)
+    if data is not None:
+        lines += gatemod.lift_markdown(data)
+    if lines:
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")

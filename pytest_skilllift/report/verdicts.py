@@ -1,0 +1,408 @@
+"""Verdicts over a week: three states, pass rates, the sign test, the measures gates read.
+
+Three states of a prompt×rep (the Drupal ai_eval scoring document, Question score / Target
+score): **scored** — a measurement, a legitimate 0.0 included; **errored** — the judge failed
+on at least one of its items (an ungraded verdict, or the judge call failed for the whole run);
+**unscored** — nothing gradeable (no graded must item, or the run was dropped). Errored and
+unscored prompt×reps are absences: excluded from the pass-rate denominator, counted
+separately, never a pass.
+
+A prompt×rep **passes** when it is scored, not errored, and its composite reaches the pass
+threshold (default 0.7, the document's 3.5 on its 0–5 scale). Per model and condition the
+pass rate carries its Wilson 95% interval (z = 1.959964).
+
+The **sign test** is a second answer next to the paired t interval: one vote per prompt (reps
+averaged first), exact two-sided binomial p over the non-tied prompts; ``helps`` needs
+p ≤ 0.05, at least 5 prompts and net wins ≥ 20% of prompts, and the t interval must agree.
+
+The scorecard shows these in its sections (``report/sections/cells.py``: pass rates,
+``lift.py``: the sign test and trigger-miss rate, ``coverage.py``: errored prompt×reps); gates
+(``report.gates``) and week comparisons (``report.compare_weeks``) read :class:`WeekMeasures`.
+
+Pure numpy/scipy: the two-sided p of the exact binomial test is computed with
+``scipy.special.bdtr`` (identical to ``scipy.stats.binomtest`` at p = ½, which the tests
+check) because importing ``scipy.stats`` costs half a second of every summarize.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
+
+import numpy as np
+from scipy import special
+
+from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
+from pytest_skilllift.report import stats
+from pytest_skilllift.week.columns import ACTIVATIONS, ARMS, CONDITIONS
+from pytest_skilllift.week.files import STATUS_INVALID, STATUS_OK
+from pytest_skilllift.week.identity import WeekFileError, read_week_record
+from pytest_skilllift.week.tables import Week
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.context import Context
+
+#: Equal within this (must coverage is a ratio of small integers; composites sums of tenths).
+EPS = 1e-9
+#: Sign-test verdict rules.
+SIGN_ALPHA = 0.05
+SIGN_MIN_PROMPTS = 5
+SIGN_MIN_NET_SHARE = 0.20
+HELPS, NO_CHANGE, INCONCLUSIVE = "helps", "no change", "inconclusive"
+
+
+# --------------------------------------------------------------------------- pure statistics
+
+
+def binomial_two_sided_p(k: int, n: int) -> float:
+    """Exact two-sided p of k successes in n fair trials (``binomtest(k, n, 0.5)``)."""
+    if n <= 0:
+        return 1.0
+    tail = float(special.bdtr(min(k, n - k), n, 0.5))
+    return min(1.0, 2.0 * tail)
+
+
+class SignTestData(TypedDict):
+    """``models.<label>.sign_test`` in scorecard.json."""
+
+    n_prompts: int
+    wins: int
+    ties: int
+    losses: int
+    p_value: float | None
+    verdict: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SignTest:
+    """Exact sign test of the with-skill arm over prompts, and the per-model verdict."""
+
+    n: int
+    wins: int
+    ties: int
+    losses: int
+    p_value: float | None
+    verdict: str
+    reason: str
+
+    def to_json(self) -> SignTestData:
+        return {"n_prompts": self.n, "wins": self.wins, "ties": self.ties,
+                "losses": self.losses, "p_value": self.p_value, "verdict": self.verdict,
+                "reason": self.reason}
+
+
+def sign_test(no: np.ndarray, with_: np.ndarray, *, t_excludes_zero: bool | None,
+              t_lift: float | None) -> SignTest:
+    """Wins/ties/losses of ``with_`` over ``no`` per prompt (NaN pairs skipped; reps must
+    already be averaged), the exact two-sided p over the non-tied prompts, and the verdict
+    next to the paired t answer (``t_excludes_zero``, ``t_lift``)."""
+    d = np.asarray(with_, float) - np.asarray(no, float)
+    d = d[~np.isnan(d)]
+    n = int(d.size)
+    wins = int(np.count_nonzero(d > EPS))
+    losses = int(np.count_nonzero(d < -EPS))
+    ties = n - wins - losses
+    p = binomial_two_sided_p(wins, wins + losses) if n else None
+    verdict, reason = sign_verdict(n, wins, losses, p, t_excludes_zero, t_lift)
+    return SignTest(n, wins, ties, losses, p, verdict, reason)
+
+
+def sign_verdict(n: int, wins: int, losses: int, p: float | None,
+                 t_excludes_zero: bool | None, t_lift: float | None) -> tuple[str, str]:
+    """``helps`` / ``no change`` / ``inconclusive`` with the reason, by the rules above."""
+    if n < SIGN_MIN_PROMPTS or p is None:
+        return INCONCLUSIVE, f"too few prompts ({n} < {SIGN_MIN_PROMPTS})"
+    s_dir = 0 if p > SIGN_ALPHA + EPS or wins == losses else (1 if wins > losses else -1)
+    t_dir = 0
+    if t_excludes_zero and t_lift is not None:
+        t_dir = 1 if t_lift > 0 else -1
+    if s_dir != t_dir:
+        words = {1: "with-skill better", -1: "with-skill worse", 0: "no difference"}
+        return INCONCLUSIVE, (f"the t interval and the sign test disagree (t: {words[t_dir]}, "
+                              f"sign: {words[s_dir]})")
+    net = wins - losses
+    if s_dir > 0 and net >= SIGN_MIN_NET_SHARE * n - EPS:
+        return HELPS, (f"p = {p:.3g} ≤ {SIGN_ALPHA}, net wins {net} ≥ "
+                       f"{SIGN_MIN_NET_SHARE:.0%} of {n} prompts, t agrees")
+    if s_dir > 0:
+        return NO_CHANGE, (f"significant but net wins {net} < {SIGN_MIN_NET_SHARE:.0%} of "
+                           f"{n} prompts")
+    if s_dir < 0:
+        return NO_CHANGE, "both tests say with-skill is worse: the skill does not help"
+    return NO_CHANGE, f"neither test finds a difference (sign p = {p:.3g})"
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """Paired t test of ``after − before`` over the units present in both."""
+
+    n: int
+    difference: float | None
+    se: float | None
+    df: int | None
+    t_crit: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n_prompts": self.n, "difference": self.difference, "se": self.se,
+                "df": self.df, "t_crit": self.t_crit, "ci_low": self.ci_low,
+                "ci_high": self.ci_high, "p_value": self.p_value}
+
+
+def paired_test(before: np.ndarray, after: np.ndarray, *, level: float = 0.95) -> PairedTest:
+    """Mean of dᵢ = after − before, SE = sd(d, ddof=1)/√n, the exact t interval and the
+    two-sided p (``scipy.stats.ttest_rel``'s, which the tests check)."""
+    d = np.asarray(after, float) - np.asarray(before, float)
+    d = d[~np.isnan(d)]
+    n = int(d.size)
+    if n == 0:
+        return PairedTest(0, None, None, None, None, None, None, None)
+    mean = float(d.mean())
+    if n == 1:
+        return PairedTest(1, mean, None, None, None, None, None, None)
+    sd = float(d.std(ddof=1))
+    se = sd / math.sqrt(n)
+    df = n - 1
+    t_crit = stats.t_quantile(df, level)
+    # No spread: t is ±inf (p = 0), or undefined when the mean is 0 too.
+    p = (None if mean == 0 else 0.0) if se == 0 else float(2.0 * special.stdtr(df, -abs(mean / se)))
+    return PairedTest(n, mean, se, df, t_crit, mean - t_crit * se, mean + t_crit * se, p)
+
+
+def wilson(k: int, n: int) -> tuple[float | None, float | None]:
+    """Wilson 95% interval of k/n (z = 1.959964), None when n = 0."""
+    if n <= 0:
+        return None, None
+    lo, hi = stats.wilson_interval(k, n)
+    return lo, hi
+
+
+# --------------------------------------------------------------------------- a week's measures
+
+
+def pass_threshold_of(week_dir: Path) -> tuple[float, str | None]:
+    """The pass threshold recorded in the week's week.json (default 0.7) and a problem text
+    when week.json cannot be read."""
+    try:
+        record = read_week_record(week_dir)
+    except WeekFileError as exc:
+        return DEFAULT_PASS_THRESHOLD, (f"{exc}; the default pass threshold "
+                                       f"{DEFAULT_PASS_THRESHOLD:g} is used")
+    return (record.pass_threshold if record else DEFAULT_PASS_THRESHOLD), None
+
+
+class WeekMeasures:
+    """Everything a gate or a comparison reads from one week.
+
+    ``week`` is the loaded ``week.tables.Week`` and ``agg`` its ``stats.Aggregates``: the
+    three states, pass counts, coverage and trigger misses come from them. ``card`` is the
+    week's scorecard (model-level lifts and the sign test are read from it); the scorecard's
+    own sections build it from a measures without one."""
+
+    def __init__(self, week: Week, agg: stats.Aggregates | None, pass_threshold: float, *,
+                 card: Mapping[str, Any] | None = None) -> None:
+        self.week, self.agg = week, agg
+        self.data: Mapping[str, Any] = card if card is not None else {}
+        self.threshold = pass_threshold
+        self.models: list[str] = list(week.models)
+        self._p = {p: i for i, p in enumerate(week.prompts)}
+        self._m = {m: i for i, m in enumerate(week.models)}
+        P, M = len(week.prompts), len(week.models)
+        # Per (prompt, model, condition): passed, scored, errored, unscored prompt×reps.
+        # Conditions are ``columns.ARMS`` (the lift's two, then with-all and no-skill-b).
+        C = len(ARMS)
+        self.passed = np.zeros((P, M, C), np.int64)
+        self.scored = np.zeros((P, M, C), np.int64)
+        self.errored = np.zeros((P, M, C), np.int64)
+        self.unscored = np.zeros((P, M, C), np.int64)
+        self._states()
+        self._runs()
+
+    # -- three states ---------------------------------------------------------------------
+    def _states(self) -> None:
+        w, agg = self.week, self.agg
+        P, M = len(w.prompts), len(w.models)
+        if agg is not None and P and M and w.s_run.size:
+            R, C = agg.rep_composite.shape[-1], agg.rep_composite.shape[2]
+            run_ok = np.ones(w.s_run.size, bool)
+            if w.manifest_present:
+                linked = w.s_run >= 0
+                run_ok[linked] = w.m_status[w.s_run[linked]] == STATUS_OK
+            ok = (run_ok & (w.s_prompt >= 0) & (w.s_model >= 0) & (w.s_cond >= 0)
+                  & (w.s_cond < C) & (w.s_rep >= 0) & (w.s_type >= 0))
+            slot = np.searchsorted(agg.rep_values, w.s_rep[ok])
+            slot = np.minimum(slot, max(agg.rep_values.size - 1, 0))
+            flat = ((w.s_prompt[ok].astype(np.int64) * M + w.s_model[ok]) * C
+                    + w.s_cond[ok]) * R + slot
+            G = P * M * C * R
+            err_slot = (np.bincount(flat[w.s_ungraded[ok]], minlength=G) > 0).reshape(
+                P, M, C, R)
+            exists = (np.bincount(flat, minlength=G) > 0).reshape(P, M, C, R)
+            comp = agg.rep_composite
+            scored = ~np.isnan(comp) & ~err_slot
+            passed = scored & (np.nan_to_num(comp, nan=-1.0) >= self.threshold - EPS)
+            self.scored[:, :, :C] += scored.sum(axis=-1)
+            self.passed[:, :, :C] += passed.sum(axis=-1)
+            self.errored[:, :, :C] += err_slot.sum(axis=-1)
+            self.unscored[:, :, :C] += (exists & ~scored & ~err_slot).sum(axis=-1)
+        if w.manifest_present and w.n_runs and P and M:
+            # Runs that never reached the scores: judge failed (errored) or dropped (unscored).
+            rows_per_run = np.bincount(w.s_run[w.s_run >= 0], minlength=w.n_runs)
+            valid = (w.m_prompt >= 0) & (w.m_model >= 0) & (w.m_cond >= 0)
+            C = len(ARMS)
+            key = (w.m_prompt.astype(np.int64) * M + w.m_model) * C + w.m_cond
+            judge_failed = valid & (w.m_status == STATUS_OK) & (rows_per_run == 0)
+            dropped = valid & (w.m_status != STATUS_OK)
+            self.errored += np.bincount(key[judge_failed], minlength=P * M * C).reshape(P, M, C)
+            self.unscored += np.bincount(key[dropped], minlength=P * M * C).reshape(P, M, C)
+
+    # -- runs: coverage, trigger misses ----------------------------------------------------
+    def _runs(self) -> None:
+        w = self.week
+        n = w.n_runs
+        if w.manifest_present and n:
+            usable_must = ~np.isnan(w.s_credit) & (w.s_type == 0) & (w.s_run >= 0)
+            has_must = np.bincount(w.s_run[usable_must], minlength=n) > 0
+            self._graded = has_must & (w.m_status == STATUS_OK)
+            self._valid_run = (w.m_prompt >= 0) & (w.m_model >= 0) & (w.m_cond >= 0)
+            ws = (w.m_cond == 1) & (w.m_status != STATUS_INVALID)
+            self._ws = ws
+            self._miss = ws & (w.m_activation == ACTIVATIONS.index("none"))
+            self._has_activation = "skill_activation" in w.manifest_columns
+        else:
+            self._graded = np.zeros(0, bool)
+            self._valid_run = np.zeros(0, bool)
+            self._ws = self._miss = np.zeros(0, bool)
+            self._has_activation = False
+
+    def _run_mask(self, model: str | None, condition: str | None,
+                  prompt: str | None) -> np.ndarray | None:
+        w = self.week
+        mask = self._valid_run.copy()
+        if model is not None:
+            if model not in self._m:
+                return None
+            mask &= w.m_model == self._m[model]
+        if condition is not None:
+            mask &= w.m_cond == ARMS.index(condition)
+        if prompt is not None:
+            if prompt not in self._p:
+                return None
+            mask &= w.m_prompt == self._p[prompt]
+        return mask
+
+    def coverage(self, model: str | None, condition: str | None,
+                 prompt: str | None) -> tuple[int, int]:
+        """(graded runs, runs) of the selection; without a manifest, prompt×reps instead."""
+        if not self.week.manifest_present:
+            sel = self._select(model, condition, prompt)
+            if sel is None:
+                return 0, 0
+            scored, total = (self.scored[sel].sum(), (self.scored + self.errored
+                                                       + self.unscored)[sel].sum())
+            return int(scored), int(total)
+        mask = self._run_mask(model, condition, prompt)
+        if mask is None:
+            return 0, 0
+        return int(np.count_nonzero(self._graded & mask)), int(np.count_nonzero(mask))
+
+    def _select(self, model: str | None, condition: str | None,
+                prompt: str | None) -> tuple[Any, Any, Any] | None:
+        """Index of (prompt, model, condition) into the (P, M, C) arrays; ``slice`` pools (no
+        condition: the lift's two arms, so an extra arm never changes a pooled gate)."""
+        p: Any = slice(None) if prompt is None else self._p.get(prompt)
+        m: Any = slice(None) if model is None else self._m.get(model)
+        c: Any = slice(0, len(CONDITIONS)) if condition is None else ARMS.index(condition)
+        if p is None or m is None:
+            return None
+        return p, m, c
+
+    def pass_counts(self, model: str | None, condition: str | None,
+                    prompt: str | None = None) -> dict[str, int]:
+        """Passed / scored / errored / unscored prompt×reps of the selection."""
+        sel = self._select(model, condition, prompt)
+        if sel is None:
+            return {"passed": 0, "scored": 0, "errored": 0, "unscored": 0}
+        return {"passed": int(self.passed[sel].sum()), "scored": int(self.scored[sel].sum()),
+                "errored": int(self.errored[sel].sum()),
+                "unscored": int(self.unscored[sel].sum())}
+
+    def trigger_misses(self, model: str | None, prompt: str | None) -> tuple[int, int] | None:
+        """(with-skill runs that never reached the skill, with-skill runs), or None when the
+        manifest records no activation."""
+        if not self._has_activation:
+            return None
+        mask = self._run_mask(model, None, prompt)
+        if mask is None:
+            return None
+        return int(np.count_nonzero(self._miss & mask)), int(np.count_nonzero(self._ws & mask))
+
+    # -- gate values -----------------------------------------------------------------------
+    def value(self, metric: str, model: str | None, condition: str | None,
+              prompt: str | None) -> float | str | None:
+        """A metric's measured value in one unit; None when not measured."""
+        if model is None or model not in self._m:
+            return None
+        mi = self._m[model]
+        m = self.data.get("models", {}).get(model, {})
+        if metric == "verdict":
+            return (m.get("sign_test") or {}).get("verdict")
+        if metric == "trigger_miss_rate":
+            tm = self.trigger_misses(model, prompt)
+            return None if tm is None or tm[1] == 0 else tm[0] / tm[1]
+        if metric == "pass_rate":
+            pc = self.pass_counts(model, condition, prompt)
+            return pc["passed"] / pc["scored"] if pc["scored"] else None
+        agg = self.agg
+        if agg is None:
+            return None
+        if prompt is not None and prompt not in self._p:
+            return None
+        pi = self._p.get(prompt) if prompt is not None else None
+        if metric in ("must_lift", "composite_lift", "must_lift_ci_low"):
+            if pi is None:
+                key = {"must_lift": "must_lift", "composite_lift": "composite_lift",
+                       "must_lift_ci_low": "ci_low"}[metric]
+                return _num(m.get(key))
+            arr = agg.must if metric == "must_lift" else agg.composite
+            return _num(arr[pi, mi, 1] - arr[pi, mi, 0])
+        ci = ARMS.index(condition) if condition else None
+        if ci is None:
+            return None
+        per_prompt = {"must_coverage": agg.must, "bonus_rate": agg.bonus,
+                      "avoid_violations": agg.avoid, "composite": agg.composite}
+        per_cell = {"must_coverage": agg.cell_must, "bonus_rate": agg.cell_bonus,
+                    "avoid_violations": agg.cell_avoid, "composite": agg.cell_composite}
+        if metric not in per_cell:
+            return None
+        if pi is None:
+            return _num(per_cell[metric][mi, ci])
+        return _num(per_prompt[metric][pi, mi, ci])
+
+
+def _num(x: Any) -> float | None:
+    if x is None:
+        return None
+    v = float(x)
+    return v if math.isfinite(v) else None
+
+
+# --------------------------------------------------------------------------- scorecard
+
+
+def measures_of(ctx: Context) -> WeekMeasures:
+    """The week's measures for its scorecard sections (``ctx.shared(measures_of)``: the
+    cells, lift and coverage sections read one, built once)."""
+    return WeekMeasures(ctx.week, ctx.agg, ctx.pass_threshold)
+
+
+def trigger_miss_rate(measures: WeekMeasures, model: str) -> float | None:
+    """Share of the model's with-skill runs that never reached the skill (None: unknown)."""
+    tm = measures.trigger_misses(model, None)
+    return None if tm is None or tm[1] == 0 else tm[0] / tm[1]

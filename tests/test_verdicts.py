@@ -1,0 +1,181 @@
+"""Pass rates and their Wilson intervals, the three states, the sign test, the paired test."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from pytest_skilllift.report import verdicts
+from pytest_skilllift.report.stats import wilson_interval
+from pytest_skilllift.report.summarize import summarize_week
+from pytest_skilllift.week import identity as ident
+
+from .test_weekio import write_week
+
+# --- statistics against known values and scipy -----------------------------------------------
+
+
+@pytest.mark.parametrize(("k", "n", "low", "high"), [
+    # Newcombe (1998), "Two-sided confidence intervals for the single proportion", Table I,
+    # method 3 (Wilson score, no continuity correction).
+    (81, 263, 0.2553, 0.3662), (15, 148, 0.0624, 0.1605), (0, 20, 0.0, 0.1611),
+    (1, 29, 0.0061, 0.1718),
+])
+def test_wilson_interval_matches_published_values(k: int, n: int, low: float,
+                                                  high: float) -> None:
+    lo, hi = wilson_interval(k, n)
+    assert lo == pytest.approx(low, abs=5e-5) and hi == pytest.approx(high, abs=5e-5)
+
+
+def test_binomial_p_is_scipy_binomtest() -> None:
+    for n in range(0, 41):
+        for k in range(0, n + 1):
+            expected = sps.binomtest(k, n, 0.5).pvalue if n else 1.0
+            assert verdicts.binomial_two_sided_p(k, n) == pytest.approx(expected, rel=1e-9,
+                                                                         abs=1e-15), (k, n)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_paired_test_is_scipy_ttest_rel(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    before = rng.uniform(0, 1, 30)
+    after = before + rng.normal(0.05, 0.2, 30)
+    before[[3, 17]] = np.nan  # prompts missing from one week are left out of the pairs
+    after[9] = np.nan
+    t = verdicts.paired_test(before, after)
+    keep = ~np.isnan(before) & ~np.isnan(after)
+    ref = sps.ttest_rel(after[keep], before[keep])
+    ci = ref.confidence_interval(0.95)
+    assert t.n == 27 and t.df == 26
+    assert t.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+    assert t.ci_low == pytest.approx(ci.low, rel=1e-9)
+    assert t.ci_high == pytest.approx(ci.high, rel=1e-9)
+    assert t.difference == pytest.approx(float(np.mean(after[keep] - before[keep])))
+
+
+def test_paired_test_degenerate_cases() -> None:
+    assert verdicts.paired_test(np.array([]), np.array([])).difference is None
+    one = verdicts.paired_test(np.array([0.2]), np.array([0.5]))
+    assert one.difference == pytest.approx(0.3) and one.se is None and one.p_value is None
+    flat = verdicts.paired_test(np.array([0.2, 0.4]), np.array([0.2, 0.4]))
+    assert flat.difference == 0 and flat.p_value is None  # no spread, no move: undefined
+
+
+# --- the sign test and its verdict ---------------------------------------------------------------
+
+
+def test_sign_test_counts_one_vote_per_prompt() -> None:
+    no = np.array([0.0, 0.5, 1.0, 0.5, np.nan, 0.2])
+    with_ = np.array([1.0, 0.5, 0.5, 0.75, 1.0, 0.2 + 1e-12])
+    st = verdicts.sign_test(no, with_, t_excludes_zero=False, t_lift=0.1)
+    # the NaN prompt is not a pair; a difference within 1e-9 is a tie
+    assert (st.n, st.wins, st.ties, st.losses) == (5, 2, 2, 1)
+    assert st.p_value == pytest.approx(sps.binomtest(2, 3, 0.5).pvalue)
+    assert st.verdict == "no change"  # 5 prompts, neither test significant
+
+
+@pytest.mark.parametrize(("n", "wins", "losses", "t_excl", "t_lift", "verdict", "why"), [
+    (10, 9, 0, True, 0.3, "helps", "t agrees"),
+    (10, 9, 0, False, 0.3, "inconclusive", "disagree"),  # sign significant, t not
+    (10, 5, 4, True, 0.3, "inconclusive", "disagree"),  # t significant, sign not
+    (4, 4, 0, True, 0.5, "inconclusive", "too few prompts"),
+    (10, 3, 3, False, 0.0, "no change", "neither test"),
+    (10, 0, 9, True, -0.3, "no change", "worse"),
+    (100, 12, 1, True, 0.05, "no change", "net wins 11 < 20%"),  # p ≈ 0.003, small share
+])
+def test_sign_verdict_rules(n: int, wins: int, losses: int, t_excl: bool, t_lift: float,
+                            verdict: str, why: str) -> None:
+    p = verdicts.binomial_two_sided_p(wins, wins + losses)
+    got, reason = verdicts.sign_verdict(n, wins, losses, p, t_excl, t_lift)
+    assert got == verdict and why in reason
+
+
+# --- three states and pass rates on a week -------------------------------------------------------
+
+
+def three_state_week(root: Path, *, pass_threshold: float | None = None) -> Path:
+    """sonnet, 3 prompts × 2 reps. with-skill: p-a r2 dropped (CLI exit 1: unscored), p-b r2
+    never graded (judge failed: errored), p-c r2 one must ungraded (errored); the other three
+    reps score 1.0. no-skill: p-a all missing (composite 0.0, a legitimate zero)."""
+    week = write_week(
+        root,
+        met=lambda p, m, c, r, i: c == "with-skill" or (p != 0 and (i + r) % 2 == 0),
+        run_override=lambda run: run.update(exit_code="1") if run["run_id"] == (
+            "p-a-sonnet-with-skill-r2") else None,
+        skip_scores=lambda run: run["run_id"] == "p-b-sonnet-with-skill-r2")
+    path = week / "scores.csv"
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    target = next(r for r in rows if (r["prompt"], r["condition"], r["rep"], r["item_type"]) == (
+        "p-c", "with-skill", "2", "must"))
+    target.update(verdict="", credit="", contribution="", evidence_quote="")
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    if pass_threshold is not None:
+        from .test_identity import make
+
+        ident.write_week_record(week, ident.WeekRecord(identity=make(),
+                                                       pass_threshold=pass_threshold))
+    return week
+
+
+def test_three_states_pass_rates_and_wilson(tmp_path: Path) -> None:
+    week = three_state_week(tmp_path / "w")
+    s = summarize_week(week, write=True, plots=False)
+    cells = {c["condition"]: c for c in s.data["cells"]}
+    ws = cells["with-skill"]
+    # 3 scored reps pass; the dropped run is unscored, the two judge failures are errored:
+    # absences, out of the denominator, never a pass
+    assert (ws["pass_passed"], ws["pass_scored"], ws["pass_errored"],
+            ws["pass_unscored"]) == (3, 3, 2, 1)
+    assert ws["pass_rate"] == 1.0
+    assert (ws["pass_rate_ci_low"], ws["pass_rate_ci_high"]) == pytest.approx(
+        wilson_interval(3, 3))
+    ns = cells["no-skill"]
+    # no-skill composites: p-a 0.0 and 0.0 (legitimate zeros: scored, failed), p-b/p-c r1
+    # 1/3 + 0.1 − 0.25 and r2 2/3: none reaches 0.7
+    assert (ns["pass_passed"], ns["pass_scored"], ns["pass_errored"]) == (0, 6, 0)
+    assert ns["pass_rate"] == 0.0 and ns["pass_rate_ci_low"] == pytest.approx(0.0, abs=1e-12)
+    assert ns["pass_rate_ci_high"] == pytest.approx(wilson_interval(0, 6)[1])
+    assert s.data["pass_threshold"] == 0.7
+    assert s.data["coverage"]["errored_prompt_reps"] == 2
+    on_disk = json.loads((week / "scorecard.json").read_text())
+    assert on_disk["cells"][1]["pass_rate_ci_high"] is not None
+    md = (week / "scorecard.md").read_text()
+    assert "### Pass rate (composite ≥ 0.70)" in md
+    row = next(ln for ln in md.splitlines() if ln.startswith("| sonnet | with-skill | 1.00 ["))
+    lo, hi = wilson_interval(3, 3)
+    assert f"1.00 [{lo:.2f}–{hi:.2f}]" in row and "| 3 of 3 " in row
+    assert "### Sign test — a robust second answer" in md
+
+
+def test_pass_threshold_comes_from_week_json(tmp_path: Path) -> None:
+    week = three_state_week(tmp_path / "w", pass_threshold=0.6)
+    s = summarize_week(week, write=False, plots=False)
+    ns = next(c for c in s.data["cells"] if c["condition"] == "no-skill")
+    assert s.data["pass_threshold"] == 0.6
+    assert ns["pass_passed"] == 2  # p-b and p-c r2 (composite 2/3) now pass
+
+
+def test_unreadable_week_json_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    week = write_week(tmp_path / "w")
+    (week / "week.json").write_text("{broken")
+    s = summarize_week(week, write=False, plots=False)
+    assert s.data["pass_threshold"] == 0.7
+    assert any("week.json" in p and "default pass threshold 0.7" in p for p in s.problems)
+
+
+def test_sign_test_in_scorecard_json(reference_data: Path) -> None:
+    s = summarize_week(reference_data / "qdrant-skills" / "weekly" / "20260808", write=False,
+                       plots=False)
+    st = s.data["models"]["haiku"]["sign_test"]
+    assert (st["n_prompts"], st["wins"], st["ties"], st["losses"]) == (26, 19, 5, 2)
+    assert st["p_value"] == pytest.approx(sps.binomtest(19, 21, 0.5).pvalue)
+    assert st["verdict"] == "helps"
