@@ -202,6 +202,7 @@ class ControllerPlugin:
             raise pytest.UsageError(str(exc)) from None
         try:
             self.state.ci.open_week()
+            self.state.plan_baseline()  # --skill-lift-baseline-from, against week.json
         except SettingsError as exc:
             self.state.refused = True
             raise pytest.UsageError(str(exc)) from None
@@ -255,6 +256,8 @@ class ControllerPlugin:
                 tr.write_line(line)
         if state.coverage_note:
             tr.write_line(f"coverage: {state.coverage_note}")
+        if state.baseline_note:
+            tr.write_line(state.baseline_note)
         for line in [*state.ci.terminal_lines(), *_extension_lines(state)]:
             tr.write_line(line)
         if state.tally.invocation_findings:

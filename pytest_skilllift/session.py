@@ -12,6 +12,7 @@ import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -99,6 +100,7 @@ class SkillLiftSession:
         self._matrix: Matrix | None = None
         self.matrix_warned = False
         self.refused = False  # the week's identity (week.json) refused this session
+        self.baseline_note = ""  # --skill-lift-baseline-from: what the plan reuses
         from pytest_skilllift.ci import SessionVerdicts  # week identity at start, gates at end
 
         self.ci = SessionVerdicts(self)
@@ -170,6 +172,23 @@ class SkillLiftSession:
             self._weekrun.on_generated = self._run_generated
             self._weekrun.on_graded = self._run_graded
         return self._weekrun
+
+    def plan_baseline(self) -> None:
+        """``--skill-lift-baseline-from``, before the first run (controller): decide which
+        no-skill runs come from WEEKDIR and write the plan into the week directory. Raises
+        ``SettingsError`` naming a WEEKDIR that cannot serve."""
+        s = self.settings
+        if not s.baseline_from or self.ci.record is None:
+            return
+        from pytest_skilllift.run.baseline import BaselineError, plan_summary, prepare
+
+        try:
+            plan = prepare(Path(s.baseline_from), s.out_dir, self.ci.record.identity,
+                           [label for label, _ in s.models])
+        except BaselineError as exc:
+            raise SettingsError(str(exc)) from None
+        plan.save(s.out_dir)
+        self.baseline_note = plan_summary(plan)
 
     def _baseline(self) -> Any:
         """``--skill-lift-baseline-from``: where the engine asks for no-skill runs first (the

@@ -36,6 +36,7 @@ from typing import Any
 
 from pytest_skilllift.model import RunSpec
 from pytest_skilllift.run.engine import make_run_id
+from pytest_skilllift.week import identity as ident
 from pytest_skilllift.week.columns import NO_SKILL
 from pytest_skilllift.week.files import (
     BASELINE_FILE,
@@ -181,6 +182,44 @@ def plan_reuse(source: Path, pairs: Iterable[tuple[str, str]], current: InputsOf
                 d = Decision(prompt, model, not change, change)
         plan.decisions[(prompt, model)] = d
     return plan
+
+
+def prepare(source: Path, out_dir: Path, current: ident.Identity, models: Iterable[str]
+            ) -> BaselinePlan:
+    """The plan of a session whose identity is ``current``: every (prompt, model) of it
+    against the source week's ``week.json``. Raises :class:`BaselineError` for a WEEKDIR that
+    is not an earlier week with runs, or whose week.json cannot be read."""
+    check_source(source, out_dir)
+    try:
+        record = ident.read_week_record(source)
+    except ident.WeekFileError as exc:
+        raise BaselineError(f"--skill-lift-baseline-from={source}: {exc}") from None
+    pairs = [(p, m) for p in sorted(current.prompts) for m in models]
+
+    def now(prompt: str, model: str) -> Mapping[str, Any]:
+        return ident.baseline_inputs(current, prompt, model)
+
+    if record is None:
+        return plan_reuse(source, pairs, now, None, unknown=(
+            f"{source.name} has no week.json (a qdrant pipeline week, or one written before the "
+            "week identity was recorded): the inputs of its no-skill runs are unknown"))
+    before = record.identity
+
+    def then(prompt: str, model: str) -> Mapping[str, Any]:
+        return ident.baseline_inputs(before, prompt, model)
+
+    return plan_reuse(source, pairs, now, then)
+
+
+def plan_summary(plan: BaselinePlan) -> str:
+    """One line for the terminal: how many pairs are reusable, and the first reason not."""
+    reusable = sum(d.reuse for d in plan.decisions.values())
+    line = (f"baseline from {plan.source_week}: {reusable} of {len(plan.decisions)} (prompt, "
+            "model) pairs reuse its no-skill runs")
+    why = next((d for d in plan.decisions.values() if not d.reuse), None)
+    if why is not None:
+        line += f"; e.g. {why.prompt} on {why.model} does not: {why.reason}"
+    return line
 
 
 class BaselineSource:
