@@ -22,7 +22,8 @@ Both marks reach the manifest as extra columns (after the qdrant ones).  A reuse
 its own timestamps and cost: the scorecard leaves it out of this week's spend and run window
 and says that a reused baseline shares the source week's sampling noise.
 
-Pure apart from the file copies; no pytest.
+No pytest; the only I/O is reading the two weeks' ``week.json`` and the run directories, and
+copying a reused run.
 """
 
 from __future__ import annotations
