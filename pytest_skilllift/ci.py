@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_skilllift.config import SettingsError
 from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
 from pytest_skilllift.report import gates as gatemod
-from pytest_skilllift.run.arms import skill_families
+from pytest_skilllift.run.triggers import skill_families
 from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week import identity as ident
 from pytest_skilllift.week.columns import ARMS, WITH_ALL

@@ -25,6 +25,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.lint.cli",  # score, compare (skills or weeks)
     "pytest_skilllift.lint.depth_cli",  # certify, corpus init
     "pytest_skilllift.runners.image_cli",  # image build
+    "pytest_skilllift.report.export",  # export (skill-creator layout)
 )
 
 

@@ -17,10 +17,11 @@ import pytest
 from pytest_skilllift.collect_invoked import INVOKED, InvokedTest
 from pytest_skilllift.hookcalls import HookError
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
-from pytest_skilllift.run.arms import arm_prompt, skill_families
+from pytest_skilllift.run.arms import arm_prompt
 from pytest_skilllift.run.engine import make_run_id
 from pytest_skilllift.run.matrix import keywords_of
 from pytest_skilllift.run.prompts import PromptError, load_prompt
+from pytest_skilllift.run.triggers import skill_families
 from pytest_skilllift.week.columns import WITH_ALL, WITH_SKILL
 from pytest_skilllift.week.files import OK
 

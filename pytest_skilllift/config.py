@@ -133,6 +133,15 @@ OPTIONS: tuple[Option, ...] = (
            "nothing that decides a no-skill answer changed (its week.json identity); the others "
            "are generated and say why. Write it as --skill-lift-baseline-from=WEEKDIR.",
            default=""),
+    Option("triggers", "Directory of trigger test files <family>.json (relative to rootdir).",
+           default="evals/triggers", cli=False),
+    Option("triggers-all", "Run trigger tests with every skill family installed at once; the "
+           "scorecard adds a confusion table (which skill fired for which query).",
+           "bool", False),
+    Option("triggers-max-turns", "--max-turns of a trigger run (2 allows one exploring tool "
+           "call, then the skill).", "int", 2),
+    Option("skill-creator-evals", "Collect Anthropic skill-creator evals/evals.json files "
+           "(true|false).", "bool", None, cli=False, default_text="true when such files exist"),
     Option("gate", "A quality gate [SCOPE.]METRIC OP VALUE[:hard|:soft], e.g. "
            "must_lift_ci_low>0 or haiku.with-skill.pass_rate>=0.8:soft; repeatable (ini "
            "skill_lift_gates, one per line). A failed hard gate makes the exit status 1.",
@@ -228,6 +237,11 @@ class Settings:
     conditions: tuple[str, ...]
     #: ``--skill-lift-baseline-from``: the source week directory (absolute), or "" when off.
     baseline_from: str
+    triggers_dir: Path
+    triggers_all: bool
+    triggers_max_turns: int
+    #: None: collect skill-creator evals.json files when there are any.
+    skill_creator_evals: bool | None
     gates: tuple[str, ...]
     pass_threshold: float
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
@@ -286,6 +300,9 @@ class Settings:
         reps = int(v["reps"])
         if reps < 1:
             raise SettingsError(f"--skill-lift-reps must be at least 1, got {reps}")
+        if int(v["triggers-max-turns"]) < 1:
+            raise SettingsError("--skill-lift-triggers-max-turns must be at least 1, got "
+                                f"{v['triggers-max-turns']}")
         judge_samples = int(v["judge-samples"])
         if judge_samples < 1:
             raise SettingsError(
@@ -342,6 +359,11 @@ class Settings:
             conditions=parse_conditions(v["conditions"], aa=bool(v["aa"])),
             baseline_from=str(_resolve(rootdir, v["baseline-from"])) if v["baseline-from"]
             else "",
+            triggers_dir=_resolve(rootdir, v["triggers"]),
+            triggers_all=bool(v["triggers-all"]),
+            triggers_max_turns=int(v["triggers-max-turns"]),
+            skill_creator_evals=(None if v["skill-creator-evals"] is None
+                                 else bool(v["skill-creator-evals"])),
             gates=tuple(g.strip() for g in (v["gate"] or ()) if g.strip()),
             pass_threshold=pass_threshold,
         )

@@ -41,8 +41,13 @@ class PromptSpec:
     #: The original ``skill_url`` (empty when the file gave ``skill``); its host is the
     #: published site whose fetches count as ``web_fetch`` activation.
     skill_url: str = ""
-    #: Families the with-skill arm installs beside ``family`` (trigger tests run with
-    #: ``--skill-lift-triggers-all``: every family installed at once).
+    #: Input files placed in the run's working directory: ``(relative destination,
+    #: absolute source)`` pairs (skill-creator ``evals[].files``).
+    files: tuple[tuple[str, str], ...] = ()
+    #: Shown to the judge beside the prompt, never an item (skill-creator ``expected_output``).
+    judge_context: str = ""
+    #: Families the with-skill arm installs beside ``family`` (the with-all arm, and trigger
+    #: tests run with ``--skill-lift-triggers-all``: every family installed at once).
     sibling_families: tuple[str, ...] = ()
 
     @property

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift import collect_extra
 from pytest_skilllift.collect import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
 from pytest_skilllift.collect_invoked import InvokedTest
 from pytest_skilllift.config import Settings, SettingsError, add_options
@@ -49,6 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "bonus: a bonus rubric item")
     config.addinivalue_line("markers", "avoid: an avoid rubric item")
     config.addinivalue_line("markers", "invoked: a with-skill run's skill reached (VERIFIED)")
+    config.addinivalue_line("markers", "trigger: a trigger test (skill invoked iff it should)")
     config.addinivalue_line(
         "markers", "skill_lift(prompts=, families=, models=, conditions=): on a test using "
         "skill_lift_run, the runs it checks (globs). pytest-skilllift puts "
@@ -84,7 +86,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
     s = state.settings
     prompts = sorted(s.prompts_dir.glob("*.json")) if s.prompts_dir.is_dir() else []
-    if not prompts:
+    if not prompts and not collect_extra.has_inputs(s):
         raise pytest.UsageError(
             f"--skill-lift found no prompt files in {s.prompts_dir} "
             f"(rootdir {s.rootdir}, ini file {s.inifile or 'none'}). Set skill_lift_prompts "
@@ -113,7 +115,9 @@ def _uses_workers(config: pytest.Config) -> bool:
 def _point_args_at_prompts(config: pytest.Config, settings: Settings) -> None:
     """Without explicit paths, ``pytest --skill-lift`` means the weekly run: the prompts dir."""
     if config.args_source != pytest.Config.ArgsSource.ARGS:
-        config.args = [str(settings.prompts_dir)]
+        extra = collect_extra.extra_args(settings)  # trigger files, skill-creator evals
+        walk_prompts = settings.prompts_dir.is_dir() or not extra
+        config.args = [str(settings.prompts_dir)] * walk_prompts + extra
         if settings.checks_dir.exists():  # the team's own checks run with the prompts
             config.args.append(str(settings.checks_dir))
 
@@ -166,11 +170,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=order)
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> PromptFile | None:
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
     """Prompt JSON files under the prompts dir; ``discord-*`` only with ``--skill-lift-heldout``."""
     state = parent.config.stash.get(SESSION_KEY, None)
     if state is None or file_path.suffix != ".json":
         return None
+    extra = collect_extra.collect_extra_file(file_path, parent, state.settings)
+    if extra is not None:
+        return extra
     prompts_dir = state.settings.prompts_dir.resolve()
     if prompts_dir not in file_path.resolve().parents:
         return None
@@ -258,6 +265,13 @@ class ControllerPlugin:
             tr.write_line(f"coverage: {state.coverage_note}")
         if state.baseline_note:
             tr.write_line(state.baseline_note)
+        from pytest_skilllift.report.sections.triggering import trigger_terminal_lines
+
+        for line in trigger_terminal_lines(state.summary.data) if state.summary else []:
+            tr.write_line(line)
+        if state.tally.trigger_findings:
+            tr.write_line(f"{state.tally.trigger_findings} trigger findings (misses / false "
+                          "triggers) are reported in the Triggering section, not a failed run")
         for line in [*state.ci.terminal_lines(), *_extension_lines(state)]:
             tr.write_line(line)
         if state.tally.invocation_findings:

@@ -27,7 +27,7 @@ from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import find_claude
 from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week.checks import CheckTally, merge_checks
-from pytest_skilllift.week.files import OK, RUN_FILE
+from pytest_skilllift.week.files import OK, RUN_FILE, TRIGGERS_DIR
 from pytest_skilllift.week.ledger import Ledger
 
 DEMO_KEY = "demo-key-not-a-secret"
@@ -47,12 +47,23 @@ class SessionTally:
     skipped: int = 0
     #: ``…::invoked`` items that failed (skill not VERIFIED): findings, not a broken run.
     invocation_findings: int = 0
+    #: Trigger tests: run_id -> status, and misses / false triggers (findings, like rubric
+    #: failures: reported, not a broken run). Trigger runs never count toward the lift.
+    trigger_runs: dict[str, str] = field(default_factory=dict)
+    trigger_findings: int = 0
     #: Custom checks (tests over skill_lift_run): a failed one is a finding, like a rubric item.
     check_failures: int = 0
     #: ``pytest_skilllift_*`` implementations that raised, each message naming it.
     hook_errors: list[str] = field(default_factory=list)
 
     def add(self, outcome: str, when: str, props: dict[str, str]) -> None:
+        trigger = props.get("skilllift_trigger")
+        if trigger is not None:
+            run_id, _, status = trigger.partition("|")
+            self.trigger_runs[run_id] = status
+            if outcome == "failed" and when == "call" and "trigger" in props:
+                self.trigger_findings += 1
+                return
         run = props.get("skilllift_run")
         if run is not None:
             run_id, _, status = run.partition("|")
@@ -83,6 +94,7 @@ class SkillLiftSession:
         self.week = Ledger(settings.out_dir)
         self.tally = SessionTally()
         self._weekrun: WeekRun | None = None
+        self._triggers: Any = None
         self._server: Any = None
         self.summary: Any = None
         self.coverage_note = ""
@@ -155,6 +167,8 @@ class SkillLiftSession:
     def stop(self) -> None:
         if self._weekrun is not None:
             self._weekrun.close()
+        if self._triggers is not None:
+            self._triggers.close()
         if self._server is not None:
             self._server.stop()
             self._server = None
@@ -198,6 +212,18 @@ class SkillLiftSession:
         from pytest_skilllift.run.baseline import BaselineSource
 
         return BaselineSource(self.settings.out_dir)
+    @property
+    def triggers(self) -> Any:
+        """Trigger runs (``run.triggers.TriggerRun``): the lift's agent config and runner,
+        only ``--max-turns`` changed, into ``<week>/triggers/``."""
+        if self._triggers is None:
+            from pytest_skilllift.run.triggers import TriggerRun
+
+            agent = dataclasses.replace(self.agent_config(),
+                                        max_turns=self.settings.triggers_max_turns)
+            self._triggers = TriggerRun(self.week.root / TRIGGERS_DIR, agent,
+                                        self._make_runner)
+        return self._triggers
 
     # -- the fixtures' side (skill_lift_judge, skill_lift_run, skill_lift_week) -----------
     @property
@@ -295,8 +321,10 @@ class SkillLiftSession:
     def finish(self) -> bool:
         """Rebuild the CSVs, write the scorecard; return whether coverage is enough."""
         from pytest_skilllift.report.summarize import summarize_week
+        from pytest_skilllift.run.triggers import rebuild_trigger_table
 
-        if not any(self.week.root.glob(f"*/{RUN_FILE}")):
+        has_triggers = rebuild_trigger_table(self.week.root) > 0
+        if not any(self.week.root.glob(f"*/{RUN_FILE}")) and not has_triggers:
             return True
         self.week.rebuild_csvs()
         merge_checks(self.week.root, self.checks.finished())

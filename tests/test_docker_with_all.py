@@ -15,7 +15,8 @@ import pytest
 docker = pytest.importorskip("docker", reason="the docker SDK is not installed")
 
 from pytest_skilllift.model import AgentConfig, PromptSpec, RunSpec  # noqa: E402
-from pytest_skilllift.run.arms import arm_prompt, skill_families  # noqa: E402
+from pytest_skilllift.run.arms import arm_prompt  # noqa: E402
+from pytest_skilllift.run.triggers import skill_families  # noqa: E402
 from pytest_skilllift.runners.image import TEST_IMAGE_TAG  # noqa: E402
 from pytest_skilllift.testing import Reply, StandIn  # noqa: E402
 from pytest_skilllift.week.files import STDOUT_FILE  # noqa: E402

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
-from pytest_skilllift.run.arms import arm_prompt, skill_families
+from pytest_skilllift.run.arms import arm_prompt
+from pytest_skilllift.run.triggers import skill_families
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.runners.local import LocalRunner
 from tests.test_plugin_e2e import REPO, make_project, rows, run

@@ -93,3 +93,58 @@ def test_a_new_section_is_one_registry_entry(ref: Summary,
     assert s.markdown.endswith("## Extra\n\n- runs: 208\n")
     # the other sections are untouched
     assert s.markdown.startswith(ref.markdown.rstrip("\n"))
+
+
+def _trigger_rows() -> list[dict[str, object]]:
+    """Trigger runs touching every nested type of the Triggering section: a hit, a miss, a
+    false trigger that also launched a built-in skill, an excluded run, and runs with every
+    family installed (the confusion table)."""
+    base = {"family": "git-bisect", "trigger_set": "git-bisect", "model": "haiku", "rep": 1,
+            "run_status": "ok", "installed": "git-bisect", "max_turns": 2}
+    rows: list[dict[str, object]] = [
+        {**base, "query_index": 1, "query": "bisect?", "should_trigger": 1, "triggered": 1,
+         "fired": "git-bisect", "tools_before_skill": 1, "run_id": "a"},
+        {**base, "query_index": 2, "query": "who broke it?", "should_trigger": 1,
+         "triggered": 0, "run_id": "b"},
+        {**base, "query_index": 3, "query": "commit message?", "should_trigger": 0,
+         "triggered": 1, "fired": "git-bisect", "fired_other": "review", "run_id": "c"},
+        {**base, "query_index": 3, "query": "commit message?", "should_trigger": 0, "rep": 2,
+         "run_status": "errored", "run_error": "CLI exit 1", "run_id": "d"},
+    ]
+    both = {**base, "installed": "git-bisect;sqlite-performance", "model": "sonnet"}
+    rows += [
+        {**both, "query_index": 1, "query": "bisect?", "should_trigger": 1, "triggered": 1,
+         "fired": "git-bisect;sqlite-performance", "run_id": "e"},
+        {**both, "query_index": 4, "query": "slow inserts?", "should_trigger": 0,
+         "expected_skill": "sqlite-performance", "triggered": 0,
+         "fired": "sqlite-performance", "run_id": "f"},
+    ]
+    return rows
+
+
+def test_a_week_with_trigger_runs_is_typed_and_adds_only_its_section(
+        ref: Summary, tmp_path: Path) -> None:
+    import csv
+
+    from pytest_skilllift.run.triggers import TRIGGER_COLUMNS
+    from pytest_skilllift.week.files import TRIGGERS_CSV, TRIGGERS_DIR
+
+    week = tmp_path / REF_WEEK.name
+    shutil.copytree(REF_WEEK, week)
+    (week / TRIGGERS_DIR).mkdir()
+    with (week / TRIGGERS_DIR / TRIGGERS_CSV).open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(TRIGGER_COLUMNS), restval="")
+        writer.writeheader()
+        writer.writerows(_trigger_rows())
+    s = summarize_week(week, write=False)
+    _check(s.data, Scorecard, "scorecard")
+    bisect = s.data["triggers"]["haiku"]["git-bisect"]
+    assert bisect["false_triggers"][0]["fired"] == ["git-bisect", "review"]
+    assert [m["q"] for m in bisect["misses"]] == [2] and len(bisect["excluded"]) == 1
+    assert s.data["trigger_confusion"]["sonnet"]["multi_fired_runs"] == 1
+    # The section sits between the audit and the baseline caveat; nothing else moved.
+    md = s.markdown
+    start = md.index("## Triggering")
+    end = md.index("## Lift caveat — baseline self-served")
+    assert md.index("## Trajectory audit") < start < end
+    assert md[:start] + md[end:] == ref.markdown

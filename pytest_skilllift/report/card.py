@@ -33,6 +33,7 @@ from pytest_skilllift.report.sections import (
     prompts,
     provenance,
     selfserved,
+    triggering,
     withall,
     wow,
 )
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 class Scorecard(
     header.Data, lift.Data, withall.Data, noise.Data, wow.Data, cells.Data, prompts.Data,
-    activation.Data, audit.Data, improvements.Data,
+    activation.Data, audit.Data, improvements.Data, triggering.Data,
     selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data, health.Data,
     judge.Data, provenance.Data, baseline.Data,
 ):
@@ -72,6 +73,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("activation", activation.build, activation.render),
     Section("audit", audit.build, audit.render),
     Section("improvements", improvements.build, improvements.render),
+    Section("triggering", triggering.build, triggering.render),
     Section("baseline-self-served", selfserved.build, selfserved.render),
     Section("avoid-violations", avoid.build, avoid.render),
     Section("custom-checks", custom_checks.build, custom_checks.render),

@@ -1,9 +1,10 @@
 """The arms a prompt runs under, beyond the lift's no-skill and with-skill.
 
-* ``with-all`` installs every family of the skills root, the prompt's own first, so a skill's
-  lift alone (with-skill) can be told from its lift among its siblings (interference, the
-  wrong skill chosen). The runners install ``PromptSpec.installed_families`` for every arm
-  that installs skills (``columns.SKILL_ARMS``).
+* ``with-all`` installs every family of the skills root (``run.triggers.skill_families``, as
+  ``--skill-lift-triggers-all`` does), the prompt's own first, so a skill's lift alone
+  (with-skill) can be told from its lift among its siblings (interference, the wrong skill
+  chosen). The runners install ``PromptSpec.installed_families`` for every arm that installs
+  skills (``columns.SKILL_ARMS``).
 * ``no-skill-b`` is a second no-skill arm (nothing installed): an A/A week.
 
 Pure: no pytest.
@@ -13,17 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from pathlib import Path
 
 from pytest_skilllift.model import PromptSpec
 from pytest_skilllift.week.columns import WITH_ALL
-
-
-def skill_families(skills_root: Path) -> tuple[str, ...]:
-    """Every family under the skills root (a directory holding a ``SKILL.md``), sorted."""
-    if not skills_root.is_dir():
-        return ()
-    return tuple(sorted(p.parent.name for p in skills_root.glob("*/SKILL.md")))
 
 
 def arm_prompt(spec: PromptSpec, condition: str, families: Sequence[str]) -> PromptSpec:

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from pytest_skilllift.judge.protocol import PROMPT_VERSION, Grader
 from pytest_skilllift.model import AgentConfig, JudgeResult, RunOutcome, RunSpec
+from pytest_skilllift.run.skill_creator import judge_prompt_text
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week.columns import NO_SKILL
@@ -221,7 +222,8 @@ class WeekRun:
         if rows is None:
             grader = grader if grader is not None else self._grader.get()
             started = time.monotonic()
-            result = grader.grade(spec.prompt.prompt, record.get("final_answer", ""),
+            # skill-creator evals: expected_output reaches the judge as context, not an item.
+            result = grader.grade(judge_prompt_text(spec.prompt), record.get("final_answer", ""),
                                         spec.prompt.rubric, spec.run_id)
             judge_ms = int((time.monotonic() - started) * 1000)
             if result.error is not None:

@@ -18,9 +18,10 @@ from typing import Any
 
 from pytest_skilllift.config import Settings
 from pytest_skilllift.model import PromptSpec, RunSpec
-from pytest_skilllift.run.arms import arm_prompt, skill_families
+from pytest_skilllift.run.arms import arm_prompt
 from pytest_skilllift.run.engine import make_run_id
 from pytest_skilllift.run.prompts import PromptError, is_heldout, load_prompt
+from pytest_skilllift.run.triggers import skill_families
 from pytest_skilllift.week.columns import ARMS, WITH_ALL
 
 __all__ = ["NARROWING_KEYS", "Matrix", "keywords_of", "load_matrix", "narrow", "run_key",

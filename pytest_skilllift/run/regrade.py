@@ -40,6 +40,8 @@ from pytest_skilllift.config import OPTIONS
 from pytest_skilllift.judge.protocol import EVIDENCE_POLICIES, Grader
 from pytest_skilllift.model import AgentConfig, PromptSpec, RunSpec
 from pytest_skilllift.run.engine import GradedRun, WeekRun
+from pytest_skilllift.run.prompts import PromptError
+from pytest_skilllift.run.skill_creator import EVALS_NAME, eval_for_regrade
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.week.files import (
     CALIBRATION_FILE,
@@ -129,6 +131,13 @@ def spec_from_record(record: dict[str, Any], prompts_dir: Path | None = None) ->
     from pytest_skilllift.judge.calibrate import CalibrationError, read_prompt
 
     path = _prompt_path(record, prompts_dir)
+    if path.name == EVALS_NAME:  # an Anthropic skill-creator evals.json, collected as is
+        try:
+            spec = eval_for_regrade(path, str(record["prompt"]),
+                                    str(record.get("skill_leaf") or ""))
+        except PromptError as err:
+            raise RegradeError(str(err)) from None
+        return _run_spec(record, spec)
     try:
         prompt_text, items = read_prompt(path)
     except CalibrationError as err:
@@ -137,6 +146,10 @@ def spec_from_record(record: dict[str, Any], prompts_dir: Path | None = None) ->
     spec = PromptSpec(path=path, name=str(record["prompt"]), product_area="",
                       prompt=prompt_text, rubric=items,
                       skill_path=str(record.get("skill_leaf") or ""))
+    return _run_spec(record, spec)
+
+
+def _run_spec(record: dict[str, Any], spec: PromptSpec) -> RunSpec:
     return RunSpec(prompt=spec, model_label=str(record["model"]),
                    model_id=str(record.get("model_id") or record["model"]),
                    condition=str(record["condition"]), rep=int(record["rep"]),

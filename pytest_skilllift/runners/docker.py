@@ -187,6 +187,22 @@ def skill_archive(family_dir: Path, uid: int = AGENT_UID,
     return buf.getvalue()
 
 
+def files_archive(files: tuple[tuple[str, str], ...], uid: int = AGENT_UID,
+                  gid: int = AGENT_GID, user: str = AGENT_USER) -> bytes:
+    """A tar of ``(relative destination, source)`` files, owned by the agent user."""
+    buf = io.BytesIO()
+
+    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid, info.gid, info.uname, info.gname = uid, gid, user, user
+        info.mode = 0o755 if info.isdir() else 0o644
+        return info
+
+    with tarfile.open(fileobj=buf, mode="w", dereference=True) as tar:
+        for rel, src in files:
+            tar.add(src, arcname=rel, filter=owned)
+    return buf.getvalue()
+
+
 class DockerRunner:
     """Runs each (prompt, model, condition, rep) in a new container of ``image``.
 
@@ -276,6 +292,8 @@ class DockerRunner:
                     if spec.with_skill:
                         for family in spec.prompt.installed_families:
                             self._install_skill(container_id, cfg.skills_root / family)
+                    if spec.prompt.files:
+                        self._put_files(container_id, spec)
                     self.client.api.start(container_id)
                     exit_code, timed_out, broken = self._exec(container_id, spec, cfg, env,
                                                               out, err, t0)
@@ -380,6 +398,13 @@ class DockerRunner:
         ok = self.client.api.put_archive(container_id, self.home, skill_archive(family_dir))
         if not ok:
             raise RuntimeError(f"put_archive of {family_dir.name} into {self.home} failed")
+
+    def _put_files(self, container_id: str, spec: RunSpec) -> None:
+        """The prompt's input files (skill-creator ``files``) into the working directory."""
+        ok = self.client.api.put_archive(container_id, self.workdir, files_archive(
+            spec.prompt.files))
+        if not ok:
+            raise RuntimeError(f"put_archive of the input files into {self.workdir} failed")
 
     def _exec(self, container_id: str, spec: RunSpec, cfg: AgentConfig, env: dict[str, str],
               out: _LineSink, err: _LineSink, t0: float,

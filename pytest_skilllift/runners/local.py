@@ -112,6 +112,14 @@ class LocalRunner:
             shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".git", "__pycache__"))
         return None
 
+    @staticmethod
+    def place_files(spec: RunSpec, work: Path) -> None:
+        """Copy the prompt's input files (skill-creator ``files``) into the working dir."""
+        for rel, src in spec.prompt.files:
+            dest = work / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
+
     def run(self, spec: RunSpec, cfg: AgentConfig, run_dir: Path) -> RunOutcome:
         """Execute one run; ``stdout.txt``/``stderr.txt`` are written into ``run_dir``."""
         run_dir = Path(run_dir)
@@ -136,6 +144,7 @@ class LocalRunner:
             work.mkdir()
             try:
                 err = self.install_skill(spec, cfg, home)
+                self.place_files(spec, work)
             except OSError as exc:
                 err = f"installing skill {spec.prompt.family!r} failed: {exc}"
             if err:

@@ -16,6 +16,8 @@ Layout (the qdrant/skills pipeline's week directory, our files beside it)::
     <weekly>/<week>/<run_id>/run.json      the manifest row + status, once the run finished
     <weekly>/<week>/<run_id>/grades.json   the scores rows, once the judge answered
     <weekly>/<week>/<run_id>/judge_cost.txt, judge_error.txt, audit.json, calibration.json
+    <weekly>/<week>/triggers/<run_id>/         a trigger run (same files, never in the lift)
+    <weekly>/<week>/triggers/triggers.csv      one row per trigger run (derived)
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ CALIBRATION_FILE: Final = "calibration.json"
 #: not (``--skill-lift-baseline-from``).
 BASELINE_FILE: Final = "baseline.json"
 LOCK_FILE: Final = ".lock"
+#: Trigger tests: their runs and table live in this subfolder of the week, apart from the lift.
+TRIGGERS_DIR: Final = "triggers"
+TRIGGERS_CSV: Final = "triggers.csv"
 #: Inside ``<week>/``: the week's identity, pass threshold and gates (``week.identity``), and
 #: the lock concurrent sessions take around reading and writing it.
 WEEK_JSON: Final = "week.json"
