@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,8 +19,14 @@ from pytest_skilllift.collect_invoked import INVOKED, InvokedTest
 from pytest_skilllift.hookcalls import HookError
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
 from pytest_skilllift.run.arms import arm_prompt
-from pytest_skilllift.run.engine import make_run_id
+from pytest_skilllift.run.engine import GradedRun, make_run_id
 from pytest_skilllift.run.matrix import keywords_of
+from pytest_skilllift.run.prompt_names import (
+    check_unique,
+    declared_names,
+    file_name_mismatch,
+    prompt_files,
+)
 from pytest_skilllift.run.prompts import PromptError, load_prompt
 from pytest_skilllift.run.triggers import skill_families
 from pytest_skilllift.week.columns import WITH_ALL, WITH_SKILL
@@ -31,6 +38,25 @@ if TYPE_CHECKING:
     from pytest_skilllift.session import SkillLiftSession
 
 SESSION_KEY: pytest.StashKey[SkillLiftSession] = pytest.StashKey()
+#: name → files declaring it, over the whole prompts directory (read once per process).
+NAMES_KEY: pytest.StashKey[dict[str, list[Path]]] = pytest.StashKey()
+
+
+class PromptNameWarning(pytest.PytestWarning):
+    """A prompt file whose ``name`` differs from its file name."""
+
+
+def declared_prompt_names(config: pytest.Config) -> dict[str, list[Path]]:
+    """Prompt name → the prompt files declaring it (the whole prompts directory)."""
+    return _declared_names(config)
+
+
+def _declared_names(config: pytest.Config) -> dict[str, list[Path]]:
+    names = config.stash.get(NAMES_KEY, None)
+    if names is None:
+        s = config.stash[SESSION_KEY].settings
+        names = config.stash[NAMES_KEY] = declared_names(prompt_files(s.prompts_dir, s.heldout))
+    return names
 
 
 class RubricFailure(Exception):
@@ -60,6 +86,10 @@ class PromptFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         state = self.config.stash[SESSION_KEY]
         spec = load_prompt(self.path, state.settings.skills_root, state.settings.site)
+        check_unique(self.path.resolve(), spec.name, _declared_names(self.config))
+        mismatch = file_name_mismatch(self.path, spec.name)
+        if mismatch:
+            self.warn(PromptNameWarning(mismatch))
         # `-k <family>` selects the skill, not prompt names that happen to contain it; the
         # marker's arguments match exactly (`-m "skill_lift(family='qdrant-edge')"`).
         family, leaf = keywords_of(spec)
@@ -146,10 +176,12 @@ class RubricTest(pytest.Function):
         super().__init__(callobj=_graded_through, **kw)
         self.run, self.item = run, item
         self.add_marker(item.type)
+        #: The run's result once runtest has it (the progress line reads it).
+        self.graded: GradedRun | None = None
 
     def runtest(self) -> None:
         state = self.config.stash[SESSION_KEY]
-        graded = state.result(self.run, self.funcargs["skill_lift_judge"])
+        graded = self.graded = state.result(self.run, self.funcargs["skill_lift_judge"])
         status = "ungraded" if graded.judge_error else graded.status
         self.user_properties.append(("skilllift_run", f"{graded.run_id}|{status}"))
         if graded.status != OK:

@@ -3,8 +3,9 @@
 It passes only when the run's trajectory audit says ``VERIFIED`` (the skill was loaded and,
 where it links sub-files, followed into one: the SkillsBench trajectory audit's SB-1), so
 ``pytest --skill-lift -k invoked`` lists the skills a model never reaches. A ``PARTIAL`` or
-``NOT_INVOKED`` run fails with the audit's evidence; a run that could not have invoked anything
-(the skill was not installed, the CLI errored or timed out) is skipped with its reason.
+``NOT_INVOKED`` run fails with the audit's evidence; a run that did not complete
+(``files.COMPLETED``: the skill was not installed, an outage, a timeout, a budget cap) says
+nothing about the skill and is skipped with its reason, as it is left out of the audit.
 
 Like a rubric finding, a failed ``invoked`` item is a finding for the scorecard, not a broken
 run: the exit status stays 0 when coverage is enough.
@@ -20,7 +21,7 @@ import pytest
 from pytest_skilllift.hookcalls import HookError
 from pytest_skilllift.model import RunSpec
 from pytest_skilllift.week.columns import VERIFIED
-from pytest_skilllift.week.files import AUDIT_FILE, ERRORED, INVALID, TIMEOUT
+from pytest_skilllift.week.files import AUDIT_FILE, COMPLETED
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -29,9 +30,6 @@ if TYPE_CHECKING:
 
 #: The item's name (the last part of its id).
 INVOKED = "invoked"
-#: Run statuses under which "was the skill invoked?" has no answer: nothing was installed
-#: (invalid) or the CLI left no whole transcript (errored, timed out).
-NO_ANSWER_STATUSES = frozenset({INVALID, ERRORED, TIMEOUT})
 
 
 class InvocationFinding(Exception):
@@ -40,8 +38,9 @@ class InvocationFinding(Exception):
 
 def invoked_outcome(run_status: str, invocation_status: str) -> tuple[str, str]:
     """``("pass" | "fail" | "skip", why)`` for a with-skill run's ``invoked`` item."""
-    if run_status in NO_ANSWER_STATUSES:
-        return "skip", f"run excluded ({run_status}): no trajectory to audit"
+    if run_status not in COMPLETED:
+        return "skip", f"run excluded ({run_status}): it did not complete, so it says nothing "\
+            "about reaching the skill"
     if not invocation_status:
         return "skip", "no invocation status recorded for this run"
     if invocation_status == VERIFIED:

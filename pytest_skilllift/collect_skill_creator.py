@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_skilllift.collect import SESSION_KEY, ModelNode
+from pytest_skilllift.collect import SESSION_KEY, ModelNode, declared_prompt_names
 from pytest_skilllift.model import PromptSpec
 from pytest_skilllift.run.matrix import keywords_of
 from pytest_skilllift.run.prompts import PromptError
@@ -48,6 +48,12 @@ class EvalNode(pytest.Collector):
     def collect(self) -> Iterator[pytest.Collector]:
         if isinstance(self.spec, PromptError):
             raise self.spec
+        owners = declared_prompt_names(self.config).get(self.spec.name)
+        if owners:  # one name, one set of runs (run ids and directories use the name)
+            raise PromptError(self.path, "id", f"makes the eval's name {self.spec.name!r}, "
+                              f"already the name of the prompt file {owners[0]} (the two "
+                              "would share their runs and verdicts)",
+                              "rename that prompt file's \"name\" or give the eval another id")
         # Like a prompt file's items: `-k <family>` / `-m "skill_lift(family=…)"` select it.
         family, leaf = keywords_of(self.spec)
         self.extra_keyword_matches.update((family, leaf))

@@ -148,6 +148,9 @@ OPTIONS: tuple[Option, ...] = (
            "lines", (), ini="skill_lift_gates"),
     Option("pass-threshold", "Composite a prompt×rep must reach to pass (0.7 is the Drupal "
            "ai_eval 3.5 of 5).", "float", DEFAULT_PASS_THRESHOLD),
+    Option("progress-interval", "Seconds between progress lines when the output is not a "
+           "terminal (CI logs; 0 = one per finished run). A terminal gets one "
+           "live line; -q silences both.", "float", 60.0),
 )
 
 
@@ -244,6 +247,7 @@ class Settings:
     skill_creator_evals: bool | None
     gates: tuple[str, ...]
     pass_threshold: float
+    progress_interval_s: float
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""
     #: The controller's shared judge (set under xdist): workers grade through it.
@@ -366,6 +370,7 @@ class Settings:
                                  else bool(v["skill-creator-evals"])),
             gates=tuple(g.strip() for g in (v["gate"] or ()) if g.strip()),
             pass_threshold=pass_threshold,
+            progress_interval_s=float(v["progress-interval"]),
         )
 
     @classmethod

@@ -134,6 +134,9 @@ class RunOutcome:
     error: str | None = None
     runner: str = "local"
     cli_version: str = ""
+    #: The skill could not be installed as given (e.g. a symlink leaving the family): the
+    #: run is invalid, not errored — rerunning cannot change it. ``error`` says why.
+    invalid_install: bool = False
 
 
 @dataclass(frozen=True)

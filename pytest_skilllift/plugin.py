@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift import collect_extra
+from pytest_skilllift import collect_extra, progress_hooks
 from pytest_skilllift.collect import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
 from pytest_skilllift.collect_invoked import InvokedTest
 from pytest_skilllift.config import Settings, SettingsError, add_options
@@ -78,6 +78,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _controller_setup(config, state)
         config.pluginmanager.register(ControllerPlugin(state), "skilllift-controller")
     config.stash[SESSION_KEY] = state
+    progress_hooks.register(config, state)
     # One bad prompt file must not stop the others: report it as a collection error, go on.
     config.option.continue_on_collection_errors = True
     _point_args_at_prompts(config, state.settings)
@@ -197,7 +198,8 @@ class ControllerPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
         """Before the first run (not while listing tests): the key and the CLI must be there,
-        the week's identity must match its week.json; then --fresh discards the grades.
+        the week's identity must match its week.json; then --fresh discards the grades and
+        the docker runner's stale containers are swept.
 
         Under xdist the controller collects nothing, so it checks whenever runs may start."""
         config = session.config
@@ -215,6 +217,8 @@ class ControllerPlugin:
             raise pytest.UsageError(str(exc)) from None
         if self.state.settings.fresh:
             self.state.week.discard_grades()
+        if self.state.sweeps is not None:  # docker: before any worker makes a container
+            self.state.sweeps.sweep("start-up")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Count outcomes per run (the run's status travels in ``user_properties``)."""
@@ -265,6 +269,8 @@ class ControllerPlugin:
             tr.write_line(f"coverage: {state.coverage_note}")
         if state.baseline_note:
             tr.write_line(state.baseline_note)
+        for line in state.sweeps.lines() if state.sweeps is not None else ():
+            tr.write_line(line)
         from pytest_skilllift.report.sections.triggering import trigger_terminal_lines
 
         for line in trigger_terminal_lines(state.summary.data) if state.summary else []:

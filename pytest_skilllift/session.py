@@ -25,6 +25,7 @@ from pytest_skilllift.run.matrix import Matrix, load_matrix
 from pytest_skilllift.run.view import SkillLiftRun
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import find_claude
+from pytest_skilllift.runners.sweep import SweepLog
 from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week.checks import CheckTally, merge_checks
 from pytest_skilllift.week.files import OK, RUN_FILE, TRIGGERS_DIR
@@ -116,6 +117,8 @@ class SkillLiftSession:
         from pytest_skilllift.ci import SessionVerdicts  # week identity at start, gates at end
 
         self.ci = SessionVerdicts(self)
+        #: Docker only: the controller's start-up and end-of-session container sweeps.
+        self.sweeps = SweepLog() if settings.runner == "docker" and not worker else None
 
     # -- controller set-up --------------------------------------------------------------
     def start_demo(self) -> None:
@@ -323,6 +326,8 @@ class SkillLiftSession:
         from pytest_skilllift.report.summarize import summarize_week
         from pytest_skilllift.run.triggers import rebuild_trigger_table
 
+        if self.sweeps is not None and self.sweeps.ran:  # only when the runs started
+            self.sweeps.sweep("end-of-session")
         has_triggers = rebuild_trigger_table(self.week.root) > 0
         if not any(self.week.root.glob(f"*/{RUN_FILE}")) and not has_triggers:
             return True

@@ -119,10 +119,21 @@ def runner(client: Any, test_image: str) -> Iterator[DockerRunner]:
     r.close()
 
 
-def _mine(client: Any) -> list[Any]:
-    """Skilllift containers this test process made (other -n workers' are not ours)."""
+def _ours(client: Any, label: str) -> list[Any]:
+    """Containers carrying ``label``, skipping any removed between the listing and the
+    per-container inspect ``containers.list`` does (a sibling -n worker's sweep, a run
+    ending meanwhile): without ``ignore_removed`` that inspect raises 404."""
+    return client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
+
+
+def _mine(client: Any) -> list[str]:
+    """Skilllift containers this test process made (other -n workers' are not ours).
+
+    Listed with one low-level call: ``containers.list`` inspects each container it found,
+    which raises 404 for one removed in between (a run ending while a test polls)."""
     owner = f"{socket.gethostname()}:{os.getpid()}"
-    return client.containers.list(all=True, filters={"label": [f"{LABEL_OWNER}={owner}"]})
+    return [c["Id"] for c in client.api.containers(
+        all=True, filters={"label": [f"{LABEL_OWNER}={owner}"]})]
 
 
 @pytest.fixture(autouse=True)
@@ -271,7 +282,7 @@ def test_api_key_is_not_visible_to_docker_inspect_during_the_run(
 
     def inspecting_agent(body: dict[str, Any]) -> Reply:
         for c in _mine(client):
-            info = client.api.inspect_container(c.id)
+            info = client.api.inspect_container(c)
             seen.append(json.dumps(info))
             seen.extend(json.dumps(client.api.exec_inspect(e)) for e in info.get("ExecIDs") or [])
         return Reply.text("Final answer.")
@@ -487,7 +498,7 @@ def test_sweep_removes_containers_of_a_killed_session(client: Any, test_image: s
     try:
         left: list[Any] = []
         for _ in range(300):
-            left = client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={owner}"})
+            left = _ours(client, f"{LABEL_OWNER}={owner}")
             if left and left[0].status == "running":
                 break
             time.sleep(0.1)
@@ -496,16 +507,15 @@ def test_sweep_removes_containers_of_a_killed_session(client: Any, test_image: s
         proc.wait(10)
         # A killed session cannot clean up: the container is still there (unless, under -n,
         # a sibling worker's runner start-up swept it first — the exact check is serial-only).
-        survived = client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={owner}"})
+        survived = _ours(client, f"{LABEL_OWNER}={owner}")
         removed = sweep_stale(client)
         if "PYTEST_XDIST_WORKER" not in os.environ:
             assert survived and removed >= 1
-        assert not client.containers.list(all=True,
-                                          filters={"label": f"{LABEL_OWNER}={owner}"})
+        assert not _ours(client, f"{LABEL_OWNER}={owner}")
     finally:
         with contextlib.suppress(Exception):
             proc.kill()
-        for c in client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={owner}"}):
+        for c in _ours(client, f"{LABEL_OWNER}={owner}"):
             c.remove(force=True)
 
 
@@ -529,8 +539,7 @@ def test_sweep_spares_live_runs_and_honours_week(client: Any, test_image: str) -
             labels={LABEL_RUN_ID: f"sweep-{key}", LABEL_WEEK: week, **labels})["Id"]
     try:
         removed = sweep_stale(client, week="sweep-week")
-        remaining = {c.id for c in client.containers.list(all=True,
-                                                          filters={"label": LABEL_RUN_ID})}
+        remaining = {c.id for c in _ours(client, LABEL_RUN_ID)}
         assert ids["live"] in remaining
         assert ids["expired"] not in remaining and ids["dead-owner"] not in remaining
         # Under -n N a sibling worker's runner start-up sweeps every week, so the stale

@@ -240,3 +240,19 @@ def test_harness_failures_come_before_the_transcript() -> None:
     ok: dict[str, Any] = {"available": True, "budget_hit": False, "is_error": False, "answer": "x",
           "subtype": "success"}
     assert classify(spec(), outcome(), **ok) == (OK, "")
+
+
+def test_a_refused_install_and_a_cli_that_never_started() -> None:
+    """A family the runner refused to install is invalid whatever the transcript says; a
+    transcript without the init event cannot show the skill missing: errored, not invalid."""
+    kw: dict[str, Any] = {"available": False, "budget_hit": False, "is_error": False,
+                          "answer": "", "subtype": ""}
+    refused = outcome(exit_code=None, error="invalid install: symlink x/y -> /etc leaves",
+                      invalid_install=True)
+    assert classify(spec(), refused, **kw) == (INVALID, refused.error)
+    status, reason = classify(spec(), outcome(exit_code=1), **kw, init_seen=False)
+    assert status == ERRORED and "before its init event (exit 1)" in reason
+    assert classify(spec(), outcome(exit_code=1), **kw)[0] == INVALID  # init seen: invalid
+    # A budget cap is still named as such (the result event says so).
+    assert classify(spec(), outcome(), **{**kw, "budget_hit": True},
+                    init_seen=False)[0] == BUDGET_CAPPED

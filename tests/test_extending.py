@@ -377,3 +377,10 @@ def pytest_skilllift_make_runner(config):
     assert re.search(r"pytest_skilllift_make_runner in conftest\.py:2 "
                      r"pytest_skilllift_make_runner raised ValueError: no sandbox quota left", out)
     assert api.count() == before  # no CLI run, no judge call
+
+
+def test_the_progress_line_counts_runs_not_checks(session: Session) -> None:
+    # Checks over runs share the runs' ids in their parameters; the line counts each run
+    # once, from its rubric items (under -n from the workers' test ids).
+    assert re.search(r"skill-lift: runs 4/4 · graded 3 · errored 0 · excluded 1 · spent "
+                     r"\$\d+\.\d\d · done in", session.out), session.out[-3000:]

@@ -14,6 +14,7 @@ import pluggy
 import pytest
 
 from pytest_skilllift import hookspecs
+from pytest_skilllift.config import OPTIONS, Settings
 from pytest_skilllift.hookcalls import call_hook
 from pytest_skilllift.judge.protocol import PROMPT_VERSION
 from pytest_skilllift.judge.samples import SampledJudge
@@ -22,7 +23,7 @@ from pytest_skilllift.model import ItemVerdict, JudgeResult, PromptSpec, RubricI
 from pytest_skilllift.report import judging
 from pytest_skilllift.report.extra_sections import sections_from
 from pytest_skilllift.report.sections import custom_checks, provenance
-from pytest_skilllift.run.matrix import keywords_of, narrow, run_key, run_scope
+from pytest_skilllift.run.matrix import keywords_of, load_matrix, narrow, run_key, run_scope
 from pytest_skilllift.week.checks import CheckTally, merge_checks, read_checks
 from pytest_skilllift.week.columns import VERDICTS, contribution_for, credit_for
 from pytest_skilllift.week.files import GRADES_FILE, OK
@@ -43,6 +44,26 @@ def spec(name: str, skill: str, model: str = "haiku", condition: str = "with-ski
 
 
 # -- ids, keywords, scopes, narrowing ----------------------------------------------------------
+
+def test_a_duplicated_prompt_name_is_a_matrix_problem_not_shared_runs(tmp_path: Path) -> None:
+    """As in collection: the first file (sorted) keeps the name, the second is a problem,
+    so no check is parametrized twice over the same run ids."""
+    (tmp_path / "skills" / "fam").mkdir(parents=True)
+    (tmp_path / "skills" / "fam" / "SKILL.md").write_text("---\nname: fam\n---\n")
+    prompts = tmp_path / "evals" / "test-prompts"
+    prompts.mkdir(parents=True)
+    body = {"name": "same", "prompt": "q?", "skill": "fam/SKILL.md",
+            "rubric": [{"type": "must", "text": "Answers"}]}
+    for stem in ("a-first", "b-second"):
+        (prompts / f"{stem}.json").write_text(json.dumps(body))
+    values: dict[str, Any] = {o.name: o.default for o in OPTIONS}
+    values.update(models="haiku", reps=1)
+    settings = Settings.from_values(lambda o: values[o.name], enabled=True, rootdir=tmp_path)
+    matrix = load_matrix(settings)
+    assert {r.prompt.path.name for r in matrix.runs} == {"a-first.json"}
+    assert len(matrix.runs) == len({r.run_id for r in matrix.runs}) == 2
+    (problem,) = matrix.problems
+    assert "b-second.json" in problem and "already the name of" in problem
 
 def test_run_key_and_keywords() -> None:
     run = spec("qdrant-vertical-scaling",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,25 @@ def test_skill_family_hash_changes_with_any_file(tmp_path: Path) -> None:
     (fam / "sub" / "SKILL.md").write_text("leaf edited\n")
     assert ident.skill_family_hash(tmp_path, "fam") != first
     assert ident.skill_family_hash(tmp_path, "missing") == ""
+
+
+def test_skill_family_hash_never_follows_a_link(tmp_path: Path) -> None:
+    """A link is hashed as where it points (the runners install it as a link or refuse it),
+    so a file outside the family is never read and a FIFO it points at never blocks."""
+    fam = tmp_path / "fam"
+    fam.mkdir()
+    (fam / "SKILL.md").write_text("---\nname: fam\n---\n")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret 1")
+    (fam / "notes.md").symlink_to(outside)
+    os.mkfifo(tmp_path / "pipe")
+    (fam / "pipe.md").symlink_to(tmp_path / "pipe")
+    first = ident.skill_family_hash(tmp_path, "fam")  # returns: the FIFO is not opened
+    outside.write_text("secret 2")
+    assert ident.skill_family_hash(tmp_path, "fam") == first
+    (fam / "notes.md").unlink()
+    (fam / "notes.md").symlink_to("SKILL.md")
+    assert ident.skill_family_hash(tmp_path, "fam") != first
 
 
 def test_differences_name_each_field() -> None:

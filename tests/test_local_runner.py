@@ -6,6 +6,7 @@ made once per module and shared by the assertions, since each costs about a seco
 
 from __future__ import annotations
 
+import os
 import stat
 import threading
 import time
@@ -253,6 +254,19 @@ def _alive(marker: str) -> list[int]:
     return pids
 
 
+def _running_in(root: Path) -> list[int]:
+    """PIDs whose working directory is under ``root``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if str(root) in os.readlink(entry / "cwd"):
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     # A unique sleep length marks our processes in /proc.
     marker = f"{600 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6:06d}"
@@ -278,13 +292,17 @@ def test_real_cli_timeout(tmp_path: Path) -> None:
         time.sleep(20)
         return Reply.text("too late")
 
-    marker = f"slow-{uuid.uuid4().hex}"  # the prompt is an argv element: find the process
-    with StandIn(agent=slow) as api:
-        out = LocalRunner(kill_grace_s=1.0).run(
-            _spec("no-skill", "slow", prompt=marker), _cfg(api, timeout_s=3.0),
-            tmp_path / "slow")
+    # The prompt is on stdin, not in argv: find the CLI by its working directory, which is
+    # under this test's own temp root.
+    tmp_root = tmp_path / f"slow-{uuid.uuid4().hex}"
+    tmp_root.mkdir()
+    seen: list[int] = []
+    with StandIn(agent=lambda body: (seen.extend(_running_in(tmp_root)), slow(body))[1]) as api:
+        out = LocalRunner(kill_grace_s=1.0, tmp_root=tmp_root).run(
+            _spec("no-skill", "slow"), _cfg(api, timeout_s=3.0), tmp_path / "slow")
         assert out.timed_out and 3000 <= out.wall_ms < 10000
-        assert _alive(marker) == []
+        assert seen  # the probe does find the running CLI ...
+        assert _running_in(tmp_root) == []  # ... and nothing of it survives the timeout
         tr = parse_transcript(tmp_path / "slow" / STDOUT_FILE)
         assert tr.result is None and not tr.ok  # killed before the result event
 

@@ -80,8 +80,11 @@ class TcpRelay:
 def test_week_in_fresh_containers(pytester: pytest.Pytester, standin: Any, mode: str) -> None:
     root: Path = make_project(pytester, PROMPTS[:1])
     relay = TcpRelay() if mode != "serial" else None
+    # Both modes run at once under -n 2 on one engine: a week name of its own per mode keeps
+    # the leftover-container check below about this test's containers only.
+    week = f"week-{mode}"
     try:
-        result = run(pytester, standin,
+        result = run(pytester, standin, f"--skill-lift-out={week}",
                      *(("-n", "2") if relay else ("-p", "no:xdist")),
                      "--skill-lift-runner=docker", f"--skill-lift-image={TEST_IMAGE_TAG}",
                      "--skill-lift-docker-network=host",
@@ -92,7 +95,7 @@ def test_week_in_fresh_containers(pytester: pytest.Pytester, standin: Any, mode:
     if relay:
         assert relay.connections > 0  # the workers really talked to the engine over TCP
     assert result.ret == 0, result.stdout.str()
-    manifest = {r["condition"]: r for r in rows(root / "week" / "manifest.csv")}
+    manifest = {r["condition"]: r for r in rows(root / week / "manifest.csv")}
     assert {r["runner"] for r in manifest.values()} == {"docker"}
     assert manifest["with-skill"]["skill_available"] == "1"
     assert manifest["with-skill"]["skill_activation"] == "skill_tool"
@@ -100,7 +103,8 @@ def test_week_in_fresh_containers(pytester: pytest.Pytester, standin: Any, mode:
     assert all(r["run_status"] == "ok" for r in manifest.values())
     assert standin.count("judge") == 2
     client = docker.from_env()
-    left = client.containers.list(all=True, filters={"label": f"{LABEL_WEEK}=week"})
+    left = client.containers.list(all=True, filters={"label": f"{LABEL_WEEK}={week}"},
+                                  ignore_removed=True)
     client.close()
     assert left == []
     assert SECRET not in all_text(root)

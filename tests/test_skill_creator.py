@@ -157,6 +157,30 @@ def test_one_bad_eval_leaves_the_others(tmp_path: Path) -> None:
     assert all(str(path) in e for e in errors.values())
 
 
+def test_an_input_file_linking_out_of_the_skill_folder_is_refused(tmp_path: Path) -> None:
+    """As the runners' install policy: a link inside the folder is fine, one that leaves it
+    would put a host file in the agent's working directory."""
+    skills = _skills(tmp_path)
+    own = skills / "git-bisect" / "evals"
+    (own / "files").mkdir(parents=True)
+    (own / "files" / "real.log").write_text("log\n")
+    (own / "files" / "alias.log").symlink_to("real.log")
+    outside = tmp_path / "host-secret.txt"
+    outside.write_text("secret\n")
+    (own / "files" / "leak.log").symlink_to(outside)
+    (own / "evals.json").write_text(json.dumps({"skill_name": "git-bisect", "evals": [
+        {"id": 1, "prompt": "p", "expectations": ["a"], "files": ["evals/files/alias.log"]},
+        {"id": 2, "prompt": "p", "expectations": ["a"], "files": ["evals/files/leak.log"]},
+    ]}))
+    loaded = dict(load_evals(own / "evals.json", skills))
+    kept = loaded["git-bisect-eval-1"]
+    assert not isinstance(kept, PromptError)
+    assert kept.files == (("evals/files/alias.log", str((own / "files" / "real.log").resolve())),)
+    refused = loaded["git-bisect-eval-2"]
+    assert isinstance(refused, PromptError)
+    assert "'evals[1].files[0]'" in str(refused) and "link leaving" in str(refused)
+
+
 @pytest.mark.parametrize(("content", "field"), [
     ({"skill_name": "no-such-skill", "evals": [{"id": 1, "prompt": "p",
                                                 "expectations": ["a"]}]}, "'skill_name'"),
@@ -224,6 +248,32 @@ def test_the_qdrant_repository_collects(tmp_path: Path) -> None:
     off = _pytest(tmp_path, _env(), "--collect-only", "-q", "-p", "no:xdist")
     assert not [ln for ln in off.stdout.splitlines() if ln.startswith("evals/evals.json")]
     assert "qdrant-edge.json::" in off.stdout
+
+
+def test_an_eval_named_like_a_prompt_file_is_a_collection_error(tmp_path: Path) -> None:
+    """Run ids and directories use the prompt's name: an eval whose name a prompt file
+    already has is an error naming both, and the file's other evals still collect."""
+    skills = _skills(tmp_path)
+    own = skills / "git-bisect" / "evals"
+    own.mkdir()
+    (own / "evals.json").write_text(json.dumps({"skill_name": "git-bisect", "evals": [
+        {"id": 1, "prompt": "p", "expectations": ["a"]},
+        {"id": 2, "prompt": "p", "expectations": ["b"]}]}))
+    prompts = tmp_path / "evals" / "test-prompts"
+    prompts.mkdir(parents=True)
+    (prompts / "git-bisect-eval-1.json").write_text(json.dumps({
+        "name": "git-bisect-eval-1", "prompt": "q", "skill": "git-bisect/SKILL.md",
+        "rubric": [{"type": "must", "text": "x"}]}))
+    (tmp_path / "pytest.ini").write_text("[pytest]\nskill_lift_models = haiku\n"
+                                         "skill_lift_reps = 1\n")
+    result = _pytest(tmp_path, _env(), "--collect-only", "-q", "-p", "no:xdist")
+    out = result.stdout
+    assert "makes the eval's name 'git-bisect-eval-1', already the name of the prompt file" \
+        in out and "git-bisect-eval-1.json" in out, out[-3000:]
+    ids = [ln for ln in out.splitlines() if ln.startswith("skills/git-bisect/evals/")]
+    assert ids and all("::git-bisect-eval-2::" in i for i in ids)
+    assert any(ln.startswith("evals/test-prompts/git-bisect-eval-1.json::") for ln in
+               out.splitlines())
 
 
 @pytest.fixture(scope="module")

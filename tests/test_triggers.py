@@ -250,6 +250,12 @@ def test_a_run_that_broke_before_any_skill_is_not_a_miss() -> None:
     unlisted = {"type": "system", "subtype": "init", "skills": ["other"]}
     assert classify_trigger(ok_outcome, parse_text(text(unlisted, clean)), ["git-bisect"],
                             False)[0] == INVALID
+    # A family the runner refused to install (a link leaving it): invalid, not retried.
+    refused = RunOutcome(exit_code=None, started_utc="", ended_utc="", wall_ms=1,
+                         error="invalid install: symlink git-bisect/x -> /etc leaves",
+                         invalid_install=True)
+    assert classify_trigger(refused, parse_text(""), ["git-bisect"], False) == (
+        INVALID, refused.error)
 
 
 # -- through the real CLI ------------------------------------------------------------------------

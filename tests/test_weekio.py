@@ -157,8 +157,10 @@ def test_empty_files(tmp_path: Path) -> None:
     s = summarize_week(w, write=False)
     assert any(p.startswith("scores.csv: empty file") for p in s.problems)
     assert s.data["coverage"]["graded_runs"] == 0 and len(s.data["coverage"]["dropped"]) == 12
-    # ok runs without any grade: dropped as "ungraded", not as "no gradeable answer"
-    assert s.data["coverage"]["dropped"][0]["reason"] == "ungraded"
+    # ok runs without any grade: dropped as "ungraded" (the grade is missing, not the
+    # answer), not as "no gradeable answer"
+    assert s.data["coverage"]["dropped"][0]["reason"] == (
+        "ungraded: no graded must item in scores.csv")
 
 
 def test_header_only_manifest(tmp_path: Path) -> None:
@@ -285,7 +287,7 @@ def test_project_run_status_and_judge_costs(tmp_path: Path) -> None:
         "status": "timeout", "prompt": "p-a", "model": "sonnet", "condition": "no-skill",
         "rep": 1}, {
         "run_id": "p-a-sonnet-with-skill-r2",
-        "reason": "ungraded: judge error: HTTP 529 overloaded",
+        "reason": "ungraded: judge failed: HTTP 529 overloaded",
         "status": "ok", "prompt": "p-a", "model": "sonnet", "condition": "with-skill",
         "rep": 2}, {
         "run_id": "p-c-sonnet-no-skill-r2", "reason": "no gradeable answer",

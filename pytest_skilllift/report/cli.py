@@ -48,8 +48,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         summary = summarize_week(week_dir, history=args.history, write=True,
                                  plots=not args.no_plots, banner=args.banner)
-    except OSError as exc:  # e.g. a read-only week directory
-        print(f"skilllift summarize: cannot write into {week_dir}: {exc}", file=sys.stderr)
+    except OSError as exc:  # unreadable inputs are problems in the summary; this is a write
+        target = Path(exc.filename2 or exc.filename or week_dir)  # replace(tmp, dst): the dst
+        if target.name.startswith(".") and target.name.endswith(".tmp"):
+            target = target.parent  # a temp file beside the output: the directory refused it
+        print(f"skilllift summarize: cannot write {target} ({exc.strerror or exc}); fix: "
+              f"make {week_dir} writable, or pass --history PATH for the history file",
+              file=sys.stderr)
         return 2
     if args.json or args.print_all:
         out = render_json(summary.data) if args.json else summary.markdown

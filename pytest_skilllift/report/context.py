@@ -18,7 +18,7 @@ import numpy as np
 
 from pytest_skilllift.report import stats
 from pytest_skilllift.week import history as hist
-from pytest_skilllift.week.files import STATUS_INVALID
+from pytest_skilllift.week.files import COMPLETED, RUN_STATUSES
 from pytest_skilllift.week.tables import Week
 
 if TYPE_CHECKING:
@@ -77,9 +77,19 @@ class Context:
 
     @cached_property
     def with_skill_runs(self) -> np.ndarray:
-        """With-skill runs whose skill was installed (an invalid install is no trigger miss)."""
+        """With-skill runs that completed (``files.COMPLETED``): the ones that count for
+        activation and the trajectory audit. An invalid install, an outage, a timeout, a
+        budget cap or a CLI that never started says nothing about the skill's description,
+        so such a run is never a trigger miss nor NOT_INVOKED (see :attr:`excluded_with_skill`).
+        """
         w = self.week
-        return (w.m_cond == 1) & (w.m_status != STATUS_INVALID)
+        completed = [RUN_STATUSES.index(s) for s in sorted(COMPLETED)]
+        return (w.m_cond == 1) & np.isin(w.m_status, completed)
+
+    @cached_property
+    def excluded_with_skill(self) -> np.ndarray:
+        """With-skill runs that did not complete: left out of activation and the audit."""
+        return (self.week.m_cond == 1) & ~self.with_skill_runs
 
     def run_column(self, name: str) -> np.ndarray:
         """A numeric manifest column per run (all NaN when the week does not have it)."""

@@ -91,11 +91,14 @@ def _flagged_rows(scores: Path) -> list[dict[str, str]]:
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
-    if not scores.is_file() or scores.stat().st_size == 0:
-        return []
-    with scores.open(newline="", encoding="utf-8-sig") as fh:
-        header = next(csv.reader([fh.readline()]), [])
-    header = [h.strip() for h in header]
+    from pytest_skilllift.week.tables import NotCsvText, csv_header
+
+    try:
+        if not scores.is_file() or scores.stat().st_size == 0:
+            return []
+        header = csv_header(scores) or []
+    except (NotCsvText, OSError):
+        return []  # summarize's own reader reports an unusable scores.csv
     flags = [c for c in ("contested", "evidence_ok") if c in header]
     if not flags:
         return []
@@ -123,7 +126,7 @@ def _flagged_rows(scores: Path) -> list[dict[str, str]]:
             return []
         full = read([c for c in _TEXT_COLUMNS if c in header])
         picked = full.take(pa.array(np.flatnonzero(mask)))
-    except (pa.ArrowInvalid, OSError):
+    except (pa.ArrowException, OSError):
         return []  # summarize's own reader reports an unreadable scores.csv
     return [{k: (v or "") for k, v in row.items()} for row in picked.to_pylist()]
 

@@ -3,10 +3,10 @@
 Levels (Aggregation): item → prompt×rep (three metrics + composite) → prompt (mean over
 reps, min–max kept as the stability signal) → cell (flat macro mean over prompts).
 
-Everything is dense: a week is an array of shape ``(P, M, 2, R)`` at the prompt×rep level
-(prompts × models × conditions × rep slots) filled by ``np.bincount``, and ``(P, M, 2)``
-at the prompt level, with NaN meaning "not scored".  That keeps a million-item week to a
-handful of vectorised passes.
+Everything is dense: a week is an array of shape ``(P, M, C, R)`` at the prompt×rep level
+(prompts × models × conditions × rep slots) filled by ``np.bincount``, and ``(P, M, C)``
+at the prompt level (C conditions: the lift's two unless more arms run), with NaN meaning
+"not scored".  That keeps a million-item week to a handful of vectorised passes.
 """
 
 from __future__ import annotations
@@ -62,12 +62,12 @@ class Aggregates:
     must_max: np.ndarray
     composite_min: np.ndarray
     composite_max: np.ndarray
-    n_reps: np.ndarray  # scored reps per prompt (P, M, 2)
+    n_reps: np.ndarray  # scored reps per prompt (P, M, C)
     cell_must: np.ndarray
     cell_bonus: np.ndarray
     cell_avoid: np.ndarray
     cell_composite: np.ndarray
-    cell_n: np.ndarray  # prompts with a score in the cell (M, 2)
+    cell_n: np.ndarray  # prompts with a score in the cell (M, C)
     #: prompt×rep that had items but no gradeable must: unscored, counted.
     n_unscored_reps: int
     #: prompt×rep whose bonus items were all ungraded: composite unscored, counted.

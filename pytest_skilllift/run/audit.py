@@ -157,6 +157,20 @@ def audit_record(audit: InvocationAudit) -> dict[str, object]:
     }
 
 
+def excluded_record(run_status: str, reason: str) -> dict[str, object]:
+    """``audit.json`` of a with-skill run that did not complete (outage, timeout, failed
+    install, budget cap, a CLI that never started): no invocation status, because such a
+    run cannot show whether the skill would have been reached. It is excluded from the
+    invocation and trigger counts and named as excluded, never counted as NOT_INVOKED."""
+    evidence = f"run did not complete ({run_status}: {reason}); excluded from the audit"
+    return {
+        "skill_invocation": {"status": None, "excluded": True, "run_status": run_status,
+                             "evidence": evidence},
+        "skill_misuse": {"partial_follow_through": None, "top_level_only": None,
+                         "evidence": ""},
+    }
+
+
 # -- SB-2: skill impact (cross-trajectory) ----------------------------------------------------
 
 HELPED, HURT, NO_OP = "helped", "hurt", "no-op"

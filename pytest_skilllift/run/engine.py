@@ -8,8 +8,10 @@ xdist worker, a rerun) reads the ledger. No pytest here: the plugin only turns t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
+import os
 import subprocess
 import time
 from collections.abc import Callable
@@ -26,12 +28,14 @@ from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week.columns import NO_SKILL
 from pytest_skilllift.week.files import (
     BUDGET_CAPPED,
+    COMPLETED,
     DROP_REASONS,
     ERRORED,
     INVALID,
     NO_ANSWER,
     OK,
     RETRY_ON_RERUN,
+    STDERR_FILE,
     STDOUT_FILE,
     TIMEOUT,
     TRANSCRIPT_ORDER,
@@ -73,9 +77,14 @@ def skills_sha(skills_root: Path, family: str) -> str:
         pass
     digest = hashlib.sha256()
     base = skills_root / family
-    for path in sorted(p for p in base.rglob("*") if p.is_file()):
-        digest.update(path.relative_to(base).as_posix().encode())
-        digest.update(path.read_bytes())
+    for path in sorted(base.rglob("*")):
+        if path.is_symlink():  # hash the link itself: never read a file outside the family
+            digest.update(path.relative_to(base).as_posix().encode())
+            digest.update(os.readlink(path).encode())
+        elif path.is_file():
+            digest.update(path.relative_to(base).as_posix().encode())
+            with contextlib.suppress(OSError):
+                digest.update(path.read_bytes())
     return "tree-" + digest.hexdigest()[:7]
 
 
@@ -144,8 +153,9 @@ class WeekRun:
                 self.session_id and record.get("session_id") == self.session_id)):
             return record, False
         run_dir = self.week.run_dir(spec.run_id)
-        if record is not None:
-            self.week.reset_run(spec.run_id)
+        # Whatever is left (a retried run's files, or grades beside a run.json that no longer
+        # reads) belongs to an answer that is about to be replaced: the new one is regraded.
+        self.week.reset_run(spec.run_id)
         reuse_reason = None
         if self.baseline is not None and spec.condition == NO_SKILL:
             adopted, reuse_reason = self.baseline.adopt(spec, self.week)
@@ -172,13 +182,18 @@ class WeekRun:
         sig = extract_signals(parsed, family=spec.prompt.family, leaf=spec.prompt.leaf,
                               site_host=self._site_host(spec))
         status, reason = classify(spec, outcome, sig.skill_available, sig.budget_hit,
-                                  sig.is_error, sig.final_answer, sig.result_subtype)
+                                  sig.is_error, sig.final_answer, sig.result_subtype,
+                                  init_seen=parsed.init is not None)
         family = spec.prompt.family
         if family not in self._sha:
             self._sha[family] = skills_sha(self.agent.skills_root, family)
-        inv = audit.audit_invocation(parsed, family=family) if spec.with_skill else None
-        if inv is not None:
+        inv = None
+        if spec.with_skill and status in COMPLETED:
+            inv = audit.audit_invocation(parsed, family=family)
             self.week.save_audit(spec.run_id, audit.audit_record(inv))
+        elif spec.with_skill:
+            # A run that never completed says nothing about triggering: excluded, named.
+            self.week.save_audit(spec.run_id, audit.excluded_record(status, reason))
         return {
             "prompt": spec.prompt.name, "skill_family": family, "skill_leaf": spec.prompt.leaf,
             "model": spec.model_label, "condition": spec.condition, "rep": spec.rep,
@@ -243,22 +258,32 @@ class WeekRun:
 
 
 def classify(spec: RunSpec, outcome: RunOutcome, available: bool, budget_hit: bool,
-             is_error: bool, answer: str, subtype: str) -> tuple[RunStatus, str]:
+             is_error: bool, answer: str, subtype: str, *,
+             init_seen: bool = True) -> tuple[RunStatus, str]:
     """A run's status and the reason it is dropped (empty for ``ok``).
 
-    A run that left no transcript to read is classified by the harness (timed out, or a
-    harness error such as a failed spawn); otherwise the first status of
-    ``files.TRANSCRIPT_ORDER`` that applies wins.
+    A run that left no transcript to read is classified by the harness (timed out, a skill
+    family the runner refused to install, or a harness error such as a failed spawn);
+    otherwise the first status of ``files.TRANSCRIPT_ORDER`` that applies wins.
+
+    ``init_seen``: the transcript has the CLI's init event. Without it the CLI failed before
+    listing its skills, so "skill not in the init skill list" cannot be concluded: the run is
+    ``errored`` (retried on rerun, like its no-skill twin), never ``invalid``.
     """
     if outcome.timed_out:
         return TIMEOUT, outcome.error or DROP_REASONS[TIMEOUT]
+    if outcome.invalid_install:
+        return INVALID, outcome.error or DROP_REASONS[INVALID]
     if outcome.error:
         return ERRORED, outcome.error
+    no_init = (f"the CLI ended before its init event (exit {outcome.exit_code}); "
+               f"see {STDERR_FILE}")
     applies: dict[RunStatus, str | None] = {
         INVALID: (DROP_REASONS[INVALID] + f" ({spec.prompt.family})"
-                  if spec.with_skill and not available else None),
+                  if init_seen and spec.with_skill and not available else None),
         BUDGET_CAPPED: DROP_REASONS[BUDGET_CAPPED] if budget_hit else None,
-        ERRORED: (f"CLI exit {outcome.exit_code}, result {subtype or 'missing'}"
+        ERRORED: (no_init if not init_seen
+                  else f"CLI exit {outcome.exit_code}, result {subtype or 'missing'}"
                   if outcome.exit_code not in (0, None) or is_error else None),
         NO_ANSWER: DROP_REASONS[NO_ANSWER] if not answer.strip() else None,
     }

@@ -20,6 +20,7 @@ from pytest_skilllift.config import Settings
 from pytest_skilllift.model import PromptSpec, RunSpec
 from pytest_skilllift.run.arms import arm_prompt
 from pytest_skilllift.run.engine import make_run_id
+from pytest_skilllift.run.prompt_names import check_unique, declared_names, prompt_files
 from pytest_skilllift.run.prompts import PromptError, is_heldout, load_prompt
 from pytest_skilllift.run.triggers import skill_families
 from pytest_skilllift.week.columns import ARMS, WITH_ALL
@@ -72,11 +73,15 @@ def load_matrix(settings: Settings) -> Matrix:
     folder = settings.prompts_dir
     paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
     families = skill_families(settings.skills_root) if WITH_ALL in settings.conditions else ()
+    # A name declared by two files belongs to the first (as in collection): the second is a
+    # problem, so no two prompts share runs.
+    owners = declared_names(prompt_files(folder, settings.heldout))
     for path in paths:
         if is_heldout(path) and not settings.heldout:
             continue
         try:
             prompt = load_prompt(path, settings.skills_root, settings.site)
+            check_unique(path.resolve(), prompt.name, owners)
         except PromptError as exc:
             problems.append(str(exc))
             continue

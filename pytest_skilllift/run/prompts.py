@@ -8,6 +8,7 @@ under the skills root directly is accepted instead of ``skill_url``.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -16,6 +17,11 @@ from pytest_skilllift.model import PromptSpec, RubricItem
 from pytest_skilllift.week.columns import ITEM_TYPES
 
 HELDOUT_PREFIX = "discord-"
+
+#: A prompt ``name`` becomes part of every run id and so of a directory name in the week
+#: directory: letters, digits, ``.``, ``_`` and ``-`` only, starting with a letter or digit
+#: (so no path separator, no ``..``, no hidden or option-like name), at most 100 characters.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 class PromptError(ValueError):
@@ -50,7 +56,12 @@ def load_prompt(path: Path, skills_root: Path, site: str = "") -> PromptSpec:
     """Read and validate one prompt file; raise ``PromptError`` on the first problem."""
     data = _read_json(path)
     name = _require_str(path, data, "name", "the prompt's id, e.g. \"qdrant-edge\"")
+    _check_name(path, name)
     prompt = _require_str(path, data, "prompt", "the user question to send to the model")
+    if "\x00" in prompt:
+        raise PromptError(path, "prompt", f"contains a NUL character (\\u0000) at position "
+                          f"{prompt.index(chr(0))}, which the CLI cannot take as "
+                          "prompt text", "remove the \\u0000 escape from the prompt text")
     product_area = data.get("product_area", "")
     if not isinstance(product_area, str):
         raise PromptError(path, "product_area", "is not a string", "use a short string or drop it")
@@ -76,6 +87,18 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise PromptError(path, "(file)", f"holds a JSON {type(data).__name__}, not an object",
                           "wrap the prompt in {\"name\": …, \"prompt\": …, \"rubric\": […]}")
     return data
+
+
+def _check_name(path: Path, name: str) -> None:
+    """The name is used as a path component of every run directory: keep it one."""
+    if NAME_PATTERN.fullmatch(name) and ".." not in name:
+        return
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", path.stem).strip("-.")[:100] or "my-prompt"
+    raise PromptError(
+        path, "name", f"is {name[:120]!r}, which is not usable as a run directory name (it "
+        "names the runs' folders in the week directory)",
+        f"use letters, digits, '.', '_' and '-' only, starting with a letter or digit, no "
+        f"'..', at most 100 characters, e.g. \"name\": \"{stem}\"")
 
 
 def _require_str(path: Path, data: dict[str, Any], key: str, what: str) -> str:
@@ -118,6 +141,12 @@ def _rubric(path: Path, raw: Any) -> tuple[RubricItem, ...]:
 
 
 def _skill_path(path: Path, data: dict[str, Any], skills_root: Path, site: str) -> str:
+    for key, example in (("skill", "\"<family>/SKILL.md\""),
+                         ("skill_url", "\"<site>/<family>/…/SKILL.md\"")):
+        value = data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise PromptError(path, key, f"is a JSON {_json_type(value)}, not a string",
+                              f"write one path as a string, e.g. \"{key}\": {example}")
     if isinstance(data.get("skill"), str) and data["skill"].strip():
         key, rel = "skill", data["skill"].strip().lstrip("/")
     elif isinstance(data.get("skill_url"), str) and data["skill_url"].strip():
@@ -133,12 +162,29 @@ def _skill_path(path: Path, data: dict[str, Any], skills_root: Path, site: str) 
     if not rel.endswith("SKILL.md"):
         rel = rel.rstrip("/") + "/SKILL.md"
     root = skills_root.resolve()
-    target = (root / rel).resolve()
+    try:
+        target = (root / rel).resolve()
+    except (RuntimeError, OSError) as exc:  # a symlink loop (RuntimeError on Python < 3.13)
+        raise PromptError(path, key, f"leads to {rel}, which cannot be resolved ({exc})",
+                          "remove the symlink loop under the skills root (a SKILL.md or "
+                          "directory link that points back at itself)") from None
     if root not in target.parents:
         raise PromptError(path, key, f"resolves outside the skills root ({rel})",
                           "point it at a SKILL.md under the skills root")
-    if not target.is_file():
+    if not _is_file(target):
         raise PromptError(path, key, f"resolves to {target}, which is not a file",
                           f"check the path, or set skill_lift_skills (now {skills_root}) "
                           "to the directory that holds the skill families")
     return target.relative_to(root).as_posix()
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # ELOOP, ENAMETOOLONG: not a usable file either way
+        return False
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "list", dict: "object", bool: "boolean", int: "number", float: "number"}
+    return names.get(type(value), type(value).__name__)

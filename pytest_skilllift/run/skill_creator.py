@@ -158,12 +158,18 @@ def _files(path: Path, where: str, raw: Any, bases: list[Path]) -> tuple[tuple[s
         if rel.is_absolute() or ".." in rel.parts:
             raise PromptError(path, field, f"{value!r} leaves the skill folder",
                               "give a relative path without '..'")
-        src = next((b / rel for b in bases if (b / rel).is_file()), None)
-        if src is None:
+        base = next((b for b in bases if (b / rel).is_file()), None)
+        if base is None:
             tried = ", ".join(str(b) for b in bases)
             raise PromptError(path, field, f"{value!r} is not a file (looked in {tried})",
                               "add the file or fix the path")
-        out.append((rel.as_posix(), str(src.resolve())))
+        src = (base / rel).resolve()
+        if base.resolve() not in src.parents:
+            # The runners' install policy (runners/install.py): a link leaving the folder
+            # would copy a file from elsewhere on the host into the agent's reach.
+            raise PromptError(path, field, f"{value!r} is a link leaving {base} (it points to "
+                              f"{src})", "copy the file into the folder instead of linking it")
+        out.append((rel.as_posix(), str(src)))
     return tuple(out)
 
 

@@ -297,7 +297,10 @@ def classify_trigger(outcome: RunOutcome, transcript: Transcript, installed: Seq
 
     A load of the skill is decisive however the run ended; "not triggered" is only a
     measurement when the run ended cleanly (an answer, or the planned ``--max-turns`` stop).
+    A family the runner refused to install (a symlink leaving it) is invalid, not retried.
     """
+    if outcome.invalid_install:
+        return INVALID, outcome.error or "invalid install"
     if transcript.init is not None:
         missing = [f for f in installed if f not in transcript.skills_listed]
         if missing:

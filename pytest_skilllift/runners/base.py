@@ -21,7 +21,11 @@ class Runner(Protocol):
       trigger tests with every family installed); the no-skill arms install nothing;
     - ``prompt.files`` (skill-creator eval inputs) are placed in the working directory of
       both arms;
-    - the prompt is passed as an argv element, never through a shell;
+    - the prompt is passed on the CLI's standard input (never in argv, never through a
+      shell), so a leading ``-`` or a prompt over the OS argument limit works;
+    - a skill family (and each sibling family) is installed with its internal symlinks kept
+      as links; a link that leaves its family refuses the install
+      (``RunOutcome(invalid_install=True)``);
     - stdout is streamed to ``run_dir / STDOUT_FILE`` as it arrives, stderr to ``STDERR_FILE``;
     - a timeout kills the run and returns ``RunOutcome(timed_out=True, error=...)``;
     - secrets in ``cfg.env`` are passed to the process but never written to disk.

@@ -40,10 +40,13 @@ QUIET_ENV: dict[str, str] = {
 
 
 def build_argv(claude: str, spec: RunSpec, cfg: AgentConfig) -> list[str]:
-    """The CLI argv for one run. The prompt is one argv element: no shell ever sees it."""
+    """The CLI argv for one run. The prompt is not in it: runners pass it on standard input
+    (``claude -p`` reads the prompt from stdin when none is given), so a prompt starting
+    with ``-`` is never parsed as an option and no per-argument OS limit (~128 KiB) applies.
+    No shell ever sees the prompt."""
     argv = [
         claude,
-        "-p", spec.prompt.prompt,
+        "-p",
         "--output-format", "stream-json",
         "--verbose",
         "--model", spec.model_id,

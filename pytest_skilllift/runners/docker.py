@@ -11,8 +11,11 @@ One run is one container, created from the configured image and removed right af
 2. with-skill only: ``put_archive`` of the skill family into ``~/.claude/skills/<family>/``,
    owned by the agent user (no host directory is ever mounted);
 3. ``start``, then ``exec`` the CLI with :func:`~pytest_skilllift.runners.claude.build_argv`
-   (the prompt is one argv element; no shell sees it) and the environment from
-   :func:`~pytest_skilllift.runners.claude.build_env`;
+   and the environment from :func:`~pytest_skilllift.runners.claude.build_env`. The prompt
+   reaches the CLI on standard input from a file copied in with the skill (removed before
+   the CLI starts; no shell parses it), and the exec carries its own hard deadline
+   (``timeout -s KILL``), so an agent outlives neither its run's timeout nor a SIGKILLed
+   session by more than :data:`EXEC_GRACE_S`;
 4. the exec's stdout/stderr are demultiplexed and written to ``stdout.txt``/``stderr.txt``
    as they arrive; a timeout kills the container;
 5. ``remove`` in a ``finally`` — on success, failure, timeout and KeyboardInterrupt.
@@ -21,13 +24,16 @@ Why ``exec`` rather than the CLI as the container's command: the run's environme
 holds the API key) is given to the exec only, so it is not in the container's config and
 ``docker inspect <container>`` does not show it (exec inspection shows argv, never env). The
 keeper's ``sleep`` is bounded by the run's timeout plus a grace period, so a container whose
-session was SIGKILLed stops on its own, and :func:`sweep_stale` removes it at the next start.
+session was SIGKILLed stops on its own, and :func:`sweep_stale` removes it at the next start
+and again when a session ends (a container a dying session was still creating may appear
+after the next session's start-up sweep).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import math
 import os
 import re
 import secrets
@@ -35,7 +41,8 @@ import socket
 import tarfile
 import threading
 import time
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -62,6 +69,7 @@ from pytest_skilllift.runners.image import (
     cli_version_mismatch,
     image_cli_version,
 )
+from pytest_skilllift.runners.install import check_family, family_entries
 from pytest_skilllift.runners.local import redact, secret_values
 from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE, utc_stamp
 
@@ -74,14 +82,32 @@ LABEL_DEADLINE = "skilllift.deadline"
 
 #: Seconds the keeper outlives the run's timeout: time for the runner's own kill and removal.
 KEEPER_GRACE_S = 120
+#: Seconds the exec's own hard deadline (``timeout -s KILL`` inside the container) allows
+#: past the run's timeout. The runner kills the container at the timeout itself; this bound
+#: is what stops the agent when no runner is left to do it (its session was SIGKILLed).
+EXEC_GRACE_S = 10
+#: Where the prompt is copied (in the agent's HOME); the exec opens it as the CLI's standard
+#: input and deletes it before the CLI starts.
+PROMPT_FILE = ".skilllift-prompt"
+#: The exec's command: stdin from the prompt file, the file removed, then the CLI under a
+#: hard deadline (``$1`` seconds; ``$2`` the prompt file; the CLI's argv after). Images
+#: without ``timeout`` still run, bounded by the keeper alone, and say so on stderr.
+_EXEC_SCRIPT = (
+    'limit=$1; exec 0<"$2" || exit 125; rm -f "$2"; shift 2; '
+    'if command -v timeout >/dev/null 2>&1; then exec timeout -s KILL "$limit" "$@"; fi; '
+    'echo "skilllift: no timeout in the image; only the keeper bounds this run" >&2; '
+    'exec "$@"'
+)
 
 #: Variables the host may set that name host paths; they mean nothing inside the container.
 _HOST_PATH_VARS = ("SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS")
-#: Never installed (the local runner's ``copytree`` ignores the same).
-_IGNORED = frozenset({".git", "__pycache__"})
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 #: The name a bridged container uses to reach the host (docker's ``host-gateway``).
 HOST_GATEWAY_NAME = "host.docker.internal"
+
+
+class StaleContainersWarning(UserWarning):
+    """A runner's start-up sweep removed containers a killed session left behind."""
 
 
 def _owner() -> str:
@@ -126,17 +152,25 @@ def sweep_stale(client: Any, week: str | None = None) -> int:
 
     Candidates carry :data:`LABEL_RUN_ID` (and ``week`` when given); of those only stale
     ones are removed (see :func:`_is_stale`), so running this under ``-n N`` never removes a
-    sibling worker's live run.
+    sibling worker's live run. :func:`sweep_stale_names` says which.
     """
+    return len(sweep_stale_names(client, week))
+
+
+def sweep_stale_names(client: Any, week: str | None = None) -> list[str]:
+    """:func:`sweep_stale`, returning the names of the containers it removed."""
     filters = [LABEL_RUN_ID] + ([f"{LABEL_WEEK}={week}"] if week is not None else [])
-    removed = 0
+    removed: list[str] = []
     now, host = time.time(), socket.gethostname()
-    for container in client.containers.list(all=True, filters={"label": filters}):
-        if not _is_stale(dict(container.labels or {}), now, host):
+    # The low-level listing: one call, no per-container inspect that would race with a
+    # container another session removes meanwhile (a 404 mid-sweep).
+    for info in client.api.containers(all=True, filters={"label": filters}):
+        if not _is_stale(dict(info.get("Labels") or {}), now, host):
             continue
-        if _remove(client, container.id):
-            removed += 1
-    return removed
+        if _remove(client, str(info["Id"])):
+            names = info.get("Names") or [str(info["Id"])[:12]]
+            removed.append(str(names[0]).lstrip("/"))
+    return sorted(removed)
 
 
 def _remove(client: Any, container_id: str, wait_s: float = 10.0) -> bool:
@@ -160,30 +194,57 @@ def _remove(client: Any, container_id: str, wait_s: float = 10.0) -> bool:
                 time.sleep(0.05)
 
 
-def skill_archive(family_dir: Path, uid: int = AGENT_UID,
-                  gid: int = AGENT_GID, user: str = AGENT_USER) -> bytes:
-    """A tar of ``.claude/skills/<family>/…`` to extract at the agent's HOME, owned by it.
+def skill_archive(family_dir: Path | None, uid: int = AGENT_UID,
+                  gid: int = AGENT_GID, user: str = AGENT_USER, *,
+                  prompt: str | None = None, siblings: Sequence[Path] = ()) -> bytes:
+    """A tar to extract at the agent's HOME, every entry owned by the agent: the family at
+    ``.claude/skills/<family>/…`` (when given), each of ``siblings`` beside it (trigger
+    tests with every family installed) and the prompt file (when given).
 
-    Symlinks are followed (like the local runner's copy), so a family that links to shared
-    files is installed whole instead of as links to paths that do not exist in the container.
-    The ``.claude`` and ``.claude/skills`` entries make it work on images lacking them.
+    Symlinks are handled as the local runner's install does
+    (:mod:`~pytest_skilllift.runners.install`): links inside a family stay links (relative,
+    so they resolve inside the container); a link leaving its family raises
+    :class:`~pytest_skilllift.runners.install.InstallError`. The ``.claude`` and
+    ``.claude/skills`` entries make it work on images lacking them.
     """
     buf = io.BytesIO()
+    now = int(time.time())
 
-    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-        if _IGNORED.intersection(Path(info.name).parts):
-            return None  # what the local runner's copy leaves out, for identical installs
+    def entry(name: str, kind: bytes, mode: int) -> tarfile.TarInfo:
+        info = tarfile.TarInfo(name)
+        info.type, info.mtime, info.mode = kind, now, mode
         info.uid, info.gid, info.uname, info.gname = uid, gid, user, user
-        info.mode = 0o755 if info.isdir() or info.mode & 0o111 else 0o644
         return info
 
-    with tarfile.open(fileobj=buf, mode="w", dereference=True) as tar:
-        for name in (".claude", ".claude/skills"):
-            info = tarfile.TarInfo(name)
-            info.type, info.mtime, info.mode = tarfile.DIRTYPE, int(time.time()), 0o755
-            info.uid, info.gid, info.uname, info.gname = uid, gid, user, user
-            tar.addfile(info)
-        tar.add(str(family_dir), arcname=f".claude/skills/{family_dir.name}", filter=owned)
+    families = [*([family_dir] if family_dir is not None else []), *siblings]
+    # Every family checked before any output: one refused link refuses the whole install.
+    checked = [(f, family_entries(f)) for f in families]
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        if checked:
+            for name in (".claude", ".claude/skills"):
+                tar.addfile(entry(name, tarfile.DIRTYPE, 0o755))
+        for family, entries in checked:
+            base = f".claude/skills/{family.name}"
+            tar.addfile(entry(base, tarfile.DIRTYPE, 0o755))
+            for e in entries:
+                name = f"{base}/{e.rel}"
+                if e.kind == "dir":
+                    tar.addfile(entry(name, tarfile.DIRTYPE, 0o755))
+                elif e.kind == "link":
+                    info = entry(name, tarfile.SYMTYPE, 0o777)
+                    info.linkname = e.link_target
+                    tar.addfile(info)
+                else:
+                    executable = e.source.stat().st_mode & 0o111
+                    info = entry(name, tarfile.REGTYPE, 0o755 if executable else 0o644)
+                    info.size = e.source.stat().st_size
+                    with e.source.open("rb") as fh:
+                        tar.addfile(info, fh)
+        if prompt is not None:
+            data = prompt.encode("utf-8")
+            info = entry(PROMPT_FILE, tarfile.REGTYPE, 0o600)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 
 
@@ -263,8 +324,14 @@ class DockerRunner:
         self.docker_init = labels.get(LABEL_INIT, "none") != "tini"
         self._active: dict[str, str] = {}  # container id → name, for close() after Ctrl-C
         self._lock = threading.Lock()
-        #: How many stale containers the start-up sweep removed (reported, never silent).
-        self.swept = sweep_stale(self.client)
+        #: Names of the stale containers the start-up sweep removed (reported, never silent);
+        #: :meth:`close` sweeps again and adds to it.
+        self.swept_names: list[str] = sweep_stale_names(self.client)
+        self.swept = len(self.swept_names)
+        if self.swept_names:
+            warnings.warn(StaleContainersWarning(
+                f"docker: removed {self.swept} stale container(s) of a killed session: "
+                f"{', '.join(self.swept_names)}"), stacklevel=2)
         self.cli_version = image_cli_version(self.client, image)
         self.cli_version_mismatch = cli_version_mismatch(self.cli_version)
         self.pinned_cli_version = PINNED_CLI_VERSION
@@ -284,14 +351,16 @@ class DockerRunner:
         error: str | None = None
         out = _LineSink(run_dir / STDOUT_FILE, secrets)
         err = _LineSink(run_dir / STDERR_FILE, secrets)
+        invalid_install = False
         try:
             try:
                 error = self._install_error(spec, cfg)
+                invalid_install = error is not None
                 if error is None:
                     container_id = self._create(spec, cfg)
-                    if spec.with_skill:
-                        for family in spec.prompt.installed_families:
-                            self._install_skill(container_id, cfg.skills_root / family)
+                    families = ([cfg.skills_root / f for f in spec.prompt.installed_families]
+                                if spec.with_skill else [])
+                    self._install(container_id, families, spec.prompt.prompt)
                     if spec.prompt.files:
                         self._put_files(container_id, spec)
                     self.client.api.start(container_id)
@@ -323,17 +392,19 @@ class DockerRunner:
             runner=self.name,
             # What actually ran (the init event) beats what the image says it holds.
             cli_version=transcript_cli_version(run_dir / STDOUT_FILE) or self.cli_version,
+            invalid_install=invalid_install,
         )
 
     @staticmethod
     def _install_error(spec: RunSpec, cfg: AgentConfig) -> str | None:
-        """The local runner's pre-check, so both runners reject the same inputs alike."""
+        """The local runner's checks (no SKILL.md, a symlink leaving the family), made
+        before any container exists, so both runners reject the same inputs alike."""
         if not spec.with_skill:
             return None
         for family in spec.prompt.installed_families:
-            src = Path(cfg.skills_root) / family
-            if not (src / "SKILL.md").is_file():
-                return f"skill family {family!r} not found at {src} (no SKILL.md)"
+            error = check_family(Path(cfg.skills_root) / family)
+            if error is not None:
+                return error
         return None
 
     def _env(self, cfg: AgentConfig) -> dict[str, str]:
@@ -394,10 +465,15 @@ class DockerRunner:
             self._active[container_id] = name
         return container_id
 
-    def _install_skill(self, container_id: str, family_dir: Path) -> None:
-        ok = self.client.api.put_archive(container_id, self.home, skill_archive(family_dir))
+    def _install(self, container_id: str, families: Sequence[Path], prompt: str) -> None:
+        """One archive into the agent's HOME: the prompt file, and (with-skill) the family
+        and its siblings."""
+        archive = skill_archive(families[0] if families else None, prompt=prompt,
+                                siblings=families[1:])
+        ok = self.client.api.put_archive(container_id, self.home, archive)
         if not ok:
-            raise RuntimeError(f"put_archive of {family_dir.name} into {self.home} failed")
+            what = ", ".join(f.name for f in families) or "the prompt"
+            raise RuntimeError(f"put_archive of {what} into {self.home} failed")
 
     def _put_files(self, container_id: str, spec: RunSpec) -> None:
         """The prompt's input files (skill-creator ``files``) into the working directory."""
@@ -411,7 +487,11 @@ class DockerRunner:
               ) -> tuple[int | None, bool, str | None]:
         """Run the CLI; returns (exit code, timed out, stream error). Output is written as it
         arrives; the container is killed at the deadline."""
-        argv = build_argv(self.claude, spec, cfg)
+        # The hard deadline inside the container: what is left of the run's time plus a grace
+        # the runner's own kill normally never needs.
+        limit = max(1, math.ceil(t0 + cfg.timeout_s - time.monotonic())) + EXEC_GRACE_S
+        argv = ["sh", "-c", _EXEC_SCRIPT, "skilllift-run", str(limit),
+                f"{self.home}/{PROMPT_FILE}", *build_argv(self.claude, spec, cfg)]
         exec_id = self.client.api.exec_create(
             container_id, argv, stdout=True, stderr=True, stdin=False, tty=False,
             user=self.user, environment=env, workdir=self.workdir,
@@ -489,11 +569,16 @@ class DockerRunner:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Remove any container still in flight (after Ctrl-C) and close an owned client."""
+        """Remove any container still in flight (after Ctrl-C), sweep stale containers once
+        more (one a dying session was still creating may have appeared since the start-up
+        sweep; the names are added to :attr:`swept_names`) and close an owned client."""
         with self._lock:
             leftover = list(self._active)
         for container_id in leftover:
             self._cleanup(container_id)
+        with contextlib.suppress(docker.errors.DockerException):
+            self.swept_names += sweep_stale_names(self.client)
+            self.swept = len(self.swept_names)
         if self._own_client:
             with contextlib.suppress(Exception):
                 self.client.close()

@@ -5,6 +5,9 @@ so nothing persists between runs: no session history, no settings, no skills oth
 one the with-skill arm installs. The CLI writes its own state (``.claude.json``, backups,
 plugin stores) into that HOME; none of it is ever copied into the run directory.
 
+Not a sandbox: the CLI runs as the invoking user, so its tools can read whatever that user can
+read by absolute path. The docker runner is the isolation boundary.
+
 Secrets: ``cfg.env`` values are handed to the child process only. The transcript and stderr
 are streamed through a redactor on their way to disk, so even a CLI that echoed its key
 would not leave it in ``run_dir``.
@@ -27,6 +30,7 @@ from typing import IO
 from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
 from pytest_skilllift.runners.base import transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env
+from pytest_skilllift.runners.install import InstallError, check_family, copy_family
 from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE, utc_stamp
 
 #: Environment variable names whose values are treated as secrets and redacted from output.
@@ -98,18 +102,28 @@ class LocalRunner:
         self.kill_grace_s = kill_grace_s
 
     def install_skill(self, spec: RunSpec, cfg: AgentConfig, home: Path) -> str | None:
-        """Install the prompt's whole family for the with-skill arm; an error or None."""
+        """Install the prompt's whole family for the with-skill arm; an error or None.
+
+        Symlinks inside the family are kept as links; one that leaves the family refuses
+        the install (see :mod:`~pytest_skilllift.runners.install`).
+        """
         if not spec.with_skill:
             return None
         # Normally one family; trigger tests with every family installed list siblings too.
-        for family in spec.prompt.installed_families:
-            src = Path(cfg.skills_root) / family
-            if not (src / "SKILL.md").is_file():
-                return f"skill family {family!r} not found at {src} (no SKILL.md)"
+        # Each family is checked before any is copied: one refused link refuses the install.
+        families = spec.prompt.installed_families
+        for family in families:
+            error = check_family(Path(cfg.skills_root) / family)
+            if error is not None:
+                return error
+        for family in families:
             dest = home / ".claude" / "skills" / family
             dest.parent.mkdir(parents=True, exist_ok=True)
             # Whole family: sub-skills and references are part of what is being measured.
-            shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".git", "__pycache__"))
+            try:
+                copy_family(Path(cfg.skills_root) / family, dest)
+            except InstallError as exc:
+                return str(exc)
         return None
 
     @staticmethod
@@ -129,12 +143,13 @@ class LocalRunner:
         started = utc_stamp(t0)
 
         def outcome(exit_code: int | None, *, timed_out: bool = False,
-                    error: str | None = None) -> RunOutcome:
+                    error: str | None = None, invalid_install: bool = False) -> RunOutcome:
             t1 = time.time()
             return RunOutcome(
                 exit_code=exit_code, started_utc=started, ended_utc=utc_stamp(t1),
                 wall_ms=int((t1 - t0) * 1000), timed_out=timed_out, error=error,
                 runner=self.name, cli_version=transcript_cli_version(stdout_path),
+                invalid_install=invalid_install,
             )
 
         root = Path(tempfile.mkdtemp(prefix="skilllift-", dir=self.tmp_root))
@@ -142,31 +157,39 @@ class LocalRunner:
             home, work = root / "home", root / "work"
             home.mkdir()
             work.mkdir()
+            invalid = True
             try:
                 err = self.install_skill(spec, cfg, home)
                 self.place_files(spec, work)
-            except OSError as exc:
-                err = f"installing skill {spec.prompt.family!r} failed: {exc}"
+            except OSError as exc:  # the disk, not the skill: worth a retry
+                err, invalid = f"installing skill {spec.prompt.family!r} failed: {exc}", False
             if err:
                 stdout_path.write_bytes(b"")
                 stderr_path.write_text(err + "\n")
-                return outcome(None, error=err)
+                return outcome(None, error=err, invalid_install=invalid)
+            # The prompt goes in on standard input, not argv: a prompt starting with "-" is
+            # not read as an option, and no OS limit on one argument (128 KiB) applies.
+            prompt_file = root / "prompt.txt"
+            prompt_file.write_text(spec.prompt.prompt, encoding="utf-8")
 
             argv = build_argv(cfg.claude_path, spec, cfg)
             env = build_env(cfg, str(home))
             secrets = secret_values(env)
             try:
-                proc = subprocess.Popen(
-                    argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                    start_new_session=True,  # own process group: a timeout kills it all
-                )
-            except OSError as exc:
+                with prompt_file.open("rb") as stdin:
+                    proc = subprocess.Popen(
+                        argv, cwd=work, env=env, stdin=stdin,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        start_new_session=True,  # own process group: a timeout kills it all
+                    )
+            except (OSError, ValueError) as exc:
                 err = f"could not start {cfg.claude_path!r}: {exc}"
+                prompt_file.unlink(missing_ok=True)
                 stdout_path.write_bytes(b"")
                 stderr_path.write_text(err + "\n")
                 return outcome(None, error=err)
 
+            prompt_file.unlink()  # the CLI holds it open; nothing else needs to see it
             assert proc.stdout is not None and proc.stderr is not None
             pumps = [
                 threading.Thread(target=_pump, args=(proc.stdout, stdout_path, secrets),

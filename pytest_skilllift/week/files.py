@@ -92,6 +92,10 @@ TRANSCRIPT_ORDER: Final[tuple[RunStatus, ...]] = (INVALID, BUDGET_CAPPED, ERRORE
 
 #: Statuses a rerun retries: the run never finished, so nothing is paid twice for a result.
 RETRY_ON_RERUN: Final = frozenset({ERRORED, TIMEOUT})
+#: Runs that completed (the CLI ran to its end): only these can show whether the skill was
+#: reached. A failed with-skill run (outage, timeout, install failure, budget cap, a CLI that
+#: never started) is excluded from the trigger and invocation counts, never a trigger miss.
+COMPLETED: Final = frozenset({OK, NO_ANSWER})
 
 #: Why a run is not scored, by status.  An ``ok`` run is dropped only when no must item of it
 #: was graded (the judge failed): "ungraded".  A run's own ``run_error`` may add detail.

@@ -34,6 +34,7 @@ import dataclasses
 import fcntl
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,16 +110,25 @@ class PromptIdentity:
 def skill_family_hash(skills_root: Path, family: str) -> str:
     """SHA-256 over every file of ``<skills_root>/<family>`` (relative path + bytes, sorted).
 
-    Empty string when the family directory does not exist (the prompt's own validation names
-    that problem)."""
+    A symlink is hashed as its target text, never followed: the runners install links inside
+    the family as links and refuse one that leaves it (``runners/install.py``), so a file
+    outside the family is never read here either (nor a FIFO a link points at). Empty string
+    when the family directory does not exist (the prompt's own validation names that
+    problem)."""
     base = skills_root / family
     if not base.is_dir():
         return ""
     digest = hashlib.sha256()
-    for path in sorted(p for p in base.rglob("*") if p.is_file()):
+    for path in sorted(base.rglob("*")):
+        link = path.is_symlink()
+        if not link and not path.is_file():
+            continue
         rel = path.relative_to(base).as_posix().encode()
         digest.update(len(rel).to_bytes(4, "big") + rel)
-        data = path.read_bytes()
+        try:
+            data = b"link:" + os.readlink(path).encode() if link else path.read_bytes()
+        except OSError as exc:  # unreadable: the install will say so; hash the reason
+            data = f"unreadable:{exc.strerror}".encode()
         digest.update(len(data).to_bytes(8, "big") + data)
     return digest.hexdigest()
 

@@ -16,6 +16,7 @@ import fcntl
 import io
 import json
 import shutil
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,17 +39,7 @@ from pytest_skilllift.week.files import (
     atomic_write_json,
     atomic_write_text,
 )
-
-
-def _read_json(path: Path) -> Any | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        # Atomic writes make this unreachable for our own files; a hand-edited file that no
-        # longer parses is treated as absent so the run is redone rather than trusted.
-        return None
+from pytest_skilllift.week.ledger_checks import LedgerWarning, grades_problem, run_problem
 
 
 class Ledger:
@@ -82,16 +73,19 @@ class Ledger:
 
     # -- runs ---------------------------------------------------------------------------
     def load_run(self, run_id: str) -> dict[str, Any] | None:
-        data = _read_json(self.run_dir(run_id) / RUN_FILE)
-        return data if isinstance(data, dict) else None
+        """The run's record, or None when absent or unusable (then it is regenerated)."""
+        return _checked(self.run_dir(run_id) / RUN_FILE, run_problem,
+                        "the run is generated again and regraded")
 
     def save_run(self, run_id: str, record: dict[str, Any]) -> None:
         atomic_write_json(self.run_dir(run_id) / RUN_FILE, record)
 
     # -- grades -------------------------------------------------------------------------
     def load_grades(self, run_id: str) -> list[dict[str, Any]] | None:
-        data = _read_json(self.run_dir(run_id) / GRADES_FILE)
-        return data.get("rows") if isinstance(data, dict) else None
+        """The run's score rows, or None when absent or unusable (then it is regraded)."""
+        data = _checked(self.run_dir(run_id) / GRADES_FILE, grades_problem,
+                        "the run is graded again")
+        return None if data is None else list(data["rows"])
 
     def save_grades(self, run_id: str, rows: list[dict[str, Any]], judge_model: str,
                     cost_usd: float, judge_ms: int | None = None,
@@ -146,8 +140,9 @@ class Ledger:
         """All finished runs, in a stable order (prompt, model, condition, rep)."""
         records = []
         for path in sorted(self.root.glob(f"*/{RUN_FILE}")):
-            data = _read_json(path)
-            if isinstance(data, dict) and "run_id" in data:
+            data = _checked(path, run_problem, "left out of manifest.csv until the run is "
+                            "generated again (rerun pytest --skill-lift)")
+            if data is not None:
                 records.append(data)
         records.sort(key=lambda r: (r.get("prompt", ""), r.get("model", ""),
                                     r.get("condition", ""), int(r.get("rep", 0))))
@@ -168,6 +163,30 @@ class Ledger:
         atomic_write_text(self.manifest_csv, _csv_text(manifest_cols, records))
         atomic_write_text(self.scores_csv, _csv_text(score_cols, score_rows))
         return len(records), len(score_rows)
+
+
+def _checked(path: Path, problem: Any, action: str) -> dict[str, Any] | None:
+    """A ledger file's content when it has the expected shape; otherwise None and one
+    warning naming the file, what is wrong and what happens to the run."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        warnings.warn(LedgerWarning(f"{path}: cannot be read ({exc.strerror}); {action}"),
+                      stacklevel=3)
+        return None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        warnings.warn(LedgerWarning(f"{path}: not valid JSON ({exc}); {action}"), stacklevel=3)
+        return None
+    why = problem(data)
+    if why:
+        warnings.warn(LedgerWarning(f"{path}: {why}; {action}"), stacklevel=3)
+        return None
+    assert isinstance(data, dict)
+    return data
 
 
 def _csv_text(columns: list[str], rows: list[dict[str, Any]]) -> str:

@@ -72,6 +72,7 @@ _SCORES_TYPES: dict[str, pa.DataType] = {
     "prompt": _DICT, "model": _DICT, "condition": _DICT, "rep": pa.float64(),
     "item_type": _DICT, "item_text": _DICT, "verdict": _DICT, "credit": pa.float64(),
     "contested": _DICT, "evidence_quote": pa.string(), "run_id": _DICT,
+    "item_index": pa.float64(),
 }
 _MANIFEST_NUMERIC: tuple[str, ...] = (
     "rep", "exit_code", "skill_available", "reached_leaf", "fetched_site", "fetched_count",
@@ -224,14 +225,32 @@ class Week:
 # --------------------------------------------------------------------------- reading
 
 
-def _header(path: Path) -> list[str] | None:
-    """The header row, read with the csv module (one line only); None for an empty file."""
+class NotCsvText(Exception):
+    """The file is not CSV text at all (its message says why)."""
+
+
+def csv_header(path: Path) -> list[str] | None:
+    """The header row, read with the csv module (one line only); None for an empty file.
+
+    Raises ``NotCsvText`` for binary content (NUL bytes, e.g. a sparse or corrupted file) or a
+    first line the csv module cannot read, and ``OSError`` when the file cannot be read.
+    """
     with path.open("rb") as fb:
         first = fb.readline(1 << 20)
-    row = next(csv.reader([first.decode("utf-8-sig", errors="replace")]), None)
+    if b"\0" in first:
+        raise NotCsvText("is not a CSV text file (binary content: NUL bytes in its first line)")
+    try:
+        row = next(csv.reader([first.decode("utf-8-sig", errors="replace")]), None)
+    except csv.Error as exc:
+        raise NotCsvText(f"has no readable CSV header line ({exc})") from None
     if not row:
         return None
     return [c.strip() for c in row]
+
+
+#: The fix for a week CSV that cannot be used at all.
+_REGENERATE = ("restore it, or rebuild it from the run directories by rerunning pytest "
+               "--skill-lift on this week (nothing is generated or judged again)")
 
 
 def _row_list(rows: np.ndarray) -> str:
@@ -257,10 +276,18 @@ def _read_csv(
     if not path.exists():
         problems.append(Problem(name, "file not found"))
         return None, []
-    if path.stat().st_size == 0:
-        problems.append(Problem(name, "empty file (no header row, no data)"))
+    try:
+        if path.stat().st_size == 0:
+            problems.append(Problem(name, "empty file (no header row, no data)"))
+            return None, []
+        header = csv_header(path)
+    except NotCsvText as exc:
+        problems.append(Problem(name, f"{exc}; fix: {_REGENERATE}"))
         return None, []
-    header = _header(path)
+    except OSError as exc:
+        problems.append(Problem(name, f"cannot be read ({exc.strerror or exc}); fix: make "
+                                f"it a readable file (e.g. chmod u+r {name}) or {_REGENERATE}"))
+        return None, []
     if header is None:
         problems.append(Problem(name, "empty file (no header row, no data)"))
         return None, []
@@ -300,14 +327,19 @@ def _read_csv(
 
     try:
         table = read(types)
+    except OSError as exc:  # vanished or became unreadable between the header and the body
+        problems.append(Problem(name, f"cannot be read ({exc}); fix: {_REGENERATE}"))
+        return None, header
     except pa.ArrowInvalid:
         # Some numeric column holds text: re-read numbers as text and pin down the cells.
         bad_lines.clear()
         as_text = {c: (pa.string() if pa.types.is_floating(t) else t) for c, t in types.items()}
         try:
             table = read(as_text)
-        except pa.ArrowInvalid as exc:  # malformed beyond repair (e.g. unbalanced quotes)
-            problems.append(Problem(name, f"could not be parsed as CSV: {exc}"))
+        except (pa.ArrowException, OSError) as exc:  # malformed beyond repair (e.g.
+            # unbalanced quotes, or binary junk after a good header)
+            problems.append(Problem(name, f"could not be parsed as CSV: {exc}; fix: "
+                                    f"{_REGENERATE}"))
             return None, header
         for c, t in types.items():
             if c in include and pa.types.is_floating(t):
@@ -535,14 +567,16 @@ def _fill_scores(
             probs.append(Problem(
                 file, f"credit is empty for a graded verdict in {_row_list(rows)}; "
                 "excluded", row=int(rows[0]) + 1, column="credit"))
+    dup = _duplicate_rows(week, t, probs)
     usable = (
         graded & ~nonnum & ~mismatch & (week.s_prompt >= 0) & (week.s_model >= 0)
-        & (week.s_cond >= 0) & (week.s_rep >= 0)
+        & (week.s_cond >= 0) & (week.s_rep >= 0) & ~dup
     )
     week.s_credit = np.where(usable, credit, np.nan)
-    week.n_ungraded = int(np.count_nonzero(status == 1))
-    week.s_ungraded = status == 1
-    week.n_invalid_rows = int(np.count_nonzero(~usable & (status != 1)))
+    week.s_type = np.where(dup, -1, week.s_type).astype(np.int8)  # counted once: the first
+    week.n_ungraded = int(np.count_nonzero((status == 1) & ~dup))
+    week.s_ungraded = (status == 1) & ~dup
+    week.n_invalid_rows = int(np.count_nonzero(~usable & (status != 1) & ~dup))
 
     c_idx, c_vals = _dict_parts(t, "contested")
     falsy = {"", "0", "false", "False", "FALSE", "no"}
@@ -568,6 +602,47 @@ def _fill_scores(
              "item_text": texts[i] or "", "evidence": quotes[i] or ""}
             for i in range(viol.size)
         ]
+
+
+def _duplicate_rows(week: Week, t: pa.Table, probs: list[Problem]) -> np.ndarray:
+    """Rows repeating an earlier row's prompt×model×condition×rep×item: a reported input
+    problem, and each item counted once (the first row). The item is ``item_type`` +
+    ``item_index`` when the file has our ``item_index`` column, else ``item_type`` +
+    ``item_text`` (the qdrant columns)."""
+    n = t.num_rows
+    if "item_index" in t.column_names:
+        item = np.nan_to_num(_float_col(t, "item_index"), nan=-1.0).astype(np.int64)
+        n_item = int(item.max(initial=0)) + 1
+    else:
+        item, texts = _dict_parts(t, "item_text")
+        item = item.astype(np.int64)
+        n_item = len(texts) + 1
+    parts = (week.s_prompt, week.s_model, week.s_cond, week.s_rep, week.s_type, item)
+    valid = np.ones(n, bool)
+    for part in parts:
+        valid &= part >= 0
+    if not valid.any():
+        return np.zeros(n, bool)
+    sizes = (len(week.prompts) or 1, len(week.models) or 1, len(ARMS),
+             int(week.s_rep.max(initial=0)) + 1, len(ITEM_TYPES), n_item)
+    key = np.zeros(n, np.int64)
+    for part, size in zip(parts, sizes, strict=True):
+        key = key * size + np.where(valid, part, 0)
+    key = np.where(valid, key, -1)
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    repeat = np.flatnonzero((ordered[1:] == ordered[:-1]) & (ordered[1:] >= 0)) + 1
+    dup = np.zeros(n, bool)
+    dup[order[repeat]] = True  # stable sort: the first occurrence keeps its place
+    if repeat.size:
+        rows = np.flatnonzero(dup)
+        probs.append(Problem(
+            "scores.csv", f"{_row_list(rows)} {'repeats' if rows.size == 1 else 'repeat'} an "
+            "earlier row's "
+            "prompt×model×condition×rep×item; each item is counted once (the first row). "
+            "Fix: remove the repeated rows, or rebuild scores.csv by rerunning pytest "
+            "--skill-lift on this week", row=int(rows[0]) + 1))
+    return dup
 
 
 def _fill_manifest(

@@ -1,8 +1,10 @@
 """Activation / trigger misses: how each with-skill run reached (or missed) its skill.
 
 Activation sources in precedence order skill_tool > file_read > web_fetch > none (qdrant/skills
-SCORING.md); a with-skill run with activation ``none`` is a trigger miss.  Invalid installs are
-not trigger misses: the skill was never there to trigger.
+SCORING.md); a with-skill run with activation ``none`` is a trigger miss.  Only with-skill runs
+that completed count: an invalid install, an outage, a timeout, a budget cap or a CLI that never
+started says nothing about the skill's description, so such a run is counted here as excluded
+(and named in the trajectory audit), never as a trigger miss.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class ActivationSummary(TypedDict):
     unknown_activation_runs: int
     #: False when manifest.csv has no skill_activation column.
     available: bool
+    #: With-skill runs that did not complete: not counted above (listed in audit.excluded_runs).
+    excluded_runs: int
 
 
 class Data(TypedDict):
@@ -97,8 +101,19 @@ def build(ctx: Context) -> Data:
             "never_triggered": [a["prompt"] for a in activation if a["never_triggered"]],
             "unknown_activation_runs": int(act_total[n_src]),
             "available": "skill_activation" in week.manifest_columns,
+            "excluded_runs": int(np.count_nonzero(ctx.excluded_with_skill)),
         },
     }
+
+
+def _excluded_note(s: ActivationSummary) -> list[str]:
+    """One line: how many with-skill runs were left out, and where they are listed."""
+    n = s.get("excluded_runs", 0)
+    if not n:
+        return []
+    return [f"- with-skill runs that did not complete (outage, timeout, failed install, budget "
+            f"cap, CLI never started): **{n}** — excluded, not trigger misses; listed under "
+            "the trajectory audit"]
 
 
 def render(card: Scorecard) -> list[str]:
@@ -108,8 +123,8 @@ def render(card: Scorecard) -> list[str]:
         L.append("_Not available: manifest.csv has no skill_activation column._\n")
         return L
     if not s.get("with_skill_runs"):
-        L.append("_No with-skill runs._\n")
-        return L
+        L.append("_No completed with-skill runs._\n")
+        return [*L, *_excluded_note(s), ""] if s.get("excluded_runs") else L
     lo, hi = s.get("trigger_miss_rate_wilson95", [None, None])
     L.append(f"- with-skill runs: **{s['with_skill_runs']}**")
     L.append("- **trigger misses** (activation=none — skill present but never reached): "
@@ -121,6 +136,7 @@ def render(card: Scorecard) -> list[str]:
              f"{s['with_skill_runs']} runs")
     if s.get("unknown_activation_runs"):
         L.append(f"- runs with an unknown activation value: **{s['unknown_activation_runs']}**")
+    L += _excluded_note(s)
     L.append("")
     acts = card.get("activation", [])
     shown = acts[:MAX_ACTIVATION_ROWS]

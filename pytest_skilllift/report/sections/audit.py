@@ -1,5 +1,11 @@
 """Trajectory audit: invocation status per model, top-level-only misuse, skill impact per
-prompt (HELPED / HURT / NO-OP) and the cross-model flags (the SkillsBench trajectory audit)."""
+prompt (HELPED / HURT / NO-OP) and the cross-model flags (the SkillsBench trajectory audit).
+
+Only a with-skill run that completed (status ``ok`` or ``no_answer``: the CLI ran to its end)
+can show whether the skill was reached. An API outage, a timeout, a failed install, a budget
+cap or a CLI that never started says nothing about the skill, so such a run is never
+``NOT_INVOKED``: it is listed by name as an excluded run instead.
+"""
 
 from __future__ import annotations
 
@@ -12,12 +18,15 @@ from pytest_skilllift.report.quotes import Quote, verdict_quotes
 from pytest_skilllift.report.sections.prompts import prompt_rows
 from pytest_skilllift.run import audit
 from pytest_skilllift.week.columns import INVOCATION_STATUSES
+from pytest_skilllift.week.files import RUN_STATUSES
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 MAX_HURT_ROWS = 50
+#: Excluded runs listed in scorecard.md (all of them are in scorecard.json).
+MAX_EXCLUDED_ROWS = 20
 
 
 class Impact(TypedDict):
@@ -29,6 +38,17 @@ class Impact(TypedDict):
     outcome: str
     #: helped: the unlock quote; hurt: the misled quote (``report.quotes``); no-op: None.
     quote: Quote | None
+
+
+class ExcludedRun(TypedDict):
+    """``audit.excluded_runs[]``: a with-skill run that did not complete, and why."""
+
+    run_id: str
+    status: str
+    prompt: str
+    model: str
+    #: The run's own error, else its status.
+    reason: str
 
 
 class Audit(TypedDict):
@@ -44,6 +64,8 @@ class Audit(TypedDict):
     impact_counts: dict[str, dict[str, int]]
     reps: int
     flags: list[str]
+    #: With-skill runs left out of every count above (see the module docstring).
+    excluded_runs: list[ExcludedRun]
 
 
 class Data(TypedDict):
@@ -90,7 +112,30 @@ def build(ctx: Context) -> Data:
         "impact_counts": outcomes,
         "reps": reps,
         "flags": audit.impact_flags(lifts, per_prompt),
+        "excluded_runs": _excluded_runs(ctx),
     }}
+
+
+def _excluded_runs(ctx: Context) -> list[ExcludedRun]:
+    """Every with-skill run that did not complete: run id, status, prompt, model, reason."""
+    week = ctx.week
+    rows = np.flatnonzero(ctx.excluded_with_skill)
+    if rows.size == 0:
+        return []
+    ids = week.run_ids(rows.tolist())
+    errors = (week.m_run_error.take(rows).to_pylist() if week.m_run_error is not None
+              else [None] * rows.size)
+    out: list[ExcludedRun] = []
+    for j, r in enumerate(rows.tolist()):
+        status = RUN_STATUSES[int(week.m_status[r])]
+        p, m = int(week.m_prompt[r]), int(week.m_model[r])
+        out.append({
+            "run_id": ids[j], "status": status,
+            "prompt": week.prompts[p] if p >= 0 else "",
+            "model": week.models[m] if m >= 0 else "",
+            "reason": str(errors[j] or "").strip() or status,
+        })
+    return out
 
 
 def render(card: Scorecard) -> list[str]:
@@ -132,6 +177,14 @@ def render(card: Scorecard) -> list[str]:
         L += cap_note(len(shown), len(chosen), f"{outcome} rows")
     if a["flags"]:
         L += ["", "The patterns across models are in Suggested improvements below."]
+    excluded = a.get("excluded_runs") or []
+    if excluded:
+        listed = excluded[:MAX_EXCLUDED_ROWS]
+        L += ["", "Excluded with-skill runs (did not complete; not counted as NOT_INVOKED or "
+              f"as trigger misses): **{len(excluded)}**", ""]
+        L += md_table(["run_id", "status", "reason"],
+                      [[x["run_id"], x["status"], cell(x["reason"])] for x in listed])
+        L += cap_note(len(listed), len(excluded), "excluded runs")
     return [*L, ""]
 
 

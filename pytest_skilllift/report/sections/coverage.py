@@ -10,7 +10,7 @@ import numpy as np
 from pytest_skilllift.report import verdicts
 from pytest_skilllift.report.markdown import cap_note, cell, md_table
 from pytest_skilllift.week.columns import ARMS
-from pytest_skilllift.week.files import DROP_REASONS, RUN_STATUSES, STATUS_ERRORED, STATUS_OK
+from pytest_skilllift.week.files import DROP_REASONS, OK, RUN_STATUSES, STATUS_ERRORED, STATUS_OK
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.card import Scorecard
@@ -84,8 +84,11 @@ def build(ctx: Context) -> Data:
             p, mo, c = week.m_prompt[r], week.m_model[r], week.m_cond[r]
             err = (errs[j] or "").strip() or None
             if err is None and week.m_status[r] == STATUS_OK:
+                # A completed run with an answer but no graded must item: the judge, not
+                # the answer, is what is missing.
                 judge_err = week.judge_error(ids[j])
-                err = f"judge error: {judge_err}" if judge_err else None
+                err = f"{DROP_REASONS[OK]}: " + (f"judge failed: {judge_err}" if judge_err
+                                                   else "no graded must item in scores.csv")
             dropped.append({
                 "run_id": ids[j],
                 "reason": _reason(int(week.m_status[r]), float(week.m_exit_code[r]), err),

@@ -17,7 +17,7 @@ from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import cap_note, ci_flag, fmt, md_table, signed
 from pytest_skilllift.run.audit import IMPACT_THRESHOLD
 from pytest_skilllift.week.columns import ARMS, INVOCATION_STATUSES, NO_SKILL, WITH_ALL, WITH_SKILL
-from pytest_skilllift.week.files import STATUS_INVALID
+from pytest_skilllift.week.files import COMPLETED, RUN_STATUSES
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.card import Scorecard
@@ -70,7 +70,8 @@ def build(ctx: Context) -> Data:
     if agg is None or agg.must.shape[2] <= _ALL or not np.any(agg.cell_n[:, _ALL] > 0):
         return {"with_all": None}
     n_st = len(INVOCATION_STATUSES)
-    runs = (week.m_cond == _ALL) & (week.m_status != STATUS_INVALID) & (week.m_invocation >= 0)
+    completed = [RUN_STATUSES.index(s) for s in sorted(COMPLETED)]  # as the audit counts
+    runs = (week.m_cond == _ALL) & np.isin(week.m_status, completed) & (week.m_invocation >= 0)
     counts = np.bincount(week.m_model[runs].astype(np.int64) * n_st + week.m_invocation[runs],
                          minlength=len(week.models) * n_st).reshape(len(week.models), n_st)
     models: dict[str, AllModel] = {}

@@ -1,0 +1,117 @@
+"""Installing a skill family: what is copied, and which symlinks are refused.
+
+Both runners install ``skills_root/<family>/`` whole (sub-skills and references are part of
+what is measured). Symlinks inside the family are handled the same way by both:
+
+- a link whose target stays inside the family is installed **as a link**, rewritten to a
+  relative target, so it resolves inside the installed copy (in a temporary HOME or in a
+  container alike) and a link to a parent directory cannot make the copy recurse;
+- a link whose target leaves the family (``up -> ..``, ``notes.md -> /etc/passwd``,
+  ``shared -> ../other-family``) or cannot be resolved (a loop) **refuses the install**: the
+  run is an invalid install naming the link. Following it would copy files from outside the
+  skill under test into the agent's HOME or container — files the agent could then read.
+
+Pure filesystem logic, no runner or pytest imports.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Never installed (version-control and bytecode noise).
+IGNORED: frozenset[str] = frozenset({".git", "__pycache__"})
+
+
+class InstallError(Exception):
+    """The family cannot be installed as is; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One thing to install: ``rel`` is the POSIX path inside the family."""
+
+    rel: str
+    kind: str  # "dir" | "file" | "link"
+    source: Path
+    #: For links: the relative target to write (resolves inside the installed family).
+    link_target: str = ""
+
+
+def family_entries(family_dir: Path) -> list[Entry]:
+    """Every entry of the family, parents before children; raise ``InstallError`` for a
+    missing ``SKILL.md`` or a symlink that leaves the family."""
+    family_dir = Path(family_dir)
+    name = family_dir.name
+    if not (family_dir / "SKILL.md").is_file():
+        raise InstallError(f"skill family {name!r} not found at {family_dir} (no SKILL.md)")
+    try:
+        root = family_dir.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise InstallError(f"skill family {name!r} at {family_dir} cannot be opened ({exc})"
+                           ) from None
+    if not (root / "SKILL.md").is_file():
+        raise InstallError(f"skill family {name!r} not found at {family_dir} (no SKILL.md)")
+    entries: list[Entry] = []
+    for current, dirs, files in os.walk(root, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d not in IGNORED)
+        here = Path(current)
+        for child in [*dirs, *sorted(f for f in files if f not in IGNORED)]:
+            path = here / child
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                entries.append(_link_entry(name, root, path, rel))
+                if child in dirs:
+                    dirs.remove(child)  # os.walk would not descend anyway; be explicit
+            elif child in dirs:
+                entries.append(Entry(rel, "dir", path))
+            elif stat.S_ISREG(path.lstat().st_mode):
+                entries.append(Entry(rel, "file", path))
+            else:  # a FIFO would block the copy, a device has no business in a skill
+                raise InstallError(f"invalid install: {name}/{rel} is not a regular file, "
+                                   "directory or link; fix: remove it from the skill family")
+    return entries
+
+
+def _link_entry(family: str, root: Path, link: Path, rel: str) -> Entry:
+    raw = os.readlink(link)
+    shown = f"{family}/{rel} -> {raw}"
+    try:
+        target = link.resolve(strict=False)
+    except (OSError, RuntimeError):
+        raise InstallError(
+            f"invalid install: symlink {shown} cannot be resolved (a link loop); fix: remove "
+            "the loop or replace the link with the file it should name") from None
+    if target != root and root not in target.parents:
+        raise InstallError(
+            f"invalid install: symlink {shown} leaves the skill family (it points to "
+            f"{target}); links are installed only when they stay inside the family. Fix: "
+            "copy the file into the family, or point the link at a file inside it")
+    return Entry(rel, "link", link, os.path.relpath(target, link.parent.resolve()))
+
+
+def check_family(family_dir: Path) -> str | None:
+    """The reason the family cannot be installed, or None."""
+    try:
+        family_entries(family_dir)
+    except InstallError as exc:
+        return str(exc)
+    return None
+
+
+def copy_family(family_dir: Path, dest: Path) -> None:
+    """Install the family at ``dest`` (which must not exist): files copied, links kept as
+    relative links inside the copy. Raises ``InstallError`` as :func:`family_entries`."""
+    entries = family_entries(family_dir)
+    dest.mkdir(parents=True)
+    for e in entries:
+        out = dest / e.rel
+        if e.kind == "dir":
+            out.mkdir()
+        elif e.kind == "link":
+            out.symlink_to(e.link_target)
+        else:
+            shutil.copy2(e.source, out)
