@@ -17,6 +17,7 @@ from pytest_skilllift import __version__
 #: ``func=callable(args) -> int`` on its parser.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.report.cli",  # summarize
+    "pytest_skilllift.report.merge_cli",  # merge
     "pytest_skilllift.report.gate_cli",  # gate
     "pytest_skilllift.judge.calibrate",  # calibrate
     "pytest_skilllift.run.regrade",  # judge

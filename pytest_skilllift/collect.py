@@ -19,7 +19,7 @@ from pytest_skilllift.collect_invoked import INVOKED, InvokedTest
 from pytest_skilllift.hookcalls import HookError
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
 from pytest_skilllift.run.arms import arm_prompt
-from pytest_skilllift.run.engine import GradedRun, make_run_id
+from pytest_skilllift.run.engine import GradedRun, NotStarted, make_run_id
 from pytest_skilllift.run.matrix import keywords_of
 from pytest_skilllift.run.prompt_names import (
     check_unique,
@@ -31,6 +31,7 @@ from pytest_skilllift.run.prompts import PromptError, load_prompt
 from pytest_skilllift.run.triggers import skill_families
 from pytest_skilllift.week.columns import WITH_ALL, WITH_SKILL
 from pytest_skilllift.week.files import OK
+from pytest_skilllift.week.spend import NOT_RUN
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -181,7 +182,11 @@ class RubricTest(pytest.Function):
 
     def runtest(self) -> None:
         state = self.config.stash[SESSION_KEY]
-        graded = self.graded = state.result(self.run, self.funcargs["skill_lift_judge"])
+        try:
+            graded = self.graded = state.result(self.run, self.funcargs["skill_lift_judge"])
+        except NotStarted as not_started:  # the spend cap: reported, counted, not a failure
+            self.user_properties.append(("skilllift_run", f"{self.run.run_id}|{NOT_RUN}"))
+            pytest.skip(str(not_started))
         status = "ungraded" if graded.judge_error else graded.status
         self.user_properties.append(("skilllift_run", f"{graded.run_id}|{status}"))
         if graded.status != OK:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_skilllift.collect import SESSION_KEY
+from pytest_skilllift.run.engine import NotStarted
 from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.triggers import (
     TriggerQuery,
@@ -25,6 +26,7 @@ from pytest_skilllift.run.triggers import (
     skill_families,
 )
 from pytest_skilllift.week.files import OK, STDOUT_FILE, TRIGGERS_DIR
+from pytest_skilllift.week.spend import NOT_RUN
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -109,7 +111,11 @@ class TriggerTest(pytest.Item):
 
     def runtest(self) -> None:
         state = self.config.stash[SESSION_KEY]
-        result = state.triggers.result(self.spec)
+        try:
+            result = state.triggers.result(self.spec)
+        except NotStarted as not_started:  # the spend cap: reported, counted, not a failure
+            self.user_properties.append(("skilllift_trigger", f"{self.spec.run_id}|{NOT_RUN}"))
+            pytest.skip(str(not_started))
         self.user_properties.append(("skilllift_trigger", f"{result.run_id}|{result.status}"))
         if result.status != OK:
             pytest.skip(f"trigger run not measured ({result.status}): {result.reason}")

@@ -133,6 +133,17 @@ OPTIONS: tuple[Option, ...] = (
            "nothing that decides a no-skill answer changed (its week.json identity); the others "
            "are generated and say why. Write it as --skill-lift-baseline-from=WEEKDIR.",
            default=""),
+    Option("shard", "Generate and grade only this CI job's share of the week's runs, I/N "
+           "(1-based); the other runs' items are deselected. Merge the shards with skilllift "
+           "merge.", default="", default_text="the whole week"),
+    Option("max-spend", "Spend cap for the week in USD (generation + judge, across workers and "
+           "earlier sessions of the week): once reached no new run starts; the runs left are "
+           "reported as 'not run: spend cap'.", "float", None, default_text="no cap"),
+    Option("judge-batch", "Grade through the Message Batches API (half price, results within "
+           "24 h): the runs are generated first, then graded in batches, then the rubric items "
+           "report.", "bool", False),
+    Option("judge-batch-poll", "Seconds between polls of a pending Message Batch.", "float",
+           30.0),
     Option("triggers", "Directory of trigger test files <family>.json (relative to rootdir).",
            default="evals/triggers", cli=False),
     Option("triggers-all", "Run trigger tests with every skill family installed at once; the "
@@ -240,6 +251,11 @@ class Settings:
     conditions: tuple[str, ...]
     #: ``--skill-lift-baseline-from``: the source week directory (absolute), or "" when off.
     baseline_from: str
+    #: ``--skill-lift-shard`` as given ("" = the whole week); ``week.shards.Shard.parse`` reads it.
+    shard: str
+    max_spend_usd: float | None
+    judge_batch: bool
+    judge_batch_poll_s: float
     triggers_dir: Path
     triggers_all: bool
     triggers_max_turns: int
@@ -331,6 +347,20 @@ class Settings:
         # The demo gets its own tree so its history never mixes with real weeks'.
         out = v["out"] or f"evals/{'weekly-demo' if demo else 'weekly'}/{day}"
         budget = v["max-budget-usd"]
+        shard = str(v["shard"] or "").strip()
+        if shard:
+            from pytest_skilllift.week.shards import Shard, ShardError
+
+            try:
+                Shard.parse(shard)
+            except ShardError as exc:
+                raise SettingsError(str(exc)) from None
+        spend = v["max-spend"]
+        if spend not in (None, "") and float(spend) < 0:
+            raise SettingsError(f"--skill-lift-max-spend must be at least 0 USD, got {spend}")
+        if float(v["judge-batch-poll"]) <= 0:
+            raise SettingsError("--skill-lift-judge-batch-poll must be a positive number of "
+                                f"seconds, got {v['judge-batch-poll']}")
         return cls(
             enabled=enabled or demo,
             rootdir=rootdir,
@@ -363,6 +393,10 @@ class Settings:
             conditions=parse_conditions(v["conditions"], aa=bool(v["aa"])),
             baseline_from=str(_resolve(rootdir, v["baseline-from"])) if v["baseline-from"]
             else "",
+            shard=shard,
+            max_spend_usd=None if spend in (None, "") else float(spend),
+            judge_batch=bool(v["judge-batch"]),
+            judge_batch_poll_s=float(v["judge-batch-poll"]),
             triggers_dir=_resolve(rootdir, v["triggers"]),
             triggers_all=bool(v["triggers-all"]),
             triggers_max_turns=int(v["triggers-max-turns"]),

@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift import collect_extra, progress_hooks
+from pytest_skilllift import collect_extra, progress_hooks, scale
 from pytest_skilllift.collect import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
 from pytest_skilllift.collect_invoked import InvokedTest
 from pytest_skilllift.config import Settings, SettingsError, add_options
 from pytest_skilllift.fixtures import CHECK_PROP
+from pytest_skilllift.judge.batch import forget_batches
 from pytest_skilllift.run.prompts import is_heldout
 from pytest_skilllift.session import SkillLiftSession
 
@@ -68,6 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not settings.enabled:
         return
     state = SkillLiftSession(settings, worker=_is_worker(config))
+    scale.register(config, state)  # shards, spend cap, batch judging (every process)
     if _is_worker(config):
         workerinput = config.workerinput  # type: ignore[attr-defined]
         state.session_id = workerinput.get(SESSION_ID_KEY, state.session_id)
@@ -102,15 +104,24 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
         raise pytest.UsageError(str(exc)) from None
     if s.demo:
         state.start_demo()
-    if _uses_workers(config):
+    if _uses_workers(config) and _workers_on_this_host(config):
         state.start_judge_service()
     state.warm_summarizer()
 
 
 def _uses_workers(config: pytest.Config) -> bool:
-    """Whether xdist will start workers (``-n N`` with N > 0 and a distributing mode)."""
+    """Whether xdist will start workers (``-n N`` with N > 0, or ``--tx`` gateways) and a
+    distributing mode."""
     workers = getattr(config.option, "numprocesses", None)
-    return bool(workers) and getattr(config.option, "dist", "no") != "no"
+    gateways = getattr(config.option, "tx", None)
+    return bool(workers or gateways) and getattr(config.option, "dist", "no") != "no"
+
+
+def _workers_on_this_host(config: pytest.Config) -> bool:
+    """Whether every worker runs on this machine (``-n``, ``--tx popen``): only they reach the
+    controller's judge service on loopback; remote gateways (ssh, socket) grade themselves."""
+    return all(str(spec).split("//")[0].split("*")[-1].startswith("popen")
+               for spec in getattr(config.option, "tx", None) or ())
 
 
 def _point_args_at_prompts(config: pytest.Config, settings: Settings) -> None:
@@ -217,6 +228,7 @@ class ControllerPlugin:
             raise pytest.UsageError(str(exc)) from None
         if self.state.settings.fresh:
             self.state.week.discard_grades()
+            forget_batches(self.state.week.root)  # a fresh regrade reuses no batch result
         if self.state.sweeps is not None:  # docker: before any worker makes a container
             self.state.sweeps.sweep("start-up")
 
@@ -284,6 +296,8 @@ class ControllerPlugin:
             tr.write_line(f"{state.tally.invocation_findings} invocation findings (with-skill "
                           "runs whose skill was not VERIFIED; -k invoked lists them) are "
                           "reported, not a failed run")
+        for line in scale.summary_lines(state):
+            tr.write_line(line)
         if state.tally.rubric_failures:
             tr.write_line(f"{state.tally.rubric_failures} rubric findings (must missing / "
                           "avoid violated) are reported, not a failed run: the exit status "

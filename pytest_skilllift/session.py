@@ -99,6 +99,10 @@ class SkillLiftSession:
         self._server: Any = None
         self.summary: Any = None
         self.coverage_note = ""
+        #: The week's spend.json after this session (``week.spend``), set by ``finish``.
+        self.spend: Any = None
+        self._batch_results: Any = None
+        self._spend_cap: Any = None
         #: Same on the controller and every worker (handed over through workerinput).
         self.session_id = uuid.uuid4().hex
         self.checks = CheckTally()
@@ -188,6 +192,7 @@ class SkillLiftSession:
                                     session_id=self.session_id, baseline=self._baseline())
             self._weekrun.on_generated = self._run_generated
             self._weekrun.on_graded = self._run_graded
+            self._weekrun.start_gate = self.spend_gate()
         return self._weekrun
 
     def plan_baseline(self) -> None:
@@ -226,7 +231,19 @@ class SkillLiftSession:
                                         max_turns=self.settings.triggers_max_turns)
             self._triggers = TriggerRun(self.week.root / TRIGGERS_DIR, agent,
                                         self._make_runner)
+            self._triggers.start_gate = self.spend_gate()
         return self._triggers
+
+    def spend_gate(self) -> Any:
+        """``--skill-lift-max-spend``: the start gate every run of this process asks (lift and
+        trigger runs alike, one cap), or None without a cap."""
+        if self.settings.max_spend_usd is None:
+            return None
+        if self._spend_cap is None:
+            from pytest_skilllift.week.spend import SpendCap
+
+            self._spend_cap = SpendCap(self.week.root, self.settings.max_spend_usd)
+        return self._spend_cap.check
 
     # -- the fixtures' side (skill_lift_judge, skill_lift_run, skill_lift_week) -----------
     @property
@@ -304,6 +321,8 @@ class SkillLiftSession:
         return LocalRunner()
 
     def _make_grader(self) -> Grader:
+        if self.settings.judge_batch:  # graded by the batch step (scale.py), never directly
+            return self.batch_results
         if self.worker and self.settings.judge_url:
             from pytest_skilllift.judge.service import RemoteGrader
 
@@ -320,14 +339,39 @@ class SkillLiftSession:
                       evidence="flag" if s.evidence == "flag" else "reject")
         return SampledJudge(judge, samples=s.judge_samples)
 
+    @property
+    def batch_results(self) -> Any:
+        """``--skill-lift-judge-batch``: the results the batch step hands the engine."""
+        if self._batch_results is None:
+            from pytest_skilllift.run.batch_grade import BatchResults
+
+            self._batch_results = BatchResults(self.week, self.settings.judge_model)
+        return self._batch_results
+
+    def batch_judge(self, log: Any = None) -> Any:
+        """``--skill-lift-judge-batch``: the Message Batches client for this week."""
+        from pytest_skilllift.judge.batch import BatchJudge
+
+        s = self.settings
+        return BatchJudge(self.week.root, s.judge_model or None,
+                          api_key=s.extra_env.get("ANTHROPIC_API_KEY"),
+                          base_url=s.base_url or None, poll_s=s.judge_batch_poll_s, log=log,
+                          evidence="flag" if s.evidence == "flag" else "reject")
+
     # -- controller wrap-up -------------------------------------------------------------
     def finish(self) -> bool:
         """Rebuild the CSVs, write the scorecard; return whether coverage is enough."""
         from pytest_skilllift.report.summarize import summarize_week
         from pytest_skilllift.run.triggers import rebuild_trigger_table
+        from pytest_skilllift.week.spend import NOT_RUN, update_spend
 
         if self.sweeps is not None and self.sweeps.ran:  # only when the runs started
             self.sweeps.sweep("end-of-session")
+        self.spend = update_spend(
+            self.week.root, self.settings.max_spend_usd,
+            [r for r, st in self.tally.runs.items() if st == NOT_RUN]
+            + [f"{TRIGGERS_DIR}/{r}" for r, st in self.tally.trigger_runs.items()
+               if st == NOT_RUN])
         has_triggers = rebuild_trigger_table(self.week.root) > 0
         if not any(self.week.root.glob(f"*/{RUN_FILE}")) and not has_triggers:
             return True

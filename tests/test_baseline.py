@@ -119,7 +119,13 @@ def test_reused_runs_cost_no_agent_and_no_judge_call(tmp_path: Path) -> None:
     assert {r["run_id"] for r in rows} == {rid}
     assert (week / rid / STDOUT_FILE).read_text() == (
         src / "p-sonnet-no-skill-r1-20260801" / STDOUT_FILE).read_text()
-    assert (week / rid / JUDGE_COST_FILE).is_file()
+    # Paid in 20260801: no judge_cost.txt here, and the week's spend holds the with-skill run only.
+    assert not (week / rid / JUDGE_COST_FILE).is_file()
+    from pytest_skilllift.week.spend import SpendMeter
+
+    spent = SpendMeter(week).spent()
+    assert (spent.generation_usd, spent.judge_usd) == (pytest.approx(0.01),
+                                                       pytest.approx(0.002))
     # The manifest carries the mark; the scorecard counts it and leaves the run out of spend.
     from pytest_skilllift.report.summarize import summarize_week
 

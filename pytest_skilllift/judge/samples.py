@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pytest_skilllift.judge.protocol import Grader
 from pytest_skilllift.model import ItemVerdict, JudgeResult, RubricItem, SampleVote
 
-__all__ = ["TIE_BREAK_SEED", "SampledJudge", "combine_samples", "sample_seed"]
+__all__ = ["TIE_BREAK_SEED", "SampledJudge", "combine_samples", "sample_seed", "tied_items"]
 
 #: Suffix of the tie-break call's seed (its own shuffle, never one of the samples').
 TIE_BREAK_SEED = "tie-break"
@@ -180,12 +180,18 @@ class SampledJudge:
         if all(r.calls == 0 and r.error is None for r in results):
             return results[0]  # nothing was sent (no items): nothing to combine
         merged = combine_samples(items, results, samples=self.samples)
-        tied = [item for item in items
-                if item in merged.ungraded and _disagreed(item, results)]
+        tied = tied_items(items, results, merged)
         if not tied:
             return merged
         tie = self.inner.grade(prompt_text, answer, tied, f"{seed}#{TIE_BREAK_SEED}")
         return combine_samples(items, results, tie, samples=self.samples)
+
+
+def tied_items(items: Sequence[RubricItem], results: Sequence[JudgeResult],
+               merged: JudgeResult) -> list[RubricItem]:
+    """The items a tie-break call settles: ungraded after combining, with samples that split
+    evenly (batch judging sends these in a second batch)."""
+    return [item for item in items if item in merged.ungraded and _disagreed(item, results)]
 
 
 def _disagreed(item: RubricItem, results: Sequence[JudgeResult]) -> bool:

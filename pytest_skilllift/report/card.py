@@ -32,6 +32,7 @@ from pytest_skilllift.report.sections import (
     plots,
     prompts,
     provenance,
+    scale,
     selfserved,
     triggering,
     withall,
@@ -45,8 +46,8 @@ if TYPE_CHECKING:
 class Scorecard(
     header.Data, lift.Data, withall.Data, noise.Data, wow.Data, cells.Data, prompts.Data,
     activation.Data, audit.Data, improvements.Data, triggering.Data,
-    selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data, health.Data,
-    judge.Data, provenance.Data, baseline.Data,
+    selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data, scale.Data,
+    health.Data, judge.Data, provenance.Data, baseline.Data,
 ):
     """scorecard.json: every section's keys (all numbers unrounded; renderers round)."""
 
@@ -79,6 +80,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("custom-checks", custom_checks.build, custom_checks.render),
     Section("coverage", coverage.build, coverage.render),
     Section("cost-time", cost.build, cost.render),
+    Section("spend-cap-and-shards", scale.build, scale.render),
     Section("run-health", health.build, health.render),
     Section("judge-reliability", judge.build, judge.render),
     Section("provenance", provenance.build, provenance.render),

@@ -19,8 +19,10 @@ The flow:
    otherwise the run is generated as usual and its ``run.json`` carries ``baseline_reason``.
 
 Both marks reach the manifest as extra columns (after the qdrant ones).  A reused run keeps
-its own timestamps and cost: the scorecard leaves it out of this week's spend and run window
-and says that a reused baseline shares the source week's sampling noise.
+its own timestamps and generation cost, but not the source week's ``judge_cost.txt``: the
+scorecard, the spend cap and ``spend.json`` leave it out of this week's spend (and the run
+window), and the scorecard says that a reused baseline shares the source week's sampling
+noise.
 
 No pytest; the only I/O is reading the two weeks' ``week.json`` and the run directories, and
 copying a reused run.
@@ -42,6 +44,7 @@ from pytest_skilllift.week.columns import NO_SKILL
 from pytest_skilllift.week.files import (
     BASELINE_FILE,
     GRADES_FILE,
+    JUDGE_COST_FILE,
     LOCK_FILE,
     RETRY_ON_RERUN,
     RUN_FILE,
@@ -270,7 +273,9 @@ class BaselineSource:
         dest = ledger.run_dir(new_id)
         dest.mkdir(parents=True, exist_ok=True)
         for path in sorted(src.iterdir()):
-            if path.name in (LOCK_FILE, RUN_FILE, GRADES_FILE):
+            # The judge's cost stays with the week that paid it (grades.json keeps the figure):
+            # this week's spend, its cap and judge_cost.txt sums hold what this week spent.
+            if path.name in (LOCK_FILE, RUN_FILE, GRADES_FILE, JUDGE_COST_FILE):
                 continue
             if path.is_dir():
                 shutil.copytree(path, dest / path.name, dirs_exist_ok=True)

@@ -61,6 +61,11 @@ class GradedRun:
     judged_now: bool = False
 
 
+class NotStarted(Exception):
+    """A run the session may not start (the week's spend cap is reached); the message is the
+    reason its items report. Nothing was written for it: a later session can still run it."""
+
+
 def make_run_id(prompt: str, label: str, condition: str, rep: int, week: str) -> str:
     """Deterministic per week, so a rerun finds its own runs (qdrant's naming, week-stamped)."""
     return f"{prompt}-{label}-{condition}-r{rep}-{week}"
@@ -105,6 +110,9 @@ class WeekRun:
         self._sha: dict[str, str] = {}
         self._grader: Warmed[Grader] = Warmed(grader)
         self._grader.warm("skilllift-judge-warmup")
+        #: Asked before a run is generated (never for one already in the week): a reason not
+        #: to start it (``week.spend.SpendCap``), or None. ``result`` then raises NotStarted.
+        self.start_gate: Callable[[RunSpec], str | None] | None = None
         #: Marks the runs this session generated: another process of the same session (an
         #: xdist worker holding a custom check of the run) must not retry an errored one.
         self.session_id = session_id
@@ -136,6 +144,13 @@ class WeekRun:
         self._cache[spec.run_id] = graded
         return graded
 
+    def generate(self, spec: RunSpec) -> dict[str, Any]:
+        """Generate the run unless the week has it, without grading it (batch judging
+        generates every run first); returns its record. Raises NotStarted like ``result``."""
+        with self.week.lock(spec.run_id):
+            record, _ = self._ensure_generated(spec)
+        return record
+
     def grade_generated(self, spec: RunSpec) -> GradedRun:
         """Grade a run that is already generated; never generates (``skilllift judge``)."""
         with self.week.lock(spec.run_id):
@@ -152,6 +167,10 @@ class WeekRun:
         if record is not None and (record.get("run_status") not in RETRY_ON_RERUN or (
                 self.session_id and record.get("session_id") == self.session_id)):
             return record, False
+        if self.start_gate is not None:
+            why = self.start_gate(spec)
+            if why:
+                raise NotStarted(why)
         run_dir = self.week.run_dir(spec.run_id)
         # Whatever is left (a retried run's files, or grades beside a run.json that no longer
         # reads) belongs to an answer that is about to be replaced: the new one is regraded.

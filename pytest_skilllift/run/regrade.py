@@ -303,6 +303,24 @@ def _make_grader(args: argparse.Namespace, model: str) -> Grader:
     return SampledJudge(Judge(model, evidence=args.evidence), samples=args.samples)
 
 
+def _grade_in_batches(args: argparse.Namespace, plan: RegradePlan, target: Path, model: str,
+                      fresh: FreshPass | None, progress: Callable[[GradedRun], None]) -> None:
+    """``--batch``: the planned runs in Message Batches (half price; an interrupted command
+    resumes polling the batches on file instead of submitting them again)."""
+    from pytest_skilllift.judge.batch import BatchJudge, forget_batches
+    from pytest_skilllift.run.batch_grade import grade_plan_in_batches
+
+    if fresh is not None and not fresh.resumed:
+        forget_batches(target)  # a new --fresh pass reuses no earlier batch result
+    judge = BatchJudge(target, model, evidence=args.evidence, poll_s=args.batch_poll,
+                       log=lambda line: print(f"  {line}", file=sys.stderr))
+    try:
+        grade_plan_in_batches(Ledger(target), plan.specs, judge, samples=args.samples,
+                              on_graded=progress)
+    finally:
+        judge.close()
+
+
 def _run(args: argparse.Namespace) -> int:
     from pytest_skilllift.judge.client import default_judge_model
 
@@ -349,7 +367,8 @@ def _run(args: argparse.Namespace) -> int:
                   "are kept", file=err)
     total = len(plan.specs)
     print(f"grading {total} run(s) of {target} with {model} ({args.samples} sample(s) per "
-          f"run, {args.jobs} at a time); {plan.kept} already graded, "
+          f"run, {'in Message Batches' if args.batch else f'{args.jobs} at a time'}); "
+          f"{plan.kept} already graded, "
           f"{len(plan.skipped)} not gradeable, {len(plan.unreadable)} without a readable "
           "prompt file", file=err)
     for run_id, reason in plan.skipped:
@@ -371,7 +390,10 @@ def _run(args: argparse.Namespace) -> int:
         if fresh is not None and not graded.judge_error and graded.status == OK:
             fresh.graded(graded.run_id)
 
-    grade_direct(plan, _make_grader(args, model), jobs=args.jobs, on_graded=progress)
+    if args.batch:  # the Message Batches API takes the grading step's place
+        _grade_in_batches(args, plan, target, model, fresh, progress)
+    else:
+        grade_direct(plan, _make_grader(args, model), jobs=args.jobs, on_graded=progress)
     if fresh is not None:
         fresh.finish(complete=done["failed"] == 0)
     if args.out or (fresh is not None and done["failed"] == 0):
@@ -437,6 +459,14 @@ def add_parser(subparsers: Any) -> None:
                         help="a met/violated whose quote is not in the answer: reject (scored "
                              "as missing/absent/clean) or flag (kept, evidence_ok=0) (default "
                              f"{_DEFAULTS['evidence']})")
+    parser.add_argument("--batch", action="store_true",
+                        help="grade through the Message Batches API: half the price, results "
+                             "within 24 h; the batch ids are kept in WEEKDIR/judge-batches.json "
+                             "so an interrupted command resumes polling instead of paying again")
+    parser.add_argument("--batch-poll", type=float, default=_DEFAULTS["judge-batch-poll"],
+                        metavar="SECONDS",
+                        help="seconds between polls of a pending batch (default "
+                             f"{_DEFAULTS['judge-batch-poll']:g})")
     parser.add_argument("--prompts", default="", metavar="DIR",
                         help="directory of the prompt files, when they moved since the week "
                              "was generated (default: each run's recorded prompt_path)")

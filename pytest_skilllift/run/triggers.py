@@ -35,6 +35,7 @@ from typing import Any
 
 from pytest_skilllift.model import AgentConfig, PromptSpec, RunOutcome, RunSpec
 from pytest_skilllift.run import audit
+from pytest_skilllift.run.engine import NotStarted
 from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.transcript import Transcript, extract_signals, parse_transcript
 from pytest_skilllift.runners.base import Runner
@@ -339,6 +340,8 @@ class TriggerRun:
         self._runner_factory = runner
         self._runner: Runner | None = None
         self._cache: dict[str, TriggerResult] = {}
+        #: As ``WeekRun.start_gate``: a reason not to start a new trigger run (the spend cap).
+        self.start_gate: Callable[[RunSpec], str | None] | None = None
 
     def close(self) -> None:
         if self._runner is not None:
@@ -355,6 +358,9 @@ class TriggerRun:
             record = self.week.load_run(spec.run_id)
             generated = False
             if record is None or not _reusable(record, spec, installed, self.agent.max_turns):
+                why = self.start_gate(run) if self.start_gate is not None else None
+                if why:
+                    raise NotStarted(why)
                 if record is not None:
                     self.week.reset_run(spec.run_id)
                 if self._runner is None:

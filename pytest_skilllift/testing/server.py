@@ -35,6 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from pytest_skilllift.testing.agent_script import skill_agent
+from pytest_skilllift.testing.batches import BatchQueue, BatchScript
 from pytest_skilllift.testing.replies import Handler, Reply, new_tool_id
 
 #: Marker the judge puts in its system prompt; requests carrying it are routed to the judge.
@@ -44,6 +45,8 @@ JUDGE_MARKER = "[skilllift-judge]"
 FAULT_KINDS: tuple[str, ...] = ("429", "529", "500", "reset", "truncate", "timeout")
 
 _DEFAULT_MODEL = "claude-sonnet-4-5-20250929"
+#: Path of the Message Batches endpoints (requests answered inside a batch are recorded with it).
+BATCH_PATH = "/v1/messages/batches"
 
 
 @dataclass
@@ -158,7 +161,11 @@ class StandIn:
         faults: Faults | None = None,
         api_key: str | None = None,
         aux: Handler | None = None,
+        batch: BatchScript | None = None,
     ) -> None:
+        #: The Message Batches endpoints (``testing.batches``); ``batch`` scripts their polls
+        #: and injected errored/expired results.
+        self.batches = BatchQueue(batch or BatchScript(), self._batch_answer)
         self.agent = agent
         self.judge = judge
         self.aux = aux
@@ -256,6 +263,18 @@ class StandIn:
     def _sleep(self, seconds: float) -> None:
         if seconds > 0:
             self._stopping.wait(seconds)
+
+    def _batch_answer(self, params: dict[str, Any]) -> dict[str, Any]:
+        """One request of a batch, answered by the same scripts as a direct call (recorded
+        with the batch path, so tests tell batched calls from direct ones)."""
+        kind = classify(params)
+        handler = self._handler_for(kind)
+        if handler is None:
+            raise RuntimeError(f"no {kind} handler configured on this StandIn")
+        reply = handler(params)
+        self._record(Recorded(kind, str(params.get("model", "")), BATCH_PATH, 200, time.time(),
+                              False, body=params))
+        return _message_json(reply, params, "msg_01" + uuid.uuid4().hex[:22])
 
     def _handler_for(self, kind: str) -> Handler | None:
         if kind == "judge":
@@ -492,6 +511,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
     # -- verbs -----------------------------------------------------------------------------
 
     def do_GET(self) -> None:
+        if self.path.split("?", 1)[0].startswith(BATCH_PATH + "/"):
+            self._batches()
+            return
         self._other()
 
     def do_HEAD(self) -> None:
@@ -509,8 +531,46 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._messages()
         elif path.rstrip("/") == "/v1/messages/count_tokens":
             self._count_tokens()
+        elif path.rstrip("/") == BATCH_PATH:
+            self._batches()
         else:
             self._other()
+
+    def _batches(self) -> None:
+        """Message Batches: POST create, GET retrieve, GET .../results (``testing.batches``)."""
+        api, ts = self.api, time.time()
+        raw = self._read_body() if self.command == "POST" else b""
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if not self._authorized():
+            api._record(Recorded("batch", "", path, 401, ts, False, method=self.command))
+            self._send_error(401, "invalid x-api-key")
+            return
+        rest = path[len(BATCH_PATH):].strip("/").split("/")
+        status: int
+        out: Any
+        if self.command == "POST" and rest == [""]:
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = {}
+            status, out = api.batches.create(body if isinstance(body, dict) else {},
+                                             api.base_url)
+        elif self.command == "GET" and len(rest) == 1:
+            status, out = api.batches.retrieve(rest[0], api.base_url)
+        elif self.command == "GET" and len(rest) == 2 and rest[1] == "results":
+            status, out = api.batches.results(rest[0])
+        else:
+            status, out = 404, {"type": "error", "error": {
+                "type": "not_found_error", "message": f"{self.command} {path}"}}
+        api._record(Recorded("batch", "", path, status, ts, False, method=self.command))
+        if isinstance(out, bytes):
+            self.send_response(status)
+            self.send_header("content-type", "application/binary")
+            self.send_header("content-length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+            return
+        self._send_json(status, json.dumps(out).encode())
 
     def _other(self) -> None:
         """Any path the CLI probes besides the Messages API: a harmless empty answer."""

@@ -16,6 +16,10 @@ Layout (the qdrant/skills pipeline's week directory, our files beside it)::
     <weekly>/<week>/<run_id>/run.json      the manifest row + status, once the run finished
     <weekly>/<week>/<run_id>/grades.json   the scores rows, once the judge answered
     <weekly>/<week>/<run_id>/judge_cost.txt, judge_error.txt, audit.json, calibration.json
+    <weekly>/<week>/shard.json             a sharded week's split (--skill-lift-shard)
+    <weekly>/<week>/spend.json             the spend cap and the runs it kept from starting
+    <weekly>/<week>/judge-batches.json     Message Batches submitted for the week's grading
+    <weekly>/<week>/merge.json             what ``skilllift merge`` put together
     <weekly>/<week>/triggers/<run_id>/         a trigger run (same files, never in the lift)
     <weekly>/<week>/triggers/triggers.csv      one row per trigger run (derived)
 """
@@ -61,6 +65,12 @@ CALIBRATION_FILE: Final = "calibration.json"
 #: not (``--skill-lift-baseline-from``).
 BASELINE_FILE: Final = "baseline.json"
 LOCK_FILE: Final = ".lock"
+#: Week-level files of a sharded, spend-capped or batch-judged week (``week/shards.py``,
+#: ``week/spend.py``, ``judge/batch.py``, ``week/merge.py``).
+SHARD_FILE: Final = "shard.json"
+SPEND_FILE: Final = "spend.json"
+BATCHES_FILE: Final = "judge-batches.json"
+MERGE_FILE: Final = "merge.json"
 #: Trigger tests: their runs and table live in this subfolder of the week, apart from the lift.
 TRIGGERS_DIR: Final = "triggers"
 TRIGGERS_CSV: Final = "triggers.csv"

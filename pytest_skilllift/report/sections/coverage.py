@@ -9,6 +9,7 @@ import numpy as np
 
 from pytest_skilllift.report import verdicts
 from pytest_skilllift.report.markdown import cap_note, cell, md_table
+from pytest_skilllift.report.sections import scale
 from pytest_skilllift.week.columns import ARMS
 from pytest_skilllift.week.files import DROP_REASONS, OK, RUN_STATUSES, STATUS_ERRORED, STATUS_OK
 
@@ -42,6 +43,8 @@ class Coverage(TypedDict):
     items_excluded_with_run: int
     unscored_prompt_reps: int
     composite_unscored_prompt_reps: int
+    #: Runs ``--skill-lift-max-spend`` kept from starting (not in total_runs: never run).
+    not_run_spend_cap: int
     #: Prompt×reps the judge failed on (``report.verdicts``' errored state): never a pass.
     errored_prompt_reps: int
 
@@ -107,6 +110,7 @@ def build(ctx: Context) -> Data:
         "unscored_prompt_reps": agg.n_unscored_reps if agg is not None else 0,
         "composite_unscored_prompt_reps": (agg.n_composite_unscored_reps
                                            if agg is not None else 0),
+        "not_run_spend_cap": scale.not_run_spend_cap(ctx),
         "errored_prompt_reps": ctx.shared(verdicts.measures_of).pass_counts(None, None)[
             "errored"],
     }}
@@ -119,6 +123,7 @@ _COVERAGE_COUNTS: tuple[tuple[str, str], ...] = (
     ("unscored_prompt_reps", "prompt×rep unscored (no gradeable must item)"),
     ("composite_unscored_prompt_reps",
      "prompt×rep with composite unscored (all bonus items ungraded)"),
+    ("not_run_spend_cap", "not run: spend cap (see Spend cap)"),
 )
 
 

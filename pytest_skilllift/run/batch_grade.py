@@ -1,0 +1,236 @@
+"""Batch judging of a week: generate every run first, then grade them in Message Batches.
+
+Two steps, each safe to run from several processes at once (pytest-xdist workers) and to
+interrupt:
+
+1. :func:`generate_first` — generate every run that the week does not hold yet, without
+   grading. Workers share the work through the runs' file locks: a run another process is
+   generating is skipped on the first pass and waited for on the second, so no run is
+   generated twice and no worker idles while another has work.
+2. :func:`grade_in_batches` — under the week's batch lock, every generated, ``ok``, ungraded
+   run becomes one request (``custom_id`` = run id) to :class:`~pytest_skilllift.judge.batch.
+   BatchJudge`; the results are written through the engine (:meth:`WeekRun.result` with a
+   :class:`BatchResults` grader), so a batch-graded run is the same files as a directly graded
+   one. A process that waited for the lock finds the runs graded and sends nothing.
+
+After that the rubric items of each run read their verdicts from the week as usual. No pytest.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_skilllift.judge.batch import BatchJudge, custom_id
+from pytest_skilllift.judge.protocol import build_judge_request
+from pytest_skilllift.judge.samples import (
+    TIE_BREAK_SEED,
+    combine_samples,
+    sample_seed,
+    tied_items,
+)
+from pytest_skilllift.model import AgentConfig, JudgeResult, RubricItem, RunSpec
+from pytest_skilllift.run.engine import GradedRun, NotStarted, WeekRun
+from pytest_skilllift.runners.base import Runner
+from pytest_skilllift.week.files import LOCK_FILE, OK
+from pytest_skilllift.week.ledger import Ledger
+
+
+class BatchResults:
+    """The engine's grader in batch mode: hands each run the result its batch returned.
+
+    It never calls the API: a run without a batch result (its request failed every attempt,
+    or the batch step did not reach it) is ungraded with the reason, and graded again by the
+    next session — never scored as zero."""
+
+    def __init__(self, week: Ledger, model: str = "") -> None:
+        self.week = week
+        self.model = model
+        self.by_run: dict[str, JudgeResult] = {}
+
+    def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
+              seed: int | str) -> JudgeResult:
+        got = self.by_run.get(str(seed))
+        if got is not None:
+            return got
+        # Another worker ran the batch step: keep the reason it recorded.
+        why = self.week.judge_error(str(seed)) or (
+            "not graded: no Message Batch result for this run (the next session with "
+            "--skill-lift-judge-batch resumes its batch or submits it)")
+        return JudgeResult(verdicts=(), cost_usd=0.0, model=self.model, ungraded=tuple(items),
+                           error=why)
+
+
+def _busy(weekrun: WeekRun, run_id: str) -> bool:
+    """Whether another process holds the run's lock right now (a probe; released at once)."""
+    run_dir = weekrun.week.run_dir(run_id)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with open(run_dir / LOCK_FILE, "w") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return False
+
+
+@dataclass
+class GenerationPhase:
+    """What :func:`generate_first` did in this process."""
+
+    generated: int = 0
+    already: int = 0
+    #: run id → why it did not start (the spend cap).
+    not_started: dict[str, str] = field(default_factory=dict)
+
+
+def generate_first(weekrun: WeekRun, specs: Sequence[RunSpec], *, offset: int = 0,
+                   progress: Callable[[RunSpec, str], None] | None = None) -> GenerationPhase:
+    """Generate every run of ``specs`` the week does not hold yet (no grading).
+
+    ``offset`` rotates the order (an xdist worker's index), so workers start apart."""
+    out = GenerationPhase()
+    order = list(specs)
+    if order:
+        k = offset % len(order)
+        order = order[k:] + order[:k]
+    deferred: list[RunSpec] = []
+
+    def one(spec: RunSpec) -> None:
+        had = weekrun.week.load_run(spec.run_id) is not None
+        try:
+            record = weekrun.generate(spec)
+        except NotStarted as why:
+            out.not_started[spec.run_id] = str(why)
+            if progress:
+                progress(spec, "not started")
+            return
+        if had and record is not None:
+            out.already += 1
+        else:
+            out.generated += 1
+            if progress:
+                progress(spec, str(record.get("run_status", "")))
+
+    for spec in order:
+        if _busy(weekrun, spec.run_id):
+            deferred.append(spec)  # another worker is on it: come back when it is done
+        else:
+            one(spec)
+    for spec in deferred:
+        one(spec)  # blocks on the run's lock, then finds it generated
+    return out
+
+
+@dataclass
+class BatchPhase:
+    """What :func:`grade_in_batches` did in this process."""
+
+    requested: int = 0
+    graded: int = 0
+    #: run id → why it stays ungraded.
+    ungraded: dict[str, str] = field(default_factory=dict)
+    submitted: list[str] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)
+    retried: list[str] = field(default_factory=list)
+    #: Every run this step wrote, in ``specs`` order.
+    runs: list[GradedRun] = field(default_factory=list)
+
+    def took(self, judge: BatchJudge) -> None:
+        self.submitted += judge.submitted
+        self.resumed += judge.resumed
+        self.retried += judge.retried
+
+
+def grade_in_batches(weekrun: WeekRun, specs: Sequence[RunSpec], judge: BatchJudge,
+                     results: BatchResults, *, samples: int = 1,
+                     on_graded: Callable[[GradedRun], None] | None = None) -> BatchPhase:
+    """Grade every generated, ``ok``, ungraded run of ``specs`` through Message Batches and
+    write the grades through the engine. Runs the week does not hold are left alone.
+
+    With ``samples`` > 1 each run is sent ``samples`` times (``custom_id`` = run id, then
+    ``<run id>__s<k>``, each with its own shuffle, as :class:`~pytest_skilllift.judge.samples.
+    SampledJudge` does); items whose samples split evenly get one tie-break request per run
+    (``<run id>__tie``) in a second batch; the votes are combined the same way."""
+    if samples < 1:
+        raise ValueError(f"judge samples must be at least 1, not {samples}")
+    out = BatchPhase()
+    with judge.locked():
+        todo: list[tuple[RunSpec, str]] = []
+        for spec in specs:
+            record = weekrun.week.load_run(spec.run_id)
+            if (record is None or record.get("run_status") != OK
+                    or weekrun.week.load_grades(spec.run_id) is not None):
+                continue
+            answer = str(record.get("final_answer") or "")
+            if answer.strip() and spec.prompt.rubric:
+                todo.append((spec, answer))
+            # else nothing to send; the engine records why when an item asks
+        out.requested = len(todo)
+        if todo:
+            first = [judge.request(custom_id(spec.run_id, k), build_judge_request(
+                         spec.prompt.prompt, answer, spec.prompt.rubric,
+                         sample_seed(spec.run_id, k), reply_mode=judge.reply_mode))
+                     for spec, answer in todo for k in range(1, samples + 1)]
+            got = judge.grade(first)
+            out.took(judge)
+            per_run = {spec.run_id: [got[custom_id(spec.run_id, k)]
+                                     for k in range(1, samples + 1)] for spec, _ in todo}
+            final: dict[str, JudgeResult] = {}
+            ties = []
+            for spec, answer in todo:
+                votes = per_run[spec.run_id]
+                if samples == 1:
+                    final[spec.run_id] = votes[0]
+                    continue
+                merged = combine_samples(spec.prompt.rubric, votes, samples=samples)
+                tied = tied_items(spec.prompt.rubric, votes, merged)
+                final[spec.run_id] = merged
+                if tied:
+                    ties.append((spec, judge.request(
+                        custom_id(spec.run_id, "tie"), build_judge_request(
+                            spec.prompt.prompt, answer, tied,
+                            f"{spec.run_id}#{TIE_BREAK_SEED}", reply_mode=judge.reply_mode))))
+            if ties:
+                got_tie = judge.grade([req for _, req in ties])
+                out.took(judge)
+                for spec, req in ties:
+                    final[spec.run_id] = combine_samples(
+                        spec.prompt.rubric, per_run[spec.run_id], got_tie[req.custom_id],
+                        samples=samples)
+            results.by_run.update(final)
+            for spec, _ in todo:
+                try:
+                    graded = weekrun.result(spec)
+                except NotStarted:  # not reachable for a generated run; be safe
+                    continue
+                out.runs.append(graded)
+                if graded.judge_error:
+                    out.ungraded[spec.run_id] = graded.judge_error
+                else:
+                    out.graded += 1
+                if on_graded is not None:
+                    on_graded(graded)
+    return out
+
+
+def _no_runner() -> Runner:
+    raise RuntimeError("batch grading never generates a run")
+
+
+def grade_plan_in_batches(week: Ledger, specs: Sequence[RunSpec], judge: BatchJudge, *,
+                          samples: int = 1,
+                          on_graded: Callable[[GradedRun], None] | None = None
+                          ) -> list[GradedRun]:
+    """``skilllift judge WEEKDIR --batch``: grade already generated runs in Message Batches
+    (the batch form of ``run.regrade.grade_direct``); never generates."""
+    results = BatchResults(week, judge.model)
+    weekrun = WeekRun(week, AgentConfig(claude_path="", skills_root=Path(".")), _no_runner,
+                      lambda: results)
+    try:
+        return grade_in_batches(weekrun, specs, judge, results, samples=samples,
+                                on_graded=on_graded).runs
+    finally:
+        weekrun.close()
