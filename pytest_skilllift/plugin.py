@@ -14,7 +14,6 @@ import pytest
 
 from pytest_skilllift import collect_extra, progress_hooks, scale
 from pytest_skilllift.collect import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
-from pytest_skilllift.collect_invoked import InvokedTest
 from pytest_skilllift.config import Settings, SettingsError, add_options
 from pytest_skilllift.fixtures import CHECK_PROP
 from pytest_skilllift.judge.batch import forget_batches
@@ -176,7 +175,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     def order(item: pytest.Item) -> tuple[bool, bool]:
         # Whole-week tests last: by then the runs they summarize are done (in this process).
         week = "skill_lift_week" in getattr(item, "fixturenames", ())
-        run = item.run if isinstance(item, InvokedTest) else run_of(item)
+        run = run_of(item)
         return week, not (run is not None and run.with_skill)
 
     items.sort(key=order)
