@@ -61,6 +61,9 @@ JUDGE_COST_FILE: Final = "judge_cost.txt"  # USD (qdrant name)
 JUDGE_ERROR_FILE: Final = "judge_error.txt"
 AUDIT_FILE: Final = "audit.json"
 CALIBRATION_FILE: Final = "calibration.json"
+#: In the week directory: which no-skill runs come from an earlier week and why the others do
+#: not (``--skill-lift-baseline-from``).
+BASELINE_FILE: Final = "baseline.json"
 LOCK_FILE: Final = ".lock"
 #: Week-level files of a sharded, spend-capped or batch-judged week (``week/shards.py``,
 #: ``week/spend.py``, ``judge/batch.py``, ``week/merge.py``).
