@@ -9,7 +9,6 @@ never paid twice; work skipped because the cap was reached is counted and named.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_skilllift.week.files import file_lock
 from pytest_skilllift.week.ledger import atomic_write_json
 
 
@@ -142,14 +142,8 @@ class Store:
         if self.root is None:
             yield
             return
-        path = self.root / "locks" / f"{name}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w") as fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        with file_lock(self.root / "locks" / f"{name}.lock"):
+            yield
 
     def put(self, key: str, value: Any) -> None:
         """Store ``value`` (no-op without a store)."""
