@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +112,12 @@ def tree_hash(path: Path) -> str:
         digest.update(b"\0")
         digest.update(data)
     return digest.hexdigest()[:16]
+
+
+def slug(text: str) -> str:
+    """``text`` as one safe part of a :class:`Store` key: every run of other characters
+    than letters, digits and dots becomes one dash (``claude-opus-4-7``, ``v1.2``)."""
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")
 
 
 class Store:
