@@ -281,16 +281,41 @@ def test_faults_validate_their_arguments() -> None:
 
 
 def test_latency_and_concurrent_counting() -> None:
-    with StandIn(agent=lambda b: Reply.text("slow"), latency_s=0.3) as api:
-        t0 = time.monotonic()
-        threads = [threading.Thread(target=ask, args=(client(api),)) for _ in range(6)]
+    """Requests are served side by side, each after the latency, and all are counted.
+
+    Side by side: the agent answers only once all six requests are inside it at once (a
+    barrier a server that took one request at a time could never pass). The latency: every
+    answer left after the last request's arrival (the server's own timestamps) plus the
+    latency. Both are lower bounds and orderings, so a loaded machine cannot fail them; the
+    timeouts only stop a broken server from hanging the test."""
+    n, latency = 6, 0.3
+    inside = threading.Barrier(n)
+
+    def agent(body: dict[str, Any]) -> Reply:
+        inside.wait(timeout=120)  # BrokenBarrierError → the request is answered 500
+        return Reply.text("slow")
+
+    answered: list[float] = []
+    errors: list[BaseException] = []
+
+    def one(api: StandIn) -> None:
+        try:
+            ask(client(api, timeout=180.0))
+            answered.append(time.time())
+        except BaseException as exc:
+            errors.append(exc)
+
+    with StandIn(agent=agent, latency_s=latency) as api:
+        threads = [threading.Thread(target=one, args=(api,)) for _ in range(n)]
         for th in threads:
             th.start()
         for th in threads:
             th.join()
-        elapsed = time.monotonic() - t0
-        assert 0.3 <= elapsed < 1.5  # served concurrently, each delayed
-        assert api.count("agent") == 6 and len(api.requests) == 6
+        assert errors == [] and len(answered) == n
+        assert api.count("agent") == n and len(api.requests) == n
+        assert all(r.ok for r in api.requests)  # the barrier held: all six were inside at once
+        last_arrival = max(r.ts for r in api.requests)
+        assert min(answered) >= last_arrival + latency
 
 
 # -- the scripted agent (request-level, no CLI) --------------------------------------------
