@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any
 from pytest_skilllift.config import SettingsError
 from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
 from pytest_skilllift.report import gates as gatemod
+from pytest_skilllift.run.triggers import skill_families
 from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week import identity as ident
+from pytest_skilllift.week.columns import ARMS, WITH_ALL
 from pytest_skilllift.week.files import RUN_FILE
 
 if TYPE_CHECKING:
@@ -80,7 +82,8 @@ class SessionVerdicts:
             from pytest_skilllift.judge.client import default_judge_model
 
             judge = default_judge_model()
-        families = sorted({sp.family for sp in self._specs})
+        families = sorted({sp.family for sp in self._specs} | set(
+            skill_families(s.skills_root) if WITH_ALL in s.conditions else ()))  # with-all
         return ident.Identity(
             models=dict(s.models), reps=s.reps, allowed_tools=tuple(s.allowed_tools),
             permission_mode=s.permission_mode, max_turns=s.max_turns,
@@ -141,10 +144,13 @@ class SessionVerdicts:
                 return next(out.glob(f"*/{RUN_FILE}"), None) is not None
             names = [p for p in all_prompts if (prompt is None or p == prompt) and (
                 with_skill_family is None or all_prompts[p].family == with_skill_family)]
-            conds = ("with-skill",) if with_skill_family else ("no-skill", "with-skill")
-            for p in names:
+            conds: tuple[str, ...] = ("with-skill",) if with_skill_family else ARMS
+            pairs = [(p, conds) for p in names]
+            if with_skill_family:  # with-all runs of every prompt installed the family too
+                pairs += [(p, (WITH_ALL,)) for p in all_prompts if prompt is None or p == prompt]
+            for p, arms in pairs:
                 for m in ([model] if model else models):
-                    for c in conds:
+                    for c in arms:
                         for r in range(1, reps + 1):
                             if (out / make_run_id(p, m, c, r, s.week) / RUN_FILE).is_file():
                                 return True

@@ -1,6 +1,7 @@
 """The pytest nodes: a prompt file → model → condition → rep (one run) → rubric items.
 
-Test ids: ``evals/test-prompts/<name>.json::<model>::<condition>::r<rep>::<type>-<i>``. The
+Test ids: ``evals/test-prompts/<name>.json::<model>::<condition>::r<rep>::<type>-<i>``, and
+``…::with-skill::r<rep>::invoked`` (the trajectory audit: passes only for VERIFIED). The
 nesting makes every level addressable by node id and ``-k``, and makes the run the unit that
 xdist's ``loadscope`` keeps on one worker (the scope is the id up to the last ``::``).
 """
@@ -14,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_skilllift.collect_invoked import INVOKED, InvokedTest
 from pytest_skilllift.hookcalls import HookError
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
+from pytest_skilllift.run.arms import arm_prompt
 from pytest_skilllift.run.engine import GradedRun, NotStarted, make_run_id
 from pytest_skilllift.run.matrix import keywords_of
 from pytest_skilllift.run.prompt_names import (
@@ -25,7 +28,8 @@ from pytest_skilllift.run.prompt_names import (
     prompt_files,
 )
 from pytest_skilllift.run.prompts import PromptError, load_prompt
-from pytest_skilllift.week.columns import CONDITIONS, ITEM_TYPES
+from pytest_skilllift.run.triggers import skill_families
+from pytest_skilllift.week.columns import ITEM_TYPES, WITH_ALL, WITH_SKILL
 from pytest_skilllift.week.files import OK
 from pytest_skilllift.week.spend import NOT_RUN
 
@@ -115,7 +119,7 @@ class ModelNode(pytest.Collector):
         self.spec, self.model_id = spec, model_id
 
     def collect(self) -> Iterator[pytest.Collector]:
-        for condition in CONDITIONS:
+        for condition in self.config.stash[SESSION_KEY].settings.conditions:
             yield ConditionNode.from_parent(self, name=condition, condition=condition)
 
 
@@ -128,8 +132,11 @@ class ConditionNode(pytest.Collector):
         model = self.parent
         assert isinstance(model, ModelNode)
         state = self.config.stash[SESSION_KEY]
+        families = (skill_families(state.settings.skills_root) if self.condition == WITH_ALL
+                    else ())
+        prompt = arm_prompt(model.spec, self.condition, families)
         for rep in range(1, state.settings.reps + 1):
-            run = RunSpec(prompt=model.spec, model_label=model.name, model_id=model.model_id,
+            run = RunSpec(prompt=prompt, model_label=model.name, model_id=model.model_id,
                           condition=self.condition, rep=rep,
                           run_id=make_run_id(model.spec.name, model.name, self.condition, rep,
                                              state.settings.week))
@@ -154,6 +161,9 @@ class RunNode(pytest.Collector):
             if prompt_file is not None:
                 prompt_file._skilllift_fixtureinfo = test._fixtureinfo  # type: ignore[attr-defined]
             yield test
+        if self.run.condition == WITH_SKILL:  # ``-k invoked``: which skills are never reached
+            yield InvokedTest.from_parent(self, name=INVOKED, run=self.run,
+                                          state=self.config.stash[SESSION_KEY])
 
 
 def _graded_through(skill_lift_judge: Any) -> None:

@@ -23,6 +23,7 @@ from pytest_skilllift.model import (
     DEFAULT_PERMISSION_MODE,
     DEFAULT_TIMEOUT_S,
 )
+from pytest_skilllift.week.columns import ARMS, CONDITIONS, NO_SKILL, NO_SKILL_B
 
 if TYPE_CHECKING:  # pytest is only needed by the glue functions' annotations
     import pytest
@@ -121,6 +122,17 @@ OPTIONS: tuple[Option, ...] = (
            "float", 0.0),
     Option("demo-judge-latency", "Demo only: seconds of scripted latency per judge call.",
            "float", 0.0),
+    Option("conditions", "Arms to run, comma-separated: no-skill (required), with-skill, "
+           "with-all (every family of the skills root installed: a skill's lift among its "
+           "siblings), no-skill-b (a second no-skill arm, an A/A check).",
+           default=",".join(CONDITIONS)),
+    Option("aa", "An A/A week: both arms run with no skill (the second labelled no-skill-b), "
+           "so the scorecard measures the false-lift rate of this prompt set, models and "
+           "judge. Same as --skill-lift-conditions=no-skill,no-skill-b.", "bool", False),
+    Option("baseline-from", "Take the no-skill runs from this earlier week directory wherever "
+           "nothing that decides a no-skill answer changed (its week.json identity); the others "
+           "are generated and say why. Write it as --skill-lift-baseline-from=WEEKDIR.",
+           default=""),
     Option("shard", "Generate and grade only this CI job's share of the week's runs, I/N "
            "(1-based); the other runs' items are deselected. Merge the shards with skilllift "
            "merge.", default="", default_text="the whole week"),
@@ -175,6 +187,30 @@ def parse_models(text: str) -> tuple[tuple[str, str], ...]:
     return tuple(models)
 
 
+def parse_conditions(text: str, *, aa: bool = False) -> tuple[str, ...]:
+    """``"no-skill,with-skill,with-all"`` → the arms in ``columns.ARMS`` order (stable ids);
+    ``aa`` (``--skill-lift-aa``) is ``no-skill,no-skill-b``."""
+    default = ",".join(CONDITIONS)
+    if aa:
+        if text.replace(" ", "") not in (default, f"{NO_SKILL},{NO_SKILL_B}"):
+            raise SettingsError(
+                f"--skill-lift-aa runs the arms {NO_SKILL},{NO_SKILL_B}, but "
+                f"--skill-lift-conditions asks for {text!r}: drop one of the two (for an A/A "
+                f"check beside real arms write --skill-lift-conditions=...,{NO_SKILL_B})")
+        return (NO_SKILL, NO_SKILL_B)
+    arms = [a.strip() for a in text.split(",") if a.strip()]
+    for arm in arms:
+        if arm not in ARMS:
+            raise SettingsError(f"--skill-lift-conditions: unknown arm {arm!r}; use "
+                                f"{', '.join(ARMS)} (e.g. {default},with-all)")
+    if len(set(arms)) != len(arms):
+        raise SettingsError(f"--skill-lift-conditions: an arm is given twice in {text!r}")
+    if NO_SKILL not in arms or len(arms) < 2:
+        raise SettingsError(f"--skill-lift-conditions: {text!r} needs {NO_SKILL} and at least "
+                            f"one other arm: every lift is measured against {NO_SKILL}")
+    return tuple(a for a in ARMS if a in arms)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the run needs to know, resolved to absolute paths.
@@ -211,6 +247,10 @@ class Settings:
     docker_network: str
     demo_latency_s: float
     demo_judge_latency_s: float
+    #: The arms every (prompt, model, rep) runs, in ``columns.ARMS`` order.
+    conditions: tuple[str, ...]
+    #: ``--skill-lift-baseline-from``: the source week directory (absolute), or "" when off.
+    baseline_from: str
     #: ``--skill-lift-shard`` as given ("" = the whole week); ``week.shards.Shard.parse`` reads it.
     shard: str
     max_spend_usd: float | None
@@ -255,6 +295,7 @@ class Settings:
                 kwargs[f.name] = Path(kwargs[f.name])
         kwargs["models"] = tuple(tuple(m) for m in kwargs["models"])
         kwargs["allowed_tools"] = tuple(kwargs["allowed_tools"])
+        kwargs["conditions"] = tuple(kwargs["conditions"])
         kwargs["gates"] = tuple(kwargs["gates"])
         return cls(**kwargs)
 
@@ -349,6 +390,9 @@ class Settings:
             docker_network=v["docker-network"],
             demo_latency_s=float(v["demo-latency"]),
             demo_judge_latency_s=float(v["demo-judge-latency"]),
+            conditions=parse_conditions(v["conditions"], aa=bool(v["aa"])),
+            baseline_from=str(_resolve(rootdir, v["baseline-from"])) if v["baseline-from"]
+            else "",
             shard=shard,
             max_spend_usd=None if spend in (None, "") else float(spend),
             judge_batch=bool(v["judge-batch"]),

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.collect import SESSION_KEY, RubricTest, report_hook_errors
+from pytest_skilllift.collect_invoked import InvokedTest
 from pytest_skilllift.hookcalls import HookError, call_hook
 from pytest_skilllift.model import RunSpec
 from pytest_skilllift.run.matrix import keywords_of, narrow, run_key
@@ -118,7 +119,7 @@ def skill_lift_week(request: pytest.FixtureRequest, skill_lift_judge: Any) -> Sk
 
 
 def run_of(item: pytest.Item) -> RunSpec | None:
-    if isinstance(item, RubricTest):
+    if isinstance(item, (RubricTest, InvokedTest)):  # an item of the run's own node
         return item.run
     callspec = getattr(item, "callspec", None)
     spec = callspec.params.get("skill_lift_run") if callspec is not None else None
@@ -169,7 +170,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_itemcollected(item: pytest.Item) -> None:
     """A check of one run: the run's family and leaf as ``-k`` keywords, and what the
     controller needs to tally its outcome (travels with every report, also from workers)."""
-    spec = run_of(item) if not isinstance(item, RubricTest) else None
+    spec = run_of(item) if not isinstance(item, (RubricTest, InvokedTest)) else None
     if spec is None:
         return
     item.extra_keyword_matches.update(keywords_of(spec.prompt))

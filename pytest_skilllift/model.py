@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_skilllift.week.columns import WITH_SKILL
+from pytest_skilllift.week.columns import SKILL_ARMS
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,8 @@ class PromptSpec:
     files: tuple[tuple[str, str], ...] = ()
     #: Shown to the judge beside the prompt, never an item (skill-creator ``expected_output``).
     judge_context: str = ""
-    #: Families the with-skill arm installs beside ``family`` (trigger tests run with
-    #: ``--skill-lift-triggers-all``: every family installed at once).
+    #: Families the with-skill arm installs beside ``family`` (the with-all arm, and trigger
+    #: tests run with ``--skill-lift-triggers-all``: every family installed at once).
     sibling_families: tuple[str, ...] = ()
 
     @property
@@ -73,13 +73,16 @@ class RunSpec:
     prompt: PromptSpec
     model_label: str
     model_id: str
-    condition: str  # one of columns.CONDITIONS
+    condition: str  # one of columns.ARMS
     rep: int
     run_id: str
 
     @property
     def with_skill(self) -> bool:
-        return self.condition == WITH_SKILL
+        """Whether this run installs skills: the with-skill arm, and the with-all arm (its
+        prompt lists every other family as ``sibling_families``). The availability check
+        and the invocation audit apply to both."""
+        return self.condition in SKILL_ARMS
 
 
 #: How a run is made unless told otherwise (qdrant/skills SCORING.md, "Weekly Run": the same

@@ -58,6 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "must: a must rubric item")
     config.addinivalue_line("markers", "bonus: a bonus rubric item")
     config.addinivalue_line("markers", "avoid: an avoid rubric item")
+    config.addinivalue_line("markers", "invoked: a with-skill run's skill reached (VERIFIED)")
     config.addinivalue_line("markers", "trigger: a trigger test (skill invoked iff it should)")
     config.addinivalue_line(
         "markers", "skill_lift(prompts=, families=, models=, conditions=): on a test using "
@@ -271,6 +272,7 @@ class ControllerPlugin:
             raise pytest.UsageError(str(exc)) from None
         try:
             self.state.ci.open_week()
+            self.state.plan_baseline()  # --skill-lift-baseline-from, against week.json
         except SettingsError as exc:
             self.state.refused = True
             raise pytest.UsageError(str(exc)) from None
@@ -339,6 +341,8 @@ class ControllerPlugin:
                 tr.write_line(line)
         if state.coverage_note:
             tr.write_line(f"coverage: {state.coverage_note}")
+        if state.baseline_note:
+            tr.write_line(state.baseline_note)
         for line in state.sweeps.lines() if state.sweeps is not None else ():
             tr.write_line(line)
         from pytest_skilllift.report.sections.triggering import trigger_terminal_lines
@@ -350,6 +354,10 @@ class ControllerPlugin:
                           "triggers) are reported in the Triggering section, not a failed run")
         for line in [*state.ci.terminal_lines(), *_extension_lines(state)]:
             tr.write_line(line)
+        if state.tally.invocation_findings:
+            tr.write_line(f"{state.tally.invocation_findings} invocation findings (with-skill "
+                          "runs whose skill was not VERIFIED; -k invoked lists them) are "
+                          "reported, not a failed run")
         for line in scale.summary_lines(state):
             tr.write_line(line)
         if state.tally.rubric_failures:

@@ -130,13 +130,8 @@ class ProgressLine:
         finally:
             self._draw()
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_logfinish(self) -> Generator[None, None, None]:
-        self._erase()
-        try:
-            return (yield)
-        finally:
-            self._draw()
+    # The end of a test's log clears and redraws the line exactly as its start does.
+    pytest_runtest_logfinish = pytest_runtest_logstart
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:

@@ -12,6 +12,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -45,6 +46,8 @@ class SessionTally:
     other_failures: int = 0
     passed: int = 0
     skipped: int = 0
+    #: ``…::invoked`` items that failed (skill not VERIFIED): findings, not a broken run.
+    invocation_findings: int = 0
     #: Trigger tests: run_id -> status, and misses / false triggers (findings, like rubric
     #: failures: reported, not a broken run). Trigger runs never count toward the lift.
     trigger_runs: dict[str, str] = field(default_factory=dict)
@@ -66,6 +69,9 @@ class SessionTally:
         if run is not None:
             run_id, _, status = run.partition("|")
             self.runs[run_id] = status
+        if "invocation" in props and outcome == "failed" and when == "call":
+            self.invocation_findings += 1
+            return
         if outcome == "failed" and when == "call" and "skilllift_check" in props:
             self.check_failures += 1
         elif outcome == "failed":
@@ -114,6 +120,7 @@ class SkillLiftSession:
         self._summarizer_warmed = False
         self._finishing: tuple[threading.Thread, list[BaseException]] | None = None
         self.refused = False  # the week's identity (week.json) refused this session
+        self.baseline_note = ""  # --skill-lift-baseline-from: what the plan reuses
         from pytest_skilllift.ci import SessionVerdicts  # week identity at start, gates at end
 
         self.ci = SessionVerdicts(self)
@@ -201,12 +208,37 @@ class SkillLiftSession:
         if self._weekrun is None:
             self._weekrun = WeekRun(self.week, self.agent_config(), self._make_runner,
                                     self._make_grader, site=self.settings.site,
-                                    session_id=self.session_id)
+                                    session_id=self.session_id, baseline=self._baseline())
             self._weekrun.on_generated = self._run_generated
             self._weekrun.on_graded = self._run_graded
             self._weekrun.start_gate = self.spend_gate()
         return self._weekrun
 
+    def plan_baseline(self) -> None:
+        """``--skill-lift-baseline-from``, before the first run (controller): decide which
+        no-skill runs come from WEEKDIR and write the plan into the week directory. Raises
+        ``SettingsError`` naming a WEEKDIR that cannot serve."""
+        s = self.settings
+        if not s.baseline_from or self.ci.record is None:
+            return
+        from pytest_skilllift.run.baseline import BaselineError, plan_summary, prepare
+
+        try:
+            plan = prepare(Path(s.baseline_from), s.out_dir, self.ci.record.identity,
+                           [label for label, _ in s.models])
+        except BaselineError as exc:
+            raise SettingsError(str(exc)) from None
+        plan.save(s.out_dir)
+        self.baseline_note = plan_summary(plan)
+
+    def _baseline(self) -> Any:
+        """``--skill-lift-baseline-from``: where the engine asks for no-skill runs first (the
+        plan the controller wrote before the first run, read from the week directory)."""
+        if not self.settings.baseline_from:
+            return None
+        from pytest_skilllift.run.baseline import BaselineSource
+
+        return BaselineSource(self.settings.out_dir)
     @property
     def triggers(self) -> Any:
         """Trigger runs (``run.triggers.TriggerRun``): the lift's agent config and runner,

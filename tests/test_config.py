@@ -94,3 +94,26 @@ def test_each_default_is_stated_once() -> None:
     s, agent = build(), AgentConfig(claude_path="claude", skills_root=Path("."))
     assert (s.allowed_tools, s.permission_mode, s.max_budget_usd, s.timeout_s) == (
         agent.allowed_tools, agent.permission_mode, agent.max_budget_usd, agent.timeout_s)
+
+
+def test_conditions_default_to_the_lift_arms_and_keep_their_order() -> None:
+    assert build().conditions == ("no-skill", "with-skill")
+    assert build(conditions="with-all, no-skill,with-skill").conditions == (
+        "no-skill", "with-skill", "with-all")
+    assert build(aa=True).conditions == ("no-skill", "no-skill-b")
+    assert build(aa=True, conditions="no-skill,no-skill-b").conditions == (
+        "no-skill", "no-skill-b")
+    s = build(conditions="no-skill,with-skill,with-all")
+    assert Settings.from_wire(s.to_wire()) == s
+
+
+@pytest.mark.parametrize(("conditions", "aa", "match"), [
+    ("no-skill,with-skills", False, "unknown arm 'with-skills'"),
+    ("with-skill,with-all", False, "needs no-skill"),
+    ("no-skill", False, "at least one other arm"),
+    ("no-skill,with-skill,no-skill", False, "given twice"),
+    ("no-skill,with-skill,with-all", True, "--skill-lift-aa runs the arms no-skill,no-skill-b"),
+])
+def test_bad_conditions_say_what_to_write(conditions: str, aa: bool, match: str) -> None:
+    with pytest.raises(SettingsError, match=match):
+        build(conditions=conditions, aa=aa)

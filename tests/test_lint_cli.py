@@ -100,25 +100,21 @@ def test_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert rc == 2
 
 
-def test_subprocess_entry_points(tree: Path) -> None:
-    """The real command lines: the standalone module always, the `skilllift` script when
-    every module it dispatches to is importable (others are still being written)."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest_skilllift.lint.cli",
-            "score",
-            str(tree / "broken"),
-            "--output",
-            "json",
-            "--threshold",
-            "99",
-        ],
+def _score_json(module: str, skill: Path, threshold: str) -> subprocess.CompletedProcess[str]:
+    """``python -m MODULE score SKILL --output json --threshold N`` in a fresh process."""
+    return subprocess.run(
+        [sys.executable, "-m", module, "score", str(skill), "--output", "json",
+         "--threshold", threshold],
         capture_output=True,
         text=True,
         check=False,
     )
+
+
+def test_subprocess_entry_points(tree: Path) -> None:
+    """The real command lines: the standalone module always, the `skilllift` script when
+    every module it dispatches to is importable (others are still being written)."""
+    proc = _score_json("pytest_skilllift.lint.cli", tree / "broken", "99")
     assert proc.returncode == 1, proc.stderr
     assert json.loads(proc.stdout)["threshold"]["passed"] is False
     try:
@@ -127,22 +123,7 @@ def test_subprocess_entry_points(tree: Path) -> None:
         build_parser()
     except ImportError as exc:
         pytest.skip(f"skilllift script not assemblable yet: {exc}")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest_skilllift.cli",
-            "score",
-            str(tree / "sizing"),
-            "--output",
-            "json",
-            "--threshold",
-            "1",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = _score_json("pytest_skilllift.cli", tree / "sizing", "1")
     assert proc.returncode == 0, proc.stderr
     assert "composite" in json.loads(proc.stdout)
 

@@ -299,25 +299,34 @@ def _docker_problem() -> str | None:
     return None
 
 
+def _deep_one_prompt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, api_key: str,
+                     *args: str) -> tuple[int, dict[str, Any], StandIn]:
+    """``skilllift score --depth deep`` on the demo skill with one torque prompt, against a
+    fresh stand-in; ``args`` add the runs, the model and the runner. Returns the exit status,
+    the JSON report and the (stopped) stand-in, whose requests can still be counted."""
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("How do I calibrate widget torque?\n")
+    with StandIn(agent=mc_agent(), judge=make_skill_judge()) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", api_key)
+        buf = io.StringIO()
+        with contextlib.redirect_stderr(io.StringIO()):
+            rc = _main(["score", str(DEMO), "--depth", "deep", "--output", "json",
+                        "--out", str(tmp_path / "out"), "--judge-model", "claude-opus-4-6",
+                        "--mc-prompts", str(prompts), *args], buf)
+    return rc, json.loads(buf.getvalue()), api
+
+
 @pytest.mark.docker
 @pytest.mark.cli
 def test_deep_on_the_docker_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     problem = _docker_problem()
     if problem:
         pytest.skip(problem)
-    prompts = tmp_path / "prompts.txt"
-    prompts.write_text("How do I calibrate widget torque?\n")
-    with StandIn(agent=mc_agent(), judge=make_skill_judge()) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-docker-0123456789")
-        buf = io.StringIO()
-        with contextlib.redirect_stderr(io.StringIO()):
-            rc = _main(["score", str(DEMO), "--depth", "deep", "--output", "json",
-                        "--out", str(tmp_path / "out"), "--judge-model", "claude-opus-4-6",
-                        "--mc-prompts", str(prompts), "--mc-runs", "2",
-                        "--model", "claude-haiku-4-5", "--runner", "docker",
-                        "--image", "skilllift-test:local", "--docker-network", "host"], buf)
-    j = json.loads(buf.getvalue())
+    rc, j, _api = _deep_one_prompt(tmp_path, monkeypatch, "sk-ant-test-docker-0123456789",
+                                   "--mc-runs", "2", "--model", "claude-haiku-4-5",
+                                   "--runner", "docker", "--image", "skilllift-test:local",
+                                   "--docker-network", "host")
     assert rc == 0
     f = next(x for x in j["layers"] if x["layer"] == "monte_carlo")["figures"]
     assert f["n_runs"] == 2 and f["triggering"]["activated"] == 2
@@ -348,20 +357,11 @@ def test_max_spend_stops_the_runs_and_counts_them(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     if CLAUDE is None:
         pytest.skip("claude-agent-sdk's bundled CLI missing")
-    prompts = tmp_path / "prompts.txt"
-    prompts.write_text("How do I calibrate widget torque?\n")
-    with StandIn(agent=mc_agent(), judge=make_skill_judge()) as api:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-cap-0123456789")
-        # The judge is paid first; with a $0.001 cap nothing else may start after it.
-        buf = io.StringIO()
-        with contextlib.redirect_stderr(io.StringIO()):
-            rc = _main(["score", str(DEMO), "--depth", "deep", "--output", "json",
-                        "--out", str(tmp_path / "out"), "--judge-model", "claude-opus-4-6",
-                        "--mc-prompts", str(prompts), "--mc-runs", "3", "--max-spend", "0.001",
-                        "--claude", str(CLAUDE), "--model", "claude-haiku-4-5"], buf)
-        assert api.count("agent", ok_only=False) == 0
-    j = json.loads(buf.getvalue())
+    # The judge is paid first; with a $0.001 cap nothing else may start after it.
+    rc, j, api = _deep_one_prompt(tmp_path, monkeypatch, "sk-ant-test-cap-0123456789",
+                                  "--mc-runs", "3", "--max-spend", "0.001",
+                                  "--claude", str(CLAUDE), "--model", "claude-haiku-4-5")
+    assert api.count("agent", ok_only=False) == 0
     assert rc == 0 and j["spend"]["cap_reached"] is True
     assert j["cost"]["monte_carlo"]["not_run_spend_cap"] == 3
     [u] = j["unscored_layers"]

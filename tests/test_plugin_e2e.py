@@ -118,7 +118,8 @@ def test_week_end_to_end(pytester: pytest.Pytester, standin: Any, workers: int) 
     assert card["models"]["haiku"]["n_prompts"] == 2
     assert (week / "scorecard.md").is_file()
     outcomes = result.parseoutcomes()
-    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 2 * n_items(*PROMPTS)
+    # every rubric item of both arms, and one ``invoked`` item per with-skill run
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 2 * n_items(*PROMPTS) + 2
     result.stdout.fnmatch_lines(["*skill lift*", "*scorecard:*"])
     assert SECRET not in all_text(root)
 

@@ -49,10 +49,11 @@ def test_all_sections_present_in_order(data: dict[str, Any]) -> None:
     md = scorecard.render_markdown(data)
     titles = [ln[3:] for ln in md.splitlines() if ln.startswith("## ")]
     assert titles == [
-        "Lift per model (with-skill − no-skill)", "Week-over-week lift delta",
+        "Lift per model (with-skill − no-skill)", "Noise floor (A/A)",
+        "Week-over-week lift delta",
         "Per-cell metrics", "Per-prompt (must_coverage; with-skill lift)",
         "Activation / trigger misses",
-        "Trajectory audit — invocation, misuse, skill impact",
+        "Trajectory audit — invocation, misuse, skill impact", "Suggested improvements",
         "Lift caveat — baseline self-served the skill",
         "`avoid` violations (most damaging failures)", "Coverage", "Cost & time",
         "Run health", "Judge reliability", "Provenance"]

@@ -82,11 +82,13 @@ def test_the_fixture_tree_is_shaped_like_the_problem() -> None:
 def test_one_family_selects_exactly_its_prompts(project: pytest.Pytester,
                                                 selector: tuple[str, str]) -> None:
     ids = collected(project, *selector)
-    rubric = [i for i in ids if "[" not in i]
+    rubric = [i for i in ids if "[" not in i and not i.endswith("::invoked")]
+    invoked = [i for i in ids if i.endswith("::invoked")]
     checks = [i for i in ids if "::test_every_run[" in i]
     runs_per_prompt = 2 * 2 * 2  # the default two models, two conditions, two reps
     assert {prompt_of(i) for i in rubric} == SCALING
     assert len(rubric) == runs_per_prompt * sum(RUBRIC[p] for p in SCALING) == 464
+    assert {prompt_of(i) for i in invoked} == SCALING and len(invoked) == 8 * 2 * 2  # with-skill
     assert {prompt_of(i) for i in checks} == SCALING and len(checks) == 8 * runs_per_prompt
     narrowed = [i for i in ids if "::test_narrowed[" in i]
     assert {prompt_of(i) for i in narrowed} == {p for p in SCALING if p.startswith("qdrant-s")}

@@ -235,8 +235,12 @@ def test_the_qdrant_repository_collects(tmp_path: Path) -> None:
     (tmp_path / "pytest.ini").write_text(ini)
     result = _pytest(tmp_path, _env(), "--collect-only", "-q", "-p", "no:xdist")
     ids = [ln for ln in result.stdout.splitlines() if "::" in ln]
-    evals_ids = [i for i in ids if i.startswith("evals/evals.json::")]
+    evals_ids = [i for i in ids if i.startswith("evals/evals.json::")
+                 and not i.endswith("::invoked")]
     assert len(evals_ids) == 37 * 2 * 2, result.stdout[-2000:]  # items × conditions × reps
+    invoked = [i for i in ids if i.startswith("evals/evals.json::") and i.endswith("::invoked")]
+    evals = {i.split("::")[1] for i in evals_ids}
+    assert len(invoked) == len(evals) * 2  # one per with-skill run: evals × reps
     assert ("evals/evals.json::qdrant-scaling-eval-7::haiku::with-skill::r2::must-7"
             in evals_ids)
     assert any(i.startswith("evals/test-prompts/qdrant-edge.json::") for i in ids)

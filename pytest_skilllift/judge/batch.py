@@ -27,7 +27,6 @@ submits and polls while the others wait for it (and then find their runs graded)
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import re
@@ -46,7 +45,7 @@ from pytest_skilllift.judge.protocol import (
     parse_judge_reply,
 )
 from pytest_skilllift.model import JudgeResult
-from pytest_skilllift.week.files import BATCHES_FILE, atomic_write_json, utc_stamp
+from pytest_skilllift.week.files import BATCHES_FILE, atomic_write_json, file_lock, utc_stamp
 
 __all__ = [
     "BATCH_PRICE_FACTOR",
@@ -128,14 +127,9 @@ class BatchStore:
     @contextlib.contextmanager
     def locked(self) -> Iterator[BatchStore]:
         """Exclusive across processes for the whole pass; loads the file on entry."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_name(self.path.name + _LOCK_SUFFIX), "w") as fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            try:
-                self.load()
-                yield self
-            finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        with file_lock(self.path.with_name(self.path.name + _LOCK_SUFFIX)):
+            self.load()
+            yield self
 
     def load(self) -> None:
         try:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ from pytest_skilllift.lint.skill_judge import (
     skill_material,
 )
 from pytest_skilllift.lint.skillfile import SkillFile, find_skill_dirs, load_skill
-from pytest_skilllift.lint.spend import Budget, LayerCost, Store, tree_hash
+from pytest_skilllift.lint.spend import Budget, LayerCost, Store, slug, tree_hash
 
 INDEX_NAME = "skilllift-corpus.json"
 INDEX_VERSION = 1
@@ -231,10 +230,6 @@ class EloResult:
         }
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")
-
-
 def play_corpus(
     skill: SkillFile,
     corpus: Corpus,
@@ -260,8 +255,8 @@ def play_corpus(
         verdicts: list[str] = []
         missing: list[str] = []
         for order, (a, b) in enumerate(((mine, theirs), (theirs, mine)), 1):
-            key = (f"elo/{skill_hash}-vs-{other_hash}-{_slug(client.model)}-"
-                   f"{_slug(PROMPT_VERSION)}-order{order}.json")
+            key = (f"elo/{skill_hash}-vs-{other_hash}-{slug(client.model)}-"
+                   f"{slug(PROMPT_VERSION)}-order{order}.json")
             stored = store.get(key)
             if isinstance(stored, dict) and stored.get("better") in ("A", "B", "tie"):
                 verdicts.append(str(stored["better"]))

@@ -19,7 +19,6 @@ pairs is reported too.
 
 from __future__ import annotations
 
-import re
 import statistics
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -40,7 +39,7 @@ from pytest_skilllift.lint.skill_judge import (
     skill_material,
 )
 from pytest_skilllift.lint.skillfile import SkillFile
-from pytest_skilllift.lint.spend import Budget, LayerCost, Store
+from pytest_skilllift.lint.spend import Budget, LayerCost, Store, slug
 
 
 @dataclass
@@ -169,10 +168,6 @@ def _nested_bootstrap(per_judge: list[np.ndarray], stat: Any, rng: np.random.Gen
     return (float(lo), float(hi))
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")
-
-
 def run_judge_layer(
     skill: SkillFile,
     client: SkillJudgeClient,
@@ -189,7 +184,7 @@ def run_judge_layer(
     layer = JudgeLayer(judges_requested=judges, model=client.model,
                        material_not_sent=material.not_sent)
     for k in range(judges):
-        key = (f"judge/{skill_hash}-{_slug(client.model)}-{_slug(PROMPT_VERSION)}-"
+        key = (f"judge/{skill_hash}-{slug(client.model)}-{slug(PROMPT_VERSION)}-"
                f"{judges}x-{k + 1}.json")
         stored = store.get(key)
         if isinstance(stored, dict):

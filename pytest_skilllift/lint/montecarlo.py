@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -58,7 +57,7 @@ from pytest_skilllift.lint.skill_judge import (
     quality_request,
 )
 from pytest_skilllift.lint.skillfile import SkillFile
-from pytest_skilllift.lint.spend import Budget, LayerCost, Store
+from pytest_skilllift.lint.spend import Budget, LayerCost, Store, slug
 from pytest_skilllift.model import AgentConfig, PromptSpec, RubricItem, RunSpec
 
 DEFAULT_RUNS = 50
@@ -459,10 +458,6 @@ def _tokens(usage: Any) -> int | None:
     return sum(int(v) for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")
-
-
 def _record(path: Path) -> SimRun | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -496,7 +491,7 @@ def run_monte_carlo(
                            f"(--mc-runs {cfg.runs})")
     if store.root is None:
         raise ValueError("Monte Carlo runs need an output directory (--out)")
-    base = store.root / "mc" / skill_hash / _slug(cfg.model_id)
+    base = store.root / "mc" / skill_hash / slug(cfg.model_id)
     leaf = f"{skill.rel_id}/SKILL.md"
     runner = None
     runs: list[SimRun] = []

@@ -9,15 +9,16 @@ never paid twice; work skipped because the cap was reached is counted and named.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_skilllift.week.files import file_lock
 from pytest_skilllift.week.ledger import atomic_write_json
 
 
@@ -113,6 +114,12 @@ def tree_hash(path: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def slug(text: str) -> str:
+    """``text`` as one safe part of a :class:`Store` key: every run of other characters
+    than letters, digits and dots becomes one dash (``claude-opus-4-7``, ``v1.2``)."""
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")
+
+
 class Store:
     """JSON results of a depth run under ``root`` (``--out``), for resuming without paying
     twice. Keys are relative paths; writes are atomic so an interrupted run leaves either
@@ -142,14 +149,8 @@ class Store:
         if self.root is None:
             yield
             return
-        path = self.root / "locks" / f"{name}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w") as fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        with file_lock(self.root / "locks" / f"{name}.lock"):
+            yield
 
     def put(self, key: str, value: Any) -> None:
         """Store ``value`` (no-op without a store)."""

@@ -18,20 +18,24 @@ from pytest_skilllift.report.sections import (
     activation,
     audit,
     avoid,
+    baseline,
     cells,
     cost,
     coverage,
     custom_checks,
     header,
     health,
+    improvements,
     judge,
     lift,
+    noise,
     plots,
     prompts,
     provenance,
     scale,
     selfserved,
     triggering,
+    withall,
     wow,
 )
 
@@ -40,9 +44,10 @@ if TYPE_CHECKING:
 
 
 class Scorecard(
-    header.Data, lift.Data, wow.Data, cells.Data, prompts.Data, activation.Data, audit.Data,
-    triggering.Data, selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data,
-    scale.Data, health.Data, judge.Data, provenance.Data,
+    header.Data, lift.Data, withall.Data, noise.Data, wow.Data, cells.Data, prompts.Data,
+    activation.Data, audit.Data, improvements.Data, triggering.Data,
+    selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data, scale.Data,
+    health.Data, judge.Data, provenance.Data, baseline.Data,
 ):
     """scorecard.json: every section's keys (all numbers unrounded; renderers round)."""
 
@@ -61,11 +66,14 @@ class Section:
 SECTIONS: tuple[Section, ...] = (
     Section("header", header.build, header.render),
     Section("lift", lift.build, lift.render),
+    Section("with-all", withall.build, withall.render),
+    Section("noise-floor", noise.build, noise.render),
     Section("week-over-week", wow.build, wow.render),
     Section("cells", cells.build, cells.render),
     Section("prompts", prompts.build, prompts.render),
     Section("activation", activation.build, activation.render),
     Section("audit", audit.build, audit.render),
+    Section("improvements", improvements.build, improvements.render),
     Section("triggering", triggering.build, triggering.render),
     Section("baseline-self-served", selfserved.build, selfserved.render),
     Section("avoid-violations", avoid.build, avoid.render),
@@ -76,6 +84,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("run-health", health.build, health.render),
     Section("judge-reliability", judge.build, judge.render),
     Section("provenance", provenance.build, provenance.render),
+    Section("baseline-reuse", baseline.build, baseline.render),  # inside Provenance
     Section("plots", None, plots.render),
 )
 

@@ -3,10 +3,10 @@
 Levels (Aggregation): item → prompt×rep (three metrics + composite) → prompt (mean over
 reps, min–max kept as the stability signal) → cell (flat macro mean over prompts).
 
-Everything is dense: a week is an array of shape ``(P, M, 2, R)`` at the prompt×rep level
-(prompts × models × conditions × rep slots) filled by ``np.bincount``, and ``(P, M, 2)``
-at the prompt level, with NaN meaning "not scored".  That keeps a million-item week to a
-handful of vectorised passes.
+Everything is dense: a week is an array of shape ``(P, M, C, R)`` at the prompt×rep level
+(prompts × models × conditions × rep slots) filled by ``np.bincount``, and ``(P, M, C)``
+at the prompt level (C conditions: the lift's two unless more arms run), with NaN meaning
+"not scored".  That keeps a million-item week to a handful of vectorised passes.
 """
 
 from __future__ import annotations
@@ -58,8 +58,9 @@ def composite(must: np.ndarray, bonus: np.ndarray, avoid: np.ndarray) -> np.ndar
 
 @dataclass(frozen=True)
 class Aggregates:
-    """All quality levels of one week.  Shapes: reps ``(P, M, 2, R)``, prompts ``(P, M, 2)``,
-    cells ``(M, 2)``.  NaN = not scored."""
+    """All quality levels of one week.  Shapes: reps ``(P, M, C, R)``, prompts ``(P, M, C)``,
+    cells ``(M, C)`` with C conditions (2 unless more arms are asked for).  NaN = not
+    scored."""
 
     rep_must: np.ndarray
     rep_bonus: np.ndarray
@@ -73,12 +74,12 @@ class Aggregates:
     must_max: np.ndarray
     composite_min: np.ndarray
     composite_max: np.ndarray
-    n_reps: np.ndarray  # scored reps per prompt (P, M, 2)
+    n_reps: np.ndarray  # scored reps per prompt (P, M, C)
     cell_must: np.ndarray
     cell_bonus: np.ndarray
     cell_avoid: np.ndarray
     cell_composite: np.ndarray
-    cell_n: np.ndarray  # prompts with a score in the cell (M, 2)
+    cell_n: np.ndarray  # prompts with a score in the cell (M, C)
     #: prompt×rep that had items but no gradeable must: unscored, counted.
     n_unscored_reps: int
     #: prompt×rep whose bonus items were all ungraded: composite unscored, counted.
@@ -105,15 +106,18 @@ def aggregate(
     *,
     n_prompts: int,
     n_models: int,
+    n_conditions: int = 2,
 ) -> Aggregates:
     """Aggregate item credits to prompt×rep, prompt and cell levels.
 
     Codes are indices (-1 = unusable row, ignored); ``condition`` 0 = no-skill,
-    1 = with-skill; ``item_type`` 0 must, 1 bonus, 2 avoid; ``credit`` is 1.0/0.0 per
-    graded item and NaN for an ungraded one (excluded, never counted as zero).
+    1 = with-skill, further arms up to ``n_conditions`` − 1 (``columns.ARMS``; rows of a
+    condition beyond it are ignored); ``item_type`` 0 must, 1 bonus, 2 avoid; ``credit`` is
+    1.0/0.0 per graded item and NaN for an ungraded one (excluded, never counted as zero).
     """
-    P, M = max(n_prompts, 0), max(n_models, 0)
-    ok = (prompt >= 0) & (model >= 0) & (condition >= 0) & (rep >= 0) & (item_type >= 0)
+    P, M, C = max(n_prompts, 0), max(n_models, 0), max(n_conditions, 2)
+    ok = ((prompt >= 0) & (model >= 0) & (condition >= 0) & (condition < C) & (rep >= 0)
+          & (item_type >= 0))
     rep_ok = rep[ok]
     if rep_ok.size and rep_ok.max() < 4096:
         # Reps are small integers: use them as slots directly (no sort needed).
@@ -127,8 +131,8 @@ def aggregate(
         rslot = np.full(rep.shape, -1, np.int64)
         rslot[ok] = inv
     R = max(int(rep_values.size), 1)
-    G = P * M * 2 * R
-    flat = ((prompt.astype(np.int64) * M + model) * 2 + condition) * R + rslot
+    G = P * M * C * R
+    flat = ((prompt.astype(np.int64) * M + model) * C + condition) * R + rslot
     graded = ok & ~np.isnan(credit)
 
     def per_type(t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -153,7 +157,7 @@ def aggregate(
     comp_unknown = scored & (b_tot > 0) & (b_n == 0)
     r_comp = np.where(comp_unknown, np.nan, r_comp)
 
-    shape = (P, M, 2, R)
+    shape = (P, M, C, R)
     r_must, r_bonus, r_avoid, r_comp = (x.reshape(shape) for x in (r_must, r_bonus, r_avoid,
                                                                    r_comp))
     must, n_reps = _mean_last(r_must)
@@ -352,17 +356,19 @@ def prompts_needed(
 
 def cell_run_means(
     values: np.ndarray, model: np.ndarray, condition: np.ndarray, include: np.ndarray,
-    n_models: int,
+    n_models: int, n_conditions: int = 2,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per (model, condition) mean of a per-run value over included runs with a value.
 
-    Returns (means (M, 2) NaN when empty, counts (M, 2)).  Used for mean cost/turns,
-    which exclude errored and budget-capped runs (their cost is a truncated floor).
+    Returns (means (M, C) NaN when empty, counts (M, C)), C = ``n_conditions``.  Used for
+    mean cost/turns, which exclude errored and budget-capped runs (their cost is a
+    truncated floor).
     """
-    ok = include & ~np.isnan(values) & (model >= 0) & (condition >= 0)
-    key = model[ok].astype(np.int64) * 2 + condition[ok]
-    n = np.bincount(key, minlength=n_models * 2).reshape(n_models, 2)
-    s = np.bincount(key, weights=values[ok], minlength=n_models * 2).reshape(n_models, 2)
+    C = max(n_conditions, 2)
+    ok = include & ~np.isnan(values) & (model >= 0) & (condition >= 0) & (condition < C)
+    key = model[ok].astype(np.int64) * C + condition[ok]
+    n = np.bincount(key, minlength=n_models * C).reshape(n_models, C)
+    s = np.bincount(key, weights=values[ok], minlength=n_models * C).reshape(n_models, C)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(n > 0, s / np.maximum(n, 1), np.nan), n
 

@@ -22,7 +22,7 @@ from pytest_skilllift.report.card import Scorecard, build_card
 from pytest_skilllift.report.context import BOOTSTRAP_N, BOOTSTRAP_SEED, Context, json_float
 from pytest_skilllift.report.markdown import ci_flag, fmt, signed
 from pytest_skilllift.week import history as hist
-from pytest_skilllift.week.columns import CONDITIONS
+from pytest_skilllift.week.columns import ARMS, CONDITIONS
 from pytest_skilllift.week.files import (
     FOREST_PNG,
     HISTORY_CSV,
@@ -77,6 +77,9 @@ class Summary:
             widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
             lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
                       for r in rows]
+        from pytest_skilllift.report.sections.noise import terminal_lines as arm_lines
+
+        lines += arm_lines(self.data)  # the A/A and with-all arms, when the week has them
         cov = self.data.get("coverage", {})
         lines.append(f"  graded {cov.get('graded_runs', 0)} of {cov.get('total_runs', 0)} runs;"
                      f" dropped {len(cov.get('dropped', []))}")
@@ -153,10 +156,11 @@ def summarize_week(
         keep = run_ok if not run_ok.all() else slice(None)
         agg = stats.aggregate(week.s_prompt[keep], week.s_model[keep], week.s_cond[keep],
                               week.s_rep[keep], week.s_type[keep], credit[keep],
-                              n_prompts=P, n_models=M)
+                              n_prompts=P, n_models=M, n_conditions=len(ARMS))
         present_conds = set(np.unique(week.s_cond[week.s_cond >= 0]).tolist())
         for c in (0, 1):
-            if c not in present_conds:
+            # An A/A or with-all week has no with-skill arm by design: its own sections say so.
+            if c not in present_conds and (c == 0 or present_conds <= {0, 1}):
                 problems.append(Problem(
                     "scores.csv", f"no {CONDITIONS[c]} rows at all: this week has one arm "
                     "only, so no lift can be computed (the other arm's cells are shown)",
@@ -165,7 +169,7 @@ def summarize_week(
             lifts[label] = stats.paired_lift(agg.must[:, mi, 0], agg.must[:, mi, 1])
             boots[label] = stats.paired_bootstrap(agg.must[:, mi, 0], agg.must[:, mi, 1],
                                                   n_boot=BOOTSTRAP_N, seed=BOOTSTRAP_SEED)
-            if len(present_conds) == 2:
+            if {0, 1} <= present_conds:
                 for c in (0, 1):
                     if agg.cell_n[mi, c] == 0:
                         problems.append(Problem(
@@ -178,9 +182,10 @@ def summarize_week(
     cost = num.get("total_cost_usd", nan_runs)
     turns = num.get("num_turns", nan_runs)
     include = week.m_status == STATUS_OK
-    cost_mean, cost_n = stats.cell_run_means(cost, week.m_model, week.m_cond, include, M)
+    cost_mean, cost_n = stats.cell_run_means(cost, week.m_model, week.m_cond, include, M,
+                                             len(ARMS))
     turns_mean, _ = stats.cell_run_means(turns, week.m_model, week.m_cond, include & ~np.isnan(
-        cost), M)
+        cost), M, len(ARMS))
     cost_excluded = int(np.count_nonzero(~(include & ~np.isnan(cost))))
 
     # History: this week's rows merged into the file (or in memory when not writing).

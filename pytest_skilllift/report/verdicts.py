@@ -36,7 +36,7 @@ import numpy as np
 
 from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
 from pytest_skilllift.report import stats
-from pytest_skilllift.week.columns import ACTIVATIONS, CONDITIONS
+from pytest_skilllift.week.columns import ACTIVATIONS, ARMS, CONDITIONS
 from pytest_skilllift.week.files import STATUS_INVALID, STATUS_OK
 from pytest_skilllift.week.identity import WeekFileError, read_week_record
 from pytest_skilllift.week.tables import Week
@@ -215,10 +215,12 @@ class WeekMeasures:
         self._m = {m: i for i, m in enumerate(week.models)}
         P, M = len(week.prompts), len(week.models)
         # Per (prompt, model, condition): passed, scored, errored, unscored prompt×reps.
-        self.passed = np.zeros((P, M, 2), np.int64)
-        self.scored = np.zeros((P, M, 2), np.int64)
-        self.errored = np.zeros((P, M, 2), np.int64)
-        self.unscored = np.zeros((P, M, 2), np.int64)
+        # Conditions are ``columns.ARMS`` (the lift's two, then with-all and no-skill-b).
+        C = len(ARMS)
+        self.passed = np.zeros((P, M, C), np.int64)
+        self.scored = np.zeros((P, M, C), np.int64)
+        self.errored = np.zeros((P, M, C), np.int64)
+        self.unscored = np.zeros((P, M, C), np.int64)
         self._states()
         self._runs()
 
@@ -227,37 +229,38 @@ class WeekMeasures:
         w, agg = self.week, self.agg
         P, M = len(w.prompts), len(w.models)
         if agg is not None and P and M and w.s_run.size:
-            R = agg.rep_composite.shape[-1]
+            R, C = agg.rep_composite.shape[-1], agg.rep_composite.shape[2]
             run_ok = np.ones(w.s_run.size, bool)
             if w.manifest_present:
                 linked = w.s_run >= 0
                 run_ok[linked] = w.m_status[w.s_run[linked]] == STATUS_OK
             ok = (run_ok & (w.s_prompt >= 0) & (w.s_model >= 0) & (w.s_cond >= 0)
-                  & (w.s_rep >= 0) & (w.s_type >= 0))
+                  & (w.s_cond < C) & (w.s_rep >= 0) & (w.s_type >= 0))
             slot = np.searchsorted(agg.rep_values, w.s_rep[ok])
             slot = np.minimum(slot, max(agg.rep_values.size - 1, 0))
-            flat = ((w.s_prompt[ok].astype(np.int64) * M + w.s_model[ok]) * 2
+            flat = ((w.s_prompt[ok].astype(np.int64) * M + w.s_model[ok]) * C
                     + w.s_cond[ok]) * R + slot
-            G = P * M * 2 * R
+            G = P * M * C * R
             err_slot = (np.bincount(flat[w.s_ungraded[ok]], minlength=G) > 0).reshape(
-                P, M, 2, R)
-            exists = (np.bincount(flat, minlength=G) > 0).reshape(P, M, 2, R)
+                P, M, C, R)
+            exists = (np.bincount(flat, minlength=G) > 0).reshape(P, M, C, R)
             comp = agg.rep_composite
             scored = ~np.isnan(comp) & ~err_slot
             passed = scored & (np.nan_to_num(comp, nan=-1.0) >= self.threshold - EPS)
-            self.scored += scored.sum(axis=-1)
-            self.passed += passed.sum(axis=-1)
-            self.errored += err_slot.sum(axis=-1)
-            self.unscored += (exists & ~scored & ~err_slot).sum(axis=-1)
+            self.scored[:, :, :C] += scored.sum(axis=-1)
+            self.passed[:, :, :C] += passed.sum(axis=-1)
+            self.errored[:, :, :C] += err_slot.sum(axis=-1)
+            self.unscored[:, :, :C] += (exists & ~scored & ~err_slot).sum(axis=-1)
         if w.manifest_present and w.n_runs and P and M:
             # Runs that never reached the scores: judge failed (errored) or dropped (unscored).
             rows_per_run = np.bincount(w.s_run[w.s_run >= 0], minlength=w.n_runs)
             valid = (w.m_prompt >= 0) & (w.m_model >= 0) & (w.m_cond >= 0)
-            key = (w.m_prompt.astype(np.int64) * M + w.m_model) * 2 + w.m_cond
+            C = len(ARMS)
+            key = (w.m_prompt.astype(np.int64) * M + w.m_model) * C + w.m_cond
             judge_failed = valid & (w.m_status == STATUS_OK) & (rows_per_run == 0)
             dropped = valid & (w.m_status != STATUS_OK)
-            self.errored += np.bincount(key[judge_failed], minlength=P * M * 2).reshape(P, M, 2)
-            self.unscored += np.bincount(key[dropped], minlength=P * M * 2).reshape(P, M, 2)
+            self.errored += np.bincount(key[judge_failed], minlength=P * M * C).reshape(P, M, C)
+            self.unscored += np.bincount(key[dropped], minlength=P * M * C).reshape(P, M, C)
 
     # -- runs: coverage, trigger misses ----------------------------------------------------
     def _runs(self) -> None:
@@ -287,7 +290,7 @@ class WeekMeasures:
                 return None
             mask &= w.m_model == self._m[model]
         if condition is not None:
-            mask &= w.m_cond == CONDITIONS.index(condition)
+            mask &= w.m_cond == ARMS.index(condition)
         if prompt is not None:
             if prompt not in self._p:
                 return None
@@ -311,10 +314,11 @@ class WeekMeasures:
 
     def _select(self, model: str | None, condition: str | None,
                 prompt: str | None) -> tuple[Any, Any, Any] | None:
-        """Index of (prompt, model, condition) into the (P, M, 2) arrays; ``slice`` pools."""
+        """Index of (prompt, model, condition) into the (P, M, C) arrays; ``slice`` pools (no
+        condition: the lift's two arms, so an extra arm never changes a pooled gate)."""
         p: Any = slice(None) if prompt is None else self._p.get(prompt)
         m: Any = slice(None) if model is None else self._m.get(model)
-        c: Any = slice(None) if condition is None else CONDITIONS.index(condition)
+        c: Any = slice(0, len(CONDITIONS)) if condition is None else ARMS.index(condition)
         if p is None or m is None:
             return None
         return p, m, c
@@ -368,7 +372,7 @@ class WeekMeasures:
                 return _num(m.get(key))
             arr = agg.must if metric == "must_lift" else agg.composite
             return _num(arr[pi, mi, 1] - arr[pi, mi, 0])
-        ci = CONDITIONS.index(condition) if condition else None
+        ci = ARMS.index(condition) if condition else None
         if ci is None:
             return None
         per_prompt = {"must_coverage": agg.must, "bonus_rate": agg.bonus,

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pytest_skilllift.judge.protocol import PROMPT_VERSION, Grader
@@ -25,6 +25,7 @@ from pytest_skilllift.model import AgentConfig, JudgeResult, RunOutcome, RunSpec
 from pytest_skilllift.run.skill_creator import judge_prompt_text
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.warm import Warmed
+from pytest_skilllift.week.columns import NO_SKILL
 from pytest_skilllift.week.files import (
     BUDGET_CAPPED,
     COMPLETED,
@@ -41,6 +42,9 @@ from pytest_skilllift.week.files import (
     RunStatus,
 )
 from pytest_skilllift.week.ledger import Ledger
+
+if TYPE_CHECKING:
+    from pytest_skilllift.run.baseline import BaselineSource
 
 
 @dataclass(frozen=True)
@@ -93,8 +97,11 @@ class WeekRun:
     """Generates and grades runs into one week directory, each exactly once."""
 
     def __init__(self, week: Ledger, agent: AgentConfig, runner: Callable[[], Runner],
-                 grader: Callable[[], Grader], *, site: str = "", session_id: str = "") -> None:
+                 grader: Callable[[], Grader], *, site: str = "", session_id: str = "",
+                 baseline: BaselineSource | None = None) -> None:
         self.week = week
+        #: ``--skill-lift-baseline-from``: no-skill runs copied in from an earlier week.
+        self.baseline = baseline
         self.agent = agent
         self._runner_factory = runner
         self._runner: Runner | None = None
@@ -168,10 +175,17 @@ class WeekRun:
         # Whatever is left (a retried run's files, or grades beside a run.json that no longer
         # reads) belongs to an answer that is about to be replaced: the new one is regraded.
         self.week.reset_run(spec.run_id)
+        reuse_reason = None
+        if self.baseline is not None and spec.condition == NO_SKILL:
+            adopted, reuse_reason = self.baseline.adopt(spec, self.week)
+            if adopted is not None:
+                return adopted, False
         if self._runner is None:
             self._runner = self._runner_factory()
         outcome = self._runner.run(spec, self.agent, run_dir)
         record = self._record(spec, outcome, run_dir / STDOUT_FILE)
+        if reuse_reason is not None:
+            record["baseline_reason"] = reuse_reason  # generated: why it was not reused
         if self.session_id:
             record["session_id"] = self.session_id
         self.week.save_run(spec.run_id, record)

@@ -18,10 +18,12 @@ from typing import Any
 
 from pytest_skilllift.config import Settings
 from pytest_skilllift.model import PromptSpec, RunSpec
+from pytest_skilllift.run.arms import arm_prompt
 from pytest_skilllift.run.engine import make_run_id
 from pytest_skilllift.run.prompt_names import check_unique, declared_names, prompt_files
 from pytest_skilllift.run.prompts import PromptError, is_heldout, load_prompt
-from pytest_skilllift.week.columns import CONDITIONS
+from pytest_skilllift.run.triggers import skill_families
+from pytest_skilllift.week.columns import ARMS, WITH_ALL
 
 __all__ = ["NARROWING_KEYS", "Matrix", "keywords_of", "load_matrix", "narrow", "run_key",
            "run_scope"]
@@ -80,6 +82,7 @@ def load_matrix(settings: Settings) -> Matrix:
     prompts: dict[str, PromptSpec] = {}
     folder = settings.prompts_dir
     paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    families = skill_families(settings.skills_root) if WITH_ALL in settings.conditions else ()
     # A name declared by two files belongs to the first (as in collection): the second is a
     # problem, so no two prompts share runs.
     owners = declared_names(prompt_files(folder, settings.heldout))
@@ -94,10 +97,11 @@ def load_matrix(settings: Settings) -> Matrix:
             continue
         prompts[str(path)] = prompt
         for label, model_id in settings.models:
-            for condition in CONDITIONS:
+            for condition in settings.conditions:  # the arms of the session, as collected
                 for rep in range(1, settings.reps + 1):
                     runs.append(RunSpec(
-                        prompt=prompt, model_label=label, model_id=model_id,
+                        prompt=arm_prompt(prompt, condition, families),
+                        model_label=label, model_id=model_id,
                         condition=condition, rep=rep,
                         run_id=make_run_id(prompt.name, label, condition, rep, settings.week)))
     return Matrix(tuple(runs), tuple(problems), prompts, owners)
@@ -121,9 +125,9 @@ def narrow(runs: Iterable[RunSpec], options: Mapping[str, Any]) -> list[RunSpec]
                          f"{', '.join(NARROWING_KEYS)} (each a glob or a list of globs)")
     pats = {k: _patterns(k, v) for k, v in options.items()}
     for cond in pats.get("conditions", ()):
-        if not any(fnmatch.fnmatchcase(c, cond) for c in CONDITIONS):
+        if not any(fnmatch.fnmatchcase(c, cond) for c in ARMS):
             raise ValueError(f"skill_lift(conditions={cond!r}) matches no condition; use "
-                             f"{' or '.join(CONDITIONS)}")
+                             f"{' or '.join(ARMS)}")
 
     def hit(key: str, value: str) -> bool:
         return key not in pats or any(fnmatch.fnmatchcase(value, p) for p in pats[key])
@@ -133,7 +137,8 @@ def narrow(runs: Iterable[RunSpec], options: Mapping[str, Any]) -> list[RunSpec]
             and hit("models", r.model_label) and hit("conditions", r.condition)]
 
 
-_RUN_TAIL = re.compile(r"::([^:\[\]]+)::(no-skill|with-skill)::r(\d+)")
+_ARM_ALTERNATIVES = "|".join(re.escape(a) for a in sorted(ARMS, key=len, reverse=True))
+_RUN_TAIL = re.compile(rf"::([^:\[\]]+)::({_ARM_ALTERNATIVES})::r(\d+)")
 
 
 def run_scope(nodeid: str, names_by_path: Mapping[str, str],

@@ -73,6 +73,15 @@ def load_prompt(path: Path, skills_root: Path, site: str = "") -> PromptSpec:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    data = read_json_file(path)
+    if not isinstance(data, dict):
+        raise PromptError(path, "(file)", f"holds a JSON {type(data).__name__}, not an object",
+                          "wrap the prompt in {\"name\": …, \"prompt\": …, \"rubric\": […]}")
+    return data
+
+
+def read_json_file(path: Path) -> Any:
+    """Parse a UTF-8 JSON file; raise ``PromptError`` on the file field naming the fix."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -83,9 +92,6 @@ def _read_json(path: Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise PromptError(path, "(file)", f"is not valid JSON: {exc.msg} at line {exc.lineno} "
                           f"column {exc.colno}", "correct the JSON syntax there") from None
-    if not isinstance(data, dict):
-        raise PromptError(path, "(file)", f"holds a JSON {type(data).__name__}, not an object",
-                          "wrap the prompt in {\"name\": …, \"prompt\": …, \"rubric\": […]}")
     return data
 
 

@@ -22,13 +22,12 @@ Each eval becomes a prompt of that skill named ``<skill>-eval-<id>``: every expe
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_skilllift.model import PromptSpec, RubricItem
-from pytest_skilllift.run.prompts import PromptError
+from pytest_skilllift.run.prompts import PromptError, read_json_file
 
 EVALS_DIR, EVALS_NAME = "evals", "evals.json"
 _ID_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -66,14 +65,7 @@ def find_evals_files(rootdir: Path, skills_root: Path) -> list[Path]:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise PromptError(path, "(file)", f"is not UTF-8 ({exc.reason} at byte {exc.start})",
-                          "save the file as UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise PromptError(path, "(file)", f"is not valid JSON: {exc.msg} at line {exc.lineno} "
-                          f"column {exc.colno}", "correct the JSON syntax there") from None
+    data = read_json_file(path)
     if not isinstance(data, dict):
         raise PromptError(path, "(file)", f"holds a JSON {type(data).__name__}, not an object",
                           'use {"skill_name": "…", "evals": [{"id": 1, "prompt": "…", '

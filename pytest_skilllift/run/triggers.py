@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from typing import Any
 from pytest_skilllift.model import AgentConfig, PromptSpec, RunOutcome, RunSpec
 from pytest_skilllift.run import audit
 from pytest_skilllift.run.engine import NotStarted
-from pytest_skilllift.run.prompts import PromptError
+from pytest_skilllift.run.prompts import PromptError, read_json_file
 from pytest_skilllift.run.transcript import Transcript, extract_signals, parse_transcript
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.week.columns import WITH_SKILL
@@ -110,16 +109,7 @@ def skill_families(skills_root: Path) -> tuple[str, ...]:
 
 def load_trigger_file(path: Path, skills_root: Path) -> TriggerSet:
     """Read and validate a trigger file; raise ``PromptError`` naming file, field and fix."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise PromptError(path, "(file)", f"is not UTF-8 ({exc.reason} at byte {exc.start})",
-                          "save the file as UTF-8") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PromptError(path, "(file)", f"is not valid JSON: {exc.msg} at line {exc.lineno} "
-                          f"column {exc.colno}", "correct the JSON syntax there") from None
+    data = read_json_file(path)
     shape = ('{"skill": "<family>", "queries": [{"query": "…", "should_trigger": true}]} or '
              'a list of {"query", "should_trigger"} objects')
     raw: list[Any]

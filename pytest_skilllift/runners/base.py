@@ -15,9 +15,10 @@ class Runner(Protocol):
 
     Contract:
     - a fresh environment per run: nothing persists from one run to the next;
-    - the with-skill arm installs the prompt's whole skill family at
-      ``~/.claude/skills/<family>/`` (plus ``prompt.sibling_families`` the same way, for
-      trigger tests with every family installed); the no-skill arm installs nothing;
+    - the arms that install skills (``spec.with_skill``: with-skill, with-all) install the
+      prompt's whole skill family at ``~/.claude/skills/<family>/`` (plus
+      ``prompt.sibling_families`` the same way: every family for the with-all arm and for
+      trigger tests with every family installed); the no-skill arms install nothing;
     - ``prompt.files`` (skill-creator eval inputs) are placed in the working directory of
       both arms;
     - the prompt is passed on the CLI's standard input (never in argv, never through a

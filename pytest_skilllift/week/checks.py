@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import fcntl
 import io
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_skilllift.week.files import CUSTOM_CHECKS_CSV, atomic_write_text
+from pytest_skilllift.week.files import CUSTOM_CHECKS_CSV, atomic_write_text, file_lock
 
 COLUMNS: tuple[str, ...] = ("test", "prompt", "skill_family", "model", "condition", "rep",
                             "run_id", "outcome", "reason")
@@ -57,13 +56,8 @@ class CheckTally:
 
 @contextlib.contextmanager
 def _locked(root: Path) -> Iterator[None]:
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / f".{CUSTOM_CHECKS_CSV}.lock", "w") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    with file_lock(root / f".{CUSTOM_CHECKS_CSV}.lock"):
+        yield
 
 
 def _rep(text: str) -> int:

@@ -18,6 +18,8 @@ MANIFEST_COLUMNS: tuple[str, ...] = (
 MANIFEST_EXTRA_COLUMNS: tuple[str, ...] = (
     "run_status", "run_error", "runner", "model_id", "started_utc", "ended_utc",
     "wall_ms", "invocation_status", "top_level_only", "permission_denials",
+    # --skill-lift-baseline-from: the week a no-skill run was copied from, else why not.
+    "baseline_from", "baseline_reason",
 )
 
 #: The 12 qdrant scores columns, in their order.
@@ -34,6 +36,15 @@ SCORES_EXTRA_COLUMNS: tuple[str, ...] = (
 
 CONDITIONS: tuple[str, str] = ("no-skill", "with-skill")
 NO_SKILL, WITH_SKILL = CONDITIONS
+#: Arms beyond the lift's two: ``with-all`` installs every family of the skills root (a skill's
+#: lift among its siblings), ``no-skill-b`` is a second no-skill arm (an A/A week measures the
+#: false-lift rate).  Opt-in (``--skill-lift-conditions``, ``--skill-lift-aa``).
+WITH_ALL, NO_SKILL_B = "with-all", "no-skill-b"
+#: Every condition a week may hold; a condition's code in the tables is its index here, so
+#: the lift's two arms keep codes 0 and 1.
+ARMS: tuple[str, ...] = (*CONDITIONS, WITH_ALL, NO_SKILL_B)
+#: Arms whose runs install skills (the availability check and the audit apply to them).
+SKILL_ARMS: frozenset[str] = frozenset({WITH_SKILL, WITH_ALL})
 
 ITEM_TYPES: tuple[str, ...] = ("must", "bonus", "avoid")
 

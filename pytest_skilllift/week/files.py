@@ -27,10 +27,12 @@ Layout (the qdrant/skills pipeline's week directory, our files beside it)::
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal, get_args
@@ -61,6 +63,9 @@ JUDGE_COST_FILE: Final = "judge_cost.txt"  # USD (qdrant name)
 JUDGE_ERROR_FILE: Final = "judge_error.txt"
 AUDIT_FILE: Final = "audit.json"
 CALIBRATION_FILE: Final = "calibration.json"
+#: In the week directory: which no-skill runs come from an earlier week and why the others do
+#: not (``--skill-lift-baseline-from``).
+BASELINE_FILE: Final = "baseline.json"
 LOCK_FILE: Final = ".lock"
 #: Week-level files of a sharded, spend-capped or batch-judged week (``week/shards.py``,
 #: ``week/spend.py``, ``judge/batch.py``, ``week/merge.py``).
@@ -148,6 +153,21 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created, with its folder) for the ``with`` block.
+
+    Across processes (xdist workers, concurrent sessions): a second holder waits here until
+    the first leaves its block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import json
 import os
@@ -43,7 +42,13 @@ from typing import Any
 # The verdict settings' defaults are stated once (model.py, offered by config.OPTIONS); a week
 # without week.json, or a week.json without the field, is read with them.
 from pytest_skilllift.model import DEFAULT_MIN_COVERAGE, DEFAULT_PASS_THRESHOLD
-from pytest_skilllift.week.files import WEEK_JSON, WEEK_JSON_LOCK, atomic_write_text, utc_stamp
+from pytest_skilllift.week.files import (
+    WEEK_JSON,
+    WEEK_JSON_LOCK,
+    atomic_write_text,
+    file_lock,
+    utc_stamp,
+)
 
 SCHEMA_VERSION = 1
 
@@ -444,13 +449,8 @@ def write_week_record(week_dir: Path, record: WeekRecord) -> Path:
 @contextlib.contextmanager
 def locked(week_dir: Path) -> Iterator[None]:
     """Exclusive lock on the week's record across processes (concurrent sessions)."""
-    week_dir.mkdir(parents=True, exist_ok=True)
-    with open(week_dir / WEEK_JSON_LOCK, "w") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    with file_lock(week_dir / WEEK_JSON_LOCK):
+        yield
 
 
 # --------------------------------------------------------------------------- a session opens a week

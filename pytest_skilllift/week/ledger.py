@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import fcntl
 import io
 import json
 import shutil
@@ -38,6 +37,7 @@ from pytest_skilllift.week.files import (
     SCORES_CSV,
     atomic_write_json,
     atomic_write_text,
+    file_lock,
 )
 from pytest_skilllift.week.ledger_checks import LedgerWarning, grades_problem, run_problem
 
@@ -62,14 +62,8 @@ class Ledger:
     @contextlib.contextmanager
     def lock(self, run_id: str) -> Iterator[None]:
         """Exclusive per-run lock across processes (xdist workers, concurrent sessions)."""
-        run_dir = self.run_dir(run_id)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        with open(run_dir / LOCK_FILE, "w") as fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        with file_lock(self.run_dir(run_id) / LOCK_FILE):
+            yield
 
     # -- runs ---------------------------------------------------------------------------
     def load_run(self, run_id: str) -> dict[str, Any] | None:

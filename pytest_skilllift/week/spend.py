@@ -60,6 +60,8 @@ class Spend:
 def _run_cost(path: Path) -> float:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("baseline_from"):  # --skill-lift-baseline-from: paid in its own week
+            return 0.0
         return float(data.get("total_cost_usd") or 0.0)
     except (OSError, ValueError, TypeError, AttributeError):
         return 0.0

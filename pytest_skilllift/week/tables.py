@@ -31,9 +31,10 @@ import pyarrow.csv as pacsv
 
 from pytest_skilllift.week.columns import (
     ACTIVATIONS,
-    CONDITIONS,
+    ARMS,
     INVOCATION_STATUSES,
     ITEM_TYPES,
+    SKILL_ARMS,
     VERDICTS,
 )
 from pytest_skilllift.week.files import (
@@ -65,6 +66,8 @@ SCORES_REQUIRED: tuple[str, ...] = (
     "prompt", "model", "condition", "rep", "item_type", "verdict", "credit",
 )
 MANIFEST_REQUIRED: tuple[str, ...] = ("prompt", "model", "condition", "rep", "run_id")
+#: Condition codes of the arms that install skills (an absent skill makes such a run invalid).
+_SKILL_ARM_CODES = np.array(sorted(ARMS.index(a) for a in SKILL_ARMS))
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
 _NUMBER_RE = r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$"
@@ -83,7 +86,8 @@ _MANIFEST_NUMERIC: tuple[str, ...] = (
 _MANIFEST_STRINGS: tuple[str, ...] = (
     "prompt", "skill_family", "model", "condition", "run_id", "timestamp", "skill_activation",
     "model_snapshot", "cli_version", "skills_sha", "run_status", "run_error", "model_id",
-    "started_utc", "ended_utc", "runner", "invocation_status",
+    "started_utc", "ended_utc", "runner", "invocation_status", "baseline_from",
+    "baseline_reason",
 )
 _MANIFEST_TYPES: dict[str, pa.DataType] = {
     **{c: pa.float64() for c in _MANIFEST_NUMERIC},
@@ -161,6 +165,10 @@ class Week:
     n_invalid_rows: int = 0  # rows that failed validation: excluded and counted
     #: Avoid items judged ``violated`` (columns), in scorecard order.
     violations: Violations = field(default_factory=Violations)
+    #: scores.csv's ``item_text`` (dictionary-encoded) and ``evidence_quote`` columns, kept
+    #: as Arrow arrays so a section takes the text of the few rows it quotes (None: absent).
+    s_item_text: pa.Array | None = None
+    s_evidence: pa.Array | None = None
     # -- manifest.csv (one entry per run) --
     manifest_present: bool = False
     manifest_columns: tuple[str, ...] = ()
@@ -197,6 +205,12 @@ class Week:
     run_dirs: set[str] = field(default_factory=set)
     #: prompt → skill_family (from the manifest; the installed unit).
     prompt_family: dict[str, str] = field(default_factory=dict)
+    #: ``--skill-lift-baseline-from``: per run, whether it was copied in from an earlier week
+    #: (so it is left out of this week's spend and run window); the week it came from and,
+    #: for a no-skill run generated instead, why (Arrow arrays; None when the column is absent).
+    m_reused: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    m_baseline_from: pa.Array | None = None
+    m_baseline_reason: pa.Array | None = None
 
     def judge_error(self, run_id: str) -> str | None:
         """First line of ``<run_id>/judge_error.txt`` (our ledger's record of a failed judge
@@ -502,11 +516,11 @@ def load_week(week_dir: Path) -> Week:
 
 def _cond_codes(table: pa.Table, file: str, problems: list[Problem]) -> np.ndarray:
     idx, vals = _dict_parts(table, "condition")
-    codes = _codes(idx, _lookup(vals, {c: i for i, c in enumerate(CONDITIONS)}))
+    codes = _codes(idx, _lookup(vals, {c: i for i, c in enumerate(ARMS)}))
     bad = np.flatnonzero(codes < 0)
     if bad.size:
         problems.append(Problem(
-            file, f"condition must be one of {', '.join(CONDITIONS)}; {_row_list(bad)} "
+            file, f"condition must be one of {', '.join(ARMS)}; {_row_list(bad)} "
             "excluded", row=int(bad[0]) + 1, column="condition"))
     return codes.astype(np.int8)
 
@@ -624,18 +638,22 @@ def _fill_scores(
         [v.strip().lower() not in JUDGE_NOT_CONTESTED for v in c_vals] + [False])) | _codes(
         e_idx, np.array([v.strip() == "0" for v in e_vals] + [False]))
 
+    week.s_item_text = t["item_text"].chunk(0) if ("item_text" in t.column_names and n) else None
+    week.s_evidence = (t["evidence_quote"].chunk(0)
+                       if ("evidence_quote" in t.column_names and n) else None)
     # Avoid violations with their evidence: only these rows' text is materialised, column by
-    # column (a bad week has ~150,000 of them), in scorecard order.
+    # column (a bad week has ~150,000 of them), in scorecard order (by the names).
     viol = np.flatnonzero(usable & (week.s_type == 2) & (credit == 1.0))
     if viol.size:
         model_rank = np.argsort(np.argsort(np.array(week.models, dtype=object)))
+        arm_rank = np.argsort(np.argsort(np.array(ARMS, dtype=object)))
         pr, mo, co = week.s_prompt[viol], week.s_model[viol], week.s_cond[viol]
         # np.lexsort is stable: file order within one (prompt, model, condition).
-        viol = viol[np.lexsort((co, model_rank[mo], pr))]
+        viol = viol[np.lexsort((arm_rank[co], model_rank[mo], pr))]
         week.violations = Violations(
             prompt=np.array(week.prompts, dtype=object)[week.s_prompt[viol]].tolist(),
             model=np.array(week.models, dtype=object)[week.s_model[viol]].tolist(),
-            condition=np.array(CONDITIONS, dtype=object)[week.s_cond[viol]].tolist(),
+            condition=np.array(ARMS, dtype=object)[week.s_cond[viol]].tolist(),
             rep=week.s_rep[viol].tolist(),
             item_text=_strings_at(t, "item_text", viol),
             evidence=_strings_at(t, "evidence_quote", viol),
@@ -661,7 +679,7 @@ def _duplicate_rows(week: Week, t: pa.Table, probs: list[Problem]) -> np.ndarray
         valid &= part >= 0
     if not valid.any():
         return np.zeros(n, bool)
-    sizes = (len(week.prompts) or 1, len(week.models) or 1, 2,
+    sizes = (len(week.prompts) or 1, len(week.models) or 1, len(ARMS),
              int(week.s_rep.max(initial=0)) + 1, len(ITEM_TYPES), n_item)
     key = np.zeros(n, np.int64)
     for part, size in zip(parts, sizes, strict=True):
@@ -771,7 +789,18 @@ def _fill_manifest(
         pairs = _distinct_pairs(_dict_parts(t, "runner"), _dict_parts(t, "cli_version"))
         week.docker_cli_versions = sorted(
             {(v or "").strip() for r, v in pairs if r == "docker"} - {""})
-    week.window, week.wall_clock_s = _window(t, week)
+    week.m_reused = np.zeros(n, bool)
+    if "baseline_from" in t.column_names and n:
+        week.m_baseline_from = t["baseline_from"].chunk(0)
+        b_idx, b_vals = _dict_parts(t, "baseline_from")
+        week.m_reused = np.array([bool(v.strip()) for v in b_vals] + [False])[b_idx]
+    if "baseline_reason" in t.column_names and n:
+        week.m_baseline_reason = t["baseline_reason"].chunk(0)
+    if week.m_reused.any():  # a reused run ran in its own week: not in this week's window
+        keep = ~week.m_reused
+        week.window, week.wall_clock_s = _window(t.filter(pa.array(keep)), week, keep)
+    else:
+        week.window, week.wall_clock_s = _window(t, week)
 
 
 def _run_status(t: pa.Table, week: Week) -> np.ndarray:
@@ -797,7 +826,7 @@ def _run_status(t: pa.Table, week: Week) -> np.ndarray:
     avail = num["skill_available"]
     exit_code = num["exit_code"]
     applies = {
-        INVALID: (week.m_cond == 1) & (avail != 1) & ~np.isnan(avail),
+        INVALID: np.isin(week.m_cond, _SKILL_ARM_CODES) & (avail != 1) & ~np.isnan(avail),
         BUDGET_CAPPED: num["budget_hit"] == 1,
         ERRORED: ~np.isnan(exit_code) & (exit_code != 0),
     }
@@ -830,7 +859,8 @@ def _parse_utc(v: str) -> float | None:
     return d.timestamp()
 
 
-def _window(t: pa.Table, week: Week) -> tuple[tuple[str, str] | None, float | None]:
+def _window(t: pa.Table, week: Week, keep: np.ndarray | None = None,
+            ) -> tuple[tuple[str, str] | None, float | None]:
     """Run window (min/max start timestamp) and the generation wall-clock in seconds.
 
     Wall-clock is ``max(end) − min(start)``.  Our manifest has started/ended_utc; the
@@ -865,7 +895,8 @@ def _window(t: pa.Table, week: Week) -> tuple[tuple[str, str] | None, float | No
             if starts and ends:
                 window = (starts[0], ends[-1])
     if wall is None and np.isfinite(start_s).any():
-        dur = week.m_num.get("duration_ms", np.full(t.num_rows, np.nan))
+        dur = week.m_num.get("duration_ms", np.full(week.n_runs, np.nan))
+        dur = dur if keep is None else dur[keep]  # the rows of ``t``
         end = start_s + np.nan_to_num(dur, nan=0.0) / 1000.0
         wall = float(np.nanmax(end) - np.nanmin(start_s))
     return window, wall
@@ -881,7 +912,7 @@ def _link_runs(week: Week) -> None:
     n_m = len(week.models) or 1
 
     def key(p: np.ndarray, m: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
-        k = ((p.astype(np.int64) * n_m + m) * 2 + c) * max_rep + r
+        k = ((p.astype(np.int64) * n_m + m) * len(ARMS) + c) * max_rep + r
         bad = (p < 0) | (m < 0) | (c < 0) | (r < 0)
         return np.where(bad, -1, k)
 

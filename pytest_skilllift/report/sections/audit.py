@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypedDict
 import numpy as np
 
 from pytest_skilllift.report.markdown import cap_note, cell, md_table, signed
+from pytest_skilllift.report.quotes import Quote, verdict_quotes
 from pytest_skilllift.report.sections.prompts import prompt_rows
 from pytest_skilllift.run import audit
 from pytest_skilllift.week.columns import INVOCATION_STATUSES
@@ -35,6 +36,8 @@ class Impact(TypedDict):
     model: str
     must_lift: float
     outcome: str
+    #: helped: the unlock quote; hurt: the misled quote (``report.quotes``); no-op: None.
+    quote: Quote | None
 
 
 class ExcludedRun(TypedDict):
@@ -86,10 +89,12 @@ def build(ctx: Context) -> Data:
     invocation = tally(week.m_model, list(week.models))
     per_prompt = tally(week.m_prompt, list(week.prompts))
     top = ctx.run_column("top_level_only")
+    verdicts = [(r["prompt"], r["model"], audit.impact_outcome(lift), lift)
+                for r in ctx.shared(prompt_rows) if (lift := r["must_lift"]) is not None]
+    quotes = ctx.shared(verdict_quotes)
     impact: list[Impact] = [
-        {"prompt": r["prompt"], "model": r["model"], "must_lift": lift,
-         "outcome": audit.impact_outcome(lift)}
-        for r in ctx.shared(prompt_rows) if (lift := r["must_lift"]) is not None]
+        {"prompt": p, "model": m, "must_lift": lift, "outcome": o, "quote": quotes[(p, m)]}
+        for p, m, o, lift in verdicts]
     outcomes = {label: {o: 0 for o in (audit.HELPED, audit.HURT, audit.NO_OP)}
                 for label in week.models}
     lifts: dict[str, dict[str, float]] = {}
@@ -159,16 +164,19 @@ def render(card: Scorecard) -> list[str]:
     if a["reps"] == 1:
         L.append("- ⚠ one rep per arm: a single-trial |Δ| < 0.30 is likely noise; re-run "
                  "with more reps before acting on a verdict")
-    hurt = [r for r in a["impact"] if r["outcome"] == "hurt"]
-    if hurt:
-        shown = hurt[:MAX_HURT_ROWS]
-        L += ["", "Prompts where the skill hurt:", ""]
-        L += md_table(["prompt", "model", "must lift"],
-                      [[r["prompt"], r["model"], signed(r["must_lift"])] for r in shown])
-        L += cap_note(len(shown), len(hurt), "hurt rows")
+    for outcome, title, kind in (("helped", "Prompts where the skill helped", "unlock quote"),
+                                 ("hurt", "Prompts where the skill hurt", "misled quote")):
+        chosen = [r for r in a["impact"] if r["outcome"] == outcome]
+        if not chosen:
+            continue
+        shown = chosen[:MAX_HURT_ROWS]
+        L += ["", f"{title} ({kind}: {_QUOTE_RULE[outcome]}):", ""]
+        L += md_table(["prompt", "model", "must lift", kind],
+                      [[r["prompt"], r["model"], signed(r["must_lift"]), _quote(r["quote"])]
+                       for r in shown])
+        L += cap_note(len(shown), len(chosen), f"{outcome} rows")
     if a["flags"]:
-        L += ["", "Flags (the SkillsBench trajectory audit's patterns across models):", ""]
-        L += [f"- {f}" for f in a["flags"]]
+        L += ["", "The patterns across models are in Suggested improvements below."]
     excluded = a.get("excluded_runs") or []
     if excluded:
         listed = excluded[:MAX_EXCLUDED_ROWS]
@@ -178,3 +186,20 @@ def render(card: Scorecard) -> list[str]:
                       [[x["run_id"], x["status"], cell(x["reason"])] for x in listed])
         L += cap_note(len(listed), len(excluded), "excluded runs")
     return [*L, ""]
+
+
+_QUOTE_RULE = {
+    "helped": "a must met with the skill and missed without it, with the evidence",
+    "hurt": "an avoid violated only with the skill, else a must met only without it",
+}
+#: Evidence longer than this is cut in the markdown table (scorecard.json keeps it whole).
+QUOTE_CHARS = 160
+
+
+def _quote(q: Quote | None) -> str:
+    if q is None:
+        return "— (no single item moved)"
+    ev = q["evidence"]
+    ev = ev if len(ev) <= QUOTE_CHARS else ev[:QUOTE_CHARS - 1] + "…"
+    where = f"{q['condition']} r{q['rep']}"
+    return cell(f"{q['item_type']} “{q['item_text']}” — {where}: “{ev}”")

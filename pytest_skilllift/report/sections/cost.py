@@ -25,6 +25,9 @@ class CostTime(TypedDict):
     time: dict[str, float | int | None]
     wall_clock_s: float | None
     speedup: float | None
+    #: No-skill runs copied in from an earlier week (--skill-lift-baseline-from): paid there,
+    #: so left out of this week's spend and time.
+    reused_runs: int
 
 
 class Data(TypedDict):
@@ -34,13 +37,16 @@ class Data(TypedDict):
 def build(ctx: Context) -> Data:
     week = ctx.week
     M = len(week.models)
+    reused = week.m_reused if week.m_reused.size == week.n_runs else np.zeros(week.n_runs, bool)
     cost_all = ctx.run_column("total_cost_usd")
-    has_cost = ~np.isnan(cost_all) & (week.m_model >= 0)
+    has_cost = ~np.isnan(cost_all) & (week.m_model >= 0) & ~reused
     per_model_gen = np.bincount(week.m_model[has_cost], weights=cost_all[has_cost],
                                 minlength=M) if M else np.zeros(0)
     gen_total = float(per_model_gen.sum()) if has_cost.any() else None
-    judge_total = sum(week.judge_costs.values()) if week.judge_costs else None
-    dur = stats.duration_summary(ctx.run_column("duration_ms"))
+    reused_ids = set(week.run_ids(np.flatnonzero(reused).tolist()))
+    judge_costs = {r: c for r, c in week.judge_costs.items() if r not in reused_ids}
+    judge_total = sum(judge_costs.values()) if judge_costs else None
+    dur = stats.duration_summary(np.where(reused, np.nan, ctx.run_column("duration_ms")))
     total_s = dur["total_s"]
     wall = week.wall_clock_s
     return {"cost_time": {
@@ -49,12 +55,13 @@ def build(ctx: Context) -> Data:
                                      for i, label in enumerate(week.models)
                                      if np.any(has_cost & (week.m_model == i))},
         "generation_runs_with_cost": int(has_cost.sum()),
-        "judge_usd": judge_total, "judge_runs_with_cost": len(week.judge_costs),
+        "judge_usd": judge_total, "judge_runs_with_cost": len(judge_costs),
         "total_usd": (gen_total or 0.0) + (judge_total or 0.0)
         if gen_total is not None or judge_total is not None else None,
         "time": dur,
         "wall_clock_s": wall,
         "speedup": (total_s / wall) if (isinstance(total_s, float) and wall) else None,
+        "reused_runs": int(reused.sum()),
     }}
 
 
@@ -69,7 +76,8 @@ def render(card: Scorecard) -> list[str]:
     per_txt = ", ".join(f"{k} {money(per[k])}" for k in sorted(per))
     L.append(f"- generation: {money(ct.get('generation_usd'))}" + (f"  ({per_txt})"
                                                                     if per_txt else ""))
-    total_runs = card.get("coverage", {}).get("total_runs", 0)
+    reused = ct.get("reused_runs", 0)
+    total_runs = card.get("coverage", {}).get("total_runs", 0) - reused
     n_judge = ct.get("judge_runs_with_cost", 0)
     judge_usd = ct.get("judge_usd")
     if judge_usd is None:
@@ -83,6 +91,9 @@ def render(card: Scorecard) -> list[str]:
         L.append(f"- judge (Opus): {money(judge_usd)}{partial}")
         L.append(f"- **total: {money(ct.get('total_usd'))}**"
                  + (" (judge $ partial)" if partial else ""))
+    if reused:
+        L.append(f"- not counted: {reused} no-skill run(s) reused from an earlier week (their "
+                 "generation and judge $ were spent there; see Provenance)")
     L.append("")
     t = ct.get("time", {})
     L.append("**Time (generation phase):**")

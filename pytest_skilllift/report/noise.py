@@ -1,0 +1,114 @@
+"""The noise floor, measured: A/A "lifts" where no skill differs.  Pure numpy (no I/O, no pytest).
+
+qdrant/skills SCORING.md reads a lift against its within-week SE (stdev(dᵢ)/√n); that SE is a
+formula.  An A/A comparison measures the same thing from data: two arms that differ in nothing
+but sampling, scored and paired exactly like a real lift.  Its mean should be near zero and it
+should clear the t·SE bar about as often as the 5% the CI promises; when it clears it more often,
+the formula understates this week's noise.
+
+* :func:`split_half` — free, from any week with k ≥ 2 reps: per prompt, the no-skill arm's
+  even reps against its odd reps (dᵢ = mean(even) − mean(odd), paired by prompt).
+* :func:`exceed_rates` — how often an A/A lift exceeds a bar: over the 2ⁿ ways of choosing, per
+  prompt, which half is "A" (sign flips of dᵢ; exact up to ``EXACT_MAX_PROMPTS`` prompts, a
+  seeded Monte Carlo beyond), the share whose |mean| exceeds the bar.
+* the explicit A/A week (``--skill-lift-aa``: a second no-skill arm, ``no-skill-b``) is paired
+  like a lift with ``stats.paired_lift``; :func:`false_verdict_rate` counts the prompts the
+  trajectory audit would have called helped or hurt.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Up to this many prompts every sign pattern is enumerated (2¹⁴ × n values).
+EXACT_MAX_PROMPTS = 14
+#: Sign patterns drawn beyond it, with a fixed seed (the scorecard is reproducible).
+MC_DRAWS = 20000
+MC_SEED = 20260808
+
+
+@dataclass(frozen=True)
+class SplitHalf:
+    """The split-half A/A of one model's no-skill arm."""
+
+    #: Per prompt present in both halves: mean(even reps) − mean(odd reps).
+    d: np.ndarray
+    aa_lift: float | None
+    aa_se: float | None
+    n_prompts: int
+
+
+def split_half(rep_must: np.ndarray, rep_values: np.ndarray) -> SplitHalf:
+    """Split-half A/A from one model's no-skill prompt×rep must coverage.
+
+    ``rep_must`` is ``(P, R)`` (NaN = not scored), ``rep_values`` the rep number of each of the
+    R slots.  Odd reps (1, 3, …) form one half, even reps (2, 4, …) the other; a prompt counts
+    when both halves have a scored rep.  SE = stdev(dᵢ, ddof=1)/√n, like the lift's.
+    """
+    rep_values = np.asarray(rep_values)
+    if rep_values.size == 0:  # nothing scored at all
+        return SplitHalf(np.zeros(0), None, None, 0)
+    rep_must = np.asarray(rep_must, float).reshape(-1, rep_values.size)
+    odd = (rep_values % 2) == 1
+
+    def half(mask: np.ndarray) -> np.ndarray:
+        block = rep_must[:, mask]
+        ok = ~np.isnan(block)
+        n = ok.sum(axis=1)
+        s = np.where(ok, block, 0.0).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > 0, s / np.maximum(n, 1), np.nan)
+
+    d = half(~odd) - half(odd)
+    d = d[~np.isnan(d)]
+    n = int(d.size)
+    if n == 0:
+        return SplitHalf(d, None, None, 0)
+    se = float(d.std(ddof=1)) / math.sqrt(n) if n >= 2 else None
+    return SplitHalf(d, float(d.mean()), se, n)
+
+
+def sign_flip_means(d: np.ndarray, *, draws: int = MC_DRAWS, seed: int = MC_SEED
+                    ) -> tuple[np.ndarray, bool]:
+    """The mean of ±dᵢ under every sign pattern (exact for n ≤ ``EXACT_MAX_PROMPTS``) or under
+    ``draws`` seeded random patterns.  Returns (means, exact)."""
+    d = np.asarray(d, float)
+    n = d.size
+    if n == 0:
+        return np.zeros(0), True
+    if n <= EXACT_MAX_PROMPTS:
+        patterns = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1) * 2 - 1
+        return patterns @ d / n, True
+    rng = np.random.default_rng(seed)
+    means = np.empty(draws)
+    for start in range(0, draws, 1024):  # chunked: memory stays at 1024 × n
+        k = min(1024, draws - start)
+        signs = rng.integers(0, 2, size=(k, n), dtype=np.int8) * 2 - 1
+        means[start:start + k] = signs @ d / n
+    return means, False
+
+
+def exceed_rates(d: np.ndarray, bars: dict[str, float | None]) -> tuple[dict[str, float | None],
+                                                                         bool]:
+    """Share of split choices whose |A/A mean| exceeds each bar (None for a missing bar).
+
+    Returns (rates by bar name, exact)."""
+    means, exact = sign_flip_means(d)
+    out: dict[str, float | None] = {}
+    for name, bar in bars.items():
+        if bar is None or means.size == 0 or not math.isfinite(bar):
+            out[name] = None
+        else:
+            out[name] = float(np.count_nonzero(np.abs(means) > bar + 1e-12)) / means.size
+    return out, exact
+
+
+def false_verdict_rate(d: np.ndarray, threshold: float) -> tuple[int, int]:
+    """(prompts with |dᵢ| ≥ threshold, prompts): A/A prompts an impact verdict would call
+    helped or hurt although nothing differed."""
+    d = np.asarray(d, float)
+    d = d[~np.isnan(d)]
+    return int(np.count_nonzero(np.abs(d) >= threshold - 1e-12)), int(d.size)

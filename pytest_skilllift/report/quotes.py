@@ -1,0 +1,160 @@
+"""The quote that explains a skill-impact verdict (the SkillsBench trajectory audit, SB-2).
+
+* ``helped`` — the **unlock quote**: a must item met with the skill and missed without it
+  (the one whose met share rose most across reps), with the judge's evidence quote from a
+  with-skill answer that met it.
+* ``hurt`` — the **misled quote**: an avoid item violated with the skill and clean without
+  it, with the evidence of the violation in the with-skill answer; when no avoid item moved,
+  the must item met without the skill and missed with it, quoted from the no-skill answer
+  that met it (a missing item has no quote of its own).
+
+Reads the week's arrays only (graded items of scored runs); the text of the few rows quoted is
+taken from the Arrow columns at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TypedDict
+
+import numpy as np
+
+from pytest_skilllift.report.context import Context
+from pytest_skilllift.report.sections.prompts import prompt_rows
+from pytest_skilllift.run.audit import HELPED, HURT, impact_outcome
+from pytest_skilllift.week.columns import ARMS, ITEM_TYPES, NO_SKILL, WITH_SKILL
+
+_NO, _WITH = ARMS.index(NO_SKILL), ARMS.index(WITH_SKILL)
+_MUST, _AVOID = ITEM_TYPES.index("must"), ITEM_TYPES.index("avoid")
+UNLOCK, MISLED = "unlock", "misled"
+
+
+class Quote(TypedDict):
+    """``audit.impact[].quote``."""
+
+    kind: str  # "unlock" | "misled"
+    item_type: str
+    item_text: str
+    #: The judge's evidence quote, from the answer of ``condition`` rep ``rep``.
+    evidence: str
+    condition: str
+    rep: int
+    #: Share of scored reps in which the item was met (must) or violated (avoid), per arm.
+    rate_with: float
+    rate_no: float
+
+
+class _Items:
+    """Per (item, model, arm) met/violated shares and the first row of each outcome."""
+
+    def __init__(self, ctx: Context) -> None:
+        w = ctx.week
+        self.week = w
+        M = max(len(w.models), 1)
+        self.M = M
+        texts = w.s_item_text
+        n = w.s_prompt.size
+        if texts is None or n == 0:
+            self.ok = False
+            return
+        self.ok = True
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = texts if pa.types.is_dictionary(texts.type) else pc.dictionary_encode(texts)
+        t_idx = arr.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        self.texts = arr.dictionary
+        usable = (~np.isnan(ctx.credit) & (w.s_prompt >= 0) & (w.s_model >= 0) & (t_idx >= 0)
+                  & ((w.s_cond == _NO) | (w.s_cond == _WITH))
+                  & ((w.s_type == _MUST) | (w.s_type == _AVOID)))
+        self.rows = np.flatnonzero(usable)
+        # One item = (prompt, item text): its id g is its rank among the week's items, so a
+        # prompt's items are contiguous (prompt-major).
+        n_t = len(self.texts) + 1
+        item_key = w.s_prompt[self.rows].astype(np.int64) * n_t + t_idx[self.rows]
+        keys, self.g = np.unique(item_key, return_inverse=True)
+        self.item_prompt = keys // n_t
+        self.item_text_idx = keys % n_t
+        self.item_type = np.zeros(keys.size, np.int64)
+        self.item_type[self.g] = w.s_type[self.rows]
+        G = keys.size
+        self.cond = (w.s_cond[self.rows] == _WITH).astype(np.int64)  # 0 no-skill, 1 with
+        self.model = w.s_model[self.rows].astype(np.int64)
+        self.hit = ctx.credit[self.rows] == 1.0
+        cell = (self.g * M + self.model) * 2 + self.cond
+        n_cell = np.bincount(cell, minlength=G * M * 2).reshape(G, M, 2)
+        hit_cell = np.bincount(cell, weights=self.hit, minlength=G * M * 2).reshape(G, M, 2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.rate = np.where(n_cell > 0, hit_cell / np.maximum(n_cell, 1), np.nan)
+        # The first row of each (item, model, arm, hit) — the evidence to quote.
+        first_key = cell * 2 + self.hit
+        self.first_keys, first_pos = np.unique(first_key, return_index=True)
+        self.first_rows = self.rows[first_pos]
+        self.prompt_start = np.searchsorted(self.item_prompt, np.arange(len(w.prompts) + 1))
+
+    def first_row(self, g: int, m: int, with_arm: bool, hit: bool) -> int | None:
+        key = ((g * self.M + m) * 2 + int(with_arm)) * 2 + int(hit)
+        pos = int(np.searchsorted(self.first_keys, key))
+        if pos < self.first_keys.size and self.first_keys[pos] == key:
+            return int(self.first_rows[pos])
+        return None
+
+    def best(self, p: int, m: int, item_type: int, sign: int) -> tuple[int, float, float] | None:
+        """The item of prompt ``p`` and ``item_type`` whose ``sign``·(with − no) share is
+        largest and positive: (item, rate with, rate no)."""
+        lo, hi = int(self.prompt_start[p]), int(self.prompt_start[p + 1])
+        best: tuple[int, float, float] | None = None
+        best_gap = 0.0
+        for g in range(lo, hi):
+            if self.item_type[g] != item_type:
+                continue
+            r_no, r_with = self.rate[g, m, 0], self.rate[g, m, 1]
+            if np.isnan(r_no) or np.isnan(r_with):
+                continue
+            gap = sign * (r_with - r_no)
+            if gap > best_gap + 1e-12:
+                best, best_gap = (g, float(r_with), float(r_no)), gap
+        return best
+
+    def quote(self, kind: str, g: int, m: int, from_with: bool, rates: tuple[float, float]
+              ) -> Quote | None:
+        row = self.first_row(g, m, from_with, True)
+        if row is None:
+            return None
+        w = self.week
+        evidence = (w.s_evidence.take([row]).to_pylist()[0] if w.s_evidence is not None
+                    else None) or ""
+        return {"kind": kind, "item_type": ITEM_TYPES[int(self.item_type[g])],
+                "item_text": str(self.texts[int(self.item_text_idx[g])].as_py() or ""),
+                "evidence": str(evidence), "condition": WITH_SKILL if from_with else NO_SKILL,
+                "rep": int(w.s_rep[row]), "rate_with": rates[0], "rate_no": rates[1]}
+
+
+def impact_quotes(ctx: Context, verdicts: Iterable[tuple[str, str, str]]
+                  ) -> dict[tuple[str, str], Quote | None]:
+    """The quote of each (prompt, model, outcome): helped → unlock, hurt → misled, else None."""
+    items = _Items(ctx)
+    p_of = {p: i for i, p in enumerate(ctx.week.prompts)}
+    m_of = {m: i for i, m in enumerate(ctx.week.models)}
+    out: dict[tuple[str, str], Quote | None] = {}
+    for prompt, model, outcome in verdicts:
+        q: Quote | None = None
+        if items.ok and outcome in (HELPED, HURT):
+            p, m = p_of[prompt], m_of[model]
+            if outcome == HELPED:
+                b = items.best(p, m, _MUST, +1)
+                q = items.quote(UNLOCK, b[0], m, True, (b[1], b[2])) if b else None
+            else:
+                b = items.best(p, m, _AVOID, +1)
+                q = items.quote(MISLED, b[0], m, True, (b[1], b[2])) if b else None
+                if q is None:
+                    b = items.best(p, m, _MUST, -1)
+                    q = items.quote(MISLED, b[0], m, False, (b[1], b[2])) if b else None
+        out[(prompt, model)] = q
+    return out
+
+
+def verdict_quotes(ctx: Context) -> dict[tuple[str, str], Quote | None]:
+    """Every scored (prompt, model)'s quote, computed once per week (``ctx.shared``)."""
+    return impact_quotes(ctx, [(r["prompt"], r["model"], impact_outcome(r["must_lift"]))
+                               for r in ctx.shared(prompt_rows) if r["must_lift"] is not None])

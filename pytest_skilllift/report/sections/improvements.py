@@ -1,0 +1,174 @@
+"""Suggested improvements: the SkillsBench trajectory audit's cross-model patterns, per skill.
+
+* hurt on every model (Δ ≤ −0.20 each): flag it; not a blocker (a strong model passing
+  without the skill is acceptable);
+* no-op on every model (|Δ| < 0.10 each): the skill may be redundant for these models;
+* never invoked on any model: never discovered, likely its description or placement;
+* misuse on the strongest model: make the skill's workflow more directive.
+
+Each names the skill (the family its prompt installs, and the prompt: qdrant/skills SCORING.md
+has one prompt per skill) and its evidence.  None is a blocker: they are the report's list of
+what to look at next.  The strongest model is the one with the highest no-skill must
+coverage this week.  Misuse is the mechanical SB-3c check (SKILL.md read, no linked file
+opened); SB-3a (workflow steps not followed) needs a reader of the workflow and is not
+detected.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, TypedDict
+
+import numpy as np
+
+from pytest_skilllift.report.markdown import signed
+from pytest_skilllift.report.quotes import Quote, verdict_quotes
+from pytest_skilllift.report.sections.prompts import prompt_rows
+from pytest_skilllift.run import audit
+from pytest_skilllift.week.columns import INVOCATION_STATUSES, NOT_INVOKED
+from pytest_skilllift.week.files import AUDIT_FILE
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.context import Context
+
+HURT_ALL, NO_OP_ALL, NEVER_INVOKED, MISUSE = (
+    "hurt on every model", "no-op on every model", "never invoked", "misuse on the strongest model")
+SUGGESTIONS = {
+    HURT_ALL: "review the guidance the with-skill answers followed (the misled quote below); "
+              "not a blocker on its own: a strong model passing without the skill is fine",
+    NO_OP_ALL: "the skill may be redundant for these models: retire or merge it, or give it "
+               "what the models do not already know",
+    NEVER_INVOKED: "the skill is never discovered: likely its description (when to use it) or "
+                   "its placement",
+    MISUSE: "make the skill's workflow more directive: say which linked file to open for which "
+            "question, so the strongest model goes past SKILL.md",
+}
+
+
+class Improvement(TypedDict):
+    """``improvements.items[]``: one pattern found for one skill."""
+
+    #: The installed family, and the prompt that measures it (one prompt per skill).
+    skill: str
+    prompt: str
+    pattern: str
+    suggestion: str
+    evidence: str
+
+
+class Improvements(TypedDict):
+    strongest_model: str | None
+    items: list[Improvement]
+
+
+class Data(TypedDict):
+    improvements: Improvements
+
+
+def _strongest(ctx: Context) -> str | None:
+    week, agg = ctx.week, ctx.agg
+    if not week.models:
+        return None
+    if agg is not None:
+        base = agg.cell_must[:, 0]
+        if np.any(~np.isnan(base)):
+            return week.models[int(np.nanargmax(base))]  # ties: the conventional order
+    return week.models[0]
+
+
+def _quote_text(q: Quote | None) -> str:
+    if q is None:
+        return ""
+    ev = q["evidence"] if len(q["evidence"]) <= 160 else q["evidence"][:159] + "…"
+    return (f"; {q['kind']} quote: {q['item_type']} “{q['item_text']}” "
+            f"({q['condition']} r{q['rep']}: “{ev}”)")
+
+
+def _audit_evidence(ctx: Context, run_id: str) -> str:
+    try:
+        data = json.loads((ctx.week.week_dir / run_id / AUDIT_FILE).read_text(encoding="utf-8"))
+        return str(data["skill_invocation"]["evidence"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
+
+def build(ctx: Context) -> Data:
+    week = ctx.week
+    family_of = week.prompt_family
+    lifts: dict[str, dict[str, float]] = {}
+    for r in ctx.shared(prompt_rows):
+        if r["must_lift"] is not None:
+            lifts.setdefault(r["prompt"], {})[r["model"]] = r["must_lift"]
+    quotes = ctx.shared(verdict_quotes)
+
+    # With-skill runs (skill installed) per prompt: audit statuses and top-level-only runs.
+    ws = ctx.with_skill_runs & (week.m_prompt >= 0) & (week.m_model >= 0)
+    top = ctx.run_column("top_level_only") == 1
+    strongest = _strongest(ctx)
+    s_idx = week.models.index(strongest) if strongest is not None else -1
+    not_invoked = INVOCATION_STATUSES.index(NOT_INVOKED)
+
+    items: list[Improvement] = []
+    with_runs = {week.prompts[p] for p in np.unique(week.m_prompt[ws]).tolist()}
+    for prompt in sorted(set(lifts) | with_runs):
+        p_idx = week.prompts.index(prompt)
+        runs = ws & (week.m_prompt == p_idx)
+        per_model = lifts.get(prompt, {})
+        shown = ", ".join(f"{m} {signed(d)}" for m, d in per_model.items())
+
+        def add(pattern: str, evidence: str, prompt: str = prompt) -> None:
+            items.append({"skill": family_of.get(prompt) or prompt, "prompt": prompt,
+                          "pattern": pattern, "suggestion": SUGGESTIONS[pattern],
+                          "evidence": evidence})
+
+        if per_model and all(d <= audit.HURT_ALL_THRESHOLD + 1e-12 for d in per_model.values()):
+            q = next((q for m in per_model if (q := quotes.get((prompt, m))) is not None), None)
+            add(HURT_ALL, f"must lift {shown}{_quote_text(q)}")
+        inv = week.m_invocation[runs]
+        audited = int(np.count_nonzero(inv >= 0))
+        missed = int(np.count_nonzero(inv == not_invoked))
+        if per_model and all(audit.impact_outcome(d) == audit.NO_OP for d in per_model.values()):
+            read = audited - missed
+            how = ((f"the skill was loaded in {read} of {audited} with-skill runs, so the models "
+                    "likely already had the content" if read else "the skill was never read")
+                   if audited else "invocation not recorded")
+            add(NO_OP_ALL, f"|must lift| < {audit.IMPACT_THRESHOLD:.2f} on every model "
+                           f"({shown}); {how}")
+        if audited and missed == audited:
+            models = sorted({week.models[m]
+                             for m in week.m_model[runs & (week.m_invocation >= 0)].tolist()})
+            add(NEVER_INVOKED, f"NOT_INVOKED in all {audited} audited with-skill runs "
+                               f"({', '.join(models)})")
+        if s_idx >= 0:
+            strong = runs & (week.m_model == s_idx) & (week.m_invocation >= 0)
+            misused = np.flatnonzero(strong & top)
+            if misused.size:
+                first = week.run_ids(misused[:1].tolist())[0]
+                ev = _audit_evidence(ctx, first)
+                add(MISUSE, f"top-level only (SKILL.md read, no linked file opened) in "
+                            f"{misused.size} of {int(np.count_nonzero(strong))} with-skill runs "
+                            f"on {strongest}, the strongest model this week"
+                            + (f"; e.g. {first}: {ev}" if ev else f"; e.g. {first}"))
+    return {"improvements": {"strongest_model": strongest, "items": items}}
+
+
+def render(card: Scorecard) -> list[str]:
+    imp = card.get("improvements")
+    if not imp:
+        return []
+    L = ["## Suggested improvements\n"]
+    if not imp["items"]:
+        L.append("_None: no skill hurt or did nothing on every model, went uninvoked on every "
+                 "model, or was misused on the strongest model._\n")
+        return L
+    for it in imp["items"]:
+        L.append(f"- **{it['skill']}** (prompt {it['prompt']}) — {it['pattern']}: "
+                 f"{it['suggestion']}.  \n  Evidence: {it['evidence']}")
+    strongest = imp["strongest_model"]
+    L.append("\n_The cross-model patterns of the SkillsBench trajectory audit; none is a "
+             "blocker. A prompt measures one skill (its target SKILL.md, in the family it "
+             f"installs); the strongest model ({strongest or 'n/a'}) is the one with the "
+             "highest no-skill must coverage this week._\n")
+    return L
+
