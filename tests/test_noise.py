@@ -92,6 +92,25 @@ def test_exceed_rates_enumerate_every_split() -> None:
     assert rates == {"a": 0.75, "b": 0.25, "c": 0.0, "none": None}
 
 
+def test_sign_flips_of_repeated_values_are_drawn_per_value(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many prompts, few distinct dᵢ (the usual must-coverage halves): the draws are counted
+    per value — same distribution as one coin per prompt, so sd ≈ √Σd²/n — reproducibly,
+    with a value's copies across 64-bit words (70, 130, 64 copies) and older numpy's
+    popcount (unpacking) giving the same counts."""
+    d = np.repeat([0.1, -0.2, 0.3, 0.0], [70, 130, 1, 64])
+    means, exact = noise.sign_flip_means(d)
+    again, _ = noise.sign_flip_means(d)
+    assert not exact and means.size == noise.MC_DRAWS and np.array_equal(means, again)
+    assert means.std() == pytest.approx(math.sqrt(float((d ** 2).sum())) / d.size, rel=0.05)
+    assert abs(means.mean()) < 5 * means.std() / math.sqrt(means.size)
+    assert np.abs(means).max() <= np.abs(d).sum() / d.size + 1e-12
+    words = np.random.default_rng(5).integers(0, 2**63, size=(4, 7), dtype=np.uint64)
+    native = noise._popcount(words)
+    monkeypatch.delattr(np, "bitwise_count", raising=False)
+    assert np.array_equal(noise._popcount(words), native)
+
+
 def test_exceed_rates_beyond_enumeration_are_seeded_monte_carlo() -> None:
     rng = np.random.default_rng(1)
     d = rng.normal(0.0, 1.0, 40)

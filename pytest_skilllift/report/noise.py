@@ -84,11 +84,41 @@ def sign_flip_means(d: np.ndarray, *, draws: int = MC_DRAWS, seed: int = MC_SEED
         return patterns @ d / n, True
     rng = np.random.default_rng(seed)
     means = np.empty(draws)
+    values, counts = np.unique(d, return_counts=True)
+    if values.size * 8 < n:
+        # Few distinct dᵢ (halves of must coverage take few values): only how many of each
+        # value's c copies keep their sign matters. Each copy gets one random bit, the bits
+        # packed 64 to a word (a value's copies in its own words, the unused bits masked
+        # off), so a pattern costs ~n/64 + K words instead of n draws: a 5,000-prompt week
+        # takes milliseconds instead of 0.4 s per model. Same distribution: n fair coins.
+        words = (counts + 63) // 64
+        starts = np.concatenate(([0], np.cumsum(words)[:-1]))
+        mask = np.full(int(words.sum()), np.iinfo(np.uint64).max, dtype=np.uint64)
+        tail = counts - (words - 1) * 64  # bits used in each value's last word, 1..64
+        mask[starts + words - 1] = np.where(
+            tail == 64, np.iinfo(np.uint64).max,
+            (np.uint64(1) << np.minimum(tail, 63).astype(np.uint64)) - np.uint64(1))
+        base = float(counts @ values)
+        for start in range(0, draws, 1024):
+            k = min(1024, draws - start)
+            bits = rng.integers(0, np.iinfo(np.uint64).max, size=(k, mask.size),
+                                dtype=np.uint64, endpoint=True) & mask
+            kept = np.add.reduceat(_popcount(bits), starts, axis=1)
+            means[start:start + k] = (2.0 * (kept @ values) - base) / n
+        return means, False
     for start in range(0, draws, 1024):  # chunked: memory stays at 1024 × n
         k = min(1024, draws - start)
         signs = rng.integers(0, 2, size=(k, n), dtype=np.int8) * 2 - 1
         means[start:start + k] = signs @ d / n
     return means, False
+
+
+def _popcount(words: np.ndarray) -> np.ndarray:
+    """Set bits per uint64 word (numpy ≥ 2 counts them natively; older numpy unpacks)."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(words).astype(np.int64)
+    as_bits = np.unpackbits(words.view(np.uint8), axis=-1)
+    return as_bits.reshape(*words.shape, 64).sum(axis=-1, dtype=np.int64)
 
 
 def exceed_rates(d: np.ndarray, bars: dict[str, float | None]) -> tuple[dict[str, float | None],
