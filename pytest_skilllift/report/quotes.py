@@ -14,6 +14,7 @@ taken from the Arrow columns at the end.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import TypedDict
 
@@ -54,6 +55,9 @@ class _Items:
     def __init__(self, ctx: Context) -> None:
         w = ctx.week
         self.week = w
+        self._rates: list[list[list[float]]] | None = None  # best()'s Python copies
+        self._types: list[int] = []
+        self._starts: list[int] = []
         M = max(len(w.models), 1)
         self.M = M
         texts = w.s_item_text
@@ -96,35 +100,41 @@ class _Items:
         self.first_rows = self.rows[first_pos]
         self.prompt_start = np.searchsorted(self.item_prompt, np.arange(len(w.prompts) + 1))
 
-    def first_row(self, g: int, m: int, with_arm: bool, hit: bool) -> int | None:
-        key = ((g * self.M + m) * 2 + int(with_arm)) * 2 + int(hit)
-        pos = int(np.searchsorted(self.first_keys, key))
-        if pos < self.first_keys.size and self.first_keys[pos] == key:
-            return int(self.first_rows[pos])
-        return None
-
     def best(self, p: int, m: int, item_type: int, sign: int) -> tuple[int, float, float] | None:
         """The item of prompt ``p`` and ``item_type`` whose ``sign``·(with − no) share is
         largest and positive: (item, rate with, rate no)."""
-        lo, hi = int(self.prompt_start[p]), int(self.prompt_start[p + 1])
+        if self._rates is None:  # Python floats: ~10^4 calls read numpy scalars too slowly
+            self._rates = self.rate.tolist()
+            self._types = self.item_type.tolist()
+            self._starts = self.prompt_start.tolist()
+        rates, types = self._rates, self._types
+        lo, hi = self._starts[p], self._starts[p + 1]
         best: tuple[int, float, float] | None = None
         best_gap = 0.0
         for g in range(lo, hi):
-            if self.item_type[g] != item_type:
+            if types[g] != item_type:
                 continue
-            r_no, r_with = self.rate[g, m, 0], self.rate[g, m, 1]
-            if np.isnan(r_no) or np.isnan(r_with):
+            r_no, r_with = rates[g][m]
+            if math.isnan(r_no) or math.isnan(r_with):
                 continue
             gap = sign * (r_with - r_no)
             if gap > best_gap + 1e-12:
-                best, best_gap = (g, float(r_with), float(r_no)), gap
+                best, best_gap = (g, r_with, r_no), gap
         return best
 
-    def pick(self, kind: str, g: int, m: int, from_with: bool, rates: tuple[float, float]
-             ) -> _Pick | None:
-        """The quote to make (its scores.csv row found), or None when there is no row."""
-        row = self.first_row(g, m, from_with, True)
-        return None if row is None else (kind, g, from_with, rates, row)
+    def first_hit_rows(self, wanted: list[tuple[int, int, bool]]) -> list[int | None]:
+        """The first scores.csv row of each (item, model, from the with-skill arm) in which
+        the item was met/violated (None: no such row), found in one search."""
+        if not wanted or self.first_keys.size == 0:
+            return [None] * len(wanted)
+        keys = np.array([((g * self.M + m) * 2 + int(w)) * 2 + 1 for g, m, w in wanted],
+                        np.int64)
+        pos = np.searchsorted(self.first_keys, keys)
+        found = pos < self.first_keys.size
+        found[found] = self.first_keys[pos[found]] == keys[found]
+        rows = self.first_rows[np.minimum(pos, self.first_keys.size - 1)]
+        return [int(r) if f else None for r, f in zip(rows.tolist(), found.tolist(),
+                                                      strict=True)]
 
     def quotes(self, picks: list[_Pick]) -> list[Quote]:
         """The quotes, their text read from the Arrow columns in one pass (a week quotes
@@ -149,21 +159,32 @@ def impact_quotes(ctx: Context, verdicts: Iterable[tuple[str, str, str]]
     items = _Items(ctx)
     p_of = {p: i for i, p in enumerate(ctx.week.prompts)}
     m_of = {m: i for i, m in enumerate(ctx.week.models)}
+    # Candidates first, their scores.csv rows found in one search per round: helped → the
+    # must item the skill unlocked most; hurt → the avoid item it brought on most, else
+    # (no such item, or no row to quote) the must item it lost most.
     picked: dict[tuple[str, str], _Pick | None] = {}
+    tries: dict[tuple[str, str], tuple[str, int, bool, tuple[int, float, float]]] = {}
+    fallback: dict[tuple[str, str], int] = {}  # hurt: the model, for the second round
     for prompt, model, outcome in verdicts:
-        q: _Pick | None = None
-        if items.ok and outcome in (HELPED, HURT):
-            p, m = p_of[prompt], m_of[model]
-            if outcome == HELPED:
-                b = items.best(p, m, _MUST, +1)
-                q = items.pick(UNLOCK, b[0], m, True, (b[1], b[2])) if b else None
-            else:
-                b = items.best(p, m, _AVOID, +1)
-                q = items.pick(MISLED, b[0], m, True, (b[1], b[2])) if b else None
-                if q is None:
-                    b = items.best(p, m, _MUST, -1)
-                    q = items.pick(MISLED, b[0], m, False, (b[1], b[2])) if b else None
-        picked[(prompt, model)] = q
+        picked[(prompt, model)] = None
+        if not (items.ok and outcome in (HELPED, HURT)):
+            continue
+        p, m = p_of[prompt], m_of[model]
+        b = items.best(p, m, _MUST if outcome == HELPED else _AVOID, +1)
+        if outcome == HURT:
+            fallback[(prompt, model)] = m
+        if b is not None:
+            tries[(prompt, model)] = (UNLOCK if outcome == HELPED else MISLED, m, True, b)
+    for second in (False, True):
+        if second:
+            tries = {}
+            for key, m in fallback.items():
+                if picked[key] is None and (b := items.best(p_of[key[0]], m, _MUST, -1)):
+                    tries[key] = (MISLED, m, False, b)
+        rows = items.first_hit_rows([(b[0], m, w) for _k, m, w, b in tries.values()])
+        for (key, (kind, _m, from_with, b)), row in zip(tries.items(), rows, strict=True):
+            if row is not None:
+                picked[key] = (kind, b[0], from_with, (b[1], b[2]), row)
     made = iter(items.quotes([q for q in picked.values() if q is not None]) if items.ok else [])
     return {key: (next(made) if q is not None else None) for key, q in picked.items()}
 

@@ -115,12 +115,11 @@ def build(ctx: Context) -> Data:
     # week instead of a pass over every run for each prompt (10^4 prompts × 10^5 runs).
     ws_rows = np.flatnonzero(ws)
     ws_rows = ws_rows[np.argsort(week.m_prompt[ws_rows], kind="stable")]
-    ws_prompt = week.m_prompt[ws_rows]
+    bounds = np.searchsorted(week.m_prompt[ws_rows], np.arange(len(week.prompts) + 1)).tolist()
     p_of = {p: i for i, p in enumerate(week.prompts)}
     for prompt in sorted(set(lifts) | with_runs):
         p_idx = p_of[prompt]
-        lo, hi = np.searchsorted(ws_prompt, [p_idx, p_idx + 1])
-        rows = ws_rows[lo:hi]
+        rows = ws_rows[bounds[p_idx]:bounds[p_idx + 1]]
         per_model = lifts.get(prompt, {})
         shown = ", ".join(f"{m} {signed(d)}" for m, d in per_model.items())
 
