@@ -27,8 +27,8 @@ def scipy_special() -> ModuleType:
 
     scipy.special, not scipy.stats: the same distribution functions (stdtrit = t quantile,
     ndtri = normal quantile, nctdtr = noncentral t CDF) at a third of the import time.  Still
-    ≈ 0.25 s of CPU, so it is not imported with this module: ``summarize`` imports it in a
-    background thread while pyarrow parses the CSVs (see ``report.summarize``).
+    ≈ 0.25 s of CPU, so it is not imported with this module: not by whoever only needs the
+    aggregation, and a pytest session imports it while its runs go (``summarize.warm_imports``).
     """
     from scipy import special
 

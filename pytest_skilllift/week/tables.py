@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-# pyarrow.compute (≈ 0.05 s to import) is imported where it is needed: ``summarize`` imports
-# it in the background while the CSVs parse, so the main thread never waits for it.
+# pyarrow.compute (≈ 0.05 s to import) is imported only where it is needed (a week without
+# avoid violations or bad numbers never needs it).
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
