@@ -153,3 +153,18 @@ def test_misuse_on_a_weaker_model_only_is_not_suggested(tmp_path: Path) -> None:
     s = summarize_week(write_runs(tmp_path / "w", runs), write=False)
     assert s.data["improvements"]["items"] == []
     assert "_None: no skill hurt" in s.markdown
+
+
+def test_dense_unique_helpers_match_numpy() -> None:
+    """The quotes' table-marking ``unique`` (no sort on a big week) gives numpy's answer, and
+    falls back to it for a wide key span."""
+    import numpy as np
+
+    from pytest_skilllift.report.quotes import _unique_first, _unique_inverse
+
+    rng = np.random.default_rng(0)
+    for n, span in ((1, 1), (1000, 50), (100_000, 20_000), (10, 10**9)):
+        keys = rng.integers(0, span, n)
+        for ours, theirs in ((_unique_inverse(keys, span), np.unique(keys, return_inverse=True)),
+                             (_unique_first(keys, span), np.unique(keys, return_index=True))):
+            assert all(np.array_equal(a, b) for a, b in zip(ours, theirs, strict=True))

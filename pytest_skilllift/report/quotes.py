@@ -45,6 +45,28 @@ class Quote(TypedDict):
     rate_no: float
 
 
+def _unique_inverse(keys: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_inverse=True)`` for keys in ``[0, span)``: by marking a
+    table instead of sorting when the span is small next to the ~10^6 keys of a big week."""
+    if span > 8 * keys.size + (1 << 20):
+        return np.unique(keys, return_inverse=True)
+    present = np.zeros(span, bool)
+    present[keys] = True
+    rank = np.cumsum(present) - 1
+    return np.flatnonzero(present), rank[keys]
+
+
+def _unique_first(keys: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_index=True)`` (each key's first position) for keys in
+    ``[0, span)``, likewise without a sort when the span allows."""
+    if span > 8 * keys.size + (1 << 20):
+        return np.unique(keys, return_index=True)
+    first = np.full(span, keys.size, np.int64)
+    np.minimum.at(first, keys, np.arange(keys.size))
+    present = np.flatnonzero(first < keys.size)
+    return present, first[present]
+
+
 #: A quote chosen but not yet made: (kind, item, from the with-skill arm, rates, scores row).
 _Pick = tuple[str, int, bool, tuple[float, float], int]
 
@@ -80,7 +102,7 @@ class _Items:
         # prompt's items are contiguous (prompt-major).
         n_t = len(self.texts) + 1
         item_key = w.s_prompt[self.rows].astype(np.int64) * n_t + t_idx[self.rows]
-        keys, self.g = np.unique(item_key, return_inverse=True)
+        keys, self.g = _unique_inverse(item_key, len(w.prompts) * n_t)
         self.item_prompt = keys // n_t
         self.item_text_idx = keys % n_t
         self.item_type = np.zeros(keys.size, np.int64)
@@ -96,7 +118,7 @@ class _Items:
             self.rate = np.where(n_cell > 0, hit_cell / np.maximum(n_cell, 1), np.nan)
         # The first row of each (item, model, arm, hit) — the evidence to quote.
         first_key = cell * 2 + self.hit
-        self.first_keys, first_pos = np.unique(first_key, return_index=True)
+        self.first_keys, first_pos = _unique_first(first_key, G * M * 2 * 2)
         self.first_rows = self.rows[first_pos]
         self.prompt_start = np.searchsorted(self.item_prompt, np.arange(len(w.prompts) + 1))
 

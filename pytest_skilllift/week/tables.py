@@ -685,6 +685,9 @@ def _duplicate_rows(week: Week, t: pa.Table, probs: list[Problem]) -> np.ndarray
     for part, size in zip(parts, sizes, strict=True):
         key = key * size + np.where(valid, part, 0)
     key = np.where(valid, key, -1)
+    span = int(np.prod(sizes, dtype=np.float64))
+    if span <= 8 * n + (1 << 20) and int(np.bincount(key[valid], minlength=1).max()) <= 1:
+        return np.zeros(n, bool)  # the usual week: no repeats (one count, not a 10^6 sort)
     order = np.argsort(key, kind="stable")
     ordered = key[order]
     repeat = np.flatnonzero((ordered[1:] == ordered[:-1]) & (ordered[1:] >= 0)) + 1
