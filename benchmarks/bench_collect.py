@@ -2,11 +2,12 @@
 
 The project: ``--prompts`` prompt files (default 2,000) made from the 26 real qdrant/skills
 prompts in ``tests/fixtures/data`` (cycled, each renamed), their skills, 2 models × 2
-conditions × 3 reps — with the real prompts' 7.4 rubric items on average, ≈ 178,000 test
-items in 24,000 runs.  Each round runs the collection in a fresh interpreter, timed start to
-exit (wall, and the CPU of the process); the item count is checked against the prompts.  For
-scale, the same tree of trivial items is collected by pytest alone (a ``conftest.py``, no
-plugin of ours): what one test per rubric item costs before this plugin does anything.
+conditions × 3 reps — with the real prompts' 7.4 rubric items on average and one ``invoked``
+item per with-skill run, ≈ 190,000 test items in 24,000 runs.  Each round runs the collection
+in a fresh interpreter, timed start to exit (wall, and the CPU of the process); the item count
+is checked against the prompts.  For scale, the same tree of trivial items is collected by
+pytest alone (a ``conftest.py``, no plugin of ours): what one test per rubric item costs before
+this plugin does anything.
 
     python benchmarks/bench_collect.py                  # 2,000 prompts, 3 rounds
     python benchmarks/bench_collect.py --prompts 200 --repeat 1
@@ -44,7 +45,8 @@ def make_project(root: Path, n_prompts: int) -> int:
         data["name"] = f"{data['name']}-{i:05d}"
         (out / f"{data['name']}.json").write_text(json.dumps(data), encoding="utf-8")
         items += len(data["rubric"])
-    return items * len(MODELS) * CONDITIONS * REPS
+    # Every rubric item of every run, and one ``invoked`` item per with-skill run.
+    return (items * CONDITIONS + n_prompts) * len(MODELS) * REPS
 
 
 #: pytest alone on the same tree (file → model → condition → rep → items) of trivial items,
@@ -73,8 +75,21 @@ class Level(pytest.Collector):
 
 class Prompt(pytest.File):
     def collect(self):
+        # Half the leaves are with-skill runs, which have one more item (``invoked``): the
+        # same count, as a whole rubric item per run plus a half.
         n_items = len(json.loads(self.path.read_text())["rubric"])
         yield Level.from_parent(self, name="p", depth=0, n_items=n_items)
+        yield Extra.from_parent(self, name="invoked", n=%d)
+
+
+class Extra(pytest.Collector):
+    def __init__(self, *, n, **kw):
+        super().__init__(**kw)
+        self.n = n
+
+    def collect(self):
+        for i in range(self.n):
+            yield Leaf.from_parent(self, name=f"invoked-{i}")
 
 def pytest_collect_file(file_path, parent):
     if file_path.suffix == ".json":
@@ -84,7 +99,8 @@ def pytest_collect_file(file_path, parent):
 
 def write_floor(root: Path) -> None:
     """A conftest.py that collects the prompt files as trivial items (see _FLOOR_CONFTEST)."""
-    (root / "conftest.py").write_text(_FLOOR_CONFTEST % (len(MODELS), CONDITIONS, REPS))
+    (root / "conftest.py").write_text(
+        _FLOOR_CONFTEST % (len(MODELS), CONDITIONS, REPS, len(MODELS) * REPS))
 
 
 def collect(root: Path, *, floor: bool = False) -> tuple[float, float, int]:
@@ -131,8 +147,8 @@ def main() -> int:
                     raise SystemExit(f"{label}: collected {n} items, expected {expected}")
                 rows[label].append((wall, cpu, load))
     print(f"{args.prompts} prompt files × {len(MODELS)} models × {CONDITIONS} conditions × "
-          f"{REPS} reps = {expected:,} items ({expected // len(MODELS) // CONDITIONS // REPS:,}"
-          " rubric items per model × condition × rep)")
+          f"{REPS} reps = {expected:,} items (rubric items, and an ``invoked`` item per "
+          "with-skill run)")
     print("| collection | wall best / median | CPU best | load avg (1 min) | < 3 s |")
     print("| --- | --- | --- | --- | --- |")
     for label, rs in rows.items():
