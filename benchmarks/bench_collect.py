@@ -50,10 +50,24 @@ def make_project(root: Path, n_prompts: int) -> int:
 
 
 #: pytest alone on the same tree (file → model → condition → rep → items) of trivial items,
-#: no plugin of ours: the floor any one-test-per-rubric-item collection stands on.
+#: no plugin of ours (but the same garbage-collector treatment): the floor any
+#: one-test-per-rubric-item collection stands on.
 _FLOOR_CONFTEST = """
+import gc
 import json
 import pytest
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_collection(session):
+    # The plugin's own treatment (gc off while collecting, the tree frozen after), so the
+    # floor is pytest's node machinery, not the garbage collector.
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.freeze()
+        gc.enable()
 
 class Leaf(pytest.Item):
     def runtest(self):
