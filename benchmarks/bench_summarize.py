@@ -1,31 +1,40 @@
-"""Benchmark ``skilllift summarize`` on a synthetic week of 1,000,000 graded items.
+"""Benchmark ``skilllift summarize`` on synthetic weeks of 1,000,000 graded items, side by side
+with the reference summarizer (``reference_summarize.py``, a plain ``csv``-module loop).
 
-The week: 5,000 prompts × 2 models × 2 conditions × 5 reps × 10 items (5 must, 3 bonus,
-2 avoid), in the qdrant column layout, written into a temporary directory with pyarrow.
-Each measurement runs in a fresh subprocess so the peak RSS (``resource.getrusage``) is
-that of one summarize alone; the time is the best of ``--repeat`` runs of
-``summarize_week`` (imports excluded and reported separately).
+The weeks: 5,000 prompts × 2 models × 2 conditions × 5 reps × 10 items (5 must, 3 bonus,
+2 avoid), in the qdrant column layout, written with pyarrow.  The standard week has ≈ 10,000
+avoid violations; the heavy week ≈ 150,000 (15% of all items: a bad week, when people read the
+scorecard).  Per week, ``--repeat`` rounds of: the reference, ``skilllift summarize
+--no-plots``, ``skilllift summarize`` — each a fresh process timed start to exit (wall, CPU of
+all its threads, peak RSS from ``os.wait4``), interleaved so the machine's load moves them
+alike.  The two summarizers must agree on every model's lift and SE, or the bench stops.
 
-    /opt/venv/bin/python benchmarks/bench_summarize.py            # full size
-    /opt/venv/bin/python benchmarks/bench_summarize.py --prompts 500 --repeat 1   # quick
+    python benchmarks/bench_summarize.py                       # both weeks, 3 rounds
+    python benchmarks/bench_summarize.py --week heavy --repeat 5 --dir /tmp/weeks
+    python benchmarks/bench_summarize.py --prompts 500 --repeat 1   # quick
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+#: (name, share of avoid items judged violated).  The standard week: ≈ 10,000 violations.
+#: The heavy week: 15% of all items are violated avoid items (≈ 150,000 violations: every
+#: one is a row of scorecard.json and must be encoded), the week of issue #14.
+WEEKS: tuple[tuple[str, float], ...] = (("standard", 0.05), ("heavy", 0.75))
 MODELS = ("sonnet", "haiku")
 CONDITIONS = ("no-skill", "with-skill")
 TYPES = ("must",) * 5 + ("bonus",) * 3 + ("avoid",) * 2
@@ -33,8 +42,13 @@ VERDICT = {"must": ("met", "missing"), "bonus": ("met", "absent"),
            "avoid": ("violated", "clean")}
 
 
-def generate_week(out: Path, n_prompts: int = 5000, reps: int = 5, seed: int = 1) -> dict[str, int]:
-    """Write manifest.csv and scores.csv for a synthetic week; returns sizes."""
+def generate_week(out: Path, n_prompts: int = 5000, reps: int = 5, seed: int = 1,
+                  avoid_rate: float = 0.05) -> dict[str, int]:
+    """Write manifest.csv and scores.csv for a synthetic week; returns sizes.
+
+    ``avoid_rate`` is the share of avoid items judged ``violated`` (0.05: the standard week's
+    ≈ 10,000 violations; 0.15: the heavy week's ≈ 150,000, a bad week for a skill set).
+    """
     rng = np.random.default_rng(seed)
     out.mkdir(parents=True, exist_ok=True)
     n_items = len(TYPES)
@@ -78,7 +92,7 @@ def generate_week(out: Path, n_prompts: int = 5000, reps: int = 5, seed: int = 1
     base = rng.random(n_prompts)[p[ri]] * 0.6 + 0.2
     prob = np.clip(base + 0.25 * c[ri] - 0.1 * m[ri], 0, 1)
     is_avoid = ti >= 8
-    pos = np.where(is_avoid, rng.random(ri.size) < 0.05, rng.random(ri.size) < prob)
+    pos = np.where(is_avoid, rng.random(ri.size) < avoid_rate, rng.random(ri.size) < prob)
     verdict = np.where(
         ti < 5, np.where(pos, "met", "missing"),
         np.where(ti < 8, np.where(pos, "met", "absent"), np.where(pos, "violated", "clean")))
@@ -97,6 +111,7 @@ def generate_week(out: Path, n_prompts: int = 5000, reps: int = 5, seed: int = 1
     })
     pacsv.write_csv(scores, out / "scores.csv", write_options=opts)
     return {"runs": n_runs, "items": int(ri.size),
+            "violations": int(np.count_nonzero(pos & is_avoid)),
             "scores_bytes": (out / "scores.csv").stat().st_size,
             "manifest_bytes": (out / "manifest.csv").stat().st_size}
 
@@ -105,6 +120,7 @@ _CHILD = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
 from pytest_skilllift.report.summarize import summarize_week
+import scipy.special  # summarize imports it in the background; here it is timed with the rest
 if {plots}:
     import pytest_skilllift.report.plots  # the plot import is paid once per process, time it apart
 t_import = time.perf_counter() - t0
@@ -117,31 +133,76 @@ for _ in range({repeat}):
         best, best_cpu = dt, dc
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({{"best_s": best, "cpu_s": best_cpu, "import_s": t_import, "peak_rss": rss,
-                   "problems": len(s.problems), "lift": s.data["models"]["sonnet"]["must_lift"]}}))
+                   "problems": len(s.problems), "lift": s.data["models"]["sonnet"]["must_lift"],
+                   "se": s.data["models"]["sonnet"]["must_lift_se"]}}))
 """
 
 
-def measure(week: Path, *, plots: bool, repeat: int) -> dict[str, float]:
-    """Summarize in a fresh interpreter; best time of ``repeat`` and the peak RSS."""
+def measure_in_process(week: Path, *, plots: bool, repeat: int) -> dict[str, float]:
+    """``summarize_week`` in a fresh interpreter: best of ``repeat``, imports apart."""
     code = _CHILD.format(plots=plots, repeat=repeat, week=str(week))
-    t = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                          text=True)
     res: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
-    res["process_s"] = time.perf_counter() - t
     return res
 
 
-def measure_cli(week: Path, *, plots: bool, repeat: int) -> float:
-    """Best wall time of the ``skilllift summarize`` console script, start to exit."""
+@dataclass
+class Timing:
+    """One process run start to exit: wall, CPU (user + system, all threads), peak RSS."""
+
+    wall: float
+    cpu: float
+    rss: int
+    stdout: str
+
+
+def run_process(cmd: list[str]) -> Timing:
+    """Run ``cmd`` and measure it alone (``os.wait4``: this child's own rusage)."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out = proc.stdout.read() if proc.stdout else ""
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 1):  # 1 = a week with input problems (still written)
+        raise RuntimeError(f"{cmd} exited {proc.returncode}")
+    return Timing(wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024, out)
+
+
+def ours_cmd(week: Path, plots: bool) -> list[str]:
     exe = Path(sys.executable).with_name("skilllift")
-    cmd = [str(exe), "summarize", str(week)] + ([] if plots else ["--no-plots"])
-    best = math.inf
+    return [str(exe), "summarize", str(week)] + ([] if plots else ["--no-plots"])
+
+
+def reference_cmd(week: Path) -> list[str]:
+    return [sys.executable, str(Path(__file__).with_name("reference_summarize.py")), str(week),
+            "--out", str(week / "scorecard-reference.md"),
+            "--history", str(week.parent / "history-reference.csv")]
+
+
+def compare(week: Path, repeat: int) -> dict[str, list[Timing]]:
+    """Reference, ours without plots, ours with plots — interleaved, ``repeat`` rounds, so
+    the machine's load moves all three alike."""
+    runs: dict[str, list[Timing]] = {"reference": [], "ours": [], "ours+plots": []}
     for _ in range(repeat):
-        t = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        best = min(best, time.perf_counter() - t)
-    return best
+        runs["reference"].append(run_process(reference_cmd(week)))
+        runs["ours"].append(run_process(ours_cmd(week, plots=False)))
+        runs["ours+plots"].append(run_process(ours_cmd(week, plots=True)))
+    return runs
+
+
+def check_parity(week: Path, ref: Timing) -> str:
+    """Both summarizers agree on every model's lift and SE (else the timing is moot)."""
+    theirs = json.loads(ref.stdout.strip().splitlines()[-1])
+    card = json.loads((week / "scorecard.json").read_text(encoding="utf-8"))
+    worst = 0.0
+    for model, m in card["models"].items():
+        for ours_key, ref_key in (("must_lift", "lift"), ("must_lift_se", "se")):
+            worst = max(worst, abs(m[ours_key] - theirs[model][ref_key]))
+    if worst > 1e-9:
+        raise SystemExit(f"the two summarizers disagree on {week}: max |Δ| = {worst}")
+    return f"lift and SE agree for {', '.join(card['models'])} (max |Δ| {worst:.1e})"
 
 
 def main() -> int:
@@ -149,32 +210,50 @@ def main() -> int:
     ap.add_argument("--prompts", type=int, default=5000)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--week", choices=("standard", "heavy", "both"), default="both")
+    ap.add_argument("--dir", type=Path, default=None,
+                    help="generate the weeks here and keep them (reused when present)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="also time summarize_week in-process (imports apart)")
     args = ap.parse_args()
+    weeks = [w for w in WEEKS if args.week in (w[0], "both")]
     with tempfile.TemporaryDirectory(prefix="skilllift-bench-") as tmp:
-        week = Path(tmp) / "weekly" / "20260808"
-        t = time.perf_counter()
-        size = generate_week(week, args.prompts, args.reps)
-        gen_s = time.perf_counter() - t
-        print(f"generated {size['items']:,} items / {size['runs']:,} runs "
-              f"(scores.csv {size['scores_bytes'] / 1e6:.1f} MB, manifest.csv "
-              f"{size['manifest_bytes'] / 1e6:.1f} MB) in {gen_s:.1f}s")
-        rows = []
-        for plots in (False, True):
-            r = measure(week, plots=plots, repeat=args.repeat)
-            r["cli_s"] = measure_cli(week, plots=plots, repeat=args.repeat)
-            rows.append((plots, r))
+        root = args.dir or Path(tmp)
+        table = []
+        for name, rate in weeks:
+            week = root / name / "weekly" / "20260808"
+            if not (week / "scores.csv").exists():
+                t = time.perf_counter()
+                size = generate_week(week, args.prompts, args.reps, avoid_rate=rate)
+                print(f"{name}: generated {size['items']:,} items / {size['runs']:,} runs, "
+                      f"{size['violations']:,} avoid violations (scores.csv "
+                      f"{size['scores_bytes'] / 1e6:.1f} MB, manifest.csv "
+                      f"{size['manifest_bytes'] / 1e6:.1f} MB) in "
+                      f"{time.perf_counter() - t:.1f}s")
+            load0 = os.getloadavg()[0]
+            runs = compare(week, args.repeat)
+            load1 = os.getloadavg()[0]
+            print(f"{name}: {check_parity(week, runs['reference'][0])}")
+            if args.in_process:
+                for plots in (False, True):
+                    r = measure_in_process(week, plots=plots, repeat=args.repeat)
+                    print(f"{name}: summarize_week in-process, plots={plots}: best "
+                          f"{r['best_s']:.2f} s wall, {r['cpu_s']:.2f} s CPU; imports "
+                          f"{r['import_s']:.2f} s; peak RSS {r['peak_rss'] / 2**20:.0f} MiB")
+            table.append((name, runs, load0, load1))
         print()
-        load = os.getloadavg()[0]
-        print(f"| plots | summarize_week, best of {args.repeat} (wall) | its CPU time | "
-              f"imports | `skilllift summarize` end to end, best of {args.repeat} | "
-              "peak RSS | load avg |")
-        print("| ----- | ---- | ---- | ---- | ---- | ---- | ---- |")
-        for plots, r in rows:
-            print(f"| {'yes' if plots else 'no'} | {r['best_s']:.2f} s | {r['cpu_s']:.2f} s | "
-                  f"{r['import_s']:.2f} s | {r['cli_s']:.2f} s | "
-                  f"{r['peak_rss'] / 2**20:.0f} MiB | {load:.1f} |")
-        print(f"\n(problems reported: {rows[0][1]['problems']}; sonnet lift "
-              f"{rows[0][1]['lift']:.4f})")
+        print(f"| week | summarizer | wall best / median of {args.repeat} | CPU best | peak RSS "
+              "| reference ÷ ours (median wall) | load avg (1 min) |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for name, runs, load0, load1 in table:
+            ref_med = statistics.median(t.wall for t in runs["reference"])
+            for label, ts in runs.items():
+                walls = [t.wall for t in ts]
+                med = statistics.median(walls)
+                ratio = "" if label == "reference" else f"{ref_med / med:.1f}×"
+                print(f"| {name} | {label} | {min(walls):.2f} / {med:.2f} s | "
+                      f"{min(t.cpu for t in ts):.2f} s | {max(t.rss for t in ts) / 2**20:.0f} MiB"
+                      f" | {ratio} | {load0:.1f} → {load1:.1f} |")
     return 0
 
 

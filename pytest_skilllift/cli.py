@@ -30,8 +30,14 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full parser: every subcommand module registers its own subparsers."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser: every subcommand module registers its own subparsers.
+
+    With ``command``, registration stops at the module that registers it: ``skilllift
+    summarize`` then imports only its own module, not every other subcommand's libraries.
+    An unknown or absent command registers them all (``--help`` and the "invalid choice"
+    error list every command).
+    """
     parser = argparse.ArgumentParser(
         prog="skilllift",
         description="Skill-lift tooling: summarize a week, score skills statically, build images.",
@@ -41,13 +47,18 @@ def build_parser() -> argparse.ArgumentParser:
     for name in SUBCOMMAND_MODULES:
         module = importlib.import_module(name)
         module.add_parser(sub)
+        if command is not None and command in sub.choices:
+            break
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``skilllift`` script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    # The top-level parser has no option that takes a value: the first word is the command.
+    command = next((a for a in args_list if not a.startswith("-")), None)
+    parser = build_parser(command)
+    args = parser.parse_args(args_list)
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()

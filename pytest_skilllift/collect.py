@@ -29,7 +29,7 @@ from pytest_skilllift.run.prompt_names import (
 )
 from pytest_skilllift.run.prompts import PromptError, load_prompt
 from pytest_skilllift.run.triggers import skill_families
-from pytest_skilllift.week.columns import WITH_ALL, WITH_SKILL
+from pytest_skilllift.week.columns import ITEM_TYPES, WITH_ALL, WITH_SKILL
 from pytest_skilllift.week.files import OK
 from pytest_skilllift.week.spend import NOT_RUN
 
@@ -55,8 +55,10 @@ def declared_prompt_names(config: pytest.Config) -> dict[str, list[Path]]:
 def _declared_names(config: pytest.Config) -> dict[str, list[Path]]:
     names = config.stash.get(NAMES_KEY, None)
     if names is None:
-        s = config.stash[SESSION_KEY].settings
-        names = config.stash[NAMES_KEY] = declared_names(prompt_files(s.prompts_dir, s.heldout))
+        state = config.stash[SESSION_KEY]
+        # The session's matrix has read every prompt file's name already.
+        names = config.stash[NAMES_KEY] = dict(state.matrix().owners) or declared_names(
+            prompt_files(state.settings.prompts_dir, state.settings.heldout))
     return names
 
 
@@ -86,8 +88,12 @@ class PromptFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         state = self.config.stash[SESSION_KEY]
-        spec = load_prompt(self.path, state.settings.skills_root, state.settings.site)
-        check_unique(self.path.resolve(), spec.name, _declared_names(self.config))
+        # The session's matrix read and checked the file already (once per process); a file
+        # it could not use is read again here, so the error is this node's.
+        spec = state.matrix().prompt_at(self.path)
+        if spec is None:
+            spec = load_prompt(self.path, state.settings.skills_root, state.settings.site)
+            check_unique(self.path.resolve(), spec.name, _declared_names(self.config))
         mismatch = file_name_mismatch(self.path, spec.name)
         if mismatch:
             self.warn(PromptNameWarning(mismatch))
@@ -166,6 +172,11 @@ def _graded_through(skill_lift_judge: Any) -> None:
     ``RubricTest.runtest`` does the work."""
 
 
+#: ``must`` / ``bonus`` / ``avoid`` markers, made once (a week has ~10^5 rubric items;
+#: ``add_marker("must")`` would look the name up in pytest's registry for each).
+_TYPE_MARKS = {t: getattr(pytest.mark, t) for t in ITEM_TYPES}
+
+
 class RubricTest(pytest.Function):
     """One rubric item of one run. must missing / avoid violated fail; bonus never fails.
 
@@ -176,7 +187,7 @@ class RubricTest(pytest.Function):
     def __init__(self, *, run: RunSpec, item: RubricItem, **kw: Any) -> None:
         super().__init__(callobj=_graded_through, **kw)
         self.run, self.item = run, item
-        self.add_marker(item.type)
+        self.add_marker(_TYPE_MARKS[item.type])
         #: The run's result once runtest has it (the progress line reads it).
         self.graded: GradedRun | None = None
 

@@ -7,6 +7,7 @@ besides the prompts directory (:func:`extra_args`), and which node a file become
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -47,11 +48,18 @@ def has_inputs(settings: Settings) -> bool:
     return bool(trigger_files(settings) or skill_creator_files(settings))
 
 
-def collect_extra_file(file_path: Path, parent: pytest.Collector,
-                       settings: Settings) -> pytest.File | None:
-    """A trigger file or a skill-creator evals.json as its node; None for anything else."""
-    resolved = file_path.resolve()
-    if settings.triggers_dir.resolve() in resolved.parents:
+@functools.lru_cache(maxsize=64)
+def resolved_dir(path: Path) -> Path:
+    """A configured directory, resolved once per process (collection asks for every file)."""
+    return path.resolve()
+
+
+def collect_extra_file(file_path: Path, parent: pytest.Collector, settings: Settings,
+                       resolved: Path | None = None) -> pytest.File | None:
+    """A trigger file or a skill-creator evals.json as its node; None for anything else.
+    ``resolved`` is ``file_path.resolve()`` when the caller has it."""
+    resolved = resolved or file_path.resolve()
+    if resolved_dir(settings.triggers_dir) in resolved.parents:
         from pytest_skilllift.collect_triggers import TriggerFile
 
         return TriggerFile.from_parent(parent, path=file_path)

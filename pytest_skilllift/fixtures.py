@@ -9,7 +9,9 @@
 - ``skill_lift_week`` (session): the week directory and its numbers, every run of the
   session finished first.
 
-Loaded by ``plugin.py`` (``pytest_plugins``); nothing here computes.
+Loaded by ``plugin.py`` (``pytest_plugins``); nothing here computes.  PYTEST_DONT_REWRITE:
+this package opts out of assertion rewriting (see ``_rewrite.py``), and this marker tells
+pytest so when ``pytest_plugins`` names this module after it was imported.
 """
 
 from __future__ import annotations

@@ -6,13 +6,22 @@ from ``summarize``. The ``skilllift`` pytest11 entry point loads this module.
 
 from __future__ import annotations
 
+import atexit
+import gc
 import json
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_skilllift import collect_extra, progress_hooks, scale
+# First of this package: keeps pytest from assertion-rewriting the modules imported next.
+from pytest_skilllift import (
+    _rewrite,  # noqa: F401
+    collect_extra,
+    progress_hooks,
+    scale,
+)
 from pytest_skilllift.collect import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
 from pytest_skilllift.config import Settings, SettingsError, add_options
 from pytest_skilllift.fixtures import CHECK_PROP
@@ -68,6 +77,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if not settings.enabled:
         return
     state = SkillLiftSession(settings, worker=_is_worker(config))
+    # At interpreter exit, collect nothing more: finalizing the anthropic SDK's and
+    # matplotlib's object graphs took ~1 s after the session had ended (atexit runs this
+    # last, after every other plugin's handler; the OS frees the memory anyway).
+    atexit.register(gc.freeze)
     scale.register(config, state)  # shards, spend cap, batch judging (every process)
     if _is_worker(config):
         workerinput = config.workerinput  # type: ignore[attr-defined]
@@ -103,9 +116,20 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
         raise pytest.UsageError(str(exc)) from None
     if s.demo:
         state.start_demo()
+    # The judge client and the summarizer's imports are seconds of CPU: they wait until the
+    # runs are under way (ControllerPlugin) instead of slowing the start of the session (its
+    # collection, under xdist every worker's start).
     if _uses_workers(config) and _workers_on_this_host(config):
-        state.start_judge_service()
-    state.warm_summarizer()
+        state.start_judge_service(warm=False)
+
+
+def _worker_count(config: pytest.Config) -> int:
+    """How many xdist workers the session starts (``--tx`` specs, ``N*spec`` counted N)."""
+    count = 0
+    for spec in getattr(config.option, "tx", None) or ():
+        n, star, _ = str(spec).partition("*")
+        count += int(n) if star and n.isdigit() else 1
+    return count
 
 
 def _uses_workers(config: pytest.Config) -> bool:
@@ -164,6 +188,24 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return RunScopeScheduling(config, log)
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+    """A week collects ~10^5 nodes: the cyclic garbage collector is off while they are made
+    (it would rescan the growing tree again and again), and the tree is frozen afterwards (it
+    lives until the session ends, so no collection ever needs to scan it again — pytest's own
+    at exit included). A third of a large collection's time (benchmarks/README.md)."""
+    if SESSION_KEY not in session.config.stash:
+        return (yield)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Longest runs first: with-skill runs read the skill (more model turns), so scheduling
     them before the no-skill runs balances a parallel week (longest-processing-time first).
@@ -186,11 +228,11 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Fil
     state = parent.config.stash.get(SESSION_KEY, None)
     if state is None or file_path.suffix != ".json":
         return None
-    extra = collect_extra.collect_extra_file(file_path, parent, state.settings)
+    resolved = file_path.resolve()
+    extra = collect_extra.collect_extra_file(file_path, parent, state.settings, resolved)
     if extra is not None:
         return extra
-    prompts_dir = state.settings.prompts_dir.resolve()
-    if prompts_dir not in file_path.resolve().parents:
+    if collect_extra.resolved_dir(state.settings.prompts_dir) not in resolved.parents:
         return None
     if is_heldout(file_path) and not state.settings.heldout:
         return None
@@ -204,6 +246,15 @@ class ControllerPlugin:
     def __init__(self, state: SkillLiftSession) -> None:
         self.state = state
         self._hook_seen: set[tuple[str, object]] = set()
+        self._collected_nodes = 0
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Any) -> None:
+        """Every worker is up: build the judge client now (the runs need it within seconds;
+        while they wait on the model the cores are free)."""
+        self._collected_nodes += 1
+        if self._collected_nodes >= _worker_count(node.config):
+            self.state.warm_judge()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
@@ -235,6 +286,11 @@ class ControllerPlugin:
         """Count outcomes per run (the run's status travels in ``user_properties``)."""
         props = {str(k): str(v) for k, v in report.user_properties}
         self.state.tally.add(report.outcome, report.when, props)
+        if report.when == "call":
+            # A run is done (items run it in their call): import the summarizer while the
+            # others run; a no-op after the first time.
+            self.state.warm_judge()
+            self.state.warm_summarizer()
         for key, value in report.user_properties:  # every phase's report repeats them
             if key == HOOK_ERROR_PROP and (report.nodeid, value) not in self._hook_seen:
                 self._hook_seen.add((report.nodeid, value))
@@ -249,12 +305,19 @@ class ControllerPlugin:
         if report.failed:
             self.state.tally.other_failures += 1
 
+    @pytest.hookimpl(tryfirst=True, specname="pytest_sessionfinish")
+    def start_wrap_up(self) -> None:
+        """Start writing the CSVs and the scorecard now, in the background: under xdist the
+        other sessionfinish hooks wait for the workers to shut down, which needs no CPU."""
+        if not self.state.refused:
+            self.state.start_finish()
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Write CSVs and scorecard; the exit status is a report unless gates are set."""
         if self.state.refused:
             return  # the week's identity refused the session: nothing ran, nothing to write
-        enough = self.state.finish()
+        enough = self.state.finished()
         self.state.ci.finish(self.state.summary)
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
                           pytest.ExitCode.USAGE_ERROR):

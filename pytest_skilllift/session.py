@@ -7,8 +7,8 @@ and the exit-status decision; workers only generate and grade runs into the week
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
+import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -116,6 +116,9 @@ class SkillLiftSession:
         self._graders: dict[int, FixtureGrader] = {}
         self._matrix: Matrix | None = None
         self.matrix_warned = False
+        self._judge_warmed = False
+        self._summarizer_warmed = False
+        self._finishing: tuple[threading.Thread, list[BaseException]] | None = None
         self.refused = False  # the week's identity (week.json) refused this session
         self.baseline_note = ""  # --skill-lift-baseline-from: what the plan reuses
         from pytest_skilllift.ci import SessionVerdicts  # week identity at start, gates at end
@@ -138,20 +141,36 @@ class SkillLiftSession:
         self.settings = dataclasses.replace(
             self.settings, base_url=url, extra_env={"ANTHROPIC_API_KEY": DEMO_KEY})
 
-    def start_judge_service(self) -> None:
-        """Under xdist: one judge client in the controller, served to every worker."""
+    def start_judge_service(self, *, warm: bool = True) -> None:
+        """Under xdist: one judge client in the controller, served to every worker; built
+        now in the background with ``warm``, else by :meth:`warm_judge` or the first grade."""
         from pytest_skilllift.judge.service import JudgeService
 
         self._judge_service = JudgeService(self._local_grader)
-        url = self._judge_service.start()
+        url = self._judge_service.start(warm=warm)
         self.settings = dataclasses.replace(self.settings, judge_url=url,
                                             judge_token=self._judge_service.token)
 
+    def warm_judge(self) -> None:
+        """Build the judge service's client (≈ 1.5 s of CPU: the anthropic SDK) in the
+        background, once."""
+        if self._judge_service is not None and not self._judge_warmed:
+            self._judge_warmed = True
+            self._judge_service.grader.warm("skilllift-judge-warmup")
+
     def warm_summarizer(self) -> None:
-        """Import the summarizer (numpy, scipy, matplotlib) while the runs are going, so the
-        scorecard is not seconds of imports after the last run."""
-        Warmed(lambda: importlib.import_module("pytest_skilllift.report.summarize")).warm(
-            "skilllift-summarize-warmup")
+        """Import the summarizer (numpy, scipy, pyarrow, matplotlib: ≈ 0.9 s of CPU) in the
+        background, once, so the scorecard is not seconds of imports after the last run."""
+        if self._summarizer_warmed:
+            return
+        self._summarizer_warmed = True
+
+        def imports() -> None:
+            from pytest_skilllift.report.summarize import warm_imports
+
+            warm_imports()
+
+        Warmed(imports).warm("skilllift-summarize-warmup")
 
     def check_ready_to_run(self) -> None:
         """Before the first run (listing tests needs neither): a key, so no run fails for the
@@ -359,8 +378,46 @@ class SkillLiftSession:
                           evidence="flag" if s.evidence == "flag" else "reject")
 
     # -- controller wrap-up -------------------------------------------------------------
+    def start_finish(self) -> None:
+        """Start writing the CSVs and the scorecard in a background thread
+        (:meth:`finished` waits for it and concludes): the controller writes them while
+        xdist shuts its workers down."""
+        if self._finishing is not None:
+            return
+        if self.sweeps is not None and self.sweeps.ran:
+            # Docker: the end-of-session container sweep must follow the workers' own
+            # clean-up, so the wrap-up waits for them (finished() runs it then).
+            return
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                self._write_scorecard()
+            except BaseException as exc:  # raised again, in the caller's thread, by finished()
+                errors.append(exc)
+
+        thread = threading.Thread(target=run, name="skilllift-wrap-up", daemon=True)
+        self._finishing = (thread, errors)
+        thread.start()
+
+    def finished(self) -> bool:
+        """:meth:`finish`, reusing the scorecard :meth:`start_finish` is writing (an error
+        it raised is raised here).  The scorecard-section hooks run here, in the caller's
+        thread."""
+        if self._finishing is None:
+            return self.finish()
+        thread, errors = self._finishing
+        thread.join()
+        if errors:
+            raise errors[0]
+        return self._conclude()
+
     def finish(self) -> bool:
         """Rebuild the CSVs, write the scorecard; return whether coverage is enough."""
+        self._write_scorecard()
+        return self._conclude()
+
+    def _write_scorecard(self) -> None:
         from pytest_skilllift.report.summarize import summarize_week
         from pytest_skilllift.run.triggers import rebuild_trigger_table
         from pytest_skilllift.week.spend import NOT_RUN, update_spend
@@ -374,11 +431,16 @@ class SkillLiftSession:
                if st == NOT_RUN])
         has_triggers = rebuild_trigger_table(self.week.root) > 0
         if not any(self.week.root.glob(f"*/{RUN_FILE}")) and not has_triggers:
-            return True
+            return
         self.week.rebuild_csvs()
         merge_checks(self.week.root, self.checks.finished())
         banner = DEMO_BANNER if self.settings.demo else None
         self.summary = summarize_week(self.week.root, banner=banner)
+
+    def _conclude(self) -> bool:
+        """Hook sections, and whether this session graded enough of its runs."""
+        if self.summary is None:
+            return True
         self._add_hook_sections()
         runs = self.tally.runs
         if not runs:

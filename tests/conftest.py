@@ -7,6 +7,11 @@ from pathlib import Path
 
 import pytest
 
+# pytester's inline runs drop every module a run imported, and PyYAML's C loader breaks when
+# imported a second time ("could not determine a constructor for the tag None"); the lint
+# plugin imports YAML only when a run lints, so the test process imports it once, up front.
+import yaml  # noqa: F401
+
 REPO = Path(__file__).resolve().parents[1]
 #: Real material from outside this project (qdrant/skills, Apache-2.0; CLI transcripts), kept
 #: in the repository so a fresh clone runs every test. Its README names the sources.

@@ -307,6 +307,23 @@ def test_default_judge_model() -> None:
     assert Judge().model == installed
 
 
+def test_sdk_models_are_read_without_importing_the_sdk() -> None:
+    """The default judge model comes from the SDK's files, not its import (≈ 1.5 s before a
+    session's first run): the same ids and deprecation table as the imported SDK's."""
+    import typing
+
+    from anthropic._data import DEPRECATED_MODELS
+    from anthropic.types.model import Model
+
+    from pytest_skilllift.judge import client
+
+    imported = tuple(a for arg in typing.get_args(Model) for a in typing.get_args(arg)
+                     if isinstance(a, str))
+    assert client._sdk_source("types", "model.py") is not None  # the fast path is taken
+    assert client._sdk_model_ids() == imported and imported
+    assert client._sdk_deprecated() == dict(DEPRECATED_MODELS)
+
+
 def test_keyword_rule() -> None:
     assert decide("must", "Recommends RRF fusion by default", ANSWER) == (
         "met", "Use RRF fusion by default, because dense and sparse score scales differ.")

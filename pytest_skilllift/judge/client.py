@@ -32,7 +32,9 @@ result (error texts are scrubbed of it as a second line of defence).
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import importlib.util
 import logging
 import os
 import random
@@ -40,6 +42,7 @@ import re
 import time
 import typing
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.judge.protocol import (
@@ -151,8 +154,34 @@ def estimate_cost(model: str, usage: Any) -> tuple[float, str | None]:
 # Model choice
 
 
+def _sdk_source(*parts: str) -> ast.Module | None:
+    """A module of the installed anthropic SDK, parsed from its file without importing the
+    SDK (whose import is ≈ 1.5 s of CPU: a session needs the default judge model for the
+    week's identity before its first run, long before it needs a client)."""
+    try:
+        spec = importlib.util.find_spec("anthropic")
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        if not locations:
+            return None
+        return ast.parse(Path(locations[0], *parts).read_text(encoding="utf-8"))
+    except (ImportError, ValueError, OSError, SyntaxError):
+        return None
+
+
 def _sdk_model_ids() -> tuple[str, ...]:
-    """Model ids the installed SDK lists in its ``Model`` literal type."""
+    """Model ids the installed SDK lists in its ``Model`` literal type (read from the SDK's
+    ``types/model.py``; imported when that file does not hold them as literals)."""
+    tree = _sdk_source("types", "model.py")
+    if tree is not None:
+        found = tuple(
+            elt.value for node in ast.walk(tree)
+            if isinstance(node, ast.Subscript) and (
+                getattr(node.value, "id", None) == "Literal"
+                or getattr(node.value, "attr", None) == "Literal")
+            for elt in (node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice])
+            if isinstance(elt, ast.Constant) and isinstance(elt.value, str))
+        if found:
+            return found
     try:
         from anthropic.types.model import Model
     except ImportError:  # pragma: no cover - an SDK without the type
@@ -164,7 +193,24 @@ def _sdk_model_ids() -> tuple[str, ...]:
 
 
 def _sdk_deprecated() -> Mapping[str, str]:
-    """The SDK's own deprecation table (model id -> end-of-life date), if it ships one."""
+    """The SDK's own deprecation table (model id -> end-of-life date), if it ships one (read
+    from ``_data/deprecated_models.py`` like :func:`_sdk_model_ids`)."""
+    tree = _sdk_source("_data", "deprecated_models.py")
+    for node in tree.body if tree is not None else ():
+        target: ast.expr
+        if isinstance(node, ast.AnnAssign):
+            target, value = node.target, node.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        else:
+            continue
+        if getattr(target, "id", None) == "DEPRECATED_MODELS" and value is not None:
+            try:
+                table = ast.literal_eval(value)
+            except ValueError:
+                break
+            if isinstance(table, dict):
+                return {str(k): str(v) for k, v in table.items()}
     try:
         from anthropic._data import DEPRECATED_MODELS
     except ImportError:  # pragma: no cover - older SDKs keep no table

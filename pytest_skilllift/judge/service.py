@@ -58,7 +58,9 @@ class JudgeService:
         self._server: ThreadingHTTPServer | None = None
         self.url = ""
 
-    def start(self) -> str:
+    def start(self, *, warm: bool = True) -> str:
+        """Serve on 127.0.0.1; with ``warm``, build the client now in the background
+        (otherwise on ``grader.warm`` or the first request)."""
         service = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -91,10 +93,11 @@ class JudgeService:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, name="skilllift-judge-service",
-                         daemon=True).start()
-        # Build the client (the SDK import) now, while workers start and runs generate.
-        self.grader.warm("skilllift-judge-warmup")
+        # A short poll: stop() (``shutdown``) waits up to one poll interval, at session end.
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                         name="skilllift-judge-service", daemon=True).start()
+        if warm:  # build the client (the SDK import) now, while the runs generate
+            self.grader.warm("skilllift-judge-warmup")
         host, port = self._server.server_address[:2]
         self.url = f"http://{host!s}:{port}"
         return self.url

@@ -27,15 +27,29 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+# First of this package: keeps pytest from assertion-rewriting the modules imported next.
+from pytest_skilllift import _rewrite  # noqa: F401
 from pytest_skilllift.config import LintSettings, SettingsError
-from pytest_skilllift.lint.analyze import SkillReport, analyze
-from pytest_skilllift.lint.antipatterns import ANTI_PATTERN_FLAGS, FRONTMATTER_CHECK, LINKS_CHECK
-from pytest_skilllift.lint.skillfile import Finding, find_skill_dirs, load_skill
 
 if TYPE_CHECKING:  # the model layers (numpy, scipy, the SDK) load only when a depth test runs
+    from pytest_skilllift.lint.analyze import SkillReport
     from pytest_skilllift.lint.depth import DepthContext, DepthReport
+    from pytest_skilllift.lint.skillfile import Finding
 
-CHECKS: tuple[str, ...] = (*ANTI_PATTERN_FLAGS, FRONTMATTER_CHECK, "SKILL_FILE", LINKS_CHECK)
+# The analysis modules (YAML, the checks) are imported only when --skill-lint is on: every
+# pytest process loads this plugin, and each module it imports is one more for pytest's
+# assertion rewriter to compile in every xdist worker.
+
+
+def _checks() -> tuple[str, ...]:
+    """The checks every skill gets a test for."""
+    from pytest_skilllift.lint.antipatterns import (
+        ANTI_PATTERN_FLAGS,
+        FRONTMATTER_CHECK,
+        LINKS_CHECK,
+    )
+
+    return (*ANTI_PATTERN_FLAGS, FRONTMATTER_CHECK, "SKILL_FILE", LINKS_CHECK)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -103,6 +117,8 @@ def pytest_collection_modifyitems(
 def _collect_root(session: pytest.Session, items: list[pytest.Item], root: Path, label: str,
                   threshold: float | None, depth: str) -> None:
     """Append one collector's items per skill under ``root``."""
+    from pytest_skilllift.lint.skillfile import find_skill_dirs
+
     walk: list[Finding] = []
     for skill_dir in find_skill_dirs(root, walk):
         rel = skill_dir.relative_to(root).as_posix()
@@ -138,8 +154,11 @@ class SkillCollector(pytest.Collector):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Analyse once; every check's item carries its own findings."""
+        from pytest_skilllift.lint.analyze import analyze
+        from pytest_skilllift.lint.skillfile import load_skill
+
         report = analyze(load_skill(self.path))
-        by_check: dict[str, list[Finding]] = {c: [] for c in CHECKS}
+        by_check: dict[str, list[Finding]] = {c: [] for c in _checks()}
         for f in report.all_findings:
             by_check.setdefault(f.check, []).append(f)
         for check, findings in by_check.items():
@@ -156,6 +175,7 @@ class SkillCollector(pytest.Collector):
         test, never at collection)."""
         if self._depth_report is None:
             from pytest_skilllift.lint.depth import evaluate
+            from pytest_skilllift.lint.skillfile import load_skill
 
             ctx = _depth_context(self.config, self.depth)
             self._depth_report = evaluate(load_skill(self.path), ctx)

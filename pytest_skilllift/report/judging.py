@@ -33,7 +33,7 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pytest_skilllift.report.sections.judge import (
     AMBIGUOUS_RUNS,
@@ -52,6 +52,10 @@ from pytest_skilllift.week.files import (
     SCORES_CSV,
     atomic_write_text,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
 
 __all__ = ["CONTESTED_COLUMNS", "build", "contested_per_model"]
 
@@ -84,8 +88,12 @@ def _run_meta(week_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _flagged_rows(scores: Path) -> list[dict[str, str]]:
-    """Rows of scores.csv with ``evidence_ok`` = 0 or a truthy ``contested``."""
+def _flagged_rows(scores: Path, flagged: np.ndarray | None = None) -> list[dict[str, str]]:
+    """Rows of scores.csv with ``evidence_ok`` = 0 or a truthy ``contested``.
+
+    ``flagged``: those rows as a mask, when the caller has read scores.csv already
+    (``Week.s_judge_flagged``): then the file is read again only when some row is flagged.
+    """
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -93,6 +101,8 @@ def _flagged_rows(scores: Path) -> list[dict[str, str]]:
 
     from pytest_skilllift.week.tables import NotCsvText, csv_header
 
+    if flagged is not None and not flagged.any():
+        return []
     try:
         if not scores.is_file() or scores.stat().st_size == 0:
             return []
@@ -113,6 +123,10 @@ def _flagged_rows(scores: Path) -> list[dict[str, str]]:
                 strings_can_be_null=False))
 
     try:
+        if flagged is not None:
+            full = read([c for c in _TEXT_COLUMNS if c in header])
+            if full.num_rows == flagged.size:
+                return _rows(full.take(pa.array(np.flatnonzero(flagged))))
         table = read(flags)
         mask = np.zeros(table.num_rows, bool)
         if "contested" in flags:
@@ -128,7 +142,11 @@ def _flagged_rows(scores: Path) -> list[dict[str, str]]:
         picked = full.take(pa.array(np.flatnonzero(mask)))
     except (pa.ArrowException, OSError):
         return []  # summarize's own reader reports an unreadable scores.csv
-    return [{k: (v or "") for k, v in row.items()} for row in picked.to_pylist()]
+    return _rows(picked)
+
+
+def _rows(table: pa.Table) -> list[dict[str, str]]:
+    return [{k: (v or "") for k, v in row.items()} for row in table.to_pylist()]
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -169,11 +187,13 @@ def _write_contested(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 
 
 def build(week_dir: Path, *, history: Path | None = None, run_key: str | None = None,
-          write: bool = False) -> JudgeReport:
+          write: bool = False, flagged: np.ndarray | None = None) -> JudgeReport:
     """The ``judge`` dict of scorecard.json for a week directory.
 
     ``history`` is the scorecard history file; the contested-items history lives beside it
-    and is updated when ``write`` (one idempotent upsert per run key).
+    and is updated when ``write`` (one idempotent upsert per run key).  ``flagged`` is
+    ``Week.s_judge_flagged`` when the caller loaded the week (scores.csv is then not parsed
+    again for a week without flags).
     """
     week_dir = Path(week_dir)
     run_key = run_key or week_dir.name
@@ -185,7 +205,7 @@ def build(week_dir: Path, *, history: Path | None = None, run_key: str | None = 
     with_calls = [m for m in meta if "judge_calls" in m]
     overridden = Counter(str(m.get("judge_impl") or "unknown") for m in meta
                          if m.get("judge_overridden"))
-    rows = _flagged_rows(week_dir / SCORES_CSV)
+    rows = _flagged_rows(week_dir / SCORES_CSV, flagged)
 
     # ---- quotes not found in the answer
     quotes: list[Quote] = []

@@ -35,11 +35,11 @@ def ci_flag(m: Mapping[str, object]) -> str:
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
     """A GitHub table with padded, aligned columns (readable as raw text)."""
     srows = [[str(c) for c in r] for r in rows]
+    # Column-wise max of lengths (map/zip in C, not a Python loop per cell): tables have
+    # ~10^4 rows on a large week.
     widths = [len(h) for h in headers]
-    for r in srows:
-        for i, c in enumerate(r):
-            if len(c) > widths[i]:
-                widths[i] = len(c)
+    for i, col in enumerate(zip(*srows, strict=True)):
+        widths[i] = max(widths[i], *map(len, col))
     fmt_line = "| " + " | ".join(f"{{:<{w}}}" for w in widths) + " |"
     out = [fmt_line.format(*headers), "| " + " | ".join("-" * w for w in widths) + " |"]
     out.extend(fmt_line.format(*r) for r in srows)

@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: CI machines and pytest runs have no display
-
-import matplotlib.pyplot as plt
 import numpy as np
+
+# Figures are made with the object API on the Agg canvas, not pyplot: headless by
+# construction, no global figure registry to close, and no pyplot import (≈ 0.07 s of every
+# `skilllift summarize`).
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from pytest_skilllift.week.history import HistoryRow, run_order
@@ -47,13 +47,19 @@ def _line_height_in(points: float) -> float:
 _TITLE_PT, _LABEL_PT, _TICK_PT = 10.0, 7.0, 8.0
 
 
+def _figure(width: float, height: float) -> Figure:
+    """A figure (inches) on its own Agg canvas."""
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)  # attaches itself as fig.canvas
+    return fig
+
+
 def forest_plot(data: Scorecard, path: Path) -> Path | None:
     """Draw the per-prompt lift forest plot; returns the path, or None with nothing to plot."""
     fig = forest_figure(data)
     if fig is None:
         return None
     fig.savefig(path, dpi=90)
-    plt.close(fig)
     return Path(path)
 
 
@@ -97,8 +103,8 @@ def forest_figure(data: Scorecard) -> Figure | None:
     top_in = 0.15 + _line_height_in(_TITLE_PT) * len(title) + 0.35  # + the panel titles
     bottom_in = 0.2 + _line_height_in(_TICK_PT) + 2 * _line_height_in(_LABEL_PT) + 0.1
     height = top_in + max(1.0, 0.22 * n + 0.3) + bottom_in
-    fig, axes = plt.subplots(1, len(models), figsize=(width, height),
-                             sharex=True, sharey=True, squeeze=False)
+    fig = _figure(width, height)
+    axes = fig.subplots(1, len(models), sharex=True, sharey=True, squeeze=False)
 
     def col(label: str, key: Literal["must_lift", "must_no_min", "must_no_max",
                                      "must_with_min", "must_with_max"]) -> np.ndarray:
@@ -145,7 +151,6 @@ def trend_plot(rows: Sequence[HistoryRow], models: Sequence[str], path: Path) ->
     if fig is None:
         return None
     fig.savefig(path, dpi=90)
-    plt.close(fig)
     return Path(path)
 
 
@@ -155,7 +160,8 @@ def trend_figure(rows: Sequence[HistoryRow], models: Sequence[str]) -> Figure | 
     if len(order) < 2:
         return None
     x = {k: i for i, k in enumerate(order)}
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig = _figure(7, 3.5)
+    ax = fig.subplots()
     labels = list(models) + sorted({r.model for r in rows} - set(models))
     for label in labels:
         pts = [r for r in rows if r.model == label and r.must_lift is not None]

@@ -14,13 +14,25 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-# scipy.special, not scipy.stats: the same distribution functions (stdtrit = t quantile,
-# ndtri = normal quantile, nctdtr = noncentral t CDF) at a third of the import time, which
-# matters for a CLI that must finish a large week in two seconds.
-from scipy import special
+if TYPE_CHECKING:
+    from types import ModuleType
+
+
+def _special() -> ModuleType:
+    """scipy.special, imported on first use.
+
+    scipy.special, not scipy.stats: the same distribution functions (stdtrit = t quantile,
+    ndtri = normal quantile, nctdtr = noncentral t CDF) at a third of the import time.  Still
+    ≈ 0.25 s of CPU, so it is not imported with this module: ``summarize`` imports it in a
+    background thread while pyarrow parses the CSVs (see ``report.summarize``).
+    """
+    from scipy import special
+
+    return special
 
 #: composite = clamp(must + BONUS_WEIGHT·bonus − AVOID_PENALTY·avoid, 0, 1)  (Scoring Math)
 BONUS_WEIGHT = 0.10
@@ -194,7 +206,7 @@ class Lift:
 
 def t_quantile(df: int, level: float = 0.95) -> float:
     """Exact two-sided Student-t multiplier (e.g. 2.0595 for df=25 at 95%)."""
-    return float(special.stdtrit(df, 0.5 + level / 2.0))
+    return float(_special().stdtrit(df, 0.5 + level / 2.0))
 
 
 def paired_lift(no: np.ndarray, with_: np.ndarray, *, level: float = 0.95) -> Lift:
@@ -276,7 +288,7 @@ def wilson_interval(k: int, n: int, *, level: float = 0.95) -> tuple[float, floa
     """Wilson score interval for a proportion k/n; (nan, nan) when n == 0."""
     if n <= 0:
         return (math.nan, math.nan)
-    z = float(special.ndtri(0.5 + level / 2.0))
+    z = float(_special().ndtri(0.5 + level / 2.0))
     p = k / n
     denom = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
@@ -287,11 +299,11 @@ def wilson_interval(k: int, n: int, *, level: float = 0.95) -> tuple[float, floa
 def _paired_t_power(delta: float, sd: float, n: int, alpha: float) -> float:
     """Power of the two-sided paired t-test (noncentral t)."""
     df = n - 1
-    tc = float(special.stdtrit(df, 1 - alpha / 2))
+    tc = float(_special().stdtrit(df, 1 - alpha / 2))
     nc = delta * math.sqrt(n) / sd
     if nc > 40:  # far in the tail: scipy's nct returns NaN there, and power is ~1
         return 1.0
-    p = float(1.0 - special.nctdtr(df, nc, tc) + special.nctdtr(df, nc, -tc))
+    p = float(1.0 - _special().nctdtr(df, nc, tc) + _special().nctdtr(df, nc, -tc))
     return 1.0 if math.isnan(p) else p
 
 
@@ -309,7 +321,7 @@ def min_detectable_lift(
         return _paired_t_power(delta, sd, n, alpha) - power
 
     # Bracket around the usual (t_α/2 + t_power)·sd/√n approximation.
-    approx = (special.stdtrit(n - 1, 1 - alpha / 2) + special.stdtrit(n - 1, power)) \
+    approx = (_special().stdtrit(n - 1, 1 - alpha / 2) + _special().stdtrit(n - 1, power)) \
         * sd / math.sqrt(n)
     hi = 2.0 * approx
     while f(hi) < 0:
@@ -332,7 +344,7 @@ def prompts_needed(
     """Prompts needed for a paired t-test to detect ``lift`` with ``power`` at this noise."""
     if sd is None or not math.isfinite(sd) or lift <= 0 or sd == 0:
         return None  # no spread: no power calculation to make (see min_detectable_lift)
-    z = float(special.ndtri(1 - alpha / 2) + special.ndtri(power))
+    z = float(_special().ndtri(1 - alpha / 2) + _special().ndtri(power))
     n = max(2, math.ceil((z * sd / lift) ** 2) - 2)  # normal approx, t needs a bit more
     while n < max_n and _paired_t_power(lift, sd, n, alpha) < power:
         n += 1 if n < 1000 else max(1, n // 1000)
@@ -417,7 +429,7 @@ def week_over_week(
     se_delta = within = None
     if now_se is not None and prev_se is not None:
         se_delta = math.sqrt(now_se**2 + prev_se**2)
-        t = t_quantile(now_n - 1, level) if now_n >= 2 else float(special.ndtri(0.975))
+        t = t_quantile(now_n - 1, level) if now_n >= 2 else float(_special().ndtri(0.975))
         within = t * se_delta
     lifts = [x for _, x, _ in prior if x is not None and math.isfinite(x)]
     between = float(np.std(lifts, ddof=1)) if len(lifts) >= 2 else None

@@ -31,6 +31,7 @@ from pytest_skilllift.week.files import (
     STATUS_OK,
     TREND_PNG,
     WEEK_JSON,
+    atomic_write_bytes,
     atomic_write_text,
 )
 from pytest_skilllift.week.tables import Problem, Week, load_week
@@ -91,11 +92,24 @@ class Summary:
         return lines
 
 
-def _warm_import(module: str) -> None:
-    """Import ``module`` ahead of use; a failure is left for the real import to report."""
+#: What ``summarize_week`` imports beyond this module: scipy.special (the t quantile;
+#: ≈ 0.25 s), pyarrow.compute (≈ 0.05 s) and the plots (matplotlib; ≈ 0.5 s, last).
+WARM_MODULES: tuple[str, ...] = ("scipy.special", "pyarrow.compute",
+                                 "pytest_skilllift.report.plots")
+
+
+def warm_imports() -> None:
+    """Import everything ``summarize_week`` needs now (a pytest session does it in the
+    background while the runs go, so the scorecard does not wait for imports)."""
+    _warm_imports(list(WARM_MODULES))
+
+
+def _warm_imports(modules: list[str]) -> None:
+    """Import ``modules`` ahead of use; a failure is left for the real import to report."""
     # Reported where the module is actually used (inside the plots' try), not here.
-    with contextlib.suppress(Exception):
-        importlib.import_module(module)
+    for module in modules:
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
 
 
 def summarize_week(
@@ -113,13 +127,12 @@ def summarize_week(
     plots are drawn); ``banner`` is shown at the very top (e.g. "DEMO — scripted models").
     """
     week_dir = Path(week_dir)
-    plot_import = None
-    if write and plots:
-        # matplotlib takes ~0.3 s to import; do it while pyarrow parses the CSVs (its C++
-        # reader runs without the GIL), so the two overlap instead of adding up.
-        plot_import = threading.Thread(target=_warm_import, args=("pytest_skilllift.report.plots",),
-                                       daemon=True)
-        plot_import.start()
+    # scipy.special (~0.25 s) and matplotlib (~0.3 s) take long to import; do it while
+    # pyarrow parses the CSVs (its C++ reader runs without the GIL), so they overlap
+    # instead of adding up.
+    warm = [m for m in WARM_MODULES if (write and plots) or not m.endswith(".plots")]
+    warm_import = threading.Thread(target=_warm_imports, args=(warm,), daemon=True)
+    warm_import.start()
     week = load_week(week_dir)
     problems = week.problems
     hist_path = Path(history) if history is not None else week_dir.parent / HISTORY_CSV
@@ -178,7 +191,8 @@ def summarize_week(
     # History: this week's rows merged into the file (or in memory when not writing).
     run_key = week_dir.name
     window_end = week.window[1] if week.window else ""
-    judge = judging.build(week_dir, history=hist_path, run_key=run_key, write=write)
+    judge = judging.build(week_dir, history=hist_path, run_key=run_key, write=write,
+                          flagged=week.s_judge_flagged if week.scores_present else None)
     contested = judging.contested_per_model(judge, week.models)
     hist_rows_now = []
     for mi, label in enumerate(week.models):
@@ -227,8 +241,7 @@ def summarize_week(
     data = build_card(ctx)
 
     written: list[Path] = []
-    if plot_import is not None:
-        plot_import.join()
+    warm_import.join()
     if write and plots and agg is not None:
         try:
             from pytest_skilllift.report import plots as plotmod  # imported in the background above
@@ -248,7 +261,7 @@ def summarize_week(
     if write:
         md, js = week_dir / SCORECARD_MD, week_dir / SCORECARD_JSON
         atomic_write_text(md, markdown)
-        atomic_write_text(js, scorecard.render_json(data))
+        atomic_write_bytes(js, scorecard.render_json_bytes(data))
         written[:0] = [md, js]
         if can_write_history:
             written.append(hist_path)

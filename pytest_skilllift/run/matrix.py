@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,15 @@ class Matrix:
 
     runs: tuple[RunSpec, ...]
     problems: tuple[str, ...]
+    #: The prompt files read without a problem, by path (as globbed under the prompts dir):
+    #: collection reuses them instead of reading and validating every file again.
+    prompts: Mapping[str, PromptSpec] = field(default_factory=dict)
+    #: Prompt name → the files declaring it (``prompt_names.declared_names``).
+    owners: Mapping[str, list[Path]] = field(default_factory=dict)
+
+    def prompt_at(self, path: Path) -> PromptSpec | None:
+        """The prompt read from ``path`` when the matrix has it (None: read it yourself)."""
+        return self.prompts.get(str(path))
 
     def names_by_path(self, rootdir: Path) -> dict[str, str]:
         """Prompt file path relative to ``rootdir`` (as in a test id) → prompt name; a prompts
@@ -70,6 +79,7 @@ def load_matrix(settings: Settings) -> Matrix:
     """All runs of the week the settings describe (held-out prompts only with ``heldout``)."""
     runs: list[RunSpec] = []
     problems: list[str] = []
+    prompts: dict[str, PromptSpec] = {}
     folder = settings.prompts_dir
     paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
     families = skill_families(settings.skills_root) if WITH_ALL in settings.conditions else ()
@@ -85,6 +95,7 @@ def load_matrix(settings: Settings) -> Matrix:
         except PromptError as exc:
             problems.append(str(exc))
             continue
+        prompts[str(path)] = prompt
         for label, model_id in settings.models:
             for condition in settings.conditions:  # the arms of the session, as collected
                 for rep in range(1, settings.reps + 1):
@@ -93,7 +104,7 @@ def load_matrix(settings: Settings) -> Matrix:
                         model_label=label, model_id=model_id,
                         condition=condition, rep=rep,
                         run_id=make_run_id(prompt.name, label, condition, rep, settings.week)))
-    return Matrix(tuple(runs), tuple(problems))
+    return Matrix(tuple(runs), tuple(problems), prompts, owners)
 
 
 def _patterns(key: str, value: Any) -> tuple[str, ...]:

@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from docker.utils import parse_repository_tag
-
 from pytest_skilllift.model import PINNED_CLI_VERSION, cli_version_mismatch
 from pytest_skilllift.runners.claude import bundled_claude, cli_version
 
@@ -444,6 +442,8 @@ def build_from_local(
             root.write(fh)
         log(f"rootfs tarball: {tar_path.stat().st_size / 1e6:.0f} MB, "
             f"{len(root.entries)} entries; importing as {tag}")
+        from docker.utils import parse_repository_tag  # the docker SDK: only when building
+
         repository, tag_part = parse_repository_tag(tag)
         client.api.import_image_from_file(
             str(tar_path), repository=repository, tag=tag_part or "latest",

@@ -11,9 +11,6 @@ import argparse
 import sys
 from typing import Any
 
-import docker.client
-import docker.errors
-
 from pytest_skilllift.runners.image import (
     PINNED_CLI_VERSION,
     ImageBuildError,
@@ -61,10 +58,16 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 
 def _client() -> Any:
+    # The docker SDK (≈ 0.2 s of imports) loads only when an image command runs, not for
+    # every ``skilllift`` invocation that merely registers this subcommand.
+    import docker.client
+
     return docker.client.from_env()
 
 
 def _build(args: argparse.Namespace) -> int:
+    import docker.errors
+
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
@@ -89,6 +92,8 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    import docker.errors
+
     try:
         version = image_cli_version(_client(), args.tag)
     except docker.errors.DockerException as exc:

@@ -21,11 +21,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
-from typing import TypedDict
 
 import numpy as np
+
+# pyarrow.compute (≈ 0.05 s to import) is imported where it is needed: ``summarize`` imports
+# it in the background while the CSVs parse, so the main thread never waits for it.
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from pytest_skilllift.week.columns import (
@@ -55,6 +56,9 @@ from pytest_skilllift.week.files import (
 #: pipeline writes ``""`` or ``PARSE_ERROR``; our judge may write ``ungraded``/``error``.
 UNGRADED_VERDICTS: frozenset[str] = frozenset({"", "PARSE_ERROR", "ungraded", "error", "ERROR"})
 
+#: ``contested`` values (trimmed, lower-cased) that mean "not contested".
+JUDGE_NOT_CONTESTED: frozenset[str] = frozenset({"", "0", "false", "no"})
+
 #: How many offending rows a problem message lists before saying "and N more".
 MAX_ROWS_LISTED = 10
 
@@ -71,7 +75,7 @@ _NUMBER_RE = r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$"
 _SCORES_TYPES: dict[str, pa.DataType] = {
     "prompt": _DICT, "model": _DICT, "condition": _DICT, "rep": pa.float64(),
     "item_type": _DICT, "item_text": _DICT, "verdict": _DICT, "credit": pa.float64(),
-    "contested": _DICT, "evidence_quote": pa.string(), "run_id": _DICT,
+    "contested": _DICT, "evidence_quote": pa.string(), "run_id": _DICT, "evidence_ok": _DICT,
     "item_index": pa.float64(),
 }
 _MANIFEST_NUMERIC: tuple[str, ...] = (
@@ -88,18 +92,25 @@ _MANIFEST_STRINGS: tuple[str, ...] = (
 _MANIFEST_TYPES: dict[str, pa.DataType] = {
     **{c: pa.float64() for c in _MANIFEST_NUMERIC},
     **{c: _DICT for c in _MANIFEST_STRINGS},
+    "run_id": pa.string(),  # one per run: a dictionary of unique values would only cost
 }
 
 
-class Violation(TypedDict):
-    """An avoid item judged ``violated``, with the judge's evidence quote."""
+@dataclass
+class Violations:
+    """The avoid items judged ``violated``, with the judge's evidence quotes, column by column
+    (a bad week has ~10^5 of them: one list per field, not one object per item), in scorecard
+    order: by prompt, model name and condition, in file order within each."""
 
-    prompt: str
-    model: str
-    condition: str
-    rep: int
-    item_text: str
-    evidence: str
+    prompt: list[str] = field(default_factory=list)
+    model: list[str] = field(default_factory=list)
+    condition: list[str] = field(default_factory=list)
+    rep: list[int] = field(default_factory=list)
+    item_text: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.prompt)
 
 
 @dataclass(frozen=True)
@@ -143,6 +154,8 @@ class Week:
     #: 1.0 / 0.0 per graded item; NaN when ungraded or invalid (excluded, counted).
     s_credit: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     s_contested: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    #: Rows the judge's report lists (``report.judging``): contested, or ``evidence_ok`` = 0.
+    s_judge_flagged: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     #: Index of the manifest row this item belongs to (-1: none found).
     s_run: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     n_items: int = 0
@@ -150,8 +163,8 @@ class Week:
     #: Per row: the judge gave no usable verdict (errored item: an absence, never a zero).
     s_ungraded: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     n_invalid_rows: int = 0  # rows that failed validation: excluded and counted
-    #: Avoid items judged ``violated``.
-    violations: list[Violation] = field(default_factory=list)
+    #: Avoid items judged ``violated`` (columns), in scorecard order.
+    violations: Violations = field(default_factory=Violations)
     #: scores.csv's ``item_text`` (dictionary-encoded) and ``evidence_quote`` columns, kept
     #: as Arrow arrays so a section takes the text of the few rows it quotes (None: absent).
     s_item_text: pa.Array | None = None
@@ -362,6 +375,8 @@ def _read_csv(
 def _numbers(col: pa.ChunkedArray, file: str, column: str, problems: list[Problem]) -> pa.Array:
     """Text → float64; empty → null; non-numeric → null and reported with its rows."""
     arr = col.combine_chunks()
+    import pyarrow.compute as pc
+
     stripped = pc.utf8_trim_whitespace(arr)
     empty = pc.equal(stripped, "")
     ok = pc.or_(empty, pc.match_substring_regex(arr, _NUMBER_RE))
@@ -396,12 +411,47 @@ def _dict_parts(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
         return np.full(table.num_rows, -1, np.int32), []
     arr = table[name].chunk(0)
     if not pa.types.is_dictionary(arr.type):
+        import pyarrow.compute as pc
+
         arr = pc.dictionary_encode(arr)
     indices = arr.indices
     if indices.null_count:
         indices = indices.fill_null(-1)
     idx = indices.to_numpy(zero_copy_only=False)
     return idx, [str(v) for v in arr.dictionary.to_pylist()]
+
+
+def _strings_at(table: pa.Table, name: str, rows: np.ndarray) -> list[str]:
+    """The values of a string column at ``rows`` ("" for null, and when the column is absent).
+
+    A dictionary column goes through its (small) dictionary: ``take().to_pylist()`` on a
+    dictionary array decodes every row on its own, 100× slower for 10^5 rows.
+    """
+    if name not in table.column_names:
+        return [""] * rows.size
+    arr = table[name].chunk(0)
+    if pa.types.is_dictionary(arr.type):
+        values = np.array([*(v or "" for v in arr.dictionary.to_pylist()), ""], dtype=object)
+        idx = arr.indices.take(pa.array(rows)).fill_null(-1).to_numpy(zero_copy_only=False)
+        return list(values[idx].tolist())
+    return list(arr.take(pa.array(rows)).fill_null("").to_pylist())
+
+
+def _distinct_pairs(
+    a: tuple[np.ndarray, Sequence[str]], b: tuple[np.ndarray, Sequence[str]],
+) -> list[tuple[str | None, str | None]]:
+    """The distinct (a, b) value pairs of two coded columns (codes and values, as
+    :func:`_dict_parts` gives them; code -1 = null → None).  One ``np.unique`` over
+    combined codes: no per-row Python, and no pyarrow group-by (its import alone costs more
+    than this)."""
+    (a_idx, a_vals), (b_idx, b_vals) = a, b
+    nb = len(b_vals) + 1
+    code = (a_idx.astype(np.int64) + 1) * nb + (b_idx.astype(np.int64) + 1)
+    out: list[tuple[str | None, str | None]] = []
+    for c in np.unique(code).tolist():
+        ai, bi = divmod(c, nb)
+        out.append((a_vals[ai - 1] if ai else None, b_vals[bi - 1] if bi else None))
+    return out
 
 
 def _lookup(values: list[str], mapping: dict[str, int], default: int = -1) -> np.ndarray:
@@ -582,26 +632,31 @@ def _fill_scores(
     falsy = {"", "0", "false", "False", "FALSE", "no"}
     week.s_contested = _codes(c_idx, np.array(
         [0 if v.strip() in falsy else 1 for v in c_vals] + [0], np.int64)).astype(bool)
+    # report.judging's reading of the same columns, so it need not parse scores.csv again.
+    e_idx, e_vals = _dict_parts(t, "evidence_ok")
+    week.s_judge_flagged = _codes(c_idx, np.array(
+        [v.strip().lower() not in JUDGE_NOT_CONTESTED for v in c_vals] + [False])) | _codes(
+        e_idx, np.array([v.strip() == "0" for v in e_vals] + [False]))
 
     week.s_item_text = t["item_text"].chunk(0) if ("item_text" in t.column_names and n) else None
     week.s_evidence = (t["evidence_quote"].chunk(0)
                        if ("evidence_quote" in t.column_names and n) else None)
-    # Avoid violations with their evidence: only these rows' text is materialised.
+    # Avoid violations with their evidence: only these rows' text is materialised, column by
+    # column (a bad week has ~150,000 of them), in scorecard order.
     viol = np.flatnonzero(usable & (week.s_type == 2) & (credit == 1.0))
     if viol.size:
-        take = pa.array(viol)
-        texts = (t["item_text"].take(take).to_pylist() if "item_text" in t.column_names
-                 else [""] * viol.size)
-        quotes = (t["evidence_quote"].take(take).to_pylist()
-                  if "evidence_quote" in t.column_names else [""] * viol.size)
-        pr, mo, co, rp = (week.s_prompt[viol], week.s_model[viol], week.s_cond[viol],
-                          week.s_rep[viol])
-        week.violations = [
-            {"prompt": week.prompts[pr[i]], "model": week.models[mo[i]],
-             "condition": ARMS[co[i]], "rep": int(rp[i]),
-             "item_text": texts[i] or "", "evidence": quotes[i] or ""}
-            for i in range(viol.size)
-        ]
+        model_rank = np.argsort(np.argsort(np.array(week.models, dtype=object)))
+        pr, mo, co = week.s_prompt[viol], week.s_model[viol], week.s_cond[viol]
+        # np.lexsort is stable: file order within one (prompt, model, condition).
+        viol = viol[np.lexsort((co, model_rank[mo], pr))]
+        week.violations = Violations(
+            prompt=np.array(week.prompts, dtype=object)[week.s_prompt[viol]].tolist(),
+            model=np.array(week.models, dtype=object)[week.s_model[viol]].tolist(),
+            condition=np.array(ARMS, dtype=object)[week.s_cond[viol]].tolist(),
+            rep=week.s_rep[viol].tolist(),
+            item_text=_strings_at(t, "item_text", viol),
+            evidence=_strings_at(t, "evidence_quote", viol),
+        )
 
 
 def _duplicate_rows(week: Week, t: pa.Table, probs: list[Problem]) -> np.ndarray:
@@ -697,50 +752,42 @@ def _fill_manifest(
         }
 
     # Provenance: the distinct (model, snapshot) pairs and version strings (few values).
+    models = (week.m_model, week.models)
     if "model_snapshot" in t.column_names and n:
-        pairs = pa.table({"m": week.m_model, "s": t["model_snapshot"]}).group_by(
-            ["m", "s"]).aggregate([]).to_pylist()
         snaps: dict[str, set[str]] = {}
-        for r in pairs:
-            s = (r["s"] or "").strip()
-            if r["m"] >= 0 and s and s != "MISSING_TRANSCRIPT":
-                snaps.setdefault(week.models[r["m"]], set()).add(s)
+        for m, s in _distinct_pairs(models, _dict_parts(t, "model_snapshot")):
+            s = (s or "").strip()
+            if m is not None and s and s != "MISSING_TRANSCRIPT":
+                snaps.setdefault(m, set()).add(s)
         week.snapshots = {m: sorted(v) for m, v in snaps.items()}
     if "model_id" in t.column_names and n:
         # Our manifest records the model id each label was requested as (provenance).
-        pairs = pa.table({"m": week.m_model, "i": t["model_id"]}).group_by(
-            ["m", "i"]).aggregate([]).to_pylist()
         ids: dict[str, set[str]] = {}
-        for r in pairs:
-            mid = (r["i"] or "").strip()
-            if r["m"] >= 0 and mid:
-                ids.setdefault(week.models[r["m"]], set()).add(mid)
+        for m, i in _distinct_pairs(models, _dict_parts(t, "model_id")):
+            mid = (i or "").strip()
+            if m is not None and mid:
+                ids.setdefault(m, set()).add(mid)
         week.model_ids = {m: sorted(v) for m, v in ids.items()}
     for attr, col in (("cli_versions", "cli_version"), ("skills_shas", "skills_sha")):
         if col in t.column_names and n:
-            used = set(np.unique(t[col].chunk(0).indices.fill_null(-1).to_numpy()).tolist())
-            d = t[col].chunk(0).dictionary.to_pylist()
-            vals = {str(d[i]).strip() for i in used if i >= 0}
+            c_idx, c_vals = _dict_parts(t, col)
+            used = np.unique(c_idx).tolist()
+            vals = {c_vals[i].strip() for i in used if i >= 0}
             setattr(week, attr, sorted(vals - {""}))
     if "skills_sha" in t.column_names and n:
-        families = (t["skill_family"] if "skill_family" in t.column_names
-                    else pa.array([""] * n, pa.string()))
-        pairs = pa.table({"f": families, "s": t["skills_sha"]}).group_by(
-            ["f", "s"]).aggregate([]).to_pylist()
         shas: dict[str, set[str]] = {}
-        for r in pairs:
-            if (sha := (r["s"] or "").strip()):
-                shas.setdefault((r["f"] or "").strip(), set()).add(sha)
+        for f, s in _distinct_pairs(_dict_parts(t, "skill_family"), _dict_parts(t, "skills_sha")):
+            if (sha := (s or "").strip()):
+                shas.setdefault((f or "").strip(), set()).add(sha)
         week.skills_shas_by_family = {f: sorted(v) for f, v in sorted(shas.items())}
     i_idx, i_vals = _dict_parts(t, "invocation_status")
     inv_map = {v: i for i, v in enumerate(INVOCATION_STATUSES)}
     week.m_invocation = (_codes(i_idx, _lookup(i_vals, inv_map, default=-1)).astype(np.int8)
                          if "invocation_status" in t.column_names else np.full(n, -1, np.int8))
     if {"runner", "cli_version"} <= set(t.column_names) and n:
-        pairs = pa.table({"r": t["runner"], "v": t["cli_version"]}).group_by(
-            ["r", "v"]).aggregate([]).to_pylist()
+        pairs = _distinct_pairs(_dict_parts(t, "runner"), _dict_parts(t, "cli_version"))
         week.docker_cli_versions = sorted(
-            {(p["v"] or "").strip() for p in pairs if p["r"] == "docker"} - {""})
+            {(v or "").strip() for r, v in pairs if r == "docker"} - {""})
     week.m_reused = np.zeros(n, bool)
     if "baseline_from" in t.column_names and n:
         week.m_baseline_from = t["baseline_from"].chunk(0)

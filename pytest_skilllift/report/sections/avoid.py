@@ -28,13 +28,12 @@ class Data(TypedDict):
 
 
 def build(ctx: Context) -> Data:
+    # The week lists them in scorecard order already (prompt, model, condition).
     v = ctx.week.violations
-    order = sorted(range(len(v)), key=lambda i: (v[i]["prompt"], v[i]["model"],
-                                                 v[i]["condition"]))
     return {"avoid_violations": [
-        {"prompt": x["prompt"], "model": x["model"], "condition": x["condition"],
-         "rep": x["rep"], "item": x["item_text"], "evidence": x["evidence"]}
-        for x in (v[i] for i in order)
+        {"prompt": p, "model": m, "condition": c, "rep": r, "item": i, "evidence": e}
+        for p, m, c, r, i, e in zip(v.prompt, v.model, v.condition, v.rep, v.item_text,
+                                    v.evidence, strict=True)
     ]}
 
 
