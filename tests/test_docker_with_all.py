@@ -21,24 +21,14 @@ from pytest_skilllift.runners.image import TEST_IMAGE_TAG  # noqa: E402
 from pytest_skilllift.testing import Reply, StandIn  # noqa: E402
 from pytest_skilllift.week.files import STDOUT_FILE  # noqa: E402
 
+from .docker_env import docker_problem  # noqa: E402
+
 pytestmark = [pytest.mark.docker, pytest.mark.cli]
 API_KEY = "sk-ant-skilllift-test-" + uuid.uuid4().hex
 LISTING = "SKILLS-DIR:"
 
 
-def _problem() -> str | None:
-    try:
-        client = docker.from_env()
-        client.ping()
-        client.images.get(TEST_IMAGE_TAG)
-    except Exception as exc:
-        return (f"needs a Docker engine and the image {TEST_IMAGE_TAG} "
-                f"({type(exc).__name__}: {exc}); run .ci/run")
-    client.close()
-    return None
-
-
-_PROBLEM = _problem()
+_PROBLEM = docker_problem()
 if _PROBLEM:
     pytest.skip(_PROBLEM, allow_module_level=True)
 

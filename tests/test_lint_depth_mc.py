@@ -31,6 +31,8 @@ from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.testing import StandIn
 from pytest_skilllift.testing.skill_judge_script import make_skill_judge, mc_agent
 
+from .docker_env import docker_problem
+
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "tests" / "fixtures" / "skills" / "demo-widgets"
 QDRANT_WEEK = REPO / "tests" / "fixtures" / "data" / "qdrant-skills" / "weekly" / "20260808"
@@ -286,17 +288,6 @@ def test_rerun_resumes_without_paying_twice(deep_run: dict[str, Any]) -> None:
     assert len(runs) == 5
 
 
-def _docker_problem() -> str | None:
-    try:
-        import docker
-
-        client = docker.from_env()
-        client.ping()
-        client.images.get("skilllift-test:local")
-        client.close()
-    except Exception as exc:  # no SDK, no engine, no image: the docker runner cannot be used
-        return f"docker runner unavailable ({type(exc).__name__}: {exc})"
-    return None
 
 
 def _deep_one_prompt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, api_key: str,
@@ -320,7 +311,7 @@ def _deep_one_prompt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, api_key: s
 @pytest.mark.docker
 @pytest.mark.cli
 def test_deep_on_the_docker_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    problem = _docker_problem()
+    problem = docker_problem()
     if problem:
         pytest.skip(problem)
     rc, j, _api = _deep_one_prompt(tmp_path, monkeypatch, "sk-ant-test-docker-0123456789",

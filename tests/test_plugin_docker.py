@@ -18,24 +18,13 @@ docker = pytest.importorskip("docker", reason="the docker SDK is not installed")
 from pytest_skilllift.runners.docker import LABEL_WEEK  # noqa: E402
 from pytest_skilllift.runners.image import TEST_IMAGE_TAG  # noqa: E402
 
+from .docker_env import docker_problem  # noqa: E402
 from .test_plugin_e2e import PROMPTS, SECRET, all_text, make_project, rows, run  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli]
 
 
-def _problem() -> str | None:
-    try:
-        client = docker.from_env()
-        client.ping()
-        client.images.get(TEST_IMAGE_TAG)
-        client.close()
-    except Exception as exc:
-        return (f"no Docker engine or no {TEST_IMAGE_TAG} image ({type(exc).__name__}); "
-                "run .ci/docker-setup.sh")
-    return None
-
-
-_PROBLEM = _problem()
+_PROBLEM = docker_problem()
 if _PROBLEM:
     pytest.skip(_PROBLEM, allow_module_level=True)
 
