@@ -89,12 +89,20 @@ SECTIONS: tuple[Section, ...] = (
 )
 
 
-def build_card(ctx: Context) -> Scorecard:
-    """Every section's keys, built in ``SECTIONS`` order."""
+def build_card(ctx: Context, *,
+               when_built: Mapping[str, Callable[[Scorecard], None]] | None = None) -> Scorecard:
+    """Every section's keys, built in ``SECTIONS`` order.
+
+    ``when_built`` maps a section name to a callback given the card so far once that section
+    is built (the plots are handed to their drawer as soon as their inputs exist, so they
+    are drawn while the later sections are built).
+    """
     card: dict[str, object] = {}
     for section in SECTIONS:
         if section.build is not None:
             card.update(section.build(ctx))
+        if when_built and section.name in when_built:
+            when_built[section.name](cast("Scorecard", card))
     # Each builder returns its own TypedDict; together they are the Scorecard.
     return cast("Scorecard", card)
 

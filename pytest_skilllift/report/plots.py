@@ -23,11 +23,11 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from pytest_skilllift.report.plot_inputs import forest_models, forest_rows, has_trend
 from pytest_skilllift.week.history import HistoryRow, run_order
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.card import Scorecard
-    from pytest_skilllift.report.sections.prompts import PromptRow
 
 #: A forest plot with more rows than this is unreadable; beyond it the plot shows the
 #: prompts with the largest |lift| in any model, and its title says how many of how many.
@@ -72,13 +72,8 @@ def forest_figure(data: Scorecard) -> Figure | None:
     figure grows to fit its text: the left margin to the longest prompt name, the title
     (wrapped, the banner on lines of its own) to the figure's width.
     """
-    models = [m for m in data.get("model_order", []) if m in data.get("models", {})]
-    by_key: dict[tuple[str, str], PromptRow] = {}
-    biggest: dict[str, float] = {}
-    for r in data.get("prompts", []):
-        if r["model"] in models and r["must_lift"] is not None:
-            by_key[(r["prompt"], r["model"])] = r
-            biggest[r["prompt"]] = max(biggest.get(r["prompt"], 0.0), abs(r["must_lift"]))
+    models = forest_models(data)
+    by_key, biggest = forest_rows(data)
     if not biggest:
         return None
     total = len(biggest)
@@ -104,7 +99,9 @@ def forest_figure(data: Scorecard) -> Figure | None:
     bottom_in = 0.2 + _line_height_in(_TICK_PT) + 2 * _line_height_in(_LABEL_PT) + 0.1
     height = top_in + max(1.0, 0.22 * n + 0.3) + bottom_in
     fig = _figure(width, height)
-    axes = fig.subplots(1, len(models), sharex=True, sharey=True, squeeze=False)
+    # The panels share the prompt rows by their limits, not by sharey: a shared y axis gives
+    # every panel all the prompts' ticks (drawn without labels) — most of the drawing time.
+    axes = fig.subplots(1, len(models), sharex=True, squeeze=False)
 
     def col(label: str, key: Literal["must_lift", "must_no_min", "must_no_max",
                                      "must_with_min", "must_with_max"]) -> np.ndarray:
@@ -136,9 +133,12 @@ def forest_figure(data: Scorecard) -> Figure | None:
         ax.set_xlabel("must lift, with − no\n(bar: rep range; line and band: mean lift, 95% t CI)",
                       fontsize=_LABEL_PT)
         ax.grid(axis="x", alpha=0.3)
+    for i, ax in enumerate(axes[0]):
+        ax.set_ylim(-0.7, n - 0.3)
+        if i:
+            ax.set_yticks([])
     axes[0][0].set_yticks(y)
     axes[0][0].set_yticklabels(prompts, fontsize=_LABEL_PT)
-    axes[0][0].set_ylim(-0.7, n - 0.3)
     fig.suptitle("\n".join(title), fontsize=_TITLE_PT, y=1 - 0.12 / height, va="top")
     fig.subplots_adjust(left=left_in / width, right=1 - right_in / width, wspace=0.12,
                         top=1 - top_in / height, bottom=bottom_in / height)
@@ -156,9 +156,9 @@ def trend_plot(rows: Sequence[HistoryRow], models: Sequence[str], path: Path) ->
 
 def trend_figure(rows: Sequence[HistoryRow], models: Sequence[str]) -> Figure | None:
     """Weekly lift ± SE per model; None until the history has two runs."""
-    order = run_order(rows)
-    if len(order) < 2:
+    if not has_trend(rows):
         return None
+    order = run_order(rows)
     x = {k: i for i, k in enumerate(order)}
     fig = _figure(7, 3.5)
     ax = fig.subplots()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +20,8 @@ from pytest_skilllift.report import judging, scorecard, stats, verdicts
 from pytest_skilllift.report.card import Scorecard, build_card
 from pytest_skilllift.report.context import BOOTSTRAP_N, BOOTSTRAP_SEED, Context, json_float
 from pytest_skilllift.report.markdown import ci_flag, fmt, signed
+from pytest_skilllift.report.plot_drawing import PLOTS_MODULE, PlotJob, start_drawer
+from pytest_skilllift.report.plot_inputs import PLOT_INPUTS_BUILT, has_forest, has_trend
 from pytest_skilllift.week import history as hist
 from pytest_skilllift.week.columns import ARMS, CONDITIONS
 from pytest_skilllift.week.files import (
@@ -92,8 +93,6 @@ class Summary:
         return lines
 
 
-#: The plots module (matplotlib: ≈ 0.5 s to import).
-PLOTS_MODULE = "pytest_skilllift.report.plots"
 #: What ``summarize_week`` imports beyond this module: scipy.special (the t quantile;
 #: ≈ 0.25 s), pyarrow.compute (≈ 0.05 s) and the plots.
 WARM_MODULES: tuple[str, ...] = ("scipy.special", "pyarrow.compute", PLOTS_MODULE)
@@ -101,14 +100,10 @@ WARM_MODULES: tuple[str, ...] = ("scipy.special", "pyarrow.compute", PLOTS_MODUL
 
 def warm_imports() -> None:
     """Import everything ``summarize_week`` needs now (a pytest session does it in the
-    background while the runs go, so the scorecard does not wait for imports)."""
-    _warm_imports(list(WARM_MODULES))
-
-
-def _warm_imports(modules: list[str]) -> None:
-    """Import ``modules`` ahead of use; a failure is left for the real import to report."""
-    # Reported where the module is actually used (inside the plots' try), not here.
-    for module in modules:
+    background while the runs go, so the scorecard does not wait for imports, and its plots
+    are drawn in-process)."""
+    for module in WARM_MODULES:
+        # A failure is left for the real import to report, where the module is used.
         with contextlib.suppress(Exception):
             importlib.import_module(module)
 
@@ -120,20 +115,20 @@ def summarize_week(
     write: bool = True,
     plots: bool = True,
     banner: str | None = None,
+    plot_process: bool | None = None,
 ) -> Summary:
     """Summarize a week directory into scorecard.md / scorecard.json (+ plots, history).
 
     ``history`` defaults to ``<week_dir>/../scorecard-history.csv``.  With
     ``write=False`` nothing is written (the history is merged in memory only, and no
     plots are drawn); ``banner`` is shown at the very top (e.g. "DEMO — scripted models").
+    ``plot_process`` draws the plots in a worker process (True) or here (False); by default
+    in a worker unless matplotlib is loaded already (``report.plot_drawing``).
     """
     week_dir = Path(week_dir)
-    # matplotlib takes ~0.5 s to import: do it while pyarrow parses the CSVs and the tables
-    # are built, so the two overlap instead of adding up. (scipy and pyarrow.compute are not
-    # worth it: on two cores their import only slowed the parse down by as much.)
-    warm_import = threading.Thread(
-        target=_warm_imports, args=([PLOTS_MODULE] if write and plots else [],), daemon=True)
-    warm_import.start()
+    # A plot worker imports matplotlib while this process reads and computes the week (at a
+    # lower priority: the CSV parse keeps both cores busy, and the numbers come first).
+    drawer = start_drawer(process=plot_process) if write and plots else None
     week = load_week(week_dir)
     problems = week.problems
     hist_path = Path(history) if history is not None else week_dir.parent / HISTORY_CSV
@@ -239,30 +234,44 @@ def summarize_week(
                   cost_excluded=cost_excluded, hist_rows=hist_rows_now, wow=wow,
                   n_runs_hist=n_runs_hist, hist_path=hist_path, judge=judge,
                   pass_threshold=pass_threshold)
-    data = build_card(ctx)
+    job = PlotJob(None, None)
 
+    def submit_plots(card: Scorecard) -> None:
+        # Called once the forest plot's inputs (header, lift, prompts) are built: the plots
+        # are drawn while the other sections are built and scorecard.md is rendered (it
+        # links the plots the week gets; rendered again in the rare case one fails).
+        nonlocal job, drawer
+        job = PlotJob(forest=week_dir / FOREST_PNG if has_forest(card) else None,
+                      trend=week_dir / TREND_PNG if has_trend(all_hist) else None)
+        if drawer is None:
+            return
+        if agg is None or not job.requested():
+            drawer.cancel()
+            drawer = None
+            return
+        drawer.submit(job, card, all_hist, week.models)
+        for name, path in job.requested().items():
+            card["plots"][name] = path.name  # type: ignore[literal-required]
+
+    data = build_card(ctx, when_built={PLOT_INPUTS_BUILT: submit_plots})
     written: list[Path] = []
-    warm_import.join()
-    if write and plots and agg is not None:
-        try:
-            from pytest_skilllift.report import plots as plotmod  # imported in the background above
-
-            forest = plotmod.forest_plot(data, week_dir / FOREST_PNG)
-            if forest:
-                data["plots"]["forest"] = forest.name
-                written.append(forest)
-            trend = plotmod.trend_plot(all_hist, week.models, week_dir / TREND_PNG)
-            if trend:
-                data["plots"]["trend"] = trend.name
-                written.append(trend)
-        except Exception as exc:  # a picture must never cost the numbers
-            problems.append(Problem("plots", f"could not draw plots: {exc}"))
     data["problems"] = [str(p) for p in problems]
     markdown = scorecard.render_markdown(data)
+    card_json = scorecard.render_json_bytes(data) if write else b""
+    if drawer is not None:
+        failed = drawer.finish()
+        for name, error in failed.items():
+            data["plots"][name] = None  # type: ignore[literal-required]
+            problems.append(Problem("plots", f"could not draw the {name} plot: {error}"))
+        written += [path for name, path in job.requested().items() if name not in failed]
+        if failed:
+            data["problems"] = [str(p) for p in problems]
+            markdown = scorecard.render_markdown(data)
+            card_json = scorecard.render_json_bytes(data) if write else b""
     if write:
         md, js = week_dir / SCORECARD_MD, week_dir / SCORECARD_JSON
         atomic_write_text(md, markdown)
-        atomic_write_bytes(js, scorecard.render_json_bytes(data))
+        atomic_write_bytes(js, card_json)
         written[:0] = [md, js]
         if can_write_history:
             written.append(hist_path)

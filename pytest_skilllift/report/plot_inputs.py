@@ -1,0 +1,51 @@
+"""What the scorecard's plots will show, decided without matplotlib.
+
+The summarizer needs to know which pictures a week gets (scorecard.md links them) before they
+are drawn — they may be drawn in another process (``report.plot_drawing``) — and the plots
+module needs the same selection to draw them: one definition, here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pytest_skilllift.week.history import HistoryRow, run_order
+
+#: The scorecard section after which every key the plots read is built (``card.SECTIONS``
+#: order: the header, the lift, the prompts).
+PLOT_INPUTS_BUILT = "prompts"
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.sections.prompts import PromptRow
+
+
+def forest_models(data: Scorecard) -> list[str]:
+    """The models with a panel in the forest plot, in the scorecard's model order."""
+    return [m for m in data.get("model_order", []) if m in data.get("models", {})]
+
+
+def forest_rows(data: Scorecard) -> tuple[dict[tuple[str, str], PromptRow], dict[str, float]]:
+    """The prompt rows the forest plot draws, by (prompt, model), and each prompt's largest
+    |lift| over the models (empty: no forest plot this week)."""
+    models = set(forest_models(data))
+    by_key: dict[tuple[str, str], PromptRow] = {}
+    biggest: dict[str, float] = {}
+    for r in data.get("prompts", []):
+        if r["model"] in models and r["must_lift"] is not None:
+            by_key[(r["prompt"], r["model"])] = r
+            biggest[r["prompt"]] = max(biggest.get(r["prompt"], 0.0), abs(r["must_lift"]))
+    return by_key, biggest
+
+
+def has_forest(data: Scorecard) -> bool:
+    """Whether the week gets a forest plot: some prompt has a must lift in some model."""
+    models = set(forest_models(data))
+    return any(r["model"] in models and r["must_lift"] is not None
+               for r in data.get("prompts", []))
+
+
+def has_trend(rows: Sequence[HistoryRow]) -> bool:
+    """Whether the history gets a trend chart: at least two runs."""
+    return len(run_order(rows)) >= 2
