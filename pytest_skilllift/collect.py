@@ -8,10 +8,11 @@ xdist's ``loadscope`` keeps on one worker (the scope is the id up to the last ``
 
 from __future__ import annotations
 
+import types
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -153,6 +154,7 @@ class RunNode(pytest.Collector):
     def collect(self) -> Iterator[pytest.Item]:
         # Every rubric item of a prompt file requests the same fixtures from the same place:
         # resolve them once per file, not once per item (thousands in a real week).
+        # (The invoked item takes the same one fixture, so it shares them too.)
         prompt_file = self.getparent(PromptFile)
         for item in self.run.prompt.rubric:
             test = RubricTest.from_parent(
@@ -162,8 +164,9 @@ class RunNode(pytest.Collector):
                 prompt_file._skilllift_fixtureinfo = test._fixtureinfo  # type: ignore[attr-defined]
             yield test
         if self.run.condition == WITH_SKILL:  # ``-k invoked``: which skills are never reached
-            yield InvokedTest.from_parent(self, name=INVOKED, run=self.run,
-                                          state=self.config.stash[SESSION_KEY])
+            yield InvokedTest.from_parent(
+                self, name=INVOKED, run=self.run, state=self.config.stash[SESSION_KEY],
+                fixtureinfo=getattr(prompt_file, "_skilllift_fixtureinfo", None))
 
 
 def _graded_through(skill_lift_judge: Any) -> None:
@@ -172,9 +175,17 @@ def _graded_through(skill_lift_judge: Any) -> None:
     ``RubricTest.runtest`` does the work."""
 
 
-#: ``must`` / ``bonus`` / ``avoid`` markers, made once (a week has ~10^5 rubric items;
-#: ``add_marker("must")`` would look the name up in pytest's registry for each).
-_TYPE_MARKS = {t: getattr(pytest.mark, t) for t in ITEM_TYPES}
+def _marked(item_type: str) -> Callable[..., None]:
+    """``_graded_through`` marked with the item's type (``-m must``): pytest reads a test
+    function's marks as it makes the item, so a week's ~10^5 rubric items need no
+    ``add_marker`` call each."""
+    fn = types.FunctionType(_graded_through.__code__, globals(), _graded_through.__name__)
+    fn.__doc__ = _graded_through.__doc__
+    return cast("Callable[..., None]", getattr(pytest.mark, item_type)(fn))
+
+
+#: The function each rubric item of a type "calls", with its ``must``/``bonus``/``avoid`` mark.
+_GRADED_AS = {t: _marked(t) for t in ITEM_TYPES}
 
 
 class RubricTest(pytest.Function):
@@ -185,9 +196,8 @@ class RubricTest(pytest.Function):
     """
 
     def __init__(self, *, run: RunSpec, item: RubricItem, **kw: Any) -> None:
-        super().__init__(callobj=_graded_through, **kw)
+        super().__init__(callobj=_GRADED_AS[item.type], **kw)
         self.run, self.item = run, item
-        self.add_marker(_TYPE_MARKS[item.type])
         #: The run's result once runtest has it (the progress line reads it).
         self.graded: GradedRun | None = None
 

@@ -146,3 +146,17 @@ def test_a_bad_prompt_file_is_named_when_only_checks_run(pytester: pytest.Pytest
         "*skill_lift_run: prompt file left out of the checks' runs: *broken.json: field "
         "'(file)': is not valid JSON*"])
     assert sum(1 for line in result.stdout.lines if "test_x[qdrant-edge::" in line) == 8
+
+
+@pytest.mark.parametrize("item_type", ["must", "bonus", "avoid", "invoked"])
+def test_each_item_type_is_a_marker(project: pytest.Pytester, item_type: str) -> None:
+    ids = collected(project, "-k", "qdrant-scaling", "-m", item_type)
+    assert ids, f"-m {item_type} selected nothing"
+    if item_type == "invoked":
+        assert all(i.endswith("::invoked") for i in ids) and len(ids) == 8 * 2 * 2
+        return
+    assert all(i.rsplit("::", 1)[1].startswith(f"{item_type}-") for i in ids)
+    per_prompt = {p: sum(1 for item in json.loads((DATA / "test-prompts" / f"{p}.json")
+                                                  .read_text())["rubric"]
+                         if item["type"] == item_type) for p in SCALING}
+    assert len(ids) == 2 * 2 * 2 * sum(per_prompt.values())
