@@ -7,7 +7,8 @@ item per with-skill run, ≈ 190,000 test items in 24,000 runs.  Each round runs
 in a fresh interpreter, timed start to exit (wall, and the CPU of the process); the item count
 is checked against the prompts.  For scale, the same tree of trivial items is collected by
 pytest alone (a ``conftest.py``, no plugin of ours): what one test per rubric item costs before
-this plugin does anything.
+this plugin does anything; and the flattest tree (each file yields its items directly), the
+lowest floor pytest has for that many items.
 
     python benchmarks/bench_collect.py                  # 2,000 prompts, 3 rounds
     python benchmarks/bench_collect.py --prompts 200 --repeat 1
@@ -111,10 +112,48 @@ def pytest_collect_file(file_path, parent):
 """
 
 
-def write_floor(root: Path) -> None:
-    """A conftest.py that collects the prompt files as trivial items (see _FLOOR_CONFTEST)."""
+#: The flattest tree pytest can have: each prompt file yields its trivial items directly (no
+#: model/condition/run levels, so no node ids addressable by run) — the lowest floor.
+_FLAT_CONFTEST = """
+import gc
+import json
+import pytest
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_collection(session):
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.freeze()
+        gc.enable()
+
+class Leaf(pytest.Item):
+    def runtest(self):
+        pass
+
+class Prompt(pytest.File):
+    def collect(self):
+        n_items = len(json.loads(self.path.read_text())["rubric"])
+        for run in range(%d):
+            with_skill = run %% 2
+            for i in range(n_items + with_skill):
+                yield Leaf.from_parent(self, name=f"r{run}-item-{i}")
+
+def pytest_collect_file(file_path, parent):
+    if file_path.suffix == ".json":
+        return Prompt.from_parent(parent, path=file_path)
+"""
+
+
+def write_floor(root: Path, *, flat: bool = False) -> None:
+    """A conftest.py that collects the prompt files as trivial items (see _FLOOR_CONFTEST
+    and _FLAT_CONFTEST)."""
+    runs = len(MODELS) * CONDITIONS * REPS
     (root / "conftest.py").write_text(
-        _FLOOR_CONFTEST % (len(MODELS), CONDITIONS, REPS, len(MODELS) * REPS))
+        _FLAT_CONFTEST % runs if flat
+        else _FLOOR_CONFTEST % (len(MODELS), CONDITIONS, REPS, len(MODELS) * REPS))
 
 
 def collect(root: Path, *, floor: bool = False) -> tuple[float, float, int]:
@@ -148,14 +187,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="skilllift-collect-") as tmp:
         root = Path(tmp)
         expected = make_project(root, args.prompts)
-        rows: dict[str, list[tuple[float, float, float]]] = {"pytest-skilllift": [],
-                                                             "pytest alone (floor)": []}
-        for _ in range(args.repeat):  # interleaved, so the machine's load moves both alike
-            for label, floor in (("pytest-skilllift", False), ("pytest alone (floor)", True)):
+        variants = (("pytest-skilllift", None), ("pytest alone, same tree (floor)", "tree"),
+                    ("pytest alone, flat: file → items (lowest floor)", "flat"))
+        rows: dict[str, list[tuple[float, float, float]]] = {v[0]: [] for v in variants}
+        for _ in range(args.repeat):  # interleaved, so the machine's load moves all alike
+            for label, floor in variants:
                 if floor:
-                    write_floor(root)
+                    write_floor(root, flat=floor == "flat")
                 load = os.getloadavg()[0]
-                wall, cpu, n = collect(root, floor=floor)
+                wall, cpu, n = collect(root, floor=floor is not None)
                 (root / "conftest.py").unlink(missing_ok=True)
                 if n != expected:
                     raise SystemExit(f"{label}: collected {n} items, expected {expected}")
