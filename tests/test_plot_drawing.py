@@ -109,3 +109,23 @@ def test_the_worker_gets_the_package_and_no_credentials(
     root = Path(plot_drawing.__file__).resolve().parents[2]
     assert env["PYTHONPATH"].split(":") == [str(root), "elsewhere"]
     assert (root / "pytest_skilllift" / "report" / "plot_worker.py").is_file()
+
+
+def test_a_summary_that_fails_does_not_leave_the_worker_waiting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_skilllift.report import summarize
+
+    started: list[ProcessDrawer] = []
+
+    def start(*, process: bool | None = None) -> ProcessDrawer:
+        started.append(ProcessDrawer())
+        return started[-1]
+
+    def broken(week_dir: Path) -> None:
+        raise RuntimeError("the disk went away")
+
+    monkeypatch.setattr(summarize, "start_drawer", start)
+    monkeypatch.setattr(summarize, "load_week", broken)
+    with pytest.raises(RuntimeError, match="the disk went away"):
+        summarize.summarize_week(week_with_history(tmp_path))
+    assert len(started) == 1 and started[0]._proc.returncode == 0  # told to stop; it did

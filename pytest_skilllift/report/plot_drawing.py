@@ -14,6 +14,7 @@ a picture never costs the numbers.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -140,11 +141,11 @@ class ProcessDrawer:
     def _send(self, payload: bytes) -> None:
         stdin = self._proc.stdin
         assert stdin is not None
-        try:
+        # A worker that died makes these raise: finish() reports its exit and stderr.
+        with contextlib.suppress(OSError):
             stdin.write(payload)
+        with contextlib.suppress(OSError):
             stdin.close()
-        except OSError:  # the worker died: finish() reports its exit and stderr
-            pass
 
     def finish(self) -> dict[str, str]:
         assert self._job is not None, "finish() before submit()"

@@ -20,7 +20,7 @@ from pytest_skilllift.report import judging, scorecard, stats, verdicts
 from pytest_skilllift.report.card import Scorecard, build_card
 from pytest_skilllift.report.context import BOOTSTRAP_N, BOOTSTRAP_SEED, Context, json_float
 from pytest_skilllift.report.markdown import ci_flag, fmt, signed
-from pytest_skilllift.report.plot_drawing import PLOTS_MODULE, PlotJob, start_drawer
+from pytest_skilllift.report.plot_drawing import PLOTS_MODULE, Drawer, PlotJob, start_drawer
 from pytest_skilllift.report.plot_inputs import PLOT_INPUTS_BUILT, has_forest, has_trend
 from pytest_skilllift.week import history as hist
 from pytest_skilllift.week.columns import ARMS, CONDITIONS
@@ -129,6 +129,17 @@ def summarize_week(
     # A plot worker imports matplotlib while this process reads and computes the week (at a
     # lower priority: the CSV parse keeps both cores busy, and the numbers come first).
     drawer = start_drawer(process=plot_process) if write and plots else None
+    try:
+        return _summarize(week_dir, drawer, history=history, write=write, banner=banner)
+    except BaseException:
+        if drawer is not None:  # never leave a worker waiting for a job that will not come
+            drawer.cancel()
+        raise
+
+
+def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, write: bool,
+               banner: str | None) -> Summary:
+    """``summarize_week``'s work; ``drawer`` draws the plots (None: no plots)."""
     week = load_week(week_dir)
     problems = week.problems
     hist_path = Path(history) if history is not None else week_dir.parent / HISTORY_CSV
