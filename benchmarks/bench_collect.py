@@ -50,10 +50,10 @@ def make_project(root: Path, n_prompts: int) -> int:
     return (items * CONDITIONS + n_prompts) * len(MODELS) * REPS
 
 
-#: pytest alone on the same tree (file → model → condition → rep → items) of trivial items,
-#: no plugin of ours (but the same garbage-collector treatment): the floor any
-#: one-test-per-rubric-item collection stands on.
-_FLOOR_CONFTEST = """
+#: What both floors share: no plugin of ours, but the plugin's garbage-collector treatment
+#: (gc off while collecting, the tree frozen after), so a floor is pytest's node machinery,
+#: not the garbage collector; and the trivial item.
+_FLOOR_COMMON = """
 import gc
 import json
 import pytest
@@ -61,8 +61,6 @@ import pytest
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_collection(session):
-    # The plugin's own treatment (gc off while collecting, the tree frozen after), so the
-    # floor is pytest's node machinery, not the garbage collector.
     gc.disable()
     try:
         return (yield)
@@ -74,6 +72,14 @@ class Leaf(pytest.Item):
     def runtest(self):
         pass
 
+def pytest_collect_file(file_path, parent):
+    if file_path.suffix == ".json":
+        return Prompt.from_parent(parent, path=file_path)
+"""
+
+#: pytest alone on the same tree (file → model → condition → rep → items) of trivial items:
+#: the floor any one-test-per-rubric-item collection stands on.
+_FLOOR_CONFTEST = _FLOOR_COMMON + """
 class Level(pytest.Collector):
     def __init__(self, *, depth, n_items, **kw):
         super().__init__(**kw)
@@ -105,34 +111,11 @@ class Extra(pytest.Collector):
     def collect(self):
         for i in range(self.n):
             yield Leaf.from_parent(self, name=f"invoked-{i}")
-
-def pytest_collect_file(file_path, parent):
-    if file_path.suffix == ".json":
-        return Prompt.from_parent(parent, path=file_path)
 """
-
 
 #: The flattest tree pytest can have: each prompt file yields its trivial items directly (no
 #: model/condition/run levels, so no node ids addressable by run) — the lowest floor.
-_FLAT_CONFTEST = """
-import gc
-import json
-import pytest
-
-
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_collection(session):
-    gc.disable()
-    try:
-        return (yield)
-    finally:
-        gc.freeze()
-        gc.enable()
-
-class Leaf(pytest.Item):
-    def runtest(self):
-        pass
-
+_FLAT_CONFTEST = _FLOOR_COMMON + """
 class Prompt(pytest.File):
     def collect(self):
         n_items = len(json.loads(self.path.read_text())["rubric"])
@@ -140,10 +123,6 @@ class Prompt(pytest.File):
             with_skill = run %% 2
             for i in range(n_items + with_skill):
                 yield Leaf.from_parent(self, name=f"r{run}-item-{i}")
-
-def pytest_collect_file(file_path, parent):
-    if file_path.suffix == ".json":
-        return Prompt.from_parent(parent, path=file_path)
 """
 
 

@@ -7,7 +7,7 @@ module needs the same selection to draw them: one definition, here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from pytest_skilllift.week.history import HistoryRow, run_order
@@ -26,24 +26,28 @@ def forest_models(data: Scorecard) -> list[str]:
     return [m for m in data.get("model_order", []) if m in data.get("models", {})]
 
 
+def _forest_lifts(data: Scorecard) -> Iterator[tuple[PromptRow, float]]:
+    """The prompt rows the forest plot draws (a must lift, in a model with a panel), each
+    with its lift."""
+    models = set(forest_models(data))
+    return ((r, lift) for r in data.get("prompts", [])
+            if r["model"] in models and (lift := r["must_lift"]) is not None)
+
+
 def forest_rows(data: Scorecard) -> tuple[dict[tuple[str, str], PromptRow], dict[str, float]]:
     """The prompt rows the forest plot draws, by (prompt, model), and each prompt's largest
     |lift| over the models (empty: no forest plot this week)."""
-    models = set(forest_models(data))
     by_key: dict[tuple[str, str], PromptRow] = {}
     biggest: dict[str, float] = {}
-    for r in data.get("prompts", []):
-        if r["model"] in models and r["must_lift"] is not None:
-            by_key[(r["prompt"], r["model"])] = r
-            biggest[r["prompt"]] = max(biggest.get(r["prompt"], 0.0), abs(r["must_lift"]))
+    for r, lift in _forest_lifts(data):
+        by_key[(r["prompt"], r["model"])] = r
+        biggest[r["prompt"]] = max(biggest.get(r["prompt"], 0.0), abs(lift))
     return by_key, biggest
 
 
 def has_forest(data: Scorecard) -> bool:
     """Whether the week gets a forest plot: some prompt has a must lift in some model."""
-    models = set(forest_models(data))
-    return any(r["model"] in models and r["must_lift"] is not None
-               for r in data.get("prompts", []))
+    return next(_forest_lifts(data), None) is not None
 
 
 def has_trend(rows: Sequence[HistoryRow]) -> bool:

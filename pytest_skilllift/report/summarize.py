@@ -265,10 +265,15 @@ def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, w
             card["plots"][name] = path.name  # type: ignore[literal-required]
 
     data = build_card(ctx, when_built={PLOT_INPUTS_BUILT: submit_plots})
+
+    def render() -> tuple[str, bytes]:
+        """scorecard.md and (when writing) scorecard.json of the card as it is now."""
+        data["problems"] = [str(p) for p in problems]
+        return (scorecard.render_markdown(data),
+                scorecard.render_json_bytes(data) if write else b"")
+
     written: list[Path] = []
-    data["problems"] = [str(p) for p in problems]
-    markdown = scorecard.render_markdown(data)
-    card_json = scorecard.render_json_bytes(data) if write else b""
+    markdown, card_json = render()
     if drawer is not None:
         failed = drawer.finish()
         for name, error in failed.items():
@@ -276,9 +281,7 @@ def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, w
             problems.append(Problem("plots", f"could not draw the {name} plot: {error}"))
         written += [path for name, path in job.requested().items() if name not in failed]
         if failed:
-            data["problems"] = [str(p) for p in problems]
-            markdown = scorecard.render_markdown(data)
-            card_json = scorecard.render_json_bytes(data) if write else b""
+            markdown, card_json = render()
     if write:
         md, js = week_dir / SCORECARD_MD, week_dir / SCORECARD_JSON
         atomic_write_text(md, markdown)
