@@ -68,7 +68,7 @@ elif [ -z "$PY" ]; then
   give_up "no Python to build $TAG with"
 else
   say "building $TAG (--from-local)"
-  "$PY" -m pytest_skilllift.runners.image_cli build --tag "$TAG" --from-local \
+  "$PY" -m pytest_skilllift.cli.image build --tag "$TAG" --from-local \
     || give_up "building $TAG failed"
 fi
 exit 0

@@ -7,7 +7,7 @@ SKILL.md on average; the real qdrant skills average 60) and "heavy" (about 355) 
 with a code block, a MUST and two links; a third of the skills hold references/ (every other
 link into it dead); nested sub-skills and cross-references. Then times (1) the in-process
 analysis (``score_path``) and (2) the CLI end to end
-(``python -m pytest_skilllift.lint.cli score TREE --output json``, interpreter start-up and
+(``python -m pytest_skilllift.cli.score score TREE --output json``, interpreter start-up and
 JSON writing included). Prints a Markdown table.
 """
 
@@ -101,7 +101,7 @@ def _time_tree(root: Path, n: int, repeat: int) -> dict[str, object]:
     cmd = [
         sys.executable,
         "-m",
-        "pytest_skilllift.lint.cli",
+        "pytest_skilllift.cli.score",
         "score",
         str(root),
         "--output",

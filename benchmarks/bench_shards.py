@@ -136,7 +136,7 @@ def main() -> None:
         results["shards"] = shards
 
         merged = root / "evals" / "weekly" / WEEK
-        cmd = [sys.executable, "-m", "pytest_skilllift.cli", "merge", str(merged),
+        cmd = [sys.executable, "-m", "pytest_skilllift.cli.main", "merge", str(merged),
                *(str(root / "shards" / str(i) / WEEK) for i in range(1, args.shards + 1))]
         results["merge_s"], _ = timed([*cmd, "--no-plots"], root, env)
         results["remerge_s"], _ = timed([*cmd, "--no-plots"], root, env)
@@ -150,7 +150,7 @@ def main() -> None:
         batched = root / "batch" / WEEK
         before_batches = len(api.batches.created)
         results["batch_judge_s"], _ = timed(
-            [sys.executable, "-m", "pytest_skilllift.cli", "judge", str(merged), "--batch",
+            [sys.executable, "-m", "pytest_skilllift.cli.main", "judge", str(merged), "--batch",
              "--batch-poll", "1", "--out", str(batched)], root, env)
         results["batches"] = len(api.batches.created) - before_batches
         batch = judge_costs(batched)

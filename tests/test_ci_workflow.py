@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_skilllift.cli import build_parser
+from pytest_skilllift.cli.main import build_parser
 from pytest_skilllift.config import OPTIONS
 
 REPO = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pytest_skilllift.lint import cli as lint_cli
+from pytest_skilllift.cli import score as lint_cli
 from pytest_skilllift.report import compare_weeks as cw
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.week import identity as ident
@@ -221,7 +221,7 @@ def test_json_shape(weeks: tuple[Path, Path]) -> None:
 
 
 def test_two_skills_still_compare_as_skills(tmp_path: Path) -> None:
-    from pytest_skilllift.lint.fixtures import write_skill
+    from pytest_skilllift.testing.skill_dirs import write_skill
 
     a = write_skill(tmp_path / "a")
     b = write_skill(tmp_path / "b", body="# Demo\n\nDo the thing, then check it.\n")

@@ -13,13 +13,13 @@ from typing import Any
 import pluggy
 import pytest
 
-from pytest_skilllift import hookspecs
 from pytest_skilllift.config import OPTIONS, Settings
-from pytest_skilllift.hookcalls import call_hook
 from pytest_skilllift.judge.protocol import PROMPT_VERSION
 from pytest_skilllift.judge.samples import SampledJudge
 from pytest_skilllift.judge.session_judge import FixtureGrader, SessionJudge, as_rubric
 from pytest_skilllift.model import ItemVerdict, JudgeResult, PromptSpec, RubricItem, RunSpec
+from pytest_skilllift.plugin import hookspecs
+from pytest_skilllift.plugin.hookcalls import call_hook
 from pytest_skilllift.report import judging
 from pytest_skilllift.report.extra_sections import sections_from
 from pytest_skilllift.report.sections import custom_checks, provenance

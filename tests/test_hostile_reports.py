@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilllift.cli import main
+from pytest_skilllift.cli.main import main
 
 from .test_weekio import write_week
 

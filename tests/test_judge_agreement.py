@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift import cli
+from pytest_skilllift.cli import main as cli
 from pytest_skilllift.judge.agreement import (
     Confusion,
     check_week,

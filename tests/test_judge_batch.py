@@ -164,7 +164,7 @@ def test_skilllift_judge_batch_sends_samples_then_one_tie_break_batch(
         capsys: pytest.CaptureFixture[str]) -> None:
     """``skilllift judge WEEKDIR --batch --samples 2``: round one carries every sample of every
     run (custom_id = run id, then run id + sample), a second batch only the tie-breaks."""
-    from pytest_skilllift.cli import main as skilllift
+    from pytest_skilllift.cli.main import main as skilllift
     from pytest_skilllift.testing.judge_script import flaky_judge
 
     prompt = tmp_path / "fusion.json"

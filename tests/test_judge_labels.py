@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilllift import cli
+from pytest_skilllift.cli import main as cli
 from pytest_skilllift.judge.agreement import check_week
 from pytest_skilllift.judge.labels import SHEET_COLUMNS, allocate
 

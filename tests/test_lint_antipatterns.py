@@ -12,8 +12,8 @@ from pytest_skilllift.lint.antipatterns import (
     frontmatter_rule_findings,
     has_trigger,
 )
-from pytest_skilllift.lint.fixtures import write_skill
 from pytest_skilllift.lint.skillfile import load_skill
+from pytest_skilllift.testing.skill_dirs import write_skill
 
 
 def flags(skill_dir: Path) -> list[str]:

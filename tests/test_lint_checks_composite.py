@@ -26,8 +26,8 @@ from pytest_skilllift.lint.composite import (
     compute_composite,
     grade,
 )
-from pytest_skilllift.lint.fixtures import GOOD_DESCRIPTION, write_skill
 from pytest_skilllift.lint.skillfile import SkillFile, load_skill
+from pytest_skilllift.testing.skill_dirs import GOOD_DESCRIPTION, write_skill
 
 FULL_BODY = """# Sizing
 

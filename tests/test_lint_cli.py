@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilllift.lint import cli
+from pytest_skilllift.cli import score as cli
 from pytest_skilllift.lint.composite import LAYER_BLEND
-from pytest_skilllift.lint.fixtures import write_skill
+from pytest_skilllift.testing.skill_dirs import write_skill
 
 GOOD_BODY = "# Sizing\n\n## Related\nSee also [other](../other/SKILL.md).\n"
 
@@ -114,16 +114,16 @@ def _score_json(module: str, skill: Path, threshold: str) -> subprocess.Complete
 def test_subprocess_entry_points(tree: Path) -> None:
     """The real command lines: the standalone module always, the `skilllift` script when
     every module it dispatches to is importable (others are still being written)."""
-    proc = _score_json("pytest_skilllift.lint.cli", tree / "broken", "99")
+    proc = _score_json("pytest_skilllift.cli.score", tree / "broken", "99")
     assert proc.returncode == 1, proc.stderr
     assert json.loads(proc.stdout)["threshold"]["passed"] is False
     try:
-        from pytest_skilllift.cli import build_parser
+        from pytest_skilllift.cli.main import build_parser
 
         build_parser()
     except ImportError as exc:
         pytest.skip(f"skilllift script not assemblable yet: {exc}")
-    proc = _score_json("pytest_skilllift.cli", tree / "sizing", "1")
+    proc = _score_json("pytest_skilllift.cli.main", tree / "sizing", "1")
     assert proc.returncode == 0, proc.stderr
     assert "composite" in json.loads(proc.stdout)
 

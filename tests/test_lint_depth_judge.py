@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift.lint import cli
+from pytest_skilllift.cli import score as cli
 from pytest_skilllift.lint.composite import badge
-from pytest_skilllift.lint.fixtures import write_skill
 from pytest_skilllift.testing import Reply, StandIn
 from pytest_skilllift.testing.server import Handler
+from pytest_skilllift.testing.skill_dirs import write_skill
 from pytest_skilllift.testing.skill_judge_script import make_skill_judge
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,7 +46,7 @@ def score(argv: list[str]) -> tuple[int, Any, str]:
     with contextlib.redirect_stderr(err):
         import argparse
 
-        from pytest_skilllift.lint import depth_cli
+        from pytest_skilllift.cli import certify as depth_cli
 
         parser = argparse.ArgumentParser(prog="skilllift")
         sub = parser.add_subparsers()

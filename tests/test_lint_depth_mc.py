@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift.lint import cli
+from pytest_skilllift.cli import score as cli
 from pytest_skilllift.lint.depth_stats import clopper_pearson
 from pytest_skilllift.lint.montecarlo import (
     HARNESS_ERROR,
@@ -231,7 +231,7 @@ def deep_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
 def _main(argv: list[str], out: Any) -> int:
     import argparse
 
-    from pytest_skilllift.lint import depth_cli
+    from pytest_skilllift.cli import certify as depth_cli
 
     parser = argparse.ArgumentParser(prog="skilllift")
     sub = parser.add_subparsers()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilllift.lint.fixtures import write_skill
+from pytest_skilllift.testing.skill_dirs import write_skill
 
 CLEAN_BODY = "# Clean\n\n## Related\nSee also [bad](../bad/SKILL.md).\n"
 BAD_BODY = "# Bad\n\nRead [rubrics](references/rubrics.md) first.\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilllift.lint import cli
+from pytest_skilllift.cli import score as cli
 from pytest_skilllift.lint.analyze import score_path
 
 QDRANT = Path(__file__).resolve().parent / "fixtures" / "data" / "qdrant-skills"

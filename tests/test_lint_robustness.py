@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilllift.lint import cli
+from pytest_skilllift.cli import score as cli
 from pytest_skilllift.lint.analyze import analyze, score_path
-from pytest_skilllift.lint.fixtures import write_skill
 from pytest_skilllift.lint.skillfile import MAX_BYTES, load_skill
+from pytest_skilllift.testing.skill_dirs import write_skill
 
 
 def score_json(path: Path) -> dict:
@@ -154,7 +154,7 @@ def test_non_utf8_directory_name_through_the_cli(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "pytest_skilllift.lint.cli",
+                "pytest_skilllift.cli.score",
                 "score",
                 str(tmp_path / "skills"),
                 "--output",
@@ -172,7 +172,7 @@ def test_non_utf8_directory_name_through_the_cli(tmp_path: Path) -> None:
                 [
                     sys.executable,
                     "-m",
-                    "pytest_skilllift.lint.cli",
+                    "pytest_skilllift.cli.score",
                     "score",
                     str(tmp_path / "skills"),
                     "--output",

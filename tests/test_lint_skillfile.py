@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_skilllift.lint.fixtures import write_skill
 from pytest_skilllift.lint.skillfile import family_root, find_skill_dirs, load_skill, scan_markdown
+from pytest_skilllift.testing.skill_dirs import write_skill
 
 DOC = """# Title
 Intro with [a](references/a.md) and `[not](references/inline.md)`.

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilllift import __version__, cli
+from pytest_skilllift import __version__
+from pytest_skilllift.cli import main as cli
 
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))

@@ -29,7 +29,7 @@ FAILING = "no-skill.must_coverage>=0.999"
 
 
 def gate_cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_skilllift.cli", "gate",
+    return subprocess.run([sys.executable, "-m", "pytest_skilllift.cli.main", "gate",
                            str(root / "week"), *args], capture_output=True, text=True,
                           cwd=root, check=False)
 

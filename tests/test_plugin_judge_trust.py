@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift import cli
+from pytest_skilllift.cli import main as cli
 from pytest_skilllift.judge.client import default_judge_model
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.testing import Reply, StandIn

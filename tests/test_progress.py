@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pytest_skilllift.progress import Progress
+from pytest_skilllift.plugin.progress import Progress
 
 from .test_hostile_failed_runs import _project
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift.cli import main as skilllift
+from pytest_skilllift.cli.main import main as skilllift
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.week.files import MERGE_FILE, SCORECARD_JSON, SHARD_FILE
 from pytest_skilllift.week.shards import (

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift.cli import main as skilllift
+from pytest_skilllift.cli.main import main as skilllift
 from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.skill_creator import CONTEXT_HEADER, judge_prompt_text, load_evals
 from pytest_skilllift.runners.claude import bundled_claude

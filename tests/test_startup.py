@@ -13,8 +13,8 @@ def test_package_is_not_assertion_rewritten(pytester: pytest.Pytester) -> None:
         import sys
 
         def test_loaders():
-            import pytest_skilllift.fixtures, pytest_skilllift.session
-            for name in ("pytest_skilllift.session", "pytest_skilllift.fixtures",
+            import pytest_skilllift.plugin.fixtures, pytest_skilllift.plugin.session
+            for name in ("pytest_skilllift.plugin.session", "pytest_skilllift.plugin.fixtures",
                          "pytest_skilllift.config"):
                 loader = type(sys.modules[name].__loader__).__name__
                 assert loader != "AssertionRewritingHook", (name, loader)

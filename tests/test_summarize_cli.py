@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilllift.report import cli as summarize_cli
+from pytest_skilllift.cli import summarize as summarize_cli
 
 from .test_weekio import write_week
 
@@ -76,7 +76,7 @@ def test_not_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_registered_in_skilllift_main(tmp_path: Path) -> None:
-    from pytest_skilllift import cli
+    from pytest_skilllift.cli import main as cli
 
     try:
         parser = cli.build_parser()

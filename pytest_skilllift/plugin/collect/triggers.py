@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_skilllift.collect import SESSION_KEY
+from pytest_skilllift.plugin.collect.items import SESSION_KEY
 from pytest_skilllift.run.engine import NotStarted
 from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.triggers import (

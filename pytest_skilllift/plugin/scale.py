@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift.collect import RubricTest
-from pytest_skilllift.collect_triggers import TriggerTest
-from pytest_skilllift.fixtures import run_of
 from pytest_skilllift.model import RunSpec
-from pytest_skilllift.session import SkillLiftSession
+from pytest_skilllift.plugin.collect.items import RubricTest
+from pytest_skilllift.plugin.collect.triggers import TriggerTest
+from pytest_skilllift.plugin.fixtures import run_of
+from pytest_skilllift.plugin.session import SkillLiftSession
 from pytest_skilllift.week.files import TRIGGERS_DIR
 from pytest_skilllift.week.shards import (
     TRIGGER,
@@ -64,8 +64,8 @@ def _refuse_overridden_judge(items: list[pytest.Item]) -> None:
         if not defs:
             continue
         func = getattr(defs[-1], "func", None)
-        where = getattr(func, "__module__", "pytest_skilllift.fixtures")
-        if where != "pytest_skilllift.fixtures":
+        where = getattr(func, "__module__", "pytest_skilllift.plugin.fixtures")
+        if where != "pytest_skilllift.plugin.fixtures":
             raise pytest.UsageError(
                 f"--skill-lift-judge-batch grades with the configured judge through the "
                 f"Message Batches API, but skill_lift_judge is overridden (in {where}); run "

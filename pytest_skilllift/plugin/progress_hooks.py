@@ -22,7 +22,7 @@ from typing import IO, Any
 
 import pytest
 
-from pytest_skilllift.progress import (
+from pytest_skilllift.plugin.progress import (
     CRASHED,
     Progress,
     finished_in_ledger,

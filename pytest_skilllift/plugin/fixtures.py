@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift.collect import SESSION_KEY, RubricTest, report_hook_errors
-from pytest_skilllift.collect_invoked import InvokedTest
-from pytest_skilllift.hookcalls import HookError, call_hook
 from pytest_skilllift.model import RunSpec
+from pytest_skilllift.plugin.collect.invoked import InvokedTest
+from pytest_skilllift.plugin.collect.items import SESSION_KEY, RubricTest, report_hook_errors
+from pytest_skilllift.plugin.hookcalls import HookError, call_hook
+from pytest_skilllift.plugin.session import SkillLiftSession
 from pytest_skilllift.run.matrix import keywords_of, narrow, run_key
 from pytest_skilllift.run.view import SkillLiftRun
-from pytest_skilllift.session import SkillLiftSession
 from pytest_skilllift.week.files import OK, RUN_FILE
 
 #: user_properties key of a check item: its id without the run, and the run's coordinates.

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 
-PACKAGE = __name__.rpartition(".")[0]
+PACKAGE = __name__.partition(".")[0]
 
 
 def _ours(name: str) -> bool:

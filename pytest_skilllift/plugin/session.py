@@ -121,7 +121,9 @@ class SkillLiftSession:
         self._finishing: tuple[threading.Thread, list[BaseException]] | None = None
         self.refused = False  # the week's identity (week.json) refused this session
         self.baseline_note = ""  # --skill-lift-baseline-from: what the plan reuses
-        from pytest_skilllift.ci import SessionVerdicts  # week identity at start, gates at end
+        from pytest_skilllift.plugin.ci import (
+            SessionVerdicts,  # week identity at start, gates at end
+        )
 
         self.ci = SessionVerdicts(self)
         #: Docker only: the controller's start-up and end-of-session container sweeps.

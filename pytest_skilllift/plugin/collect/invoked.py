@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_skilllift.hookcalls import HookError
 from pytest_skilllift.model import RunSpec
+from pytest_skilllift.plugin.hookcalls import HookError
 from pytest_skilllift.week.columns import VERIFIED
 from pytest_skilllift.week.files import AUDIT_FILE, COMPLETED
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
-    from pytest_skilllift.session import SkillLiftSession
+    from pytest_skilllift.plugin.session import SkillLiftSession
 
 #: The item's name (the last part of its id).
 INVOKED = "invoked"

@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-# First of this package: keeps pytest from assertion-rewriting the modules imported next.
-from pytest_skilllift import _rewrite  # noqa: F401
 from pytest_skilllift.config import LintSettings, SettingsError
+
+# First of this package: keeps pytest from assertion-rewriting the modules imported next.
+from pytest_skilllift.plugin import _rewrite  # noqa: F401
 
 if TYPE_CHECKING:  # the model layers (numpy, scipy, the SDK) load only when a depth test runs
     from pytest_skilllift.lint.analyze import SkillReport
@@ -308,7 +309,7 @@ def _depth_context(config: pytest.Config, depth: str) -> DepthContext:
     """One depth context per process (judge client, spend, store under the rootdir)."""
     ctx = config.stash.get(_DEPTH_KEY, None)
     if ctx is None:
-        from pytest_skilllift.lint.depth_cli import make_context
+        from pytest_skilllift.cli.certify import make_context
 
         try:
             ctx = make_context(depth, out=config.rootpath / ".skilllift" / "depth",

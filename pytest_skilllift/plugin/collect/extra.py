@@ -60,12 +60,12 @@ def collect_extra_file(file_path: Path, parent: pytest.Collector, settings: Sett
     ``resolved`` is ``file_path.resolve()`` when the caller has it."""
     resolved = resolved or file_path.resolve()
     if resolved_dir(settings.triggers_dir) in resolved.parents:
-        from pytest_skilllift.collect_triggers import TriggerFile
+        from pytest_skilllift.plugin.collect.triggers import TriggerFile
 
         return TriggerFile.from_parent(parent, path=file_path)
     if file_path.name == "evals.json" and resolved in {
             p.resolve() for p in skill_creator_files(settings)}:
-        from pytest_skilllift.collect_skill_creator import SkillCreatorFile
+        from pytest_skilllift.plugin.collect.skill_creator import SkillCreatorFile
 
         return SkillCreatorFile.from_parent(parent, path=file_path)
     return None

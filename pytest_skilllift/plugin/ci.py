@@ -30,7 +30,7 @@ from pytest_skilllift.week.files import RUN_FILE
 
 if TYPE_CHECKING:
     from pytest_skilllift.model import PromptSpec
-    from pytest_skilllift.session import SkillLiftSession
+    from pytest_skilllift.plugin.session import SkillLiftSession
 
 
 class SessionVerdicts:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_skilllift.collect import SESSION_KEY, ModelNode, declared_prompt_names
 from pytest_skilllift.model import PromptSpec
+from pytest_skilllift.plugin.collect.items import SESSION_KEY, ModelNode, declared_prompt_names
 from pytest_skilllift.run.matrix import keywords_of
 from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.skill_creator import load_evals

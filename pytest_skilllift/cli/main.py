@@ -16,16 +16,16 @@ from pytest_skilllift import __version__
 #: subcommand modules, each exposing ``add_parser(subparsers) -> None`` which sets
 #: ``func=callable(args) -> int`` on its parser.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
-    "pytest_skilllift.report.cli",  # summarize
-    "pytest_skilllift.report.merge_cli",  # merge
-    "pytest_skilllift.report.gate_cli",  # gate
+    "pytest_skilllift.cli.summarize",  # summarize
+    "pytest_skilllift.cli.merge",  # merge
+    "pytest_skilllift.cli.gate",  # gate
     "pytest_skilllift.judge.calibrate",  # calibrate
     "pytest_skilllift.run.regrade",  # judge
     "pytest_skilllift.judge.agreement",  # judge-check
     "pytest_skilllift.judge.labels",  # label
-    "pytest_skilllift.lint.cli",  # score, compare (skills or weeks)
-    "pytest_skilllift.lint.depth_cli",  # certify, corpus init
-    "pytest_skilllift.runners.image_cli",  # image build
+    "pytest_skilllift.cli.score",  # score, compare (skills or weeks)
+    "pytest_skilllift.cli.certify",  # certify, corpus init
+    "pytest_skilllift.cli.image",  # image build
     "pytest_skilllift.report.export",  # export (skill-creator layout)
 )
 

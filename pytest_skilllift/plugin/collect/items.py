@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from pytest_skilllift.collect_invoked import INVOKED, InvokedTest
-from pytest_skilllift.hookcalls import HookError
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
+from pytest_skilllift.plugin.collect.invoked import INVOKED, InvokedTest
+from pytest_skilllift.plugin.hookcalls import HookError
 from pytest_skilllift.run.arms import arm_prompt
 from pytest_skilllift.run.engine import GradedRun, NotStarted, make_run_id
 from pytest_skilllift.run.matrix import keywords_of
@@ -37,7 +37,7 @@ from pytest_skilllift.week.spend import NOT_RUN
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
-    from pytest_skilllift.session import SkillLiftSession
+    from pytest_skilllift.plugin.session import SkillLiftSession
 
 SESSION_KEY: pytest.StashKey[SkillLiftSession] = pytest.StashKey()
 #: name → files declaring it, over the whole prompts directory (read once per process).

@@ -106,7 +106,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m pytest_skilllift.runners.image_cli build …``: the image commands alone,
+    """``python -m pytest_skilllift.cli.image build …``: the image commands alone,
     usable before the rest of the ``skilllift`` CLI is importable (CI's setup script)."""
     parser = argparse.ArgumentParser(prog="skilllift image")
     add_parser(parser.add_subparsers())

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from pytest_skilllift.cli.certify import add_depth_arguments, run_depth, unused_options
 from pytest_skilllift.lint.analyze import LintUsageError, SkillReport, score_path
 from pytest_skilllift.lint.composite import DIMENSION_WEIGHTS, grade
-from pytest_skilllift.lint.depth_cli import add_depth_arguments, run_depth, unused_options
 from pytest_skilllift.lint.measured import WeekError, load_scorecard
 from pytest_skilllift.lint.output import stdout as _stdout
 from pytest_skilllift.lint.output import write_findings as _write_findings
@@ -357,9 +357,9 @@ def _compare_weeks(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Standalone entry (``python -m pytest_skilllift.lint.cli score ...``): the same
+    """Standalone entry (``python -m pytest_skilllift.cli.score score ...``): the same
     subcommands (score, compare, certify, corpus) without the rest of the ``skilllift`` script."""
-    from pytest_skilllift.lint import depth_cli
+    from pytest_skilllift.cli import certify as depth_cli
 
     parser = argparse.ArgumentParser(prog="skilllift")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -15,30 +15,31 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift.config import Settings, SettingsError, add_options
+from pytest_skilllift.judge.batch import forget_batches
+
 # First of this package: keeps pytest from assertion-rewriting the modules imported next.
-from pytest_skilllift import (
+from pytest_skilllift.plugin import (
     _rewrite,  # noqa: F401
-    collect_extra,
     progress_hooks,
     scale,
 )
-from pytest_skilllift.collect import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
-from pytest_skilllift.config import Settings, SettingsError, add_options
-from pytest_skilllift.fixtures import CHECK_PROP
-from pytest_skilllift.judge.batch import forget_batches
+from pytest_skilllift.plugin.collect import extra as collect_extra
+from pytest_skilllift.plugin.collect.items import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
+from pytest_skilllift.plugin.fixtures import CHECK_PROP
+from pytest_skilllift.plugin.session import SkillLiftSession
 from pytest_skilllift.run.prompts import is_heldout
-from pytest_skilllift.session import SkillLiftSession
 
 WIRE_KEY = "skilllift_settings"
 SESSION_ID_KEY = "skilllift_session_id"
 
 # The fixtures (skill_lift_judge, skill_lift_run, skill_lift_week) and their parametrization.
-pytest_plugins = ["pytest_skilllift.fixtures"]
+pytest_plugins = ["pytest_skilllift.plugin.fixtures"]
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """Declare the ``pytest_skilllift_*`` hooks (see ``hookspecs.py``)."""
-    from pytest_skilllift import hookspecs
+    from pytest_skilllift.plugin import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
 
@@ -85,7 +86,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if _is_worker(config):
         workerinput = config.workerinput  # type: ignore[attr-defined]
         state.session_id = workerinput.get(SESSION_ID_KEY, state.session_id)
-    from pytest_skilllift.fixtures import wire_hooks
+    from pytest_skilllift.plugin.fixtures import wire_hooks
 
     wire_hooks(config, state)
     if not _is_worker(config):
@@ -212,7 +213,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     Stable and deterministic, so every xdist worker collects the same order."""
     if SESSION_KEY not in config.stash:
         return
-    from pytest_skilllift.fixtures import run_of
+    from pytest_skilllift.plugin.fixtures import run_of
 
     def order(item: pytest.Item) -> tuple[bool, bool]:
         # Whole-week tests last: by then the runs they summarize are done (in this process).

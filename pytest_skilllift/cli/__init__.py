@@ -1,0 +1,1 @@
+"""The ``skilllift`` command: one module per subcommand, on top of the layering."""

@@ -1,0 +1,1 @@
+"""The pytest glue: hooks, options, fixtures, collection, run state and CI verdicts."""

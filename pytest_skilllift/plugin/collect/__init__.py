@@ -1,0 +1,1 @@
+"""Collection: prompt files, trigger files and skill-creator evals become test items."""
