@@ -15,15 +15,13 @@ from typing import Any
 
 import pytest
 
+# First of this package: keeps pytest from assertion-rewriting the modules imported next.
+from pytest_skilllift.plugin import _rewrite  # noqa: F401
+
+# isort: split
 from pytest_skilllift.config import Settings, SettingsError, add_options
 from pytest_skilllift.judge.batch import forget_batches
-
-# First of this package: keeps pytest from assertion-rewriting the modules imported next.
-from pytest_skilllift.plugin import (
-    _rewrite,  # noqa: F401
-    progress_hooks,
-    scale,
-)
+from pytest_skilllift.plugin import progress_hooks, scale
 from pytest_skilllift.plugin.collect import extra as collect_extra
 from pytest_skilllift.plugin.collect.items import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
 from pytest_skilllift.plugin.fixtures import CHECK_PROP
