@@ -20,6 +20,9 @@ from pytest_skilllift.week.files import SCORES_CSV
 __all__ = ["GradedItem", "GradedWeekError", "ItemKey", "read_graded_items", "rep_key",
            "text_key"]
 
+#: ``contested`` values that mean "not contested" (``week.tables.JUDGE_NOT_CONTESTED``).
+_NOT_CONTESTED: frozenset[str] = frozenset({"", "0", "false", "no"})
+
 #: (prompt, model, condition, rep, item_type, item_index) — how a label row names an item.
 ItemKey = tuple[str, str, str, int, str, int]
 
@@ -44,6 +47,10 @@ class GradedItem:
     claimed_verdict: str = ""
     claimed_evidence: str = ""
     run_id: str = ""
+    #: The judge's samples disagreed on the item (``contested`` column, any truthy value).
+    contested: bool = False
+    #: ``evidence_ok`` column as written: "1" quote found, "0" not found, "" not checked.
+    evidence_ok: str = ""
 
     @property
     def key(self) -> ItemKey:
@@ -111,6 +118,8 @@ def read_graded_items(week_dir: Path) -> list[GradedItem]:
                 claimed_verdict=(row.get("claimed_verdict") or "").strip(),
                 claimed_evidence=row.get("claimed_evidence") or "",
                 run_id=(row.get("run_id") or "").strip(),
+                contested=(row.get("contested") or "").strip().lower() not in _NOT_CONTESTED,
+                evidence_ok=(row.get("evidence_ok") or "").strip(),
             ))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise GradedWeekError(f"{path}: unreadable ({exc})") from exc

@@ -1,0 +1,1 @@
+"""``skilllift view``: a week as a static, offline HTML site (and, served, a labelling page)."""

@@ -1,0 +1,71 @@
+"""``skilllift view WEEKDIR [--out DIR] [--compare WEEK_B] [--serve [--port N]]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_parser"]
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pytest_skilllift.view.site import CSP_SERVED, CSP_STATIC, ViewError, build_site
+
+    week = Path(args.week_dir)
+    if not week.is_dir():
+        print(f"skilllift view: {week}: not a directory", file=sys.stderr)
+        return 2
+    if args.compare is not None and not Path(args.compare).is_dir():
+        print(f"skilllift view: --compare {args.compare}: not a directory", file=sys.stderr)
+        return 2
+    if args.port is not None and not args.serve:
+        print("skilllift view: --port needs --serve", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else None
+    try:
+        site = build_site(week, out, compare=Path(args.compare) if args.compare else None,
+                          csp=CSP_SERVED if args.serve else CSP_STATIC)
+    except ViewError as err:
+        print(f"skilllift view: {err}", file=sys.stderr)
+        return 2
+    for problem in site.problems:
+        print(f"skilllift view: input problem: {problem}", file=sys.stderr)
+    print(f"wrote {site.index} ({site.pages} prompt pages)")
+    if not args.serve:
+        return 0
+    from pytest_skilllift.view.serve import serve
+
+    return serve(week, site.index.parent, port=args.port or 0, sample=args.sample,
+                 seed=args.seed)
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``skilllift view``."""
+    parser = subparsers.add_parser(
+        "view",
+        help="the week as an offline HTML site (answers, quotes, tool calls); --serve labels",
+        description="Write a static, self-contained HTML site of the week (default "
+                    "WEEKDIR/view/index.html; open it from disk, nothing is fetched from the "
+                    "network): the scorecard's headline numbers, every table sortable, a page "
+                    "per prompt with its rubric × runs verdicts, each run's answer with the "
+                    "judge's evidence quote marked, the two arms side by side and the run's "
+                    "tool calls. --serve serves it on 127.0.0.1 and adds blind labelling into "
+                    "WEEKDIR/labels.csv, the file skilllift judge-check reads.",
+    )
+    parser.add_argument("week_dir", metavar="WEEKDIR", help="the week directory")
+    parser.add_argument("--out", metavar="DIR", default="",
+                        help="where to write the site (default WEEKDIR/view)")
+    parser.add_argument("--compare", metavar="WEEK_B", default=None,
+                        help="also write compare.html: skilllift compare WEEKDIR WEEK_B, "
+                             "linked to both weeks' prompt pages")
+    parser.add_argument("--serve", action="store_true",
+                        help="serve the site on 127.0.0.1 and add the labelling page")
+    parser.add_argument("--port", type=int, default=None,
+                        help="port for --serve (default: a free one)")
+    parser.add_argument("--sample", type=int, default=30,
+                        help="items in the labelling sample (as skilllift label; default 30)")
+    parser.add_argument("--seed", default="0",
+                        help="seed of the labelling sample (as skilllift label)")
+    parser.set_defaults(func=_run)

@@ -1,0 +1,154 @@
+"""Write a week's viewer: ``index.html``, one page per prompt, ``compare.html``, the assets.
+
+Every page is the same shell: a strict Content-Security-Policy (scripts and styles only from
+the site's own files, no inline script, no network), the page's data as a JSON block (read by
+``viewer.js`` through ``textContent``; a JSON block is never executed) and ``viewer.js``, which
+builds the page with ``textContent`` only. Answers, quotes, prompts, rubric texts and names
+are data: nothing of the week is ever parsed as HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import shutil
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pytest_skilllift.view.data import ViewError, overview, page_name, prompt_records, \
+    read_scorecard
+from pytest_skilllift.week.files import atomic_write_text
+
+__all__ = ["ASSETS", "CSP_SERVED", "CSP_STATIC", "SiteResult", "ViewError", "build_site",
+           "embed_json", "page_html"]
+
+#: No script, style, image or connection from anywhere but the site's own files; nothing
+#: inline; no form posts, no framing, no <base>. Served pages may also call their server.
+CSP_STATIC = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+              "base-uri 'none'; form-action 'none'")
+CSP_SERVED = CSP_STATIC + "; connect-src 'self'"
+#: The files every site ships (package data of ``pytest_skilllift.view``, no CDN).
+ASSETS: tuple[str, ...] = ("viewer.js", "viewer.css")
+DEFAULT_OUT = "view"
+PROMPTS_DIR = "prompts"
+COMPARE_DIR = "b"
+
+
+def embed_json(data: Any) -> str:
+    """JSON safe inside ``<script type="application/json">``: ``<``, ``>`` and ``&`` are
+    escaped as ``\\u003c``…, so no value can close the block (``</script>``) or open a
+    comment; ``JSON.parse`` reads them back unchanged."""
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def page_html(kind: str, title: str, data: Any, root: str, *, csp: str = CSP_STATIC) -> str:
+    """One page: the shell, its data block and the viewer script (``root``: path to the
+    site's top folder from this page, ``""`` or ``"../"``)."""
+    t = html.escape(title)
+    r = html.escape(root)
+    return (
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{html.escape(csp)}\">\n"
+        "<meta name=\"referrer\" content=\"no-referrer\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        f"<title>{t}</title>\n<link rel=\"stylesheet\" href=\"{r}assets/viewer.css\">\n"
+        f"</head><body data-page=\"{html.escape(kind)}\" data-root=\"{r}\">\n"
+        f"<header class=\"top\"><a href=\"{r}index.html\">skill lift</a> <span>{t}</span>"
+        "</header>\n<main id=\"app\"><noscript>This report needs JavaScript (its own "
+        "viewer.js; nothing is loaded from the network).</noscript></main>\n"
+        f"<script type=\"application/json\" id=\"skilllift-data\">{embed_json(data)}</script>\n"
+        f"<script src=\"{r}assets/viewer.js\"></script>\n</body></html>\n"
+    )
+
+
+@dataclass
+class SiteResult:
+    """What a build wrote: the index, how many prompt pages, what could not be shown."""
+
+    index: Path
+    pages: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def _copy_assets(out: Path) -> None:
+    dest = out / "assets"
+    dest.mkdir(parents=True, exist_ok=True)
+    base = resources.files("pytest_skilllift.view") / "assets"
+    for name in ASSETS:
+        with resources.as_file(base / name) as src:
+            shutil.copyfile(src, dest / name)
+
+
+def _load(week_dir: Path) -> tuple[Any, list[Any], list[str]]:
+    """The week's tables and graded items, and the problems found reading them."""
+    from pytest_skilllift.judge.graded import GradedWeekError, read_graded_items
+    from pytest_skilllift.week.tables import load_week
+
+    week = load_week(week_dir)
+    problems = [str(p) for p in week.problems]
+    try:
+        items = read_graded_items(week_dir)
+    except GradedWeekError as err:
+        items = []
+        problems.append(f"{err} (the prompt pages show runs without verdicts)")
+    return week, items, problems
+
+
+def build_site(week_dir: Path, out: Path | None = None, *,
+               compare: Path | None = None, csp: str = CSP_STATIC) -> SiteResult:
+    """Write the viewer of ``week_dir`` into ``out`` (default ``WEEKDIR/view``).
+
+    Raises :class:`ViewError` when the week has no readable scorecard.json.
+    """
+    week_dir = Path(week_dir)
+    out = Path(out) if out is not None else week_dir / DEFAULT_OUT
+    card = read_scorecard(week_dir)
+    week, items, problems = _load(week_dir)
+    (out / PROMPTS_DIR).mkdir(parents=True, exist_ok=True)
+    _copy_assets(out)
+    label = str(card.get("week") or week_dir.name)
+    pages: dict[str, str] = {}
+    for prompt, data in prompt_records(week_dir, week, items, card):
+        name = page_name(prompt)
+        pages[prompt] = f"{PROMPTS_DIR}/{name}"
+        data["week"] = label
+        atomic_write_text(out / PROMPTS_DIR / name,
+                          page_html("prompt", f"{prompt} — week {label}", data, "../", csp=csp))
+    index = overview(card, week_dir, pages)
+    index["view_problems"] = problems
+    if compare is not None:
+        index["compare"] = "compare.html"
+        _write_compare(week_dir, Path(compare), out, pages, csp)
+    atomic_write_text(out / "index.html", page_html("overview", f"week {label}", index, "",
+                                                    csp=csp))
+    return SiteResult(out / "index.html", len(pages), problems)
+
+
+def _write_compare(week_a: Path, week_b: Path, out: Path, pages_a: dict[str, str],
+                   csp: str) -> None:
+    """``compare.html``: ``skilllift compare``'s per-prompt changes, each side linked to its
+    week's prompt page (week B's site is written under ``b/``)."""
+    from pytest_skilllift.report.compare_weeks import CompareError, compare
+
+    try:
+        result = compare(week_a, week_b)
+    except (CompareError, OSError, ValueError) as err:
+        raise ViewError(f"--compare {week_b}: {err}") from None
+    b_site = build_site(week_b, out / COMPARE_DIR, csp=csp)
+    pages_b = json.loads(_data_block(b_site.index))["pages"]
+    result["pages_a"] = pages_a
+    result["pages_b"] = {p: f"{COMPARE_DIR}/{v}" for p, v in pages_b.items()}
+    result["a_label"], result["b_label"] = week_a.name, week_b.name
+    atomic_write_text(out / "compare.html", page_html(
+        "compare", f"compare {week_a.name} → {week_b.name}", result, "", csp=csp))
+
+
+def _data_block(page: Path) -> str:
+    """The JSON data block of a page this module wrote."""
+    text = page.read_text(encoding="utf-8")
+    start = text.index('id="skilllift-data">') + len('id="skilllift-data">')
+    return text[start:text.index("</script>", start)]
