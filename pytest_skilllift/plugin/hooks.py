@@ -340,6 +340,8 @@ class ControllerPlugin:
                 tr.write_line(line)
         if state.coverage_note:
             tr.write_line(f"coverage: {state.coverage_note}")
+        if state.view_note:
+            tr.write_line(state.view_note)
         if state.baseline_note:
             tr.write_line(state.baseline_note)
         for line in state.sweeps.lines() if state.sweeps is not None else ():

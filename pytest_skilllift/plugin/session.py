@@ -99,6 +99,8 @@ class SkillLiftSession:
         self._server: Any = None
         self.summary: Any = None
         self.coverage_note = ""
+        #: Where ``skilllift view``'s site of the week was written (or why it was not).
+        self.view_note = ""
         #: The week's spend.json after this session (``week.spend``), set by ``finish``.
         self.spend: Any = None
         self._batch_results: Any = None
@@ -438,6 +440,18 @@ class SkillLiftSession:
         merge_checks(self.week.root, self.checks.finished())
         banner = DEMO_BANNER if self.settings.demo else None
         self.summary = summarize_week(self.week.root, banner=banner)
+        self._write_view()
+
+    def _write_view(self) -> None:
+        """The week's HTML viewer beside the scorecard (``skilllift view``'s site)."""
+        from pytest_skilllift.view.site import ViewError, build_site
+
+        try:
+            site = build_site(self.week.root)
+        except (ViewError, OSError) as err:
+            self.view_note = f"viewer not written: {err}"
+            return
+        self.view_note = f"viewer: {site.index} ({site.pages} prompt pages; open it from disk)"
 
     def _conclude(self) -> bool:
         """Hook sections, and whether this session graded enough of its runs."""

@@ -107,8 +107,14 @@
   }
 
   // ------------------------------------------------------------------ overview
+  var SERVED = window.location.protocol === "http:";
+
   function overview(d) {
     if (d.banner) app.appendChild(el("p", { "class": "banner" }, d.banner));
+    if (SERVED) {
+      app.appendChild(el("p", { "class": "card" }, link("label.html", "Label a sample (blind) →"),
+        " — the stratified sample skilllift label draws; labels go to labels.csv for skilllift judge-check."));
+    }
     var pages = d.pages || {};
     var order = d.model_order || Object.keys(d.models || {});
 
@@ -270,6 +276,7 @@
                             "data-condition": run.condition });
     add(panel, el("h3", null, run.condition + " r" + run.rep + (run.trigger_miss ? " — trigger miss" : "")));
     add(panel, runFacts(run));
+    if (SERVED && run.run_id) add(panel, el("p", null, link(ROOT + "label.html?run=" + encodeURIComponent(run.run_id), "Label this run's items (blind) →")));
     if (active && cell && item) {
       var verdict = el("p", { "class": "verdict-line" }, item.type + "-" + item.index + ": ",
         el("strong", null, cell.v), cell.c ? el("span", { "class": "tag contested" }, "contested") : null);

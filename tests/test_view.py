@@ -1,0 +1,152 @@
+"""``skilllift view`` without a browser: the pages' data, their escaping, labels.csv, the CLI.
+
+The real week (qdrant/skills week 20260808: 208 runs, 1,512 graded items, no run directories)
+is summarized into a temporary copy and viewed; the browser tests are in
+``test_view_browser.py``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_skilllift import cli
+from pytest_skilllift.judge.agreement import check_week
+from pytest_skilllift.view.data import page_name
+from pytest_skilllift.view.labelling import LABEL_COLUMNS, LabellingError, LabelSession
+from pytest_skilllift.view.site import CSP_STATIC, build_site, embed_json, page_html
+
+HOSTILE = '</script><script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+
+
+def data_block(page: Path) -> dict:
+    text = page.read_text(encoding="utf-8")
+    m = re.search(r'<script type="application/json" id="skilllift-data">(.*?)</script>', text,
+                  re.S)
+    assert m, page
+    return json.loads(m.group(1))
+
+
+@pytest.fixture(scope="module")
+def real_week(tmp_path_factory: pytest.TempPathFactory, ) -> Path:
+    from pytest_skilllift.report.summarize import summarize_week
+
+    src = Path(__file__).resolve().parent / "fixtures/data/qdrant-skills/weekly/20260808"
+    week = tmp_path_factory.mktemp("real") / "20260808"
+    shutil.copytree(src, week)
+    summarize_week(week, plots=False)
+    return week
+
+
+def test_embedded_json_cannot_close_its_block() -> None:
+    page = page_html("prompt", HOSTILE, {"answer": HOSTILE, "q": "a & b <!-- c"}, "../")
+    # One closing tag per real script element: the data block's and viewer.js's.
+    assert page.count("</script>") == 2
+    assert "<img" not in page and "<!--" not in page
+    assert "&lt;/script&gt;" in page  # the title is escaped as HTML
+    block = page.split('id="skilllift-data">', 1)[1].split("</script>", 1)[0]
+    assert json.loads(block) == {"answer": HOSTILE, "q": "a & b <!-- c"}
+    assert f'content="{CSP_STATIC}"' in page.replace("&#x27;", "'")
+    assert "script-src 'self'" in CSP_STATIC and "unsafe-inline" not in CSP_STATIC
+    tags = re.findall(r"<[a-zA-Z][^>]*>", page)
+    assert not [t for t in tags if re.search(r"\son[a-z]+=", t)]  # no inline event handler
+
+
+def test_page_names_stay_in_the_prompts_folder_and_never_collide() -> None:
+    names = ["qdrant-edge", "../../etc/passwd", "a/b", "a_b", "<script>", "ÿ" * 200]
+    files = [page_name(n) for n in names]
+    assert files[0] == "qdrant-edge.html"
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]+\.html", f) for f in files), files
+    assert len(set(files)) == len(files)
+
+
+def test_the_real_week_is_viewed_whole(real_week: Path) -> None:
+    site = build_site(real_week)
+    assert site.index == real_week / "view" / "index.html"
+    assert site.pages == 26
+    card = json.loads((real_week / "scorecard.json").read_text())
+    index = data_block(site.index)
+    assert index["models"] == card["models"]  # copied, never recomputed
+    assert index["prompts"] == card["prompts"]
+    assert len(index["pages"]) == 26
+    cells = runs = 0
+    for page in index["pages"].values():
+        data = data_block(site.index.parent / page)
+        for block in data["models"]:
+            runs += len(block["columns"])
+            cells += sum(c is not None for item in block["items"] for c in item["cells"])
+            # no run directories in this week: the page says so instead of failing
+            assert all(c["trajectory_note"] == "no run directory in the week"
+                       for c in block["columns"] if "trajectory_note" in c)
+    assert cells == 1512 and runs == 208
+    assert (site.index.parent / "assets" / "viewer.js").is_file()
+
+
+def test_contested_and_rejected_quotes_reach_the_cell(real_week: Path, tmp_path: Path) -> None:
+    week = tmp_path / "w"
+    shutil.copytree(real_week, week, ignore=shutil.ignore_patterns("view"))
+    rows = list(csv.DictReader((week / "scores.csv").open()))
+    header = list(rows[0]) + ["evidence_ok", "claimed_verdict", "claimed_evidence"]
+    rows[0].update(contested="1")
+    rows[1].update(verdict="missing", credit="0.0", evidence_quote="", evidence_ok="0",
+                   claimed_verdict="met", claimed_evidence="a quote the answer lacks")
+    with (week / "scores.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, header)
+        w.writeheader()
+        w.writerows(rows)
+    site = build_site(week)
+    data = data_block(site.index.parent / "prompts" / page_name(rows[0]["prompt"]))
+    cells = [c for b in data["models"] for i in b["items"] for c in i["cells"] if c]
+    assert sum(1 for c in cells if c.get("c")) == 1
+    rejected = [c for c in cells if c.get("rejected")]
+    assert rejected == [{"v": "missing", "cv": "met", "cq": "a quote the answer lacks",
+                         "rejected": True}]
+
+
+def test_no_scorecard_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["view", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'scorecard.json'}: not found" in err and "skilllift summarize" in err
+    assert cli.main(["view", str(tmp_path / "nope")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    assert cli.main(["view", str(tmp_path), "--port", "8000"]) == 2
+    assert "--port needs --serve" in capsys.readouterr().err
+
+
+def test_cli_writes_the_site_where_asked(real_week: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["view", str(real_week), "--out", str(tmp_path / "site")]) == 0
+    assert f"wrote {tmp_path / 'site' / 'index.html'} (26 prompt pages)" in capsys.readouterr().out
+
+
+def test_labels_are_written_as_judge_check_reads_them(real_week: Path, tmp_path: Path) -> None:
+    week = tmp_path / "w"
+    shutil.copytree(real_week, week, ignore=shutil.ignore_patterns("view"))
+    session = LabelSession(week, sample=6, seed="1")
+    shown = session.blind(session.items_of())
+    assert len(shown) == 6
+    assert all(set(s) == {"id", "item_type", "item_text", "choices", "prompt", "prompt_text",
+                          "answer", "label"} for s in shown)  # no model, arm or verdict
+    first, second = shown[0], shown[1]
+    session.save(first["id"], first["choices"][1])
+    agreement = session.save(second["id"], second["choices"][0])
+    session.save(first["id"], first["choices"][0])  # a changed mind replaces the row
+    with (week / "labels.csv").open() as fh:
+        reader = csv.DictReader(fh)
+        assert tuple(reader.fieldnames or ()) == LABEL_COLUMNS
+        rows = list(reader)
+    assert len(rows) == 2 and rows[0]["verdict"] == first["choices"][0]
+    report = check_week(week, week / "labels.csv")
+    assert report["overall"]["n"] == 2 and not report["unmatched"]
+    assert agreement is not None and agreement["n"] == 2
+    assert session.agreement()["kappa"] == report["overall"]["kappa"]
+    with pytest.raises(LabellingError, match="is not"):
+        session.save(first["id"], "violated" if first["item_type"] != "avoid" else "met")
+    with pytest.raises(LabellingError, match="no item 999"):
+        session.save(999, "met")
+    assert session.blind([session.items_of()[0]])[0]["label"] == first["choices"][0]
