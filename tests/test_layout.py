@@ -83,7 +83,8 @@ def test_report_never_imports_runners(graph: dict[str, set[str]]) -> None:
             assert not any(d.startswith("pytest_skilllift.runners") for d in deps), m
 
 
-@pytest.mark.parametrize("layer", ["report", "week", "run", "judge", "runners", "testing"])
+@pytest.mark.parametrize("layer", ["report", "week", "run", "judge", "runners", "testing",
+                                   "view"])
 def test_pure_layers_never_import_pytest(graph: dict[str, set[str]], layer: str) -> None:
     for m, deps in graph.items():
         if m.startswith(f"pytest_skilllift.{layer}"):

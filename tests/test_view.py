@@ -19,7 +19,7 @@ from pytest_skilllift import cli
 from pytest_skilllift.judge.agreement import check_week
 from pytest_skilllift.view.data import page_name
 from pytest_skilllift.view.labelling import LABEL_COLUMNS, LabellingError, LabelSession
-from pytest_skilllift.view.site import CSP_STATIC, build_site, embed_json, page_html
+from pytest_skilllift.view.site import CSP_STATIC, build_site, page_html
 
 HOSTILE = '</script><script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
@@ -91,7 +91,7 @@ def test_contested_and_rejected_quotes_reach_the_cell(real_week: Path, tmp_path:
     week = tmp_path / "w"
     shutil.copytree(real_week, week, ignore=shutil.ignore_patterns("view"))
     rows = list(csv.DictReader((week / "scores.csv").open()))
-    header = list(rows[0]) + ["evidence_ok", "claimed_verdict", "claimed_evidence"]
+    header = [*list(rows[0]), "evidence_ok", "claimed_verdict", "claimed_evidence"]
     rows[0].update(contested="1")
     rows[1].update(verdict="missing", credit="0.0", evidence_quote="", evidence_ok="0",
                    claimed_verdict="met", claimed_evidence="a quote the answer lacks")

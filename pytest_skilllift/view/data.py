@@ -244,7 +244,8 @@ def prompt_records(week_dir: Path, week: Any, items: Sequence[GradedItem],
     """``(prompt, page data)`` for every prompt of the week, one at a time (a large week's
     pages are built and written one by one, never all held at once)."""
     rows: dict[str, list[dict[str, Any]]] = {}
-    for row in card.get("prompts") if isinstance(card.get("prompts"), list) else []:
+    card_prompts = card.get("prompts")
+    for row in card_prompts if isinstance(card_prompts, list) else []:
         if isinstance(row, dict):
             rows.setdefault(str(row.get("prompt")), []).append(row)
     order = card.get("model_order") or list(week.models)

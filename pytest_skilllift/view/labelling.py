@@ -123,7 +123,7 @@ class LabelSession:
         return {_row_key(r): (r.get("verdict") or "").strip() for r in self._read()[1]
                 if (r.get("verdict") or "").strip()}
 
-    def save(self, item_id: int, verdict: str) -> dict[str, Any]:
+    def save(self, item_id: int, verdict: str) -> dict[str, Any] | None:
         """Write one label (replacing an earlier label of the same item); the agreement so far."""
         item = self._ids.get(item_id)
         if item is None:

@@ -38,7 +38,7 @@ class ViewServer(HTTPServer):
 class _Handler(SimpleHTTPRequestHandler):
     server: ViewServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # the terminal shows where the site is, not every request
 
     def end_headers(self) -> None:

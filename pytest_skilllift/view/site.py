@@ -17,8 +17,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.view.data import ViewError, overview, page_name, prompt_records, \
-    read_scorecard
+from pytest_skilllift.view.data import (
+    ViewError,
+    overview,
+    page_name,
+    prompt_records,
+    read_scorecard,
+)
 from pytest_skilllift.week.files import atomic_write_text
 
 __all__ = ["ASSETS", "CSP_SERVED", "CSP_STATIC", "SiteResult", "ViewError", "build_site",

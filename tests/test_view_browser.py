@@ -1,0 +1,259 @@
+"""``skilllift view`` in a real browser: Debian's Chromium driven by Playwright.
+
+One demo week is made per module by a real ``pytest --skill-lift-demo`` session (the bundled
+Claude Code CLI against the package's scripted Messages API, one rep: twelve runs), which also
+writes the viewer and prints its path. The browser is the system's ``/usr/bin/chromium``
+(``.ci/run`` installs it with apt; Playwright never downloads one). Select these tests with
+``-m browser``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_skilllift import cli
+from pytest_skilllift.runners.claude import bundled_claude
+from pytest_skilllift.view.data import page_name
+from pytest_skilllift.view.site import build_site
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+HOSTILE = ('<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+           '<a href="javascript:window.__pwned=3">x</a>')
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed "
+                                     "(pip install -e '.[dev]')")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.cli,
+    pytest.mark.skipif(not CHROMIUM.is_file(), reason="no /usr/bin/chromium (apt-get install "
+                       "chromium; .ci/run does)"),
+    pytest.mark.skipif(bundled_claude() is None, reason="claude-agent-sdk (bundled CLI) missing"),
+]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A demo week made by ``pytest --skill-lift-demo`` (one rep) and that session's output."""
+    root = tmp_path_factory.mktemp("demo")
+    shutil.copytree(REPO / "skills", root / "skills")
+    shutil.copytree(REPO / "evals" / "test-prompts", root / "evals" / "test-prompts")
+    (root / "pytest.ini").write_text("[pytest]\nskill_lift_reps = 1\nskill_lift_out = week\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--skill-lift-demo", "-p", "no:cacheprovider",
+         "-p", "no:xdist", "-q"], cwd=root, capture_output=True, text=True, timeout=600)
+    assert (root / "week" / "scorecard.json").is_file(), proc.stdout + proc.stderr
+    return root / "week", proc.stdout
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh page that records every request it makes and every script error."""
+    context = browser.new_context(viewport={"width": 1300, "height": 900})
+    pg = context.new_page()
+    pg.requests = []  # type: ignore[attr-defined]
+    pg.errors = []  # type: ignore[attr-defined]
+    context.on("request", lambda r: pg.requests.append(r.url))
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    yield pg
+    context.close()
+
+
+def open_page(pg: Any, url: str) -> None:
+    pg.goto(url)
+    pg.wait_for_selector("body[data-ready='1']", timeout=5000)
+
+
+def scores(week: Path) -> list[dict[str, str]]:
+    with (week / "scores.csv").open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_the_session_writes_the_view_and_prints_its_path(demo: tuple[Path, str]) -> None:
+    week, out = demo
+    index = week / "view" / "index.html"
+    assert f"viewer: {index} (3 prompt pages; open it from disk)" in out
+    assert index.is_file() and len(list((week / "view" / "prompts").glob("*.html"))) == 3
+
+
+def test_overview_lift_is_the_scorecards(demo: tuple[Path, str], page: Any) -> None:
+    week, _ = demo
+    card = json.loads((week / "scorecard.json").read_text())
+    open_page(page, (week / "view" / "index.html").as_uri())
+    shown = {el.get_attribute("data-model"): el for el in page.query_selector_all("span.lift")}
+    assert set(shown) == set(card["models"]) == {"sonnet", "haiku"}
+    for model, m in card["models"].items():
+        assert float(shown[model].get_attribute("data-value")) == m["must_lift"]
+        assert shown[model].inner_text() == f"{m['must_lift']:+.3f}"
+    assert page.errors == []
+
+
+def test_tables_sort(demo: tuple[Path, str], page: Any) -> None:
+    week, _ = demo
+    open_page(page, (week / "view" / "index.html").as_uri())
+
+    def lifts() -> list[float]:
+        return [float(t) for t in page.eval_on_selector_all(
+            "#prompt-table tbody tr td:nth-child(5)", "els => els.map(e => e.textContent)")]
+
+    page.click("#prompt-table th:nth-child(5) button")
+    assert lifts() == sorted(lifts()) and len(set(lifts())) > 1
+    page.click("#prompt-table th:nth-child(5) button")
+    assert lifts() == sorted(lifts(), reverse=True)
+
+
+def test_prompt_to_answer_marks_the_judges_quote(demo: tuple[Path, str], page: Any) -> None:
+    week, _ = demo
+    open_page(page, (week / "view" / "index.html").as_uri())
+    page.click("#prompt-table a:text('sqlite-bulk-insert')")
+    page.wait_for_selector("body[data-ready='1'][data-page='prompt']")
+    row = next(r for r in scores(week) if r["prompt"] == "sqlite-bulk-insert"
+               and r["model"] == "sonnet" and r["condition"] == "with-skill"
+               and r["verdict"] == "met" and r["evidence_quote"])
+    item = f"{row['item_type']}-{row['item_index']}"
+    page.click(f"section[data-model='sonnet'] tr[data-item='{item}'] button.cell[data-col='1']")
+    active = page.locator("section[data-model='sonnet'] .answer.active")
+    assert active.get_attribute("data-run-id") == row["run_id"]
+    assert active.locator("mark.evidence").inner_text() == row["evidence_quote"].strip()
+    # the other arm of the same rep beside it, and the run's tool calls in order
+    other = page.locator("section[data-model='sonnet'] .answer:not(.active)")
+    assert other.get_attribute("data-condition") == "no-skill"
+    steps = active.locator(".trajectory li code").all_inner_texts()
+    assert steps and steps[0] == "Skill"
+    assert page.errors == []
+
+
+def test_a_hostile_answer_is_text(demo: tuple[Path, str], page: Any, tmp_path: Path) -> None:
+    week = tmp_path / "week"
+    shutil.copytree(demo[0], week, ignore=shutil.ignore_patterns("view"))
+    rows = scores(week)
+    target = next(r for r in rows if r["prompt"] == "sqlite-bulk-insert" and r["model"] ==
+                  "sonnet" and r["condition"] == "with-skill" and r["verdict"] == "met")
+    run_file = week / target["run_id"] / "run.json"
+    record = json.loads(run_file.read_text())
+    record["final_answer"] = f"Intro. {HOSTILE} Outro."
+    run_file.write_text(json.dumps(record))
+    target["evidence_quote"] = HOSTILE
+    for r in rows:  # the item's text, in every run that grades it
+        if (r["prompt"], r["item_type"], r["item_index"]) == (
+                target["prompt"], target["item_type"], target["item_index"]):
+            r["item_text"] = f"rubric {HOSTILE}"
+    with (week / "scores.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    site = build_site(week)
+    open_page(page, (site.index.parent / "prompts" / page_name("sqlite-bulk-insert")).as_uri())
+    item = f"{target['item_type']}-{target['item_index']}"
+    page.click(f"section[data-model='sonnet'] tr[data-item='{item}'] button.cell[data-col='1']")
+    active = page.locator("section[data-model='sonnet'] .answer.active")
+    assert active.locator("mark.evidence").inner_text() == HOSTILE
+    assert HOSTILE in active.locator("pre.answer-text").inner_text()
+    assert page.locator(f"section[data-model='sonnet'] tr[data-item='{item}'] th").inner_text(
+    ).endswith(HOSTILE)
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.locator("img").count() == 0 and page.locator("main script").count() == 0
+
+
+def test_no_request_leaves_the_site(demo: tuple[Path, str], page: Any) -> None:
+    week, _ = demo
+    open_page(page, (week / "view" / "index.html").as_uri())
+    for link in page.eval_on_selector_all("#prompt-table a", "els => els.map(e => e.href)"):
+        open_page(page, link)
+        page.click("section[data-model='haiku'] button.cell >> nth=0")
+    site = (week / "view").as_uri()
+    assert page.requests and all(u.startswith(site + "/") for u in page.requests), page.requests
+
+
+@pytest.fixture
+def served(demo: tuple[Path, str], tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    from pytest_skilllift.view.serve import make_server
+    from pytest_skilllift.view.site import CSP_SERVED
+
+    week = tmp_path / "week"
+    shutil.copytree(demo[0], week, ignore=shutil.ignore_patterns("view"))
+    site = build_site(week, csp=CSP_SERVED)
+    server = make_server(week, site.index.parent, sample=6, seed="3")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield week, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_label_three_items_then_judge_check(served: tuple[Path, str], page: Any,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    week, base = served
+    open_page(page, base + "/index.html")
+    page.click("a:text('Label a sample (blind)')")
+    page.wait_for_selector("button.choice")
+    seen = page.locator("#label-item").inner_text()
+    for model in ("sonnet", "haiku", "with-skill", "no-skill"):
+        assert model not in seen  # blind: neither the model nor the arm
+    for n in range(1, 4):
+        assert page.locator(".progress").inner_text() == f"Item {n} of 6"
+        page.click("button.choice >> nth=0")
+        # (expect, not wait_for_function: the page's CSP forbids evaluating strings)
+        playwright_api.expect(page.locator(".progress")).to_have_text(f"Item {n + 1} of 6")
+    stats = page.locator("#agreement").inner_text()
+    assert "labelled\n3" in stats and "Cohen's kappa" in stats
+    with (week / "labels.csv").open() as fh:
+        labelled = list(csv.DictReader(fh))
+    assert len(labelled) == 3
+    assert cli.main(["judge-check", str(week), "--labels", str(week / "labels.csv"),
+                     "--output", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["overall"]["n"] == 3 and report["unmatched"] == []
+    kappa = report["overall"]["kappa"]
+    assert (f"Cohen's kappa\n{kappa:.3f}" if kappa is not None else "undefined") in stats
+    assert all(u.startswith(base + "/") for u in page.requests), page.requests
+
+
+def test_a_label_from_another_origin_is_refused(served: tuple[Path, str]) -> None:
+    import urllib.error
+    import urllib.request
+
+    week, base = served
+    req = urllib.request.Request(base + "/api/label", data=b'{"id": 1, "verdict": "met"}',
+                                 headers={"Content-Type": "application/json",
+                                          "Origin": "http://evil.example"}, method="POST")
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(req, timeout=5)
+    assert err.value.code == 403 and not (week / "labels.csv").exists()
+
+
+def test_compare_links_both_weeks(demo: tuple[Path, str], page: Any, tmp_path: Path) -> None:
+    week_a = tmp_path / "20261101"
+    week_b = tmp_path / "20261108"
+    for w in (week_a, week_b):
+        shutil.copytree(demo[0], w, ignore=shutil.ignore_patterns("view"))
+    assert cli.main(["view", str(week_a), "--compare", str(week_b)]) == 0
+    open_page(page, (week_a / "view" / "compare.html").as_uri())
+    rows = page.locator("#compare-prompts tbody tr")
+    assert rows.count() == 6  # 3 prompts × 2 models, each "unchanged" (the same runs)
+    assert set(page.locator("#compare-prompts tbody td:nth-child(3)").all_inner_texts()) == {
+        "unchanged"}
+    page.click("#compare-prompts tbody tr >> nth=0 >> a:text('20261108')")
+    page.wait_for_selector("body[data-ready='1'][data-page='prompt']")
+    assert "/view/b/prompts/" in page.url
+    assert page.errors == []
