@@ -101,7 +101,8 @@ def test_contested_and_rejected_quotes_reach_the_cell(real_week: Path, tmp_path:
         w.writerows(rows)
     site = build_site(week)
     data = data_block(site.index.parent / "prompts" / page_name(rows[0]["prompt"]))
-    cells = [c for b in data["models"] for i in b["items"] for c in i["cells"] if c]
+    cells = [c for b in data["models"] for i in b["items"] for c in i["cells"]
+             if isinstance(c, dict)]
     assert sum(1 for c in cells if c.get("c")) == 1
     rejected = [c for c in cells if c.get("rejected")]
     assert rejected == [{"v": "missing", "cv": "met", "cq": "a quote the answer lacks",

@@ -257,3 +257,22 @@ def test_compare_links_both_weeks(demo: tuple[Path, str], page: Any, tmp_path: P
     page.wait_for_selector("body[data-ready='1'][data-page='prompt']")
     assert "/view/b/prompts/" in page.url
     assert page.errors == []
+
+
+def test_recorded_gates_are_measured_as_skilllift_gate_does(
+        demo: tuple[Path, str], page: Any, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    week = tmp_path / "week"
+    shutil.copytree(demo[0], week, ignore=shutil.ignore_patterns("view"))
+    record = json.loads((week / "week.json").read_text())
+    record["gates"] = ["must_lift_ci_low>0", "haiku.with-skill.pass_rate>=0.8:soft"]
+    (week / "week.json").write_text(json.dumps(record))
+    status = cli.main(["gate", str(week), "--output", "json"])
+    expected = json.loads(capsys.readouterr().out)
+    site = build_site(week)
+    open_page(page, site.index.as_uri())
+    shown = [r.split("\t") for r in page.locator("#gate-table tbody tr").all_inner_texts()]
+    assert [(r[0], r[1], r[5]) for r in shown] == [
+        (g["gate"], g["scope"], "pass" if g["passed"] else "FAIL") for g in expected["gates"]]
+    verdict = page.locator("#gate-verdict").inner_text()
+    assert verdict.endswith(f"(skilllift gate: exit {status})")

@@ -1,10 +1,11 @@
 """The viewer's data: the overview (from scorecard.json) and one record per prompt.
 
 The overview's numbers are scorecard.json's own values, copied, never recomputed: the page and
-the scorecard cannot disagree. A prompt's record joins three readers of the week: the runs of
-``manifest.csv`` (``week.tables.load_week``), the graded items of ``scores.csv``
-(``judge.graded.read_graded_items``: verdict, evidence quote, a rejected quote as the judge's
-claim, contested) and each run's files (``view.runs``: answer, trajectory, audit).
+the scorecard cannot disagree. A prompt's record joins the week's two tables as
+``week.tables.load_week`` reads them (columnar: a million-item week is read in a second) —
+the runs of ``manifest.csv`` and the graded items of ``scores.csv`` (verdict, evidence quote,
+a rejected quote as the judge's claim, contested) — with each run's files (``view.runs``:
+answer, trajectory, audit).
 """
 
 from __future__ import annotations
@@ -13,23 +14,22 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.judge.graded import GradedItem
 from pytest_skilllift.view.runs import read_run
 from pytest_skilllift.week.columns import ACTIVATIONS, ARMS, INVOCATION_STATUSES, ITEM_TYPES
 from pytest_skilllift.week.files import RUN_STATUSES, SCORECARD_JSON, WEEK_JSON
 
-__all__ = ["OVERVIEW_KEYS", "PromptRecord", "RunRow", "ViewError", "overview", "page_name",
-           "prompt_records", "read_scorecard", "runs_of"]
+__all__ = ["OVERVIEW_KEYS", "Items", "RunRow", "ViewError", "items_of", "overview",
+           "page_name", "prompt_records", "read_scorecard", "runs_of"]
 
 #: scorecard.json keys the overview shows (the rest stay in the scorecard: a small index).
 OVERVIEW_KEYS: tuple[str, ...] = (
     "week", "banner", "generator", "model_order", "problems", "models", "bootstrap", "history",
     "cells", "prompts", "coverage", "run_health", "provenance", "audit", "activation_summary",
-    "cost_time", "avoid_violations", "gates", "verdicts",
+    "cost_time", "avoid_violations", "pass_threshold",
 )
 
 
@@ -77,6 +77,17 @@ def _identity(week_dir: Path) -> dict[str, Any] | None:
 def overview(card: dict[str, Any], week_dir: Path, pages: dict[str, str]) -> dict[str, Any]:
     """The overview page's data: scorecard.json's values, the identity, the prompt pages."""
     data = {k: card.get(k) for k in OVERVIEW_KEYS if k in card}
+    # Per-prompt lists stay on the prompt pages (a large week's would be megabytes here).
+    audit = data.get("audit")
+    if isinstance(audit, dict):
+        data["audit"] = {k: audit.get(k) for k in ("available", "invocation",
+                                                   "top_level_only_runs", "audited_runs")}
+    violations = data.get("avoid_violations")
+    if isinstance(violations, list):
+        data["avoid_violations"] = len(violations)
+    prov = data.get("provenance")
+    if isinstance(prov, dict):
+        data["provenance"] = {k: v for k, v in prov.items() if not k.endswith("_by_family")}
     data["identity"] = _identity(week_dir)
     data["pages"] = pages
     return data
@@ -100,54 +111,122 @@ class RunRow:
     family: str = ""
 
 
-def _num(values: Any, i: int) -> float | None:
-    if values is None:
-        return None
-    x = float(values[i])
-    return None if x != x else x  # NaN: the column is empty or absent
-
-
 def runs_of(week: Any) -> list[RunRow]:
     """Every run of a loaded week (``week.tables.Week``) with a usable prompt, model, arm."""
     ids = week.run_ids(range(week.n_runs))
+    nan_none: list[float | None] = [None] * week.n_runs
+
+    def numbers(name: str) -> list[float | None]:
+        values = week.m_num.get(name)
+        if values is None:
+            return nan_none
+        return [None if x != x else x for x in values.tolist()]  # NaN: empty or absent
+
+    cost, turns, ms = numbers("total_cost_usd"), numbers("num_turns"), numbers("duration_ms")
+    cols = zip(week.m_prompt.tolist(), week.m_model.tolist(), week.m_cond.tolist(),
+               week.m_rep.tolist(), week.m_status.tolist(), week.m_invocation.tolist(),
+               week.m_activation.tolist(), strict=True)
     rows = []
-    num = week.m_num
-    for i in range(week.n_runs):
-        p, m, c = int(week.m_prompt[i]), int(week.m_model[i]), int(week.m_cond[i])
+    for i, (p, m, c, rep, st, inv, act) in enumerate(cols):
         if p < 0 or m < 0 or c < 0:
             continue  # load_week reports these rows as input problems
-        inv, act, st = int(week.m_invocation[i]), int(week.m_activation[i]), int(week.m_status[i])
         prompt = week.prompts[p]
         rows.append(RunRow(
-            prompt=prompt, model=week.models[m], condition=ARMS[c], rep=int(week.m_rep[i]),
-            run_id=ids[i], status=RUN_STATUSES[st] if 0 <= st < len(RUN_STATUSES) else "",
+            prompt=prompt, model=week.models[m], condition=ARMS[c], rep=rep, run_id=ids[i],
+            status=RUN_STATUSES[st] if 0 <= st < len(RUN_STATUSES) else "",
             invocation=INVOCATION_STATUSES[inv] if inv >= 0 else "",
             activation=ACTIVATIONS[act] if act >= 0 else "",
-            cost=_num(num.get("total_cost_usd"), i), turns=_num(num.get("num_turns"), i),
-            duration_ms=_num(num.get("duration_ms"), i),
+            cost=cost[i], turns=turns[i], duration_ms=ms[i],
             family=week.prompt_family.get(prompt, ""),
         ))
     return rows
 
 
+def _strings(arr: Any, n: int) -> list[str]:
+    """An Arrow string column (dictionary-encoded or not) as ``n`` Python strings."""
+    if arr is None:
+        return [""] * n
+    import numpy as np
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arr.type):
+        vals = np.array([v or "" for v in arr.dictionary.to_pylist()] + [""], dtype=object)
+        idx = arr.indices.fill_null(len(vals) - 1).to_numpy(zero_copy_only=False)
+        return list(vals[idx].tolist())
+    return [v or "" for v in arr.to_pylist()]
+
+
 @dataclass
-class PromptRecord:
-    """A prompt's runs and graded items, before its page data is built."""
+class Items:
+    """scores.csv's rows as Python lists, one entry per row (``week.tables`` read them)."""
 
-    prompt: str
-    runs: list[RunRow] = field(default_factory=list)
-    items: list[GradedItem] = field(default_factory=list)
+    prompt: list[int]
+    model: list[int]
+    cond: list[int]
+    rep: list[int]
+    type: list[int]
+    index: list[float]
+    text: list[str]
+    verdict: list[str]
+    ungraded: list[bool]
+    evidence: list[str]
+    contested: list[bool]
+    evidence_ok: list[str]
+    claimed_verdict: list[str]
+    claimed_evidence: list[str]
+    #: Per row: the cell is its verdict alone (no quote, claim, flag): most of a week.
+    plain: list[bool]
 
 
-def group_by_prompt(runs: Sequence[RunRow], items: Sequence[GradedItem]) -> dict[str,
-                                                                                PromptRecord]:
-    """Runs and items by prompt, in prompt-name order."""
-    out: dict[str, PromptRecord] = {}
-    for r in runs:
-        out.setdefault(r.prompt, PromptRecord(r.prompt)).runs.append(r)
-    for it in items:
-        out.setdefault(it.prompt, PromptRecord(it.prompt)).items.append(it)
-    return dict(sorted(out.items()))
+def _blank(arr: Any) -> Any:
+    """Per row, whether an Arrow string column's value is empty (all True when absent)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if arr is None:
+        return True
+    if pa.types.is_dictionary(arr.type):
+        empty = np.array([not (v or "").strip() for v in arr.dictionary.to_pylist()] + [True])
+        return empty[arr.indices.fill_null(len(empty) - 1).to_numpy(zero_copy_only=False)]
+    import pyarrow.compute as pc
+
+    return pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(arr.fill_null(""))), 0).to_numpy(
+        zero_copy_only=False)
+
+
+def _not_zero(arr: Any) -> Any:
+    """Per row, whether ``evidence_ok`` is anything but ``0`` (a rejected quote)."""
+    import numpy as np
+
+    if arr is None:
+        return True
+    vals = np.array([(v or "").strip() != "0" for v in arr.dictionary.to_pylist()] + [True])
+    return vals[arr.indices.fill_null(len(vals) - 1).to_numpy(zero_copy_only=False)]
+
+
+def items_of(week: Any) -> Items:
+    """The item columns of a loaded week."""
+    import numpy as np
+
+    n, kept = week.n_items, week.s_kept
+    index = kept.get("item_index")
+    plain = (np.ones(n, bool) & _blank(week.s_evidence) & _blank(kept.get("claimed_verdict"))
+             & _blank(kept.get("claimed_evidence")) & ~week.s_contested
+             & _not_zero(kept.get("evidence_ok")))
+    verdict = _strings(kept.get("verdict"), n)
+    for r in np.flatnonzero(week.s_ungraded).tolist():
+        verdict[r] = "ungraded"
+    return Items(
+        prompt=week.s_prompt.tolist(), model=week.s_model.tolist(), cond=week.s_cond.tolist(),
+        rep=week.s_rep.tolist(), type=week.s_type.tolist(),
+        index=(index.to_numpy(zero_copy_only=False).tolist() if index is not None
+               else [float("nan")] * n),
+        text=_strings(week.s_item_text, n), verdict=[v.strip() or "ungraded" for v in verdict],
+        ungraded=week.s_ungraded.tolist(), evidence=_strings(week.s_evidence, n),
+        contested=week.s_contested.tolist(), evidence_ok=_strings(kept.get("evidence_ok"), n),
+        claimed_verdict=_strings(kept.get("claimed_verdict"), n),
+        claimed_evidence=_strings(kept.get("claimed_evidence"), n), plain=plain.tolist(),
+    )
 
 
 _Col = tuple[str, int]  # (condition, rep)
@@ -158,15 +237,22 @@ def _col_order(col: _Col) -> tuple[int, int]:
     return (ARMS.index(cond) if cond in ARMS else len(ARMS), rep)
 
 
-def _cell(it: GradedItem) -> dict[str, Any]:
-    cell: dict[str, Any] = {"v": it.verdict or "ungraded"}
-    if it.evidence:
-        cell["q"] = it.evidence
-    if it.claimed_evidence or it.claimed_verdict:
-        cell["cv"], cell["cq"] = it.claimed_verdict, it.claimed_evidence
-    if it.evidence_ok == "0":
+def _cell(it: Items, r: int) -> str | dict[str, Any]:
+    """A grid cell: the verdict alone (most cells: a string keeps a large week's pages
+    small), or the verdict with its quote, the judge's rejected claim, contested."""
+    v = it.verdict[r]
+    q, cq, cv, ok, c = (it.evidence[r], it.claimed_evidence[r], it.claimed_verdict[r],
+                        it.evidence_ok[r], it.contested[r])
+    if not (q or cq or cv or c or ok == "0"):
+        return v
+    cell: dict[str, Any] = {"v": v}
+    if q:
+        cell["q"] = q
+    if cq or cv:
+        cell["cv"], cell["cq"] = cv.strip(), cq
+    if ok.strip() == "0":
         cell["rejected"] = True
-    if it.contested:
+    if c:
         cell["c"] = True
     return cell
 
@@ -181,25 +267,38 @@ def _run_facts(r: RunRow | None) -> dict[str, Any]:
             "trigger_miss": r.condition != ARMS[0] and r.activation == "none"}
 
 
-def _model_block(model: str, runs: list[RunRow], items: list[GradedItem],
+def _model_block(model: str, runs: list[RunRow], it: Items, rows: list[int],
                  run_files: dict[str, dict[str, Any]]) -> dict[str, Any]:
     by_col = {(r.condition, r.rep): r for r in runs}
-    cols = sorted(set(by_col) | {(i.condition, i.rep) for i in items}, key=_col_order)
-    col_at = {c: n for n, c in enumerate(cols)}
-    rows: dict[tuple[str, int], dict[str, Any]] = {}
-    for it in items:
-        row = rows.setdefault((it.item_type, it.item_index), {
-            "type": it.item_type, "index": it.item_index, "text": it.item_text,
-            "cells": [None] * len(cols)})
-        row["cells"][col_at[(it.condition, it.rep)]] = _cell(it)
+    cols = sorted(set(by_col) | {(ARMS[it.cond[r]], it.rep[r]) for r in rows}, key=_col_order)
+    col_at = {(ARMS.index(c) if c in ARMS else -1, rep): n for n, (c, rep) in enumerate(cols)}
+    grid: dict[tuple[int, int], dict[str, Any]] = {}
+    position: dict[tuple[int, int, int], int] = {}
+    types, conds, reps, indices = it.type, it.cond, it.rep, it.index
+    plain, verdict = it.plain, it.verdict
+    width = len(cols)
+    for r in rows:
+        t, c, rep = types[r], conds[r], reps[r]
+        x = indices[r]
+        if x == x and x >= 1:
+            index = int(x)
+        else:
+            # A qdrant week has no item_index: an item is its place among its run's items
+            # of its type, which is how the rubric numbers them (judge.graded does the same).
+            index = position[(c, rep, t)] = position.get((c, rep, t), 0) + 1
+        row = grid.get((t, index))
+        if row is None:
+            row = grid[(t, index)] = {"type": ITEM_TYPES[t], "index": index,
+                                      "text": it.text[r], "cells": [None] * width}
+        row["cells"][col_at[(c, rep)]] = verdict[r] if plain[r] else _cell(it, r)
     columns = []
     for cond, rep in cols:
         run = by_col.get((cond, rep))
         facts = _run_facts(run)
         facts.update(run_files.get(run.run_id, {}) if run is not None else {})
         columns.append({"condition": cond, "rep": rep, **facts})
-    ordered = sorted(rows.values(), key=lambda r: (ITEM_TYPES.index(r["type"]), r["index"]))
-    return {"model": model, "columns": columns, "items": ordered}
+    return {"model": model, "columns": columns,
+            "items": [grid[k] for k in sorted(grid)]}
 
 
 def _prompt_text(week_dir: Path, paths: list[str]) -> tuple[str | None, str]:
@@ -216,38 +315,53 @@ def _prompt_text(week_dir: Path, paths: list[str]) -> tuple[str | None, str]:
                   if paths else "no run of this prompt records its prompt file")
 
 
-def prompt_page(week_dir: Path, rec: PromptRecord, card_rows: list[dict[str, Any]],
-                run_dirs: set[str], model_order: Sequence[str]) -> dict[str, Any]:
+def prompt_page(week_dir: Path, prompt: str, runs: list[RunRow], it: Items, rows: list[int],
+                models: Sequence[str], card_rows: list[dict[str, Any]],
+                run_dirs: set[str]) -> dict[str, Any]:
     """One prompt's page data: the prompt, and per model its rubric × runs grid."""
-    run_files = {r.run_id: read_run(week_dir, r.run_id) for r in rec.runs
-                 if r.run_id in run_dirs}
+    run_files = {r.run_id: read_run(week_dir, r.run_id) for r in runs if r.run_id in run_dirs}
     text, note = _prompt_text(week_dir, [f["prompt_path"] for f in run_files.values()
                                          if f.get("prompt_path")])
     for f in run_files.values():
         f.pop("prompt_path", None)
-    models = list(dict.fromkeys([*model_order, *(r.model for r in rec.runs),
-                                 *(i.model for i in rec.items)]))
+    by_model: dict[int, list[int]] = {}
+    for r in rows:
+        by_model.setdefault(it.model[r], []).append(r)
     blocks = []
-    for m in models:
-        runs = [r for r in rec.runs if r.model == m]
-        items = [i for i in rec.items if i.model == m]
-        if runs or items:
-            blocks.append(_model_block(m, runs, items, run_files))
-    family = next((r.family for r in rec.runs if r.family), "")
-    return {"prompt": rec.prompt, "family": family, "text": text, "text_note": note,
-            "lift": card_rows,
-            "models": blocks}
+    for m, name in enumerate(models):
+        model_runs = [r for r in runs if r.model == name]
+        if model_runs or m in by_model:
+            blocks.append(_model_block(name, model_runs, it, by_model.get(m, []), run_files))
+    family = next((r.family for r in runs if r.family), "")
+    return {"prompt": prompt, "family": family, "text": text, "text_note": note,
+            "lift": card_rows, "models": blocks}
 
 
-def prompt_records(week_dir: Path, week: Any, items: Sequence[GradedItem],
+def prompt_records(week_dir: Path, week: Any,
                    card: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(prompt, page data)`` for every prompt of the week, one at a time (a large week's
     pages are built and written one by one, never all held at once)."""
+    import numpy as np
+
     rows: dict[str, list[dict[str, Any]]] = {}
     card_prompts = card.get("prompts")
     for row in card_prompts if isinstance(card_prompts, list) else []:
         if isinstance(row, dict):
             rows.setdefault(str(row.get("prompt")), []).append(row)
-    order = card.get("model_order") or list(week.models)
-    for prompt, rec in group_by_prompt(runs_of(week), items).items():
-        yield prompt, prompt_page(week_dir, rec, rows.get(prompt, []), week.run_dirs, order)
+    runs: dict[str, list[RunRow]] = {}
+    for run in runs_of(week):
+        runs.setdefault(run.prompt, []).append(run)
+    it = items_of(week)
+    # Usable rows (a prompt, a model, an arm, a rep, an item type), grouped by prompt in
+    # file order; load_week reports the others as input problems.
+    ok = ((week.s_prompt >= 0) & (week.s_model >= 0) & (week.s_cond >= 0) & (week.s_rep >= 0)
+          & (week.s_type >= 0))
+    usable = np.flatnonzero(ok)
+    order = usable[np.argsort(week.s_prompt[usable], kind="stable")]
+    starts = np.searchsorted(week.s_prompt[order], np.arange(len(week.prompts) + 1))
+    for p, prompt in enumerate(week.prompts):
+        item_rows = order[starts[p]:starts[p + 1]].tolist()
+        if not item_rows and prompt not in runs:
+            continue
+        yield prompt, prompt_page(week_dir, prompt, runs.get(prompt, []), it, item_rows,
+                                  week.models, rows.get(prompt, []), week.run_dirs)

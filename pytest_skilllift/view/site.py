@@ -24,7 +24,6 @@ from pytest_skilllift.view.data import (
     prompt_records,
     read_scorecard,
 )
-from pytest_skilllift.week.files import atomic_write_text
 
 __all__ = ["ASSETS", "CSP_SERVED", "CSP_STATIC", "SiteResult", "ViewError", "build_site",
            "embed_json", "page_html"]
@@ -37,6 +36,9 @@ CSP_SERVED = CSP_STATIC + "; connect-src 'self'"
 #: The files every site ships (package data of ``pytest_skilllift.view``, no CDN).
 ASSETS: tuple[str, ...] = ("viewer.js", "viewer.css")
 DEFAULT_OUT = "view"
+#: Prompt rows the overview holds itself; a larger week's overview shows the rows that moved
+#: most and links ``prompts.html``, the whole sortable table (the index stays small).
+OVERVIEW_PROMPT_ROWS = 200
 PROMPTS_DIR = "prompts"
 COMPARE_DIR = "b"
 
@@ -88,19 +90,10 @@ def _copy_assets(out: Path) -> None:
             shutil.copyfile(src, dest / name)
 
 
-def _load(week_dir: Path) -> tuple[Any, list[Any], list[str]]:
-    """The week's tables and graded items, and the problems found reading them."""
-    from pytest_skilllift.judge.graded import GradedWeekError, read_graded_items
-    from pytest_skilllift.week.tables import load_week
-
-    week = load_week(week_dir)
-    problems = [str(p) for p in week.problems]
-    try:
-        items = read_graded_items(week_dir)
-    except GradedWeekError as err:
-        items = []
-        problems.append(f"{err} (the prompt pages show runs without verdicts)")
-    return week, items, problems
+def _write_page(path: Path, text: str) -> None:
+    # Not atomic_write_text: the site is derived and rebuilt whole, and a fsync per page
+    # costs a large week (5,000 pages) half a minute.
+    path.write_text(text, encoding="utf-8")
 
 
 def build_site(week_dir: Path, out: Path | None = None, *,
@@ -112,25 +105,55 @@ def build_site(week_dir: Path, out: Path | None = None, *,
     week_dir = Path(week_dir)
     out = Path(out) if out is not None else week_dir / DEFAULT_OUT
     card = read_scorecard(week_dir)
-    week, items, problems = _load(week_dir)
+    from pytest_skilllift.week.tables import load_week
+
+    week = load_week(week_dir)
+    problems = [str(p) for p in week.problems]
     (out / PROMPTS_DIR).mkdir(parents=True, exist_ok=True)
     _copy_assets(out)
     label = str(card.get("week") or week_dir.name)
     pages: dict[str, str] = {}
-    for prompt, data in prompt_records(week_dir, week, items, card):
+    for prompt, data in prompt_records(week_dir, week, card):
         name = page_name(prompt)
         pages[prompt] = f"{PROMPTS_DIR}/{name}"
         data["week"] = label
-        atomic_write_text(out / PROMPTS_DIR / name,
-                          page_html("prompt", f"{prompt} — week {label}", data, "../", csp=csp))
+        _write_page(out / PROMPTS_DIR / name,
+                    page_html("prompt", f"{prompt} — week {label}", data, "../", csp=csp))
+    from pytest_skilllift.view.gates import gate_results
+
     index = overview(card, week_dir, pages)
+    _split_prompts(index, out, label, csp)
+    index["gate_results"] = gate_results(week_dir)
     index["view_problems"] = problems
     if compare is not None:
         index["compare"] = "compare.html"
         _write_compare(week_dir, Path(compare), out, pages, csp)
-    atomic_write_text(out / "index.html", page_html("overview", f"week {label}", index, "",
+    _write_page(out / "index.html", page_html("overview", f"week {label}", index, "",
                                                     csp=csp))
     return SiteResult(out / "index.html", len(pages), problems)
+
+
+def _split_prompts(index: dict[str, Any], out: Path, label: str, csp: str) -> None:
+    """Past :data:`OVERVIEW_PROMPT_ROWS` prompt rows, the overview keeps the rows with the
+    largest |lift| and the whole table goes to ``prompts.html``."""
+    given = index.get("prompts")
+    rows: list[Any] = given if isinstance(given, list) else []
+    pages: dict[str, str] = index["pages"]
+    if len(rows) <= OVERVIEW_PROMPT_ROWS:
+        return
+    _write_page(out / "prompts.html", page_html(
+        "prompts", f"every prompt — week {label}", {"prompts": rows, "pages": pages}, "",
+        csp=csp))
+
+    def moved(row: Any) -> float:
+        lift = row.get("must_lift") if isinstance(row, dict) else None
+        return -abs(lift) if isinstance(lift, int | float) else 0.0
+
+    shown = sorted(rows, key=moved)[:OVERVIEW_PROMPT_ROWS]
+    index["prompts"] = shown
+    index["pages"] = {r["prompt"]: pages[r["prompt"]] for r in shown
+                      if isinstance(r, dict) and r.get("prompt") in pages}
+    index["all_prompts"] = {"href": "prompts.html", "rows": len(rows), "pages": len(pages)}
 
 
 def _write_compare(week_a: Path, week_b: Path, out: Path, pages_a: dict[str, str],
@@ -148,7 +171,7 @@ def _write_compare(week_a: Path, week_b: Path, out: Path, pages_a: dict[str, str
     result["pages_a"] = pages_a
     result["pages_b"] = {p: f"{COMPARE_DIR}/{v}" for p, v in pages_b.items()}
     result["a_label"], result["b_label"] = week_a.name, week_b.name
-    atomic_write_text(out / "compare.html", page_html(
+    _write_page(out / "compare.html", page_html(
         "compare", f"compare {week_a.name} → {week_b.name}", result, "", csp=csp))
 
 

@@ -76,8 +76,13 @@ _SCORES_TYPES: dict[str, pa.DataType] = {
     "prompt": _DICT, "model": _DICT, "condition": _DICT, "rep": pa.float64(),
     "item_type": _DICT, "item_text": _DICT, "verdict": _DICT, "credit": pa.float64(),
     "contested": _DICT, "evidence_quote": pa.string(), "run_id": _DICT, "evidence_ok": _DICT,
-    "item_index": pa.float64(),
+    "item_index": pa.float64(), "claimed_verdict": _DICT, "claimed_evidence": pa.string(),
 }
+#: scores.csv columns kept as read (Arrow arrays) for readers that show single items
+#: (``skilllift view``): the raw verdict, the rubric numbering and the judge's rejected claim.
+_SCORES_KEPT: tuple[str, ...] = (
+    "verdict", "item_index", "evidence_ok", "claimed_verdict", "claimed_evidence",
+)
 _MANIFEST_NUMERIC: tuple[str, ...] = (
     "rep", "exit_code", "skill_available", "reached_leaf", "fetched_site", "fetched_count",
     "total_cost_usd", "num_turns", "budget_hit", "signals_ok", "duration_ms", "wall_ms",
@@ -169,6 +174,8 @@ class Week:
     #: as Arrow arrays so a section takes the text of the few rows it quotes (None: absent).
     s_item_text: pa.Array | None = None
     s_evidence: pa.Array | None = None
+    #: The ``_SCORES_KEPT`` columns the file has, as read (absent columns are absent).
+    s_kept: dict[str, pa.Array] = field(default_factory=dict)
     # -- manifest.csv (one entry per run) --
     manifest_present: bool = False
     manifest_columns: tuple[str, ...] = ()
@@ -641,6 +648,7 @@ def _fill_scores(
     week.s_item_text = t["item_text"].chunk(0) if ("item_text" in t.column_names and n) else None
     week.s_evidence = (t["evidence_quote"].chunk(0)
                        if ("evidence_quote" in t.column_names and n) else None)
+    week.s_kept = {c: t[c].chunk(0) for c in _SCORES_KEPT if c in t.column_names and n}
     # Avoid violations with their evidence: only these rows' text is materialised, column by
     # column (a bad week has ~150,000 of them), in scorecard order (by the names).
     viol = np.flatnonzero(usable & (week.s_type == 2) & (credit == 1.0))

@@ -107,6 +107,23 @@
   }
 
   // ------------------------------------------------------------------ overview
+  function promptsTable(rows, pages, withUnscored) {
+    var prows = rows.slice();
+    if (withUnscored) {
+      Object.keys(pages).forEach(function (p) {
+        if (!prows.some(function (r) { return r.prompt === p; })) prows.push({ prompt: p, model: "" });
+      });
+    }
+    return table([
+      { label: "prompt", value: function (r) { return r.prompt; },
+        cell: function (r) { return pages[r.prompt] ? link(pages[r.prompt], r.prompt) : r.prompt; } },
+      col("model", "model"), col("no-skill", "must_no", f3, true), col("with-skill", "must_with", f3, true),
+      { label: "lift", num: true, value: function (r) { return r.must_lift; },
+        cell: function (r) { return el("span", { "class": isNum(r.must_lift) && r.must_lift < 0 ? "neg" : "" }, signed(r.must_lift)); } },
+      col("composite no", "composite_no", f3, true), col("composite with", "composite_with", f3, true),
+      col("reps", "reps_with", null, true)], prows, { "class": "sortable", id: "prompt-table" });
+  }
+
   var SERVED = window.location.protocol === "http:";
 
   function overview(d) {
@@ -148,10 +165,21 @@
     ], mrows, { "class": "sortable", id: "lift-table" }));
 
     var g = section("Gates and coverage", "gates");
-    if (Array.isArray(d.gates) && d.gates.length) {
-      add(g, table([col("gate", "expression"), col("result", "result"), col("value", "value", null, true)], d.gates));
-    } else {
-      add(g, el("p", { "class": "note" }, "No gate results in scorecard.json (gates are set with --skill-lift-gate or skilllift gate)."));
+    var gr = d.gate_results || {}, rep = gr.report;
+    if (gr.error) add(g, el("p", { "class": "error" }, gr.error));
+    if (rep) {
+      add(g, el("p", { id: "gate-verdict", "class": rep.passed ? "yes" : "neg" },
+        rep.passed ? "Every hard gate passed (skilllift gate: exit 0)" : "A hard gate failed or the coverage guard tripped (skilllift gate: exit 1)"));
+      add(g, table([col("gate", "gate"), col("scope", "scope"),
+        { label: "measured", num: true, value: function (r) { return r.measured; },
+          cell: function (r) { return isNum(r.measured) ? f3(r.measured) : (r.measured === null ? "n/a" : String(r.measured)); } },
+        { label: "bar", value: function (r) { return r.threshold; }, cell: function (r) { return r.op + " " + r.threshold; } },
+        { label: "kind", value: function (r) { return r.hard ? "hard" : "soft"; }, cell: function (r) { return r.hard ? "hard" : "soft"; } },
+        { label: "result", value: function (r) { return r.passed ? 1 : 0; },
+          cell: function (r) { return el("span", { "class": r.passed ? "yes" : "neg" }, r.passed ? "pass" : "FAIL"); } },
+        col("note", "note")], rep.gates || [], { "class": "sortable", id: "gate-table" }));
+    } else if (!gr.error) {
+      add(g, el("p", { "class": "note" }, "No gates recorded in week.json (set them with --skill-lift-gate; skilllift gate WEEKDIR --gate EXPR measures any)."));
     }
     var cov = d.coverage || {};
     add(g, kv([["graded runs", (cov.graded_runs || 0) + " of " + (cov.total_runs || 0)],
@@ -172,18 +200,11 @@
       col("mean turns", "mean_turns", f3, true), col("prompts", "n", null, true)], d.cells || []));
 
     var pr = section("Prompts", "prompts");
-    var prows = (d.prompts || []).slice();
-    Object.keys(pages).forEach(function (p) {
-      if (!prows.some(function (r) { return r.prompt === p; })) prows.push({ prompt: p, model: "" });
-    });
-    add(pr, table([
-      { label: "prompt", value: function (r) { return r.prompt; },
-        cell: function (r) { return pages[r.prompt] ? link(pages[r.prompt], r.prompt) : r.prompt; } },
-      col("model", "model"), col("no-skill", "must_no", f3, true), col("with-skill", "must_with", f3, true),
-      { label: "lift", num: true, value: function (r) { return r.must_lift; },
-        cell: function (r) { return el("span", { "class": isNum(r.must_lift) && r.must_lift < 0 ? "neg" : "" }, signed(r.must_lift)); } },
-      col("composite no", "composite_no", f3, true), col("composite with", "composite_with", f3, true),
-      col("reps", "reps_with", null, true)], prows, { "class": "sortable", id: "prompt-table" }));
+    if (d.all_prompts) {
+      add(pr, el("p", { "class": "note" }, "The " + d.prompts.length + " rows with the largest |lift| of " +
+        d.all_prompts.rows + " (" + d.all_prompts.pages + " prompt pages); every row: ", link(d.all_prompts.href, "all prompts →")));
+    }
+    add(pr, promptsTable(d.prompts || [], pages, !d.all_prompts));
 
     var h = d.history || {};
     var hs = section("History", "history");
@@ -209,7 +230,7 @@
       Object.keys(inv).map(function (m) { return Object.assign({ model: m }, inv[m]); })));
     var act = d.activation_summary || {};
     add(au, kv([["with-skill runs", act.with_skill_runs], ["trigger misses", act.trigger_misses],
-                ["avoid violations", (d.avoid_violations || []).length]]));
+                ["avoid violations", d.avoid_violations]]));
     var rh = d.run_health || {};
     add(au, kv(Object.keys(rh).map(function (k) { return [k.replace(/_/g, " "), rh[k]]; })));
 
@@ -347,6 +368,7 @@
         var tr = el("tr", { "data-item": item.type + "-" + item.index },
           el("th", { scope: "row", "class": "item" }, el("span", { "class": "type " + item.type }, item.type + "-" + item.index), " ", item.text));
         item.cells.forEach(function (cell, ci) {
+          if (typeof cell === "string") { cell = { v: cell }; item.cells[ci] = cell; }
           if (!cell) { tr.appendChild(el("td", { "class": "empty" }, "—")); return; }
           var cls = "cell " + (cell.v === "ungraded" ? "ungraded" : (good(item.type, cell.v) ? "pos" : "neg"));
           if (item.type === "avoid" && cell.v === "violated") cls += " violation";
@@ -439,6 +461,7 @@
   if (page === "overview") overview(DATA);
   else if (page === "prompt") promptPage(DATA);
   else if (page === "compare") comparePage(DATA);
+  else if (page === "prompts") { app.appendChild(el("h1", null, "Every prompt")); add(section("Prompts", "prompts"), promptsTable(DATA.prompts, DATA.pages, true)); }
   else if (page === "label") labelPage();
   body.setAttribute("data-ready", "1");
 })();
