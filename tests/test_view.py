@@ -151,3 +151,21 @@ def test_labels_are_written_as_judge_check_reads_them(real_week: Path, tmp_path:
     with pytest.raises(LabellingError, match="no item 999"):
         session.save(999, "met")
     assert session.blind([session.items_of()[0]])[0]["label"] == first["choices"][0]
+
+
+def test_a_large_weeks_overview_keeps_the_rows_that_moved_most(
+        real_week: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_skilllift.view import site as site_mod
+
+    monkeypatch.setattr(site_mod, "OVERVIEW_PROMPT_ROWS", 10)
+    site = build_site(real_week, tmp_path / "site")
+    card = json.loads((real_week / "scorecard.json").read_text())
+    index = data_block(site.index)
+    everything = data_block(site.index.parent / "prompts.html")
+    assert everything["prompts"] == card["prompts"] and len(everything["pages"]) == 26
+    assert index["all_prompts"] == {"href": "prompts.html", "rows": len(card["prompts"]),
+                                    "pages": 26}
+    lifts = sorted((abs(r["must_lift"]) for r in card["prompts"]
+                    if r["must_lift"] is not None), reverse=True)
+    assert sorted((abs(r["must_lift"]) for r in index["prompts"]), reverse=True) == lifts[:10]
+    assert set(index["pages"]) == {r["prompt"] for r in index["prompts"]}

@@ -276,3 +276,19 @@ def test_recorded_gates_are_measured_as_skilllift_gate_does(
         (g["gate"], g["scope"], "pass" if g["passed"] else "FAIL") for g in expected["gates"]]
     verdict = page.locator("#gate-verdict").inner_text()
     assert verdict.endswith(f"(skilllift gate: exit {status})")
+
+
+def test_all_prompts_page(demo: tuple[Path, str], page: Any, tmp_path: Path,
+                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_skilllift.view import site as site_mod
+
+    monkeypatch.setattr(site_mod, "OVERVIEW_PROMPT_ROWS", 2)
+    site = build_site(demo[0], tmp_path / "site")
+    open_page(page, site.index.as_uri())
+    assert page.locator("#prompt-table tbody tr").count() == 2
+    page.click("a:text('all prompts →')")
+    page.wait_for_selector("body[data-ready='1'][data-page='prompts']")
+    assert page.locator("#prompt-table tbody tr").count() == 6
+    page.click("#prompt-table a >> nth=0")
+    page.wait_for_selector("body[data-ready='1'][data-page='prompt']")
+    assert page.errors == []
