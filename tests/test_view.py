@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilllift import cli
+from pytest_skilllift.cli import main as cli
 from pytest_skilllift.judge.agreement import check_week
 from pytest_skilllift.view.data import page_name
 from pytest_skilllift.view.labelling import LABEL_COLUMNS, LabellingError, LabelSession

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift import cli
+from pytest_skilllift.cli import main as cli
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.view.data import page_name
 from pytest_skilllift.view.site import build_site

@@ -27,7 +27,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.cli.certify",  # certify, corpus init
     "pytest_skilllift.cli.image",  # image build
     "pytest_skilllift.report.export",  # export (skill-creator layout)
-    "pytest_skilllift.view.cli",  # view (the offline HTML site, labelling)
+    "pytest_skilllift.cli.view",  # view (the offline HTML site, labelling)
 )
 
 

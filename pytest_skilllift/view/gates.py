@@ -23,7 +23,7 @@ def gate_results(week_dir: Path) -> dict[str, Any]:
         return {"recorded": [], "report": None, "error": str(err)}
     if record is None or not record.gates:
         return {"recorded": [], "report": None, "error": ""}
-    from pytest_skilllift.ci import measure
+    from pytest_skilllift.plugin.ci import measure
     from pytest_skilllift.report import gates as gatemod
     from pytest_skilllift.report.summarize import summarize_week
 
