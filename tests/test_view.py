@@ -169,3 +169,75 @@ def test_a_large_weeks_overview_keeps_the_rows_that_moved_most(
                     if r["must_lift"] is not None), reverse=True)
     assert sorted((abs(r["must_lift"]) for r in index["prompts"]), reverse=True) == lifts[:10]
     assert set(index["pages"]) == {r["prompt"] for r in index["prompts"]}
+
+
+def test_trajectory_lists_every_call_in_order(tmp_path: Path) -> None:
+    from pytest_skilllift.view.runs import trajectory
+
+    src = Path(__file__).resolve().parent / "fixtures/data/transcripts"
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(src / "cli-2.0.25-bypass-tools.jsonl", run / "stdout.txt")
+    steps, note = trajectory(run)
+    calls = [b for line in (run / "stdout.txt").read_text().splitlines()
+             for ev in [json.loads(line)] if ev.get("type") == "assistant"
+             for b in ev["message"]["content"] if b.get("type") == "tool_use"]
+    assert [s["tool"] for s in steps] == [b["name"] for b in calls] and note == ""
+    reads = [s["target"] for s in steps if s["tool"] == "Read"]
+    assert reads == [b["input"]["file_path"] for b in calls if b["name"] == "Read"]
+    assert any(s["subagent"] for s in steps)  # the Task tool's own calls are marked
+
+
+def test_a_denied_call_is_marked(tmp_path: Path) -> None:
+    from pytest_skilllift.view.runs import trajectory
+
+    events = [
+        {"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "id": "t1", "name": "Skill", "input": {"skill": "git-bisect"}},
+            {"type": "tool_use", "id": "t2", "name": "WebFetch",
+             "input": {"url": "https://example.org/x", "prompt": "p"}}]}},
+        {"type": "user", "message": {"content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "body"},
+            {"type": "tool_result", "tool_use_id": "t2", "is_error": True, "content": "no"}]}},
+        {"type": "result", "subtype": "success", "result": "answer",
+         "permission_denials": [{"tool_name": "WebFetch", "tool_use_id": "t2"}]},
+    ]
+    (tmp_path / "stdout.txt").write_text("\n".join(map(json.dumps, events)) + "\nnot json\n")
+    steps, note = trajectory(tmp_path)
+    assert [(s["tool"], s["target"], s["denied"]) for s in steps] == [
+        ("Skill", "git-bisect", False), ("WebFetch", "https://example.org/x", True)]
+    assert note == "1 line(s) of stdout.txt were not JSON"
+
+
+def test_labelling_a_run_the_person_picks(real_week: Path) -> None:
+    session = LabelSession(real_week, sample=3)
+    run_id = session.items[0].run_id
+    picked = session.items_of(run_id)
+    assert picked and all(i.run_id == run_id for i in picked)
+    assert len(picked) == sum(1 for i in session.items if i.run_id == run_id and i.graded)
+
+
+def test_serve_from_the_command_line(real_week: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import urllib.request
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest_skilllift.cli", "view", str(real_week), "--out",
+         str(tmp_path / "site"), "--serve", "--port", "0", "--sample", "4"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("wrote ")
+        line = proc.stdout.readline()
+        url = re.search(r"at (http://127\.0\.0\.1:\d+/)", line)
+        assert url, line + proc.stderr.read() if proc.stderr else line
+        with urllib.request.urlopen(url.group(1) + "index.html", timeout=10) as resp:
+            assert "script-src 'self'" in resp.headers["Content-Security-Policy"]
+            assert b'data-page="overview"' in resp.read()
+        with urllib.request.urlopen(url.group(1) + "api/sample", timeout=10) as resp:
+            items = json.loads(resp.read())["items"]
+        assert len(items) == 4 and not any("model" in i or "condition" in i for i in items)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

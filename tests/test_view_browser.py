@@ -292,3 +292,17 @@ def test_all_prompts_page(demo: tuple[Path, str], page: Any, tmp_path: Path,
     page.click("#prompt-table a >> nth=0")
     page.wait_for_selector("body[data-ready='1'][data-page='prompt']")
     assert page.errors == []
+
+
+def test_trigger_misses_are_marked_where_they_occur(demo: tuple[Path, str], page: Any) -> None:
+    week, _ = demo
+    with (week / "manifest.csv").open(newline="") as fh:
+        manifest = list(csv.DictReader(fh))
+    missed = {(r["prompt"], r["model"]) for r in manifest
+              if r["condition"] == "with-skill" and r["skill_activation"] == "none"}
+    assert missed  # the demo's small model misses the git-bisect skill's trigger
+    for prompt in {r["prompt"] for r in manifest}:
+        open_page(page, (week / "view" / "prompts" / page_name(prompt)).as_uri())
+        for model in ("sonnet", "haiku"):
+            tags = page.locator(f"section[data-model='{model}'] th .tag.miss").count()
+            assert tags == (1 if (prompt, model) in missed else 0), (prompt, model)
