@@ -241,3 +241,17 @@ def test_serve_from_the_command_line(real_week: Path, tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_plots_are_copied_into_the_site_and_nothing_else(real_week: Path, tmp_path: Path) -> None:
+    week = tmp_path / "w"
+    shutil.copytree(real_week, week, ignore=shutil.ignore_patterns("view"))
+    (week / "forest.png").write_bytes(b"\x89PNG fake")
+    (tmp_path / "secret.png").write_bytes(b"secret")
+    card = json.loads((week / "scorecard.json").read_text())
+    card["plots"] = {"forest": "forest.png", "trend": "../secret.png", "other": "scores.csv"}
+    (week / "scorecard.json").write_text(json.dumps(card))
+    site = build_site(week)
+    assert data_block(site.index)["plot_files"] == {"forest": "assets/plots/forest.png"}
+    assert sorted(p.name for p in (site.index.parent / "assets" / "plots").iterdir()) == [
+        "forest.png"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -46,16 +47,28 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A demo week made by ``pytest --skill-lift-demo`` (one rep) and that session's output."""
-    root = tmp_path_factory.mktemp("demo")
-    shutil.copytree(REPO / "skills", root / "skills")
-    shutil.copytree(REPO / "evals" / "test-prompts", root / "evals" / "test-prompts")
-    (root / "pytest.ini").write_text("[pytest]\nskill_lift_reps = 1\nskill_lift_out = week\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--skill-lift-demo", "-p", "no:cacheprovider",
-         "-p", "no:xdist", "-q"], cwd=root, capture_output=True, text=True, timeout=600)
-    assert (root / "week" / "scorecard.json").is_file(), proc.stdout + proc.stderr
-    return root / "week", proc.stdout
+    """A demo week made by ``pytest --skill-lift-demo`` (one rep) and that session's output.
+
+    Made once per test session, also under xdist: the workers share pytest's base temporary
+    folder, and the first to take the lock makes the week the others then read."""
+    from pytest_skilllift.week.files import file_lock
+
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "view-demo"
+    with file_lock(root.with_suffix(".lock")):
+        if not (root / "session.out").is_file():
+            shutil.rmtree(root, ignore_errors=True)
+            shutil.copytree(REPO / "skills", root / "skills")
+            shutil.copytree(REPO / "evals" / "test-prompts", root / "evals" / "test-prompts")
+            (root / "pytest.ini").write_text(
+                "[pytest]\nskill_lift_reps = 1\nskill_lift_out = week\n")
+            proc = subprocess.run(
+                [sys.executable, "-m", "pytest", "--skill-lift-demo", "-p", "no:cacheprovider",
+                 "-p", "no:xdist", "-q"], cwd=root, capture_output=True, text=True,
+                timeout=600)
+            assert (root / "week" / "scorecard.json").is_file(), proc.stdout + proc.stderr
+            (root / "session.out").write_text(proc.stdout)
+    return root / "week", (root / "session.out").read_text()
 
 
 @pytest.fixture(scope="module")

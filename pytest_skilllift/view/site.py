@@ -122,6 +122,7 @@ def build_site(week_dir: Path, out: Path | None = None, *,
     from pytest_skilllift.view.gates import gate_results
 
     index = overview(card, week_dir, pages)
+    index["plot_files"] = _copy_plots(card, week_dir, out)
     _split_prompts(index, out, label, csp)
     index["gate_results"] = gate_results(week_dir)
     index["view_problems"] = problems
@@ -131,6 +132,22 @@ def build_site(week_dir: Path, out: Path | None = None, *,
     _write_page(out / "index.html", page_html("overview", f"week {label}", index, "",
                                                     csp=csp))
     return SiteResult(out / "index.html", len(pages), problems)
+
+
+def _copy_plots(card: dict[str, Any], week_dir: Path, out: Path) -> dict[str, str]:
+    """The scorecard's plots (forest, trend), copied into the site so it stands alone."""
+    plots = card.get("plots") if isinstance(card.get("plots"), dict) else {}
+    shown: dict[str, str] = {}
+    for kind, name in (plots or {}).items():
+        # A plain file name of the week directory only: scorecard.json is input too.
+        if not isinstance(name, str) or Path(name).name != name or not name.endswith(".png"):
+            continue
+        src = week_dir / name
+        if src.is_file():
+            (out / "assets" / "plots").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, out / "assets" / "plots" / name)
+            shown[str(kind)] = f"assets/plots/{name}"
+    return shown
 
 
 def _split_prompts(index: dict[str, Any], out: Path, label: str, csp: str) -> None:

@@ -164,6 +164,14 @@
         cell: function (r) { return el("span", { "class": "verdict", title: r.reason }, r.verdict + (r.low ? " (low sample)" : "")); } }
     ], mrows, { "class": "sortable", id: "lift-table" }));
 
+    var plots = d.plot_files || {};
+    if (Object.keys(plots).length) {
+      var pl = section("Plots", "plots");
+      Object.keys(plots).forEach(function (k) {
+        add(pl, el("figure", null, el("img", { src: plots[k], alt: k + " plot", "class": "plot" }), el("figcaption", null, k)));
+      });
+    }
+
     var g = section("Gates and coverage", "gates");
     var gr = d.gate_results || {}, rep = gr.report;
     if (gr.error) add(g, el("p", { "class": "error" }, gr.error));
