@@ -255,3 +255,14 @@ def test_plots_are_copied_into_the_site_and_nothing_else(real_week: Path, tmp_pa
     assert data_block(site.index)["plot_files"] == {"forest": "assets/plots/forest.png"}
     assert sorted(p.name for p in (site.index.parent / "assets" / "plots").iterdir()) == [
         "forest.png"]
+
+
+def test_merge_does_not_take_the_view_for_a_run(tmp_path: Path) -> None:
+    from pytest_skilllift.week.merge import _run_dirs
+
+    (tmp_path / "view" / "prompts").mkdir(parents=True)
+    (tmp_path / "view" / "index.html").write_text("x")
+    (tmp_path / "a-run").mkdir()
+    (tmp_path / "a-run" / "run.json").write_text("{}")
+    incomplete: list[tuple[Path, str]] = []
+    assert _run_dirs(tmp_path, incomplete) == ["a-run"] and incomplete == []

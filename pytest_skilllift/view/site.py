@@ -24,6 +24,7 @@ from pytest_skilllift.view.data import (
     prompt_records,
     read_scorecard,
 )
+from pytest_skilllift.week.files import VIEW_DIR
 
 __all__ = ["ASSETS", "CSP_SERVED", "CSP_STATIC", "SiteResult", "ViewError", "build_site",
            "embed_json", "page_html"]
@@ -35,7 +36,7 @@ CSP_STATIC = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 
 CSP_SERVED = CSP_STATIC + "; connect-src 'self'"
 #: The files every site ships (package data of ``pytest_skilllift.view``, no CDN).
 ASSETS: tuple[str, ...] = ("viewer.js", "viewer.css")
-DEFAULT_OUT = "view"
+DEFAULT_OUT = VIEW_DIR
 #: Prompt rows the overview holds itself; a larger week's overview shows the rows that moved
 #: most and links ``prompts.html``, the whole sortable table (the index stays small).
 OVERVIEW_PROMPT_ROWS = 200

@@ -75,6 +75,8 @@ BATCHES_FILE: Final = "judge-batches.json"
 MERGE_FILE: Final = "merge.json"
 #: Trigger tests: their runs and table live in this subfolder of the week, apart from the lift.
 TRIGGERS_DIR: Final = "triggers"
+#: Inside ``<week>/``: ``skilllift view``'s site (derived from the week, never a run).
+VIEW_DIR: Final = "view"
 TRIGGERS_CSV: Final = "triggers.csv"
 #: Inside ``<week>/``: the week's identity, pass threshold and gates (``week.identity``), and
 #: the lock concurrent sessions take around reading and writing it.

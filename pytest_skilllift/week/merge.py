@@ -40,6 +40,7 @@ from pytest_skilllift.week.files import (
     MERGE_FILE,
     RUN_FILE,
     TRIGGERS_DIR,
+    VIEW_DIR,
     atomic_write_json,
     utc_stamp,
 )
@@ -104,7 +105,7 @@ def _run_dirs(week_dir: Path, incomplete: list[tuple[Path, str]]) -> list[str]:
             continue
         for entry in entries:
             if not entry.is_dir() or entry.name.startswith(".") or (
-                    not prefix and entry.name == TRIGGERS_DIR):
+                    not prefix and entry.name in (TRIGGERS_DIR, VIEW_DIR)):
                 continue
             if (Path(entry.path) / RUN_FILE).is_file():
                 out.append(prefix + entry.name)
