@@ -18,6 +18,7 @@ import pytest
 
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
 from pytest_skilllift.plugin.collect.invoked import INVOKED, InvokedTest
+from pytest_skilllift.plugin.findings import Finding
 from pytest_skilllift.plugin.hookcalls import HookError
 from pytest_skilllift.run.arms import arm_prompt
 from pytest_skilllift.run.engine import GradedRun, NotStarted, make_run_id
@@ -63,8 +64,12 @@ def _declared_names(config: pytest.Config) -> dict[str, list[Path]]:
     return names
 
 
-class RubricFailure(Exception):
+class RubricFailure(Finding):
     """A must item missing or an avoid item violated: a real finding, shown without traceback."""
+
+    @property
+    def category(self) -> str:
+        return str(self.args[0])  # the verdict: "missing" or "violated"
 
 
 class SkillLiftHookWarning(pytest.PytestWarning):
