@@ -49,6 +49,8 @@ class PromptSpec:
     #: Families the with-skill arm installs beside ``family`` (the with-all arm, and trigger
     #: tests run with ``--skill-lift-triggers-all``: every family installed at once).
     sibling_families: tuple[str, ...] = ()
+    #: Warnings about the file that do not stop it (unknown keys), shown at collection.
+    warnings: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def family(self) -> str:

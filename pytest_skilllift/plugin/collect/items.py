@@ -46,7 +46,8 @@ NAMES_KEY: pytest.StashKey[dict[str, list[Path]]] = pytest.StashKey()
 
 
 class PromptNameWarning(pytest.PytestWarning):
-    """A prompt file whose ``name`` differs from its file name."""
+    """A prompt file that loads but looks wrong: its ``name`` differs from its file name, or
+    it holds a key no prompt file has (a likely misspelling, named with a "did you mean")."""
 
 
 def declared_prompt_names(config: pytest.Config) -> dict[str, list[Path]]:
@@ -103,6 +104,8 @@ class PromptFile(pytest.File):
         mismatch = file_name_mismatch(self.path, spec.name)
         if mismatch:
             self.warn(PromptNameWarning(mismatch))
+        for warning in spec.warnings:  # unknown keys, each with a "did you mean"
+            self.warn(PromptNameWarning(warning))
         # `-k <family>` selects the skill, not prompt names that happen to contain it; the
         # marker's arguments match exactly (`-m "skill_lift(family='qdrant-edge')"`).
         family, leaf = keywords_of(spec)
