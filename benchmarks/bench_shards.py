@@ -35,15 +35,16 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+DEMO_PROJECT = REPO / "pytest_skilllift" / "demo"  # the demo project shipped in the package
 KEY = "bench-key-not-a-secret"
 WEEK = "20260808"
 
 
 def make_project(root: Path, prompts: int, reps: int) -> None:
-    shutil.copytree(REPO / "skills", root / "skills")
+    shutil.copytree(DEMO_PROJECT / "skills", root / "skills")
     out = root / "evals" / "test-prompts"
     out.mkdir(parents=True)
-    sources = sorted((REPO / "evals" / "test-prompts").glob("*.json"))
+    sources = sorted((DEMO_PROJECT / "evals" / "test-prompts").glob("*.json"))
     for i in range(prompts):
         data = json.loads(sources[i % len(sources)].read_text())
         data["name"] = f"{data['name']}-{i}"

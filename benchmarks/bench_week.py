@@ -28,14 +28,15 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+DEMO_PROJECT = REPO / "pytest_skilllift" / "demo"  # the demo project shipped in the package
 AGENT_LATENCY, JUDGE_LATENCY = 2.0, 0.5
 
 
 def make_project(root: Path) -> None:
-    shutil.copytree(REPO / "skills", root / "skills")
+    shutil.copytree(DEMO_PROJECT / "skills", root / "skills")
     prompts = root / "evals" / "test-prompts"
     prompts.mkdir(parents=True)
-    sources = sorted((REPO / "evals" / "test-prompts").glob("*.json"))
+    sources = sorted((DEMO_PROJECT / "evals" / "test-prompts").glob("*.json"))
     for i in range(5):
         data = json.loads(sources[i % len(sources)].read_text())
         data["name"] = f"{data['name']}-{i}"

@@ -361,13 +361,14 @@ class Settings:
         if float(v["judge-batch-poll"]) <= 0:
             raise SettingsError("--skill-lift-judge-batch-poll must be a positive number of "
                                 f"seconds, got {v['judge-batch-poll']}")
+        project = _demo_paths(v) if demo else {}
         return cls(
             enabled=enabled or demo,
             rootdir=rootdir,
             inifile=inifile,
-            prompts_dir=_resolve(rootdir, v["prompts"]),
-            skills_root=_resolve(rootdir, v["skills"]),
-            checks_dir=_resolve(rootdir, v["checks"]),
+            prompts_dir=project.get("prompts") or _resolve(rootdir, v["prompts"]),
+            skills_root=project.get("skills") or _resolve(rootdir, v["skills"]),
+            checks_dir=project.get("checks") or _resolve(rootdir, v["checks"]),
             site=v["site"],
             models=parse_models(models_text),
             reps=reps,
@@ -397,7 +398,7 @@ class Settings:
             max_spend_usd=None if spend in (None, "") else float(spend),
             judge_batch=bool(v["judge-batch"]),
             judge_batch_poll_s=float(v["judge-batch-poll"]),
-            triggers_dir=_resolve(rootdir, v["triggers"]),
+            triggers_dir=project.get("triggers") or _resolve(rootdir, v["triggers"]),
             triggers_all=bool(v["triggers-all"]),
             triggers_max_turns=int(v["triggers-max-turns"]),
             skill_creator_evals=(None if v["skill-creator-evals"] is None
@@ -446,6 +447,23 @@ def _coerce(o: Option, raw: Any) -> Any:
         except ValueError:
             raise SettingsError(f"ini {o.dest}: {raw!r} is not a number") from None
     return str(raw)
+
+
+#: The demo's project (prompts, skills, checks, trigger files), shipped inside the package so
+#: that ``pytest --skill-lift-demo`` runs in any directory, an empty one included.
+DEMO_PROJECT = Path(__file__).resolve().parent / "demo"
+
+#: Where each path option of the demo points inside :data:`DEMO_PROJECT`.
+_DEMO_LAYOUT = {"prompts": "evals/test-prompts", "skills": "skills", "checks": "evals/checks",
+                "triggers": "evals/triggers"}
+
+
+def _demo_paths(v: dict[str, Any]) -> dict[str, Path]:
+    """The demo's packaged paths, for each path option the user left at its default (one
+    set in the ini or on the command line points the demo at the user's own files)."""
+    defaults = {o.name: o.default for o in OPTIONS}
+    return {name: DEMO_PROJECT / rel for name, rel in _DEMO_LAYOUT.items()
+            if v[name] == defaults[name]}
 
 
 def _resolve(rootdir: Path, value: str) -> Path:

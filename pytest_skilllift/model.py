@@ -49,6 +49,8 @@ class PromptSpec:
     #: Families the with-skill arm installs beside ``family`` (the with-all arm, and trigger
     #: tests run with ``--skill-lift-triggers-all``: every family installed at once).
     sibling_families: tuple[str, ...] = ()
+    #: Warnings about the file that do not stop it (unknown keys), shown at collection.
+    warnings: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def family(self) -> str:
@@ -156,10 +158,11 @@ class Signals:
     budget_hit: bool
     signals_ok: bool
     duration_ms: int | None
-    final_answer: str
+    # Left out of the repr (a failing check's assertion shows it): long, and read directly.
+    final_answer: str = field(repr=False)
     permission_denials: int = 0
-    skills_listed: tuple[str, ...] = ()
-    fetched_urls: tuple[str, ...] = ()
+    skills_listed: tuple[str, ...] = field(default=(), repr=False)
+    fetched_urls: tuple[str, ...] = field(default=(), repr=False)
     is_error: bool = False
 
 

@@ -28,6 +28,7 @@ from pytest_skilllift.judge.protocol import PROMPT_VERSION
 from pytest_skilllift.runners.claude import bundled_claude
 
 REPO = Path(__file__).resolve().parents[1]
+DEMO_PROJECT = REPO / "pytest_skilllift" / "demo"  # the demo project shipped in the package
 PROMPTS = ("git-bisect-regression.json", "python-packaging-pyproject.json")
 
 pytestmark = [
@@ -106,6 +107,7 @@ import os
 from pathlib import Path
 
 import pytest
+from pytest_skilllift.config import DEMO_PROJECT
 
 CALLS = Path(__file__).parents[2] / "calls"
 
@@ -138,7 +140,7 @@ def test_gate(skill_lift_week):
 
 
 def n_items(*names: str) -> int:
-    return sum(len(json.loads((REPO / "evals" / "test-prompts" / n).read_text())["rubric"])
+    return sum(len(json.loads((DEMO_PROJECT / "evals" / "test-prompts" / n).read_text())["rubric"])
                for n in names)
 
 
@@ -184,14 +186,14 @@ def api() -> Iterator[Any]:
 
 def make_project(root: Path, conftest: str = CONFTEST, checks: str | None = CHECKS,
                  prompts: tuple[str, ...] = PROMPTS) -> Path:
-    shutil.copytree(REPO / "skills", root / "skills")
+    shutil.copytree(DEMO_PROJECT / "skills", root / "skills")
     # A SKILL.md whose frontmatter does not parse: the CLI does not register the skill, so
     # python-packaging's with-skill run is an invalid install, excluded from scoring.
     (root / "skills" / "python-packaging" / "SKILL.md").write_text(
         "---\nname: [unclosed\n---\nbody\n")
     (root / "evals" / "test-prompts").mkdir(parents=True)
     for name in prompts:
-        shutil.copy(REPO / "evals" / "test-prompts" / name, root / "evals" / "test-prompts")
+        shutil.copy(DEMO_PROJECT / "evals" / "test-prompts" / name, root / "evals" / "test-prompts")
     if checks is not None:
         (root / "evals" / "checks").mkdir()
         (root / "evals" / "checks" / "test_team.py").write_text(checks)

@@ -17,13 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from pytest_skilllift.config import DEMO_PROJECT
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _project(root: Path) -> Path:
-    shutil.copytree(REPO / "skills", root / "skills")
+    shutil.copytree(DEMO_PROJECT / "skills", root / "skills")
     (root / "evals" / "test-prompts").mkdir(parents=True)
-    shutil.copy(REPO / "evals" / "test-prompts" / "git-bisect-regression.json",
+    shutil.copy(DEMO_PROJECT / "evals" / "test-prompts" / "git-bisect-regression.json",
                 root / "evals" / "test-prompts")
     calls = root / "calls.log"
     cli = root / "failing-claude"

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift.config import DEMO_PROJECT
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.testing.agent_script import skill_agent, user_prompt
 from pytest_skilllift.testing.judge_script import keyword_judge
@@ -48,10 +49,10 @@ def _prompt(name: str, text: str, **extra: Any) -> dict[str, Any]:
 
 
 def _write_project(root: Path) -> None:
-    shutil.copytree(REPO / "skills", root / "skills")
+    shutil.copytree(DEMO_PROJECT / "skills", root / "skills")
     skills, prompts = root / "skills", root / "evals" / "test-prompts"
     prompts.mkdir(parents=True)
-    shutil.copy(REPO / "evals" / "test-prompts" / "git-bisect-regression.json", prompts)
+    shutil.copy(DEMO_PROJECT / "evals" / "test-prompts" / "git-bisect-regression.json", prompts)
     (root / "outside.txt").write_text(OUTSIDE)
     leaky = skills / "leaky"
     leaky.mkdir()

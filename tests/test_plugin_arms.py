@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift.config import DEMO_PROJECT
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
 from pytest_skilllift.run.arms import arm_prompt
 from pytest_skilllift.run.triggers import skill_families
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.runners.local import LocalRunner
-from tests.test_plugin_e2e import REPO, make_project, rows, run
+from tests.test_plugin_e2e import make_project, rows, run
 
 
 def init_skills(run_dir: Path) -> set[str]:
@@ -74,7 +75,7 @@ def test_with_all_arm_end_to_end(pytester: pytest.Pytester, standin: Any) -> Non
     assert "::with-skill::r1::invoked PASSED" in out and "with-all::r1::invoked" not in out
     manifest = {r["condition"]: r for r in rows(root / "week" / "manifest.csv")}
     assert set(manifest) == {"no-skill", "with-skill", "with-all"}
-    families = {p.name for p in (REPO / "skills").iterdir() if (p / "SKILL.md").is_file()}
+    families = {p.name for p in (DEMO_PROJECT / "skills").iterdir() if (p / "SKILL.md").is_file()}
     week = root / "week"
     assert families <= init_skills(week / manifest["with-all"]["run_id"])
     assert not (init_skills(week / manifest["with-skill"]["run_id"]) & (families - {
@@ -100,7 +101,7 @@ def test_aa_week_runs_two_no_skill_arms(pytester: pytest.Pytester, standin: Any,
     manifest = rows(root / "week" / "manifest.csv")
     assert sorted({r["condition"] for r in manifest}) == ["no-skill", "no-skill-b"]
     assert len(manifest) == 4
-    families = {p.name for p in (REPO / "skills").iterdir() if (p / "SKILL.md").is_file()}
+    families = {p.name for p in (DEMO_PROJECT / "skills").iterdir() if (p / "SKILL.md").is_file()}
     for r in manifest:  # nothing is installed in either arm (the CLI's built-ins aside)
         assert r["skill_available"] == "0" and r["run_id"].split("-r1-")[0].endswith(
             r["condition"])
@@ -134,13 +135,16 @@ def test_invoked_item_passes_only_for_verified(pytester: pytest.Pytester, worker
     out = result.stdout.str()
     assert result.ret == 0, out  # a finding, not a broken run
     outcomes = result.parseoutcomes()
-    assert (outcomes.get("passed"), outcomes.get("failed")) == (1, 1)
+    # A finding has its own status: counted as "uninvoked", never as failed.
+    assert (outcomes.get("passed"), outcomes.get("uninvoked"), outcomes.get("failed")) == (
+        1, 1, None)
     assert "PASSED evals/test-prompts/git-bisect-regression.json::haiku::with-skill::r1::invoked" \
         in out
-    assert "FAILED evals/test-prompts/sqlite-bulk-insert.json::haiku::with-skill::r1::invoked" \
-        in out
-    assert "sqlite-performance PARTIAL (not VERIFIED) on haiku" in out
+    # -rA: one line per finding with its reason, no traceback.
+    assert ("UNINVOKED evals/test-prompts/sqlite-bulk-insert.json::haiku::with-skill::r1::invoked"
+            " - sqlite-performance PARTIAL (not VERIFIED) on haiku") in out
     assert "linked sub-files never opened" in out
+    assert "Traceback" not in out and "InvocationFinding" not in out
     assert "1 invocation findings" in out
     # Only the with-skill runs were needed.
     assert sorted(r["condition"] for r in rows(root / "week" / "manifest.csv")) == [
@@ -169,9 +173,9 @@ def test_checks_see_the_same_arms_as_the_rubric_items(tmp_path: Path) -> None:
     from pytest_skilllift.run.matrix import load_matrix, narrow, run_scope
     from tests.test_config import build
 
-    shutil.copytree(REPO / "skills", tmp_path / "skills")
+    shutil.copytree(DEMO_PROJECT / "skills", tmp_path / "skills")
     (tmp_path / "evals" / "test-prompts").mkdir(parents=True)
-    shutil.copy(REPO / "evals" / "test-prompts" / "git-bisect-regression.json",
+    shutil.copy(DEMO_PROJECT / "evals" / "test-prompts" / "git-bisect-regression.json",
                 tmp_path / "evals" / "test-prompts")
     settings = dataclasses.replace(
         build(conditions="no-skill,with-skill,with-all,no-skill-b", reps=1, models="haiku"),

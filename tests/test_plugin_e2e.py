@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift.config import DEMO_PROJECT
 from pytest_skilllift.runners.claude import bundled_claude
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,16 +37,16 @@ pytestmark = [
 
 def n_items(*names: str) -> int:
     """Rubric items in the named example prompts."""
-    return sum(len(json.loads((REPO / "evals" / "test-prompts" / n).read_text())["rubric"])
+    return sum(len(json.loads((DEMO_PROJECT / "evals" / "test-prompts" / n).read_text())["rubric"])
                for n in names)
 
 
 def make_project(pytester: pytest.Pytester, prompts: tuple[str, ...] = PROMPTS) -> Path:
     root = pytester.path
-    shutil.copytree(REPO / "skills", root / "skills")
+    shutil.copytree(DEMO_PROJECT / "skills", root / "skills")
     (root / "evals" / "test-prompts").mkdir(parents=True)
     for name in prompts:
-        shutil.copy(REPO / "evals" / "test-prompts" / name, root / "evals" / "test-prompts")
+        shutil.copy(DEMO_PROJECT / "evals" / "test-prompts" / name, root / "evals" / "test-prompts")
     pytester.makeini("[pytest]\nskill_lift_models = haiku=claude-haiku-4-5\n"
                      "skill_lift_reps = 1\nskill_lift_out = week\n")
     return root
@@ -91,7 +92,8 @@ def test_week_end_to_end(pytester: pytest.Pytester, standin: Any, workers: int) 
         # xdist decides loadgroup before plugins configure, so we use our own scheduler).
         placed: dict[str, set[str]] = {}
         for line in result.stdout.lines:
-            m = re.match(r"\[(gw\d+)\] .*(?:PASSED|FAILED|SKIPPED) (\S+)\s*$", line)
+            m = re.match(r"\[(gw\d+)\] .*(?:PASSED|MISSING|VIOLATED|UNINVOKED|SKIPPED) (\S+)\s*$",
+                         line)
             if m:
                 placed.setdefault(m.group(2).rsplit("::", 1)[0], set()).add(m.group(1))
         assert len(placed) == 4 and all(len(w) == 1 for w in placed.values()), placed
@@ -118,8 +120,12 @@ def test_week_end_to_end(pytester: pytest.Pytester, standin: Any, workers: int) 
     assert card["models"]["haiku"]["n_prompts"] == 2
     assert (week / "scorecard.md").is_file()
     outcomes = result.parseoutcomes()
-    # every rubric item of both arms, and one ``invoked`` item per with-skill run
-    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 2 * n_items(*PROMPTS) + 2
+    # every rubric item of both arms, and one ``invoked`` item per with-skill run; findings
+    # have their own statuses, and none of them is a failed test
+    assert "failed" not in outcomes
+    assert sum(outcomes.get(k, 0) for k in ("passed", "missing", "violated", "uninvoked")) == \
+        2 * n_items(*PROMPTS) + 2
+    assert outcomes.get("missing", 0) > 0  # the no-skill arm misses musts: reported as such
     result.stdout.fnmatch_lines(["*skill lift*", "*scorecard:*"])
     assert SECRET not in all_text(root)
 

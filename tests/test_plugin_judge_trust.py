@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.cli import main as cli
+from pytest_skilllift.config import DEMO_PROJECT
 from pytest_skilllift.judge.client import default_judge_model
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.testing import Reply, StandIn
@@ -37,9 +38,9 @@ pytestmark = [
 
 def make_project(pytester: pytest.Pytester) -> Path:
     root = pytester.path
-    shutil.copytree(REPO / "skills", root / "skills")
+    shutil.copytree(DEMO_PROJECT / "skills", root / "skills")
     (root / "evals" / "test-prompts").mkdir(parents=True)
-    shutil.copy(REPO / "evals" / "test-prompts" / PROMPT, root / "evals" / "test-prompts")
+    shutil.copy(DEMO_PROJECT / "evals" / "test-prompts" / PROMPT, root / "evals" / "test-prompts")
     pytester.makeini("[pytest]\nskill_lift_models = haiku=claude-haiku-4-5\n"
                      "skill_lift_reps = 1\nskill_lift_out = weekly/20260808\n")
     return root

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.cli.main import main as skilllift
+from pytest_skilllift.config import DEMO_PROJECT
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.week.files import MERGE_FILE, SCORECARD_JSON, SHARD_FILE
 from pytest_skilllift.week.shards import (
@@ -84,10 +85,10 @@ def test_a_run_keeps_its_shard_whatever_else_is_selected() -> None:
 # -- end to end -----------------------------------------------------------------------------------
 
 def make_project(root: Path, *, triggers: bool = False) -> Path:
-    shutil.copytree(REPO / "skills", root / "skills")
+    shutil.copytree(DEMO_PROJECT / "skills", root / "skills")
     (root / "evals" / "test-prompts").mkdir(parents=True)
     for name in PROMPTS:
-        shutil.copy(REPO / "evals" / "test-prompts" / name, root / "evals" / "test-prompts")
+        shutil.copy(DEMO_PROJECT / "evals" / "test-prompts" / name, root / "evals" / "test-prompts")
     if triggers:  # two trigger runs: they are runs of the week, split and merged too
         (root / "evals" / "triggers").mkdir(parents=True)
         (root / "evals" / "triggers" / "git-bisect.json").write_text(json.dumps({

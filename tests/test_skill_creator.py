@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.cli.main import main as skilllift
+from pytest_skilllift.config import DEMO_PROJECT
 from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.skill_creator import CONTEXT_HEADER, judge_prompt_text, load_evals
 from pytest_skilllift.runners.claude import bundled_claude
@@ -130,7 +131,7 @@ def test_the_qdrant_repository_evals_json_loads_as_is() -> None:
 
 
 def _skills(tmp_path: Path) -> Path:
-    shutil.copytree(REPO / "skills", tmp_path / "skills")
+    shutil.copytree(DEMO_PROJECT / "skills", tmp_path / "skills")
     return tmp_path / "skills"
 
 

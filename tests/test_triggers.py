@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift.config import DEMO_PROJECT
 from pytest_skilllift.model import RunOutcome
 from pytest_skilllift.report.sections.triggering import render_triggering, trigger_data
 from pytest_skilllift.run import audit
@@ -37,7 +39,7 @@ from pytest_skilllift.run.triggers import (
 from pytest_skilllift.runners.claude import QUIET_ENV, bundled_claude
 
 REPO = Path(__file__).resolve().parents[1]
-SKILLS = REPO / "skills"
+SKILLS = DEMO_PROJECT / "skills"
 KEY = "sk-ant-test-trigger-key-0000"
 
 #: should-trigger: a direct question, one that explores the repository first, and one that
@@ -267,10 +269,13 @@ def test_items_pass_iff_the_skill_fired_as_it_should(bisect_week: dict[str, Any]
     assert bisect_week["result"].returncode == 0, out  # findings, not a broken run
     for q in (1, 2, 4, 5):
         assert f"PASSED evals/triggers/git-bisect.json::haiku::q{q}::trigger" in out
-    assert "FAILED evals/triggers/git-bisect.json::haiku::q3::trigger" in out
-    assert "FAILED evals/triggers/git-bisect.json::haiku::q6::trigger" in out
-    assert "miss: git-bisect should have been invoked but was not" in out
-    assert "false trigger: git-bisect was invoked but should not be" in out
+    assert "UNTRIGGERED evals/triggers/git-bisect.json::haiku::q3::trigger - miss: git-bisect " \
+        "should have been invoked but was not" in out
+    assert "MISFIRED evals/triggers/git-bisect.json::haiku::q6::trigger - false trigger: " \
+        "git-bisect was invoked but should not be" in out
+    stats = [ln for ln in out.splitlines() if re.match(r"^=+ .* in [\d.]+s", ln)]
+    assert len(stats) == 1 and "1 untriggered, 1 misfired" in stats[0], stats
+    assert "failed" not in stats[0]  # findings are not failed tests
     assert "2 trigger findings (misses / false triggers)" in out
     assert bisect_week["judge"] == 0  # no judge for trigger runs
 
@@ -397,8 +402,10 @@ def all_week(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
 def test_every_family_installed_gives_a_confusion_table(all_week: dict[str, Any]) -> None:
     result = all_week["result"]
     assert result.returncode == 0, result.stdout + result.stderr  # a miss is a finding
-    assert "4 passed" in result.stdout and "1 failed" in result.stdout
-    assert "FAILED evals/triggers/git-bisect.json::haiku::q3::trigger" in result.stdout
+    stats = [ln for ln in result.stdout.splitlines() if re.match(r"^=+ .* in [\d.]+s", ln)]
+    assert len(stats) == 1 and "4 passed, 1 untriggered" in stats[0], stats
+    assert "failed" not in stats[0]
+    assert "UNTRIGGERED evals/triggers/git-bisect.json::haiku::q3::trigger" in result.stdout
     with (all_week["week"] / "triggers" / "triggers.csv").open(newline="") as fh:
         all_rows = list(csv.DictReader(fh))
     assert len(all_rows) == 5

@@ -16,6 +16,7 @@ from pytest_skilllift import __version__
 #: subcommand modules, each exposing ``add_parser(subparsers) -> None`` which sets
 #: ``func=callable(args) -> int`` on its parser.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "pytest_skilllift.cli.init",  # init
     "pytest_skilllift.cli.summarize",  # summarize
     "pytest_skilllift.cli.merge",  # merge
     "pytest_skilllift.cli.gate",  # gate

@@ -21,7 +21,7 @@ from pytest_skilllift.plugin import _rewrite  # noqa: F401
 # isort: split
 from pytest_skilllift.config import Settings, SettingsError, add_options
 from pytest_skilllift.judge.batch import forget_batches
-from pytest_skilllift.plugin import progress_hooks, scale
+from pytest_skilllift.plugin import findings, progress_hooks, scale
 from pytest_skilllift.plugin.collect import extra as collect_extra
 from pytest_skilllift.plugin.collect.items import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
 from pytest_skilllift.plugin.fixtures import CHECK_PROP
@@ -222,6 +222,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=order)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """A must missing, an avoid violated, a skill not invoked, a trigger missed: reported as
+    findings with their own status (``findings.py``), not as failed tests."""
+    report = yield
+    return findings.as_finding(item, call, report)
+
+
+def pytest_report_teststatus(report: pytest.TestReport,
+                             config: pytest.Config) -> tuple[str, str, Any] | None:
+    """A finding's category, letter and word (``48 missing`` in the final line, ``M``,
+    ``MISSING``)."""
+    return findings.teststatus(report)
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
     """Prompt JSON files under the prompts dir; ``discord-*`` only with ``--skill-lift-heldout``."""
     state = parent.config.stash.get(SESSION_KEY, None)
@@ -246,6 +262,8 @@ class ControllerPlugin:
         self.state = state
         self._hook_seen: set[tuple[str, object]] = set()
         self._collected_nodes = 0
+        #: The session's exit status once decided (the closing line's colour).
+        self.exitstatus: int | None = None
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Any) -> None:
@@ -284,7 +302,9 @@ class ControllerPlugin:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Count outcomes per run (the run's status travels in ``user_properties``)."""
         props = {str(k): str(v) for k, v in report.user_properties}
-        self.state.tally.add(report.outcome, report.when, props)
+        # A finding reports as passed with its own status; the tally counts it as a finding.
+        outcome = "failed" if findings.category_of(report) else report.outcome
+        self.state.tally.add(outcome, report.when, props)
         if report.when == "call":
             # A run is done (items run it in their call): import the summarizer while the
             # others run; a no-op after the first time.
@@ -328,6 +348,7 @@ class ControllerPlugin:
             session.exitstatus = pytest.ExitCode.OK
         if self.state.ci.failed:  # a hard gate failed, or the coverage guard tripped
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        self.exitstatus = int(session.exitstatus)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The lift table, the coverage line and where the scorecard is."""
@@ -361,10 +382,29 @@ class ControllerPlugin:
                           "reported, not a failed run")
         for line in scale.summary_lines(state):
             tr.write_line(line)
-        if state.tally.rubric_failures:
-            tr.write_line(f"{state.tally.rubric_failures} rubric findings (must missing / "
-                          "avoid violated) are reported, not a failed run: the exit status "
-                          "is 0 when coverage is enough and no hard gate failed")
+        counted = findings.count_line(tr.stats)
+        if counted:
+            tr.write_line(f"findings: {counted} — what the week measured, not failed tests "
+                          "(scorecard and -rA list them); the exit status is 0 when coverage "
+                          "is enough and no hard gate failed")
+        if tr.verbosity > 0 or "p" in tr.reportchars.lower():  # -v, or -rA / -rp / -rP
+            reasons = findings.reason_lines(tr.stats)
+            if reasons:
+                tr.section("skill-lift findings", sep="-")
+                for line in reasons:
+                    tr.write_line(line)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """The very last line: what ran, the lift and where the scorecard is — green when
+        the exit status is 0 (after pytest's own count line, which findings make yellow)."""
+        tr = config.pluginmanager.get_plugin("terminalreporter")
+        summary = self.state.summary
+        if tr is None or summary is None or self.exitstatus is None:
+            return
+        head = "demo ran (scripted models, not a measurement)" if self.state.settings.demo \
+            else "skill-lift"
+        ok = self.exitstatus == pytest.ExitCode.OK
+        tr.write_line(f"{head}: {summary.closing_line()}", green=ok, red=not ok, bold=True)
 
 
 def _reason(report: pytest.TestReport) -> str:

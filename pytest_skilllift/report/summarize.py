@@ -92,6 +92,22 @@ class Summary:
                 lines.append(f"  scorecard: {p}")
         return lines
 
+    def closing_line(self) -> str:
+        """One line for the very end of a session: the lift per model, the graded runs and
+        where the scorecard is (``lift sonnet +0.750 ± 0.144 (CI excludes 0) · …``)."""
+        models = self.data.get("models", {})
+        lifts = ", ".join(
+            f"{label} {signed(m['must_lift'])} ± {fmt(m['must_lift_se'])}"
+            + (" (95% CI excludes 0)" if ci_flag(m) == "yes" else "")
+            for label, m in models.items() if m.get("must_lift") is not None
+        ) or "none (no prompt has both arms graded)"
+        cov = self.data.get("coverage", {})
+        parts = [f"lift {lifts}",
+                 f"{cov.get('graded_runs', 0)} of {cov.get('total_runs', 0)} runs graded"
+                 ] if cov.get("total_runs") else ["no lift runs in this week"]
+        parts += [f"scorecard: {p}" for p in self.written if p.name == SCORECARD_MD]
+        return " · ".join(parts)
+
 
 #: What ``summarize_week`` imports beyond this module: scipy.special (the t quantile;
 #: ≈ 0.25 s), pyarrow.compute (≈ 0.05 s) and the plots.

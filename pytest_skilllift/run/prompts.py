@@ -24,6 +24,37 @@ HELDOUT_PREFIX = "discord-"
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
+#: How ``skilllift init`` marks a text a person must write; collection refuses it until then.
+PLACEHOLDER = "TODO(skilllift init):"
+
+#: The keys a prompt file may hold (qdrant/skills' five, ``skill`` for a path under the
+#: skills root). Anything else is a warning naming the closest of these.
+PROMPT_KEYS = ("name", "product_area", "skill_url", "skill", "prompt", "rubric")
+
+
+def check_placeholder(path: Path, where: str, text: str) -> None:
+    """Refuse a text ``skilllift init`` left for a person to write."""
+    if text.lstrip().startswith(PLACEHOLDER):
+        raise PromptError(path, where, "is still the placeholder skilllift init wrote",
+                          f"replace the text starting with {PLACEHOLDER!r} with your own")
+
+
+def unknown_keys(path: Path, data: dict[str, Any]) -> tuple[str, ...]:
+    """A warning per key that is not a prompt-file key, with a "did you mean" when one is
+    close (``rubrik`` → ``rubric``): a misspelt key is otherwise silently ignored."""
+    import difflib
+
+    out = []
+    for key in data:
+        if key in PROMPT_KEYS:
+            continue
+        close = difflib.get_close_matches(str(key), PROMPT_KEYS, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}?" if close else (
+            f"a prompt file holds {', '.join(PROMPT_KEYS)}")
+        out.append(f"{path}: unknown key {key!r} is ignored; {hint}")
+    return tuple(out)
+
+
 class PromptError(ValueError):
     """A prompt file that cannot be used. The message names the file, the field and the fix."""
 
@@ -58,6 +89,7 @@ def load_prompt(path: Path, skills_root: Path, site: str = "") -> PromptSpec:
     name = _require_str(path, data, "name", "the prompt's id, e.g. \"qdrant-edge\"")
     _check_name(path, name)
     prompt = _require_str(path, data, "prompt", "the user question to send to the model")
+    check_placeholder(path, "prompt", prompt)
     if "\x00" in prompt:
         raise PromptError(path, "prompt", f"contains a NUL character (\\u0000) at position "
                           f"{prompt.index(chr(0))}, which the CLI cannot take as "
@@ -69,7 +101,8 @@ def load_prompt(path: Path, skills_root: Path, site: str = "") -> PromptSpec:
     skill_path = _skill_path(path, data, skills_root, site)
     return PromptSpec(path=path, name=name, product_area=product_area, prompt=prompt,
                       rubric=rubric, skill_path=skill_path,
-                      skill_url=str(data.get("skill_url") or ""))
+                      skill_url=str(data.get("skill_url") or ""),
+                      warnings=unknown_keys(path, data))
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -138,6 +171,7 @@ def _rubric(path: Path, raw: Any) -> tuple[RubricItem, ...]:
         if not isinstance(text, str) or not text.strip():
             raise PromptError(path, f"{where}.text", "must be a non-empty string",
                               "write what the answer must contain / should show / must avoid")
+        check_placeholder(path, f"{where}.text", text)
         counters[kind] += 1
         items.append(RubricItem(type=kind, text=text.strip(), index=counters[kind]))
     if counters["must"] == 0:

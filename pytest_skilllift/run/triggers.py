@@ -35,7 +35,7 @@ from typing import Any
 from pytest_skilllift.model import AgentConfig, PromptSpec, RunOutcome, RunSpec
 from pytest_skilllift.run import audit
 from pytest_skilllift.run.engine import NotStarted
-from pytest_skilllift.run.prompts import PromptError, read_json_file
+from pytest_skilllift.run.prompts import PromptError, check_placeholder, read_json_file
 from pytest_skilllift.run.transcript import Transcript, extract_signals, parse_transcript
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.week.columns import WITH_SKILL
@@ -148,6 +148,7 @@ def load_trigger_file(path: Path, skills_root: Path) -> TriggerSet:
         if not isinstance(query, str) or not query.strip():
             raise PromptError(path, f"{where}.query", "is missing or empty",
                               "write the user message to send")
+        check_placeholder(path, f"{where}.query", query)
         should = entry.get("should_trigger")
         if not isinstance(should, bool):
             raise PromptError(path, f"{where}.should_trigger",

@@ -56,6 +56,12 @@ class SkillLiftRun:
     judge_error: str | None = None
     site_host: str | None = field(default=None, repr=False)
 
+    def __repr__(self) -> str:
+        # What a failing check's assertion shows of the run: which one, not all of it.
+        s = self.spec
+        return (f"SkillLiftRun({s.prompt.name}::{s.model_label}::{s.condition}::r{s.rep}, "
+                f"status={self.status!r})")
+
     @classmethod
     def load(cls, week: Ledger, spec: RunSpec, *, site_host: str | None = None) -> SkillLiftRun:
         """The run as the ledger holds it now (``run.json`` must exist)."""

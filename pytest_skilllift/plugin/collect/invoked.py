@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_skilllift.model import RunSpec
+from pytest_skilllift.plugin.findings import Finding
 from pytest_skilllift.plugin.hookcalls import HookError
 from pytest_skilllift.week.columns import VERIFIED
 from pytest_skilllift.week.files import AUDIT_FILE, COMPLETED
@@ -32,8 +33,10 @@ if TYPE_CHECKING:
 INVOKED = "invoked"
 
 
-class InvocationFinding(Exception):
+class InvocationFinding(Finding):
     """The skill was installed but not VERIFIED: shown without a traceback."""
+
+    category = "uninvoked"
 
 
 def invoked_outcome(run_status: str, invocation_status: str) -> tuple[str, str]:

@@ -18,6 +18,7 @@ import pytest
 
 from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
 from pytest_skilllift.plugin.collect.invoked import INVOKED, InvokedTest
+from pytest_skilllift.plugin.findings import Finding
 from pytest_skilllift.plugin.hookcalls import HookError
 from pytest_skilllift.run.arms import arm_prompt
 from pytest_skilllift.run.engine import GradedRun, NotStarted, make_run_id
@@ -45,7 +46,8 @@ NAMES_KEY: pytest.StashKey[dict[str, list[Path]]] = pytest.StashKey()
 
 
 class PromptNameWarning(pytest.PytestWarning):
-    """A prompt file whose ``name`` differs from its file name."""
+    """A prompt file that loads but looks wrong: its ``name`` differs from its file name, or
+    it holds a key no prompt file has (a likely misspelling, named with a "did you mean")."""
 
 
 def declared_prompt_names(config: pytest.Config) -> dict[str, list[Path]]:
@@ -63,8 +65,12 @@ def _declared_names(config: pytest.Config) -> dict[str, list[Path]]:
     return names
 
 
-class RubricFailure(Exception):
+class RubricFailure(Finding):
     """A must item missing or an avoid item violated: a real finding, shown without traceback."""
+
+    @property
+    def category(self) -> str:
+        return str(self.args[0])  # the verdict: "missing" or "violated"
 
 
 class SkillLiftHookWarning(pytest.PytestWarning):
@@ -98,6 +104,8 @@ class PromptFile(pytest.File):
         mismatch = file_name_mismatch(self.path, spec.name)
         if mismatch:
             self.warn(PromptNameWarning(mismatch))
+        for warning in spec.warnings:  # unknown keys, each with a "did you mean"
+            self.warn(PromptNameWarning(warning))
         # `-k <family>` selects the skill, not prompt names that happen to contain it; the
         # marker's arguments match exactly (`-m "skill_lift(family='qdrant-edge')"`).
         family, leaf = keywords_of(spec)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_skilllift.plugin.collect.items import SESSION_KEY
+from pytest_skilllift.plugin.findings import Finding
 from pytest_skilllift.run.engine import NotStarted
 from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.triggers import (
@@ -34,8 +35,12 @@ if TYPE_CHECKING:
 MARKER = "trigger"
 
 
-class TriggerFailure(Exception):
+class TriggerFailure(Finding):
     """A miss or a false trigger: a finding, shown without a traceback."""
+
+    @property
+    def category(self) -> str:
+        return "untriggered" if self.args[0].should_trigger else "misfired"
 
 
 class TriggerFile(pytest.File):

@@ -1,0 +1,129 @@
+"""``skilllift init``: a project's first files, from the skills it already has.
+
+One prompt file per skill (a directory holding a ``SKILL.md``) under the skills root, its name
+and description filled in from the frontmatter and every text a person must write left as a
+placeholder that collection refuses (``PLACEHOLDER``), one trigger file per family with a
+should- and a should-not-trigger query stubbed, and a ``pytest.ini`` naming the ini keys.
+Nothing that exists is overwritten: an existing file is kept and reported as kept.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_skilllift.run.prompts import PLACEHOLDER
+
+PROMPTS_DIR = Path("evals") / "test-prompts"
+TRIGGERS_DIR = Path("evals") / "triggers"
+INI_FILE = "pytest.ini"
+
+
+@dataclass
+class Scaffold:
+    """What ``init`` wrote and what it left alone (paths relative to the project)."""
+
+    written: list[Path] = field(default_factory=list)
+    kept: list[Path] = field(default_factory=list)
+    skills: list[str] = field(default_factory=list)
+
+
+def prompt_name(rel_id: str) -> str:
+    """A prompt name from a skill's path: ``family/sub`` → ``family-sub`` (the names the
+    collection accepts: letters, digits, ``.``, ``_``, ``-``)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", rel_id.replace("/", "-")).strip("-.")
+    return name[:100] or "skill"
+
+
+def prompt_file(rel_id: str, skill_md: str, name: str, description: str) -> dict[str, object]:
+    """The prompt file of one skill: real fields filled in, the rest placeholders."""
+    about = f"{name}: {description}" if description else name
+    return {
+        "name": prompt_name(rel_id),
+        "product_area": rel_id.split("/")[0],
+        "skill": skill_md,
+        "prompt": f"{PLACEHOLDER} a question a user of {about!r} would ask, answered "
+                  "without naming the skill",
+        "rubric": [
+            {"type": "must", "text": f"{PLACEHOLDER} a fact or step a correct answer must "
+                                     "contain (3 to 5 must items)"},
+            {"type": "bonus", "text": f"{PLACEHOLDER} what a great answer adds (1 to 3)"},
+            {"type": "avoid", "text": f"{PLACEHOLDER} a mistake a plausible answer makes "
+                                      "(1 to 3)"},
+        ],
+    }
+
+
+def trigger_file(family: str, description: str) -> dict[str, object]:
+    """A family's trigger file: one query of each kind, as placeholders."""
+    return {
+        "skill": family,
+        "queries": [
+            {"query": f"{PLACEHOLDER} a request that should make the agent use {family}"
+                      + (f" ({description})" if description else ""), "should_trigger": True},
+            {"query": f"{PLACEHOLDER} a nearby request {family} should NOT fire for",
+             "should_trigger": False},
+        ],
+    }
+
+
+def ini_text(skills: str) -> str:
+    """``pytest.ini`` with the keys a project usually sets (defaults shown, commented)."""
+    return (
+        "[pytest]\n"
+        "# pytest-skilllift: `pytest --skill-lift` runs the week; docs list every key.\n"
+        f"skill_lift_prompts = {PROMPTS_DIR.as_posix()}\n"
+        f"skill_lift_skills = {skills}\n"
+        f"skill_lift_triggers = {TRIGGERS_DIR.as_posix()}\n"
+        "# skill_lift_models = sonnet=claude-sonnet-4-5,haiku=claude-haiku-4-5\n"
+        "# skill_lift_reps = 2\n"
+        "# skill_lift_site = https://skills.example.com/\n"
+        "# skill_lift_gates = lift_ci_low>0\n"
+    )
+
+
+def _write(project: Path, rel: Path, text: str, out: Scaffold) -> None:
+    path = project / rel
+    if path.exists() or path.is_symlink():
+        out.kept.append(rel)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    out.written.append(rel)
+
+
+def scaffold(project: Path, skills_root: Path) -> Scaffold:
+    """Write the project's first files under ``project`` for every skill of ``skills_root``."""
+    from pytest_skilllift.lint.skillfile import find_skill_dirs, load_skill
+
+    out = Scaffold()
+    root = skills_root.resolve()
+    try:
+        skills_rel = root.relative_to(project.resolve()).as_posix()
+    except ValueError:
+        skills_rel = str(root)
+    families: dict[str, str] = {}
+    for skill_dir in find_skill_dirs(root):
+        skill = load_skill(skill_dir, root)
+        rel_id = skill.rel_id
+        if rel_id in ("", "."):  # a SKILL.md at the root itself: not a family
+            continue
+        out.skills.append(rel_id)
+        body = prompt_file(rel_id, f"{rel_id}/SKILL.md", skill.name or rel_id,
+                           " ".join(skill.description.split()))
+        _write(project, PROMPTS_DIR / f"{body['name']}.json", _json(body), out)
+        if rel_id == skill.family:
+            families[skill.family] = " ".join(skill.description.split())
+        else:
+            families.setdefault(skill.family, "")
+    for family, description in sorted(families.items()):
+        _write(project, TRIGGERS_DIR / f"{family}.json", _json(trigger_file(family, description)),
+               out)
+    _write(project, Path(INI_FILE), ini_text(skills_rel), out)
+    return out
+
+
+def _json(data: object) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
