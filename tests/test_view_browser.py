@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.cli import main as cli
+from pytest_skilllift.config import DEMO_PROJECT
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.view.data import page_name
 from pytest_skilllift.view.site import build_site
@@ -58,8 +59,9 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     with file_lock(root.with_suffix(".lock")):
         if not (root / "session.out").is_file():
             shutil.rmtree(root, ignore_errors=True)
-            shutil.copytree(REPO / "skills", root / "skills")
-            shutil.copytree(REPO / "evals" / "test-prompts", root / "evals" / "test-prompts")
+            shutil.copytree(DEMO_PROJECT / "skills", root / "skills")
+            shutil.copytree(DEMO_PROJECT / "evals" / "test-prompts",
+                            root / "evals" / "test-prompts")
             (root / "pytest.ini").write_text(
                 "[pytest]\nskill_lift_reps = 1\nskill_lift_out = week\n")
             proc = subprocess.run(
