@@ -37,7 +37,7 @@ import numpy as np
 from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
 from pytest_skilllift.report import stats
 from pytest_skilllift.week.columns import ACTIVATIONS, ARMS, CONDITIONS
-from pytest_skilllift.week.files import STATUS_INVALID, STATUS_OK
+from pytest_skilllift.week.files import COMPLETED, RUN_STATUSES, STATUS_OK
 from pytest_skilllift.week.identity import WeekFileError, read_week_record
 from pytest_skilllift.week.tables import Week
 
@@ -271,7 +271,11 @@ class WeekMeasures:
             has_must = np.bincount(w.s_run[usable_must], minlength=n) > 0
             self._graded = has_must & (w.m_status == STATUS_OK)
             self._valid_run = (w.m_prompt >= 0) & (w.m_model >= 0) & (w.m_cond >= 0)
-            ws = (w.m_cond == 1) & (w.m_status != STATUS_INVALID)
+            # Completed with-skill runs only (``files.COMPLETED``), as the Activation section
+            # counts them: an outage, a timeout, a budget cap or a failed install says nothing
+            # about the skill's description, so it is neither a miss nor a denominator run.
+            completed = [RUN_STATUSES.index(s) for s in sorted(COMPLETED)]
+            ws = (w.m_cond == 1) & np.isin(w.m_status, completed)
             self._ws = ws
             self._miss = ws & (w.m_activation == ACTIVATIONS.index("none"))
             self._has_activation = "skill_activation" in w.manifest_columns
@@ -334,8 +338,8 @@ class WeekMeasures:
                 "unscored": int(self.unscored[sel].sum())}
 
     def trigger_misses(self, model: str | None, prompt: str | None) -> tuple[int, int] | None:
-        """(with-skill runs that never reached the skill, with-skill runs), or None when the
-        manifest records no activation."""
+        """(completed with-skill runs that never reached the skill, completed with-skill
+        runs), or None when the manifest records no activation."""
         if not self._has_activation:
             return None
         mask = self._run_mask(model, None, prompt)
@@ -403,6 +407,7 @@ def measures_of(ctx: Context) -> WeekMeasures:
 
 
 def trigger_miss_rate(measures: WeekMeasures, model: str) -> float | None:
-    """Share of the model's with-skill runs that never reached the skill (None: unknown)."""
+    """Share of the model's completed with-skill runs that never reached the skill
+    (None: unknown)."""
     tm = measures.trigger_misses(model, None)
     return None if tm is None or tm[1] == 0 else tm[0] / tm[1]

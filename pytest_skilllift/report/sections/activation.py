@@ -43,6 +43,9 @@ class ActivationSummary(TypedDict):
     trigger_misses: int
     trigger_miss_rate_wilson95: list[float | None]
     web_fetch_runs: int
+    #: With-skill runs that fetched the published skills site (``fetched_site``), whatever
+    #: their activation source: the runs whose lift may come from the site, not SKILL.md.
+    site_fetch_runs: int
     reached_leaf_runs: int
     reached_leaf_rate_wilson95: list[float | None]
     never_triggered: list[str]
@@ -88,6 +91,7 @@ def build(ctx: Context) -> Data:
     n_ws = int(np.count_nonzero(ws))
     misses = int(act_total[ACTIVATIONS.index("none")])
     leaf_total = int(np.count_nonzero(ws & (reached == 1)))
+    site_total = int(np.count_nonzero(ws & (ctx.run_column("fetched_site") == 1)))
     return {
         "activation": activation,
         "activation_summary": {
@@ -95,6 +99,7 @@ def build(ctx: Context) -> Data:
             "trigger_miss_rate_wilson95": [json_float(x)
                                            for x in stats.wilson_interval(misses, n_ws)],
             "web_fetch_runs": int(act_total[ACTIVATIONS.index("web_fetch")]),
+            "site_fetch_runs": site_total,
             "reached_leaf_runs": leaf_total,
             "reached_leaf_rate_wilson95": [json_float(x)
                                            for x in stats.wilson_interval(leaf_total, n_ws)],
@@ -129,8 +134,10 @@ def render(card: Scorecard) -> list[str]:
     L.append(f"- with-skill runs: **{s['with_skill_runs']}**")
     L.append("- **trigger misses** (activation=none — skill present but never reached): "
              f"**{s['trigger_misses']}**")
-    L.append("- lift sourced from the published site (activation=web_fetch, not the local "
-             f"SKILL.md): **{s['web_fetch_runs']}**")
+    L.append("- lift sourced from the published site (with-skill runs that fetched the skills "
+             f"site, whatever else they read): **{s.get('site_fetch_runs', 0)}** "
+             f"({s['web_fetch_runs']} of them reached the skill through the site alone, "
+             "activation=web_fetch)")
     L.append(f"- trigger-miss rate {fmt(s['trigger_misses'] / s['with_skill_runs'])} "
              f"(95% Wilson {fmt(lo)}–{fmt(hi)}); reached leaf in {s['reached_leaf_runs']} of "
              f"{s['with_skill_runs']} runs")
