@@ -67,3 +67,69 @@ def test_site_sourced_lift_counts_every_run_that_fetched_the_site(week: Path) ->
     assert act["site_fetch_runs"] == 11  # but 11 of 104 fetched it
     assert "published site (with-skill runs that fetched the skills site, whatever else " \
            "they read): **11**" in s.markdown
+
+
+def _history_weeks(weekly: Path, judges: dict[str, str]) -> None:
+    """Three earlier runs in the history, each with a week folder and its week.json."""
+    from pytest_skilllift.week import identity as ident
+    from pytest_skilllift.week.history import HistoryRow, upsert_history
+
+    from .test_identity import make
+
+    rows = []
+    for key, lift in zip(judges, (0.20, 0.30, 0.25), strict=True):
+        rows.append(HistoryRow(key, f"{key}T090000Z", "sonnet", lift, 0.05))
+        (weekly / key).mkdir(parents=True)
+        ident.write_week_record(weekly / key, ident.WeekRecord(
+            identity=make(judge_model=judges[key])))
+    upsert_history(weekly / "scorecard-history.csv", rows)
+
+
+def test_between_week_sigma_pools_only_comparable_weeks_and_names_them(tmp_path: Path) -> None:
+    from pytest_skilllift.week import identity as ident
+
+    from .test_identity import make
+    from .test_weekio import write_week
+
+    weekly = tmp_path / "weekly"
+    same = make().judge_model
+    _history_weeks(weekly, {"20260711": same, "20260718": "claude-opus-5", "20260725": same})
+    w = write_week(weekly / "20260801")
+    ident.write_week_record(w, ident.WeekRecord(identity=make()))
+    s = summarize_week(w, plots=False)
+    h = s.data["history"]
+    # 20260718 was graded by another judge: not pooled, so this is run 3 of 4, not 4
+    assert h["n_runs"] == 3 and not h["ready"]
+    assert [p["run_key"] for p in h["pooled_runs"]] == ["20260711", "20260725"]
+    assert h["not_pooled_runs"] == [{"run_key": "20260718",
+                                     "reason": f"judge model: 'claude-opus-5' → {same!r}"}]
+    assert "this is run 3 of 4" in s.markdown
+    assert "- not pooled: `20260718` — judge model: 'claude-opus-5' →" in s.markdown
+    assert "- pooled (between-week σ, run count): `20260711`, `20260725`" in s.markdown
+
+
+def test_between_week_sigma_of_comparable_weeks_only(tmp_path: Path) -> None:
+    from pytest_skilllift.week import identity as ident
+
+    from .test_identity import make
+    from .test_weekio import write_week
+
+    weekly = tmp_path / "weekly"
+    same = make().judge_model
+    _history_weeks(weekly, {"20260711": same, "20260718": same, "20260725": same})
+    # a fourth, non-comparable run just before this week: it is not the "previous run"
+    from pytest_skilllift.week.history import HistoryRow, upsert_history
+
+    upsert_history(weekly / "scorecard-history.csv",
+                   [HistoryRow("20260728", "20260728T090000Z", "sonnet", 0.9, 0.05)])
+    (weekly / "20260728").mkdir()
+    ident.write_week_record(weekly / "20260728", ident.WeekRecord(identity=make(
+        judge_samples=3)))
+    w = write_week(weekly / "20260801")
+    ident.write_week_record(w, ident.WeekRecord(identity=make()))
+    s = summarize_week(w, plots=False)
+    v = s.data["history"]["per_model"]["sonnet"]
+    assert s.data["history"]["n_runs"] == 4 and v["prev_key"] == "20260725"
+    import numpy as np
+
+    assert v["between"] == pytest.approx(float(np.std([0.20, 0.30, 0.25], ddof=1)))
