@@ -142,3 +142,84 @@ def false_verdict_rate(d: np.ndarray, threshold: float) -> tuple[int, int]:
     d = np.asarray(d, float)
     d = d[~np.isnan(d)]
     return int(np.count_nonzero(np.abs(d) >= threshold - 1e-12)), int(d.size)
+
+
+# --------------------------------------------------------------------------- regression alarm
+
+#: Ways of making two weeks with no real change from one week's rep-level scores.
+AA_SPLIT, AA_PARAMETRIC, AA_PLUG_IN = "split", "parametric", "plug-in"
+
+
+def aa_week_pairs(reps: np.ndarray, kind: str, rng: np.random.Generator
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """One A/A pair of weeks ``(M, P, R')`` from a week's rep-level scores ``(M, P, R)``.
+
+    * ``split`` — per (model, prompt) the reps are shuffled and halved (R' = R // 2): real
+      answers, nothing but the rep drawn differs;
+    * ``parametric`` — each prompt keeps its mean, each rep gets normal noise at the
+      week's pooled within-prompt rep SD, clipped to [0, 1] (R' = R);
+    * ``plug-in`` — each side draws R reps with replacement from the prompt's own observed
+      reps (the harshest: a prompt whose two reps differ flips between exactly two values).
+    """
+    x = np.asarray(reps, float)
+    M, P, R = x.shape
+    if kind == AA_SPLIT:
+        order = np.argsort(rng.random((M, P, R)), axis=2)
+        shuffled = np.take_along_axis(x, order, axis=2)
+        h = R // 2
+        return shuffled[:, :, :h], shuffled[:, :, h:2 * h]
+    if kind == AA_PLUG_IN:
+        ok = ~np.isnan(x)
+        n = np.maximum(ok.sum(axis=2, keepdims=True), 1)
+        packed = np.take_along_axis(x, np.argsort(~ok, axis=2, kind="stable"), axis=2)
+        idx = (rng.random((2, M, P, R)) * n).astype(np.int64)
+        a = np.take_along_axis(packed, idx[0], axis=2)
+        b = np.take_along_axis(packed, idx[1], axis=2)
+        return a, b
+    if kind == AA_PARAMETRIC:
+        ok = ~np.isnan(x)
+        k = ok.sum(axis=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mu = np.where(k > 0, np.where(ok, x, 0).sum(axis=2) / np.maximum(k, 1), np.nan)
+        ss = np.where(ok, (x - np.nan_to_num(mu)[:, :, None]) ** 2, 0).sum(axis=(1, 2))
+        df = np.maximum(k - 1, 0).sum(axis=1)
+        sd = np.sqrt(np.where(df > 0, ss / np.maximum(df, 1), 0.0))[:, None, None]
+
+        def side() -> np.ndarray:
+            return np.clip(mu[:, :, None] + sd * rng.standard_normal((M, P, R)), 0.0, 1.0)
+
+        return side(), side()
+    raise ValueError(f"unknown A/A kind {kind!r}; use {AA_SPLIT}, {AA_PARAMETRIC} or "
+                     f"{AA_PLUG_IN}")
+
+
+@dataclass(frozen=True)
+class AlarmRate:
+    """How often two weeks with no real change raise an alarm, by ``kind`` of A/A pair."""
+
+    kind: str
+    sims: int
+    seed: int
+    #: Share of pairs with any alarm of ``stats.regression_alarm`` (any regressed prompt or
+    #: any week-level drop, after Holm).
+    alarm_rate: float
+    #: Share of pairs where some prompt dropped by more than ``margin``: the old rule.
+    margin_rule_rate: float
+    margin: float
+
+
+def aa_alarm_rate(reps: np.ndarray, *, kind: str, sims: int, seed: int,
+                  margin: float = 0.10) -> AlarmRate:
+    """The regression alarm's false-alarm rate on ``sims`` seeded A/A pairs of one week."""
+    from pytest_skilllift.report import stats
+
+    rng = np.random.default_rng(seed)
+    alarms = margin_hits = 0
+    for _ in range(sims):
+        a, b = aa_week_pairs(reps, kind, rng)
+        alarms += stats.regression_alarm(a, b).alarm
+        with np.errstate(invalid="ignore"):
+            drop = np.nanmean(a, axis=2) - np.nanmean(b, axis=2)
+        margin_hits += bool(np.nan_to_num(drop, nan=0.0).max(initial=0.0) > margin)
+    return AlarmRate(kind, sims, seed, alarms / sims if sims else 0.0,
+                     margin_hits / sims if sims else 0.0, margin)
