@@ -247,6 +247,8 @@ class Bootstrap:
     excludes_zero: bool | None
     n_boot: int
     seed: int
+    #: Monte Carlo standard error of the endpoints (:func:`bootstrap_mc_se`).
+    mc_se: float | None = None
 
 
 def paired_bootstrap(
@@ -281,7 +283,8 @@ def paired_bootstrap(
             means[start:start + k] = d[idx].mean(axis=1)
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
-    return Bootstrap(float(lo), float(hi), bool(lo > 0 or hi < 0), n_boot, seed)
+    return Bootstrap(float(lo), float(hi), bool(lo > 0 or hi < 0), n_boot, seed,
+                     bootstrap_mc_se(means, level))
 
 
 def wilson_interval(k: int, n: int, *, level: float = 0.95) -> tuple[float, float]:
@@ -636,3 +639,67 @@ def regression_alarm(before: np.ndarray, after: np.ndarray, *,
         rise_p_adj=holm(rise.ravel()).reshape(rise.shape), alpha=alpha,
         method=f"Holm (family-wise α = {alpha:g}) over the week-level paired tests and the "
                f"per-prompt moderated t tests (prior df {prior_df:g})")
+
+
+# --------------------------------------------------------------------------- cluster bootstrap
+
+#: Resamples and seed of the cluster bootstrap (fixed: the scorecard is reproducible).
+CLUSTER_BOOT_N = 2000
+CLUSTER_BOOT_SEED = 20260808
+
+
+def cluster_bootstrap_rate(
+    k: np.ndarray, n: np.ndarray, *, n_boot: int = CLUSTER_BOOT_N,
+    seed: int = CLUSTER_BOOT_SEED, level: float = 0.95, chunk: int = 256,
+) -> tuple[float | None, float | None]:
+    """Percentile interval of a pooled rate Σk/Σn that resamples whole clusters (prompts).
+
+    ``k`` and ``n`` are per cluster (successes and trials, e.g. passed and scored prompt×reps
+    of each prompt). Reps of one prompt are correlated, so the Wilson interval, which counts
+    every trial as independent, is too narrow when they agree; resampling prompts with
+    replacement keeps each prompt's reps together (Field & Welsh 2007, the cluster
+    bootstrap). A cluster with n = 0 is still drawn (it is part of the design, e.g. a query
+    that never fired, for a precision); (None, None) below two clusters or without a
+    trial. Seeded: the same counts give the same interval.
+    """
+    k = np.asarray(k, float)
+    n = np.asarray(n, float)
+    g = int(n.size)
+    if g < 2 or n.sum() <= 0:
+        return None, None
+    rng = np.random.default_rng(seed)
+    rates = np.empty(n_boot)
+    p = np.full(g, 1.0 / g)
+    for start in range(0, n_boot, chunk):
+        m = min(chunk, n_boot - start)
+        w = rng.multinomial(g, p, size=m).astype(float)  # how often each prompt is drawn
+        den = w @ n
+        with np.errstate(invalid="ignore", divide="ignore"):
+            # a resample of clusters without a trial has no rate: left out of the quantiles
+            rates[start:start + m] = np.where(den > 0, (w @ k) / np.where(den > 0, den, 1),
+                                              np.nan)
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.nanquantile(rates, [alpha, 1.0 - alpha])
+    return float(lo), float(hi)
+
+
+def bootstrap_mc_se(means: np.ndarray, level: float = 0.95) -> float | None:
+    """Monte Carlo standard error of a percentile-bootstrap endpoint from its B resamples:
+    √(p(1−p)/B) / f(q_p), the density at the quantile taken as the normal one with the
+    resamples' SD (Efron & Tibshirani 1993, ch. 19; Hall 1992). None for fewer than 2."""
+    means = np.asarray(means, float)
+    b = means.size
+    if b < 2:
+        return None
+    p = (1.0 - level) / 2.0
+    z = float(scipy_special().ndtri(1.0 - p))
+    density = math.exp(-z * z / 2.0) / math.sqrt(2.0 * math.pi)
+    return float(means.std(ddof=1) * math.sqrt(p * (1.0 - p) / b) / density)
+
+
+def digits_for(mc_se: float | None, *, most: int = 3) -> int:
+    """Decimals a Monte Carlo result can carry: the last printed digit's step is at least
+    twice its MC standard error (so reprinting with another seed rarely changes it)."""
+    if mc_se is None or not math.isfinite(mc_se) or mc_se <= 0:
+        return most
+    return max(0, min(most, math.floor(-math.log10(2.0 * mc_se))))

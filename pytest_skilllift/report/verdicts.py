@@ -337,6 +337,33 @@ class WeekMeasures:
                 "errored": int(self.errored[sel].sum()),
                 "unscored": int(self.unscored[sel].sum())}
 
+    def pass_rate_cluster(self, model: str | None, condition: str | None,
+                          prompt: str | None = None) -> tuple[float | None, float | None]:
+        """The pass rate's 95% interval resampling whole prompts (one prompt: its reps are
+        the only sample, so none)."""
+        sel = self._select(model, condition, prompt)
+        if sel is None or prompt is not None:
+            return None, None
+        p, m, c = sel
+        passed, scored = self.passed[p, m, c], self.scored[p, m, c]
+        while passed.ndim > 1:  # pool models and/or conditions within each prompt
+            passed, scored = passed.sum(axis=-1), scored.sum(axis=-1)
+        keep = scored > 0  # prompts without a scored rep in the selection are not in it
+        return stats.cluster_bootstrap_rate(passed[keep], scored[keep])
+
+    def trigger_miss_cluster(self, model: str | None) -> tuple[float | None, float | None]:
+        """The trigger-miss rate's 95% interval resampling whole prompts."""
+        if not self._has_activation:
+            return None, None
+        mask = self._run_mask(model, None, None)
+        if mask is None:
+            return None, None
+        w, P = self.week, len(self.week.prompts)
+        sel = mask & self._ws & (w.m_prompt >= 0)
+        k = np.bincount(w.m_prompt[sel & self._miss], minlength=P)
+        n = np.bincount(w.m_prompt[sel], minlength=P)
+        return stats.cluster_bootstrap_rate(k[n > 0], n[n > 0])
+
     def trigger_misses(self, model: str | None, prompt: str | None) -> tuple[int, int] | None:
         """(completed with-skill runs that never reached the skill, completed with-skill
         runs), or None when the manifest records no activation."""
@@ -363,6 +390,8 @@ class WeekMeasures:
         if metric == "pass_rate":
             pc = self.pass_counts(model, condition, prompt)
             return pc["passed"] / pc["scored"] if pc["scored"] else None
+        if metric == "pass_rate_ci_low":  # the cluster-aware bound, not Wilson's
+            return _num(self.pass_rate_cluster(model, condition)[0])
         agg = self.agg
         if agg is None:
             return None

@@ -57,6 +57,9 @@ class BootstrapModel(TypedDict):
     low: float | None
     high: float | None
     excludes_zero: bool | None
+    #: Monte Carlo standard error of the endpoints, and the decimals it supports.
+    mc_se: float | None
+    digits: int
     #: Whether the bootstrap and the t interval agree on "excludes zero" (None: unknown).
     agrees_with_t: bool | None
 
@@ -123,7 +126,8 @@ def build(ctx: Context) -> Data:
             "trigger_miss_rate": verdicts.trigger_miss_rate(measures, label),
         }
         boot_out[label] = {"low": f(bs.low), "high": f(bs.high),
-                           "excludes_zero": bs.excludes_zero,
+                           "excludes_zero": bs.excludes_zero, "mc_se": f(bs.mc_se),
+                           "digits": stats.digits_for(bs.mc_se),
                            "agrees_with_t": (None if bs.excludes_zero is None
                                              or lf.ci_excludes_zero is None
                                              else bs.excludes_zero == lf.ci_excludes_zero)}
@@ -187,25 +191,41 @@ def _uncertainty(card: Scorecard) -> list[str]:
     mdl = card.get("mdl", {})
     L = ["### Uncertainty detail\n"]
     rows = []
+    clipped: list[str] = []
     for label, m in models.items():
-        t_ci = (f"[{signed(m.get('ci_low'))}, {signed(m.get('ci_high'))}] "
-                f"(t={fmt(m.get('t_crit'))}, df={m.get('df')})"
-                if m.get("ci_low") is not None else "n/a")
-        b_ci = (f"[{signed(m.get('bootstrap_low'))}, {signed(m.get('bootstrap_high'))}]"
+        t_ci = "n/a"
+        if m.get("ci_low") is not None:
+            lo, hi, clip = clip_interval(m.get("ci_low"), m.get("ci_high"))
+            t_ci = (f"[{signed(lo)}, {signed(hi)}]{'*' if clip else ''} "
+                    f"(t={fmt(m.get('t_crit'))}, df={m.get('df')})")
+            if clip:
+                clipped.append(f"{label}: [{signed(m.get('ci_low'))}, "
+                               f"{signed(m.get('ci_high'))}]")
+        per = boot.get("per_model", {}).get(label)
+        d = int(per["digits"]) if per is not None and "digits" in per else 3
+        b_ci = (f"[{signed(m.get('bootstrap_low'), d)}, {signed(m.get('bootstrap_high'), d)}]"
                 if m.get("bootstrap_low") is not None else "n/a")
         need = m.get("prompts_needed_for_target")
         no_spread = " (dᵢ all equal)" if m.get("sd") == 0 else ""
         rows.append([label, m["n_prompts"], t_ci, b_ci,
-                     fmt(m.get("min_detectable_lift")) + no_spread,
+                     mdl_text(m.get("min_detectable_lift"), m["n_prompts"]) + no_spread,
                      ("n/a" if need is None else str(need)) + no_spread])
     target = fmt(mdl.get("target_lift", 0.10), 2)
     L += md_table(["model", "n prompts", "95% CI (exact t)",
                    f"95% CI (paired bootstrap, {boot.get('n_boot', '?')}×)",
                    "min detectable lift", f"prompts needed for {target}"], rows)
-    L.append(f"\n_Paired bootstrap over prompts, seed {boot.get('seed')}, percentile interval. "
-             "Minimum detectable lift: the smallest true lift a two-sided 5% paired t-test "
-             "detects with 80% power at this week's n and spread of dᵢ; the last column is "
-             f"how many prompts that test needs to detect a lift of {target}._\n")
+    mc = [x for v in boot.get("per_model", {}).values() if (x := v.get("mc_se")) is not None]
+    mc_note = (f" Printed to the digits its Monte Carlo error allows (the endpoints move by "
+               f"about ±{max(mc):.3f} from one seed to another at {boot.get('n_boot')} "
+               "resamples)." if mc else "")
+    L.append(f"\n_Paired bootstrap over prompts, seed {boot.get('seed')}, percentile interval."
+             f"{mc_note} Minimum detectable lift: the smallest true lift a two-sided 5% paired "
+             "t-test detects with 80% power at this week's n and spread of dᵢ; the last "
+             f"column is how many prompts that test needs to detect a lift of {target}._\n")
+    if clipped:
+        L.append("_* clipped to [−1, 1], the range a lift can take; as computed: "
+                 + "; ".join(clipped) + " (a t interval on few or spread prompts can "
+                 "run past the range)._\n")
     notes = []
     for label, m in models.items():
         if m.get("low_sample"):
@@ -222,13 +242,29 @@ def _uncertainty(card: Scorecard) -> list[str]:
     return L
 
 
+def clip_interval(lo: float | None, hi: float | None) -> tuple[float | None, float | None,
+                                                               bool]:
+    """A lift's interval clipped to [−1, 1], and whether it had to be."""
+    if lo is None or hi is None:
+        return lo, hi, False
+    return max(lo, -1.0), min(hi, 1.0), bool(lo < -1.0 or hi > 1.0)
+
+
+def mdl_text(mdl: float | None, n: int) -> str:
+    """The minimum detectable lift, or why there is none: a lift cannot exceed 1."""
+    if mdl is not None and mdl > 1.0:
+        return f"not detectable with {n} prompts"
+    return fmt(mdl)
+
+
 def _sign_test(card: Scorecard) -> list[str]:
     """The sign test next to the paired t interval, with the verdict per model."""
     rows = []
     for label, m in card["models"].items():
         st = m["sign_test"]
-        t_ci = (f"[{signed(m.get('ci_low'))}, {signed(m.get('ci_high'))}]"
-                if m.get("ci_low") is not None else "n/a")
+        lo, hi, clip = clip_interval(m.get("ci_low"), m.get("ci_high"))
+        t_ci = (f"[{signed(lo)}, {signed(hi)}]" + (" (clipped to [−1, 1])" if clip else "")
+                if lo is not None else "n/a")
         p = "n/a" if st["p_value"] is None else f"{st['p_value']:.3g}"
         rows.append([label, st["n_prompts"], f"{st['wins']} / {st['ties']} / {st['losses']}",
                      p, t_ci, f"**{st['verdict']}**", st["reason"]])
