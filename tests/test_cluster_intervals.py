@@ -97,7 +97,7 @@ def test_custom_check_rates_get_a_prompt_bootstrap(tmp_path: Path) -> None:
     for p in range(8):
         for rep in (1, 2):
             for cond in ("no-skill", "with-skill"):
-                ok = cond == "with-skill" and p < 6 or cond == "no-skill" and p < 2
+                ok = (cond == "with-skill" and p < 6) or (cond == "no-skill" and p < 2)
                 rows.append({"test": "check_x", "prompt": f"p{p}", "skill_family": "f",
                              "model": "sonnet", "condition": cond, "rep": str(rep),
                              "run_id": f"p{p}-{cond}-r{rep}",
