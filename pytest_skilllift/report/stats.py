@@ -376,6 +376,23 @@ def cell_run_means(
         return np.where(n > 0, s / np.maximum(n, 1), np.nan), n
 
 
+def prompt_run_means(
+    values: np.ndarray, prompt: np.ndarray, model: np.ndarray, condition: np.ndarray,
+    include: np.ndarray, n_prompts: int, n_models: int, n_conditions: int = 2,
+) -> np.ndarray:
+    """Per (prompt, model, condition) mean of a per-run value over included runs with a
+    value, NaN when there is none: the per-prompt level a paired Δcost / Δturns is built on."""
+    C = max(n_conditions, 2)
+    ok = (include & ~np.isnan(values) & (prompt >= 0) & (model >= 0) & (condition >= 0)
+          & (condition < C))
+    key = (prompt[ok].astype(np.int64) * n_models + model[ok]) * C + condition[ok]
+    size = n_prompts * n_models * C
+    n = np.bincount(key, minlength=size)
+    s = np.bincount(key, weights=values[ok], minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, s / np.maximum(n, 1), np.nan).reshape(n_prompts, n_models, C)
+
+
 def activation_counts(
     prompt: np.ndarray, activation: np.ndarray, reached: np.ndarray, fetched: np.ndarray,
     include: np.ndarray, n_prompts: int, n_sources: int,

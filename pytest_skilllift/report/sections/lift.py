@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypedDict
 
+import numpy as np
+
 from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import BOOTSTRAP_N, BOOTSTRAP_SEED, TARGET_LIFT, json_float
 from pytest_skilllift.report.markdown import ci_flag, fmt, md_table, signed
+from pytest_skilllift.week.files import STATUS_OK
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.card import Scorecard
@@ -42,6 +45,10 @@ class ModelLift(TypedDict):
     composite_lift: float | None
     cost_delta: float | None
     turns_delta: float | None
+    #: Δcost / Δturns paired by prompt (per-prompt mean with − no over ok runs): its mean,
+    #: ± SE and whether the 95% t interval excludes zero, like the lift.
+    cost_delta_paired: PairedDelta
+    turns_delta_paired: PairedDelta
     bootstrap_low: float | None
     bootstrap_high: float | None
     bootstrap_excludes_zero: bool | None
@@ -51,6 +58,13 @@ class ModelLift(TypedDict):
     sign_test: verdicts.SignTestData
     #: Share of with-skill runs that never reached the skill (None: no activation recorded).
     trigger_miss_rate: float | None
+
+
+class PairedDelta(TypedDict):
+    mean: float | None
+    se: float | None
+    n_prompts: int
+    ci_excludes_zero: bool | None
 
 
 class BootstrapModel(TypedDict):
@@ -99,6 +113,7 @@ def build(ctx: Context) -> Data:
     mdl: dict[str, MdlModel] = {}
     boot_out: dict[str, BootstrapModel] = {}
     measures = ctx.shared(verdicts.measures_of)
+    paired = ctx.shared(_run_deltas)
     for mi, label in enumerate(ctx.week.models):
         lf = ctx.lifts.get(label)
         if agg is None or lf is None:
@@ -119,6 +134,8 @@ def build(ctx: Context) -> Data:
             "avoid_delta": f(stats.paired_mean_delta(agg.avoid[:, mi, 0], agg.avoid[:, mi, 1])),
             "composite_lift": f(hr.composite_lift),
             "cost_delta": f(hr.cost_delta), "turns_delta": f(hr.turns_delta),
+            "cost_delta_paired": _paired_delta(paired["cost"], mi),
+            "turns_delta_paired": _paired_delta(paired["turns"], mi),
             "bootstrap_low": f(bs.low), "bootstrap_high": f(bs.high),
             "bootstrap_excludes_zero": bs.excludes_zero,
             "min_detectable_lift": f(m_mdl), "prompts_needed_for_target": n_need,
@@ -141,6 +158,34 @@ def build(ctx: Context) -> Data:
         "mdl": {"power": 0.80, "alpha": 0.05, "two_sided": True,
                 "target_lift": TARGET_LIFT, "per_model": mdl},
     }
+
+
+def _run_deltas(ctx: Context) -> dict[str, np.ndarray]:
+    """Per-prompt mean cost and turns (P, M, C) over the runs the cell means use: ok runs
+    with a cost (turns likewise, as the reference counts them)."""
+    w = ctx.week
+    cost, turns = ctx.run_column("total_cost_usd"), ctx.run_column("num_turns")
+    ok = w.m_status == STATUS_OK
+    P, M = len(w.prompts), len(w.models)
+    return {
+        "cost": stats.prompt_run_means(cost, w.m_prompt, w.m_model, w.m_cond, ok, P, M),
+        "turns": stats.prompt_run_means(turns, w.m_prompt, w.m_model, w.m_cond,
+                                        ok & ~np.isnan(cost), P, M),
+    }
+
+
+def _paired_delta(per_prompt: np.ndarray, mi: int) -> PairedDelta:
+    lf = stats.paired_lift(per_prompt[:, mi, 0], per_prompt[:, mi, 1])
+    return {"mean": json_float(lf.lift), "se": json_float(lf.se), "n_prompts": lf.n,
+            "ci_excludes_zero": lf.ci_excludes_zero}
+
+
+def _delta_cell(value: float | None, p: PairedDelta | None, nd: int, se_nd: int) -> str:
+    """``+0.0265 ± 0.0041 (≠ 0: yes)``: the reference's Δ with its paired SE and CI flag."""
+    if p is None or p.get("se") is None:
+        return signed(value, nd)
+    flag = "yes" if p["ci_excludes_zero"] else "no"
+    return f"{signed(value, nd)} ± {fmt(p['se'], se_nd)} (≠ 0: {flag})"
 
 
 def render(card: Scorecard) -> list[str]:
@@ -169,7 +214,8 @@ def render(card: Scorecard) -> list[str]:
             row.append(signed(m.get("bonus_delta")))
         if show_avoid:
             row.append(signed(m.get("avoid_delta"), 2))
-        row += [signed(m.get("cost_delta"), 4), signed(m.get("turns_delta"), 1)]
+        row += [_delta_cell(m.get("cost_delta"), m.get("cost_delta_paired"), 4, 4),
+                _delta_cell(m.get("turns_delta"), m.get("turns_delta_paired"), 1, 1)]
         rows.append(row)
     L += md_table(headers, rows)
     L.append(
@@ -178,7 +224,9 @@ def render(card: Scorecard) -> list[str]:
         "**not** between-week drift. '≠ 0?' asks whether the 95% CI (t·SE) excludes zero: "
         "'no' means don't act on this lift yet. Δbonus/Δavoid appear only when the skill "
         "changed bonus depth or introduced/removed a violation. Δcost/Δturns are "
-        "within-model only; negative = cheaper/sooner. Note: turns counts all "
+        "within-model only; negative = cheaper/sooner; their ± SE is paired by prompt like "
+        "the lift's (per-prompt mean with − no), and '≠ 0' asks whether its 95% t interval "
+        "excludes zero. Note: turns counts all "
         "conversation messages, including tool-result messages, not just the model's "
         "own turns. Reported, not gated._\n")
     return L + _uncertainty(card) + _sign_test(card)
