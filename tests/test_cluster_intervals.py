@@ -153,3 +153,39 @@ def test_a_lift_interval_and_mdl_never_print_past_their_range(real: Summary) -> 
     assert "clipped to [−1, 1], the range a lift can take" in text
     assert "not detectable with 3 prompts" in text and "1.400" not in text
     assert "(clipped to [−1, 1])" in text  # the sign-test table's t interval too
+
+
+# ----------------------------------------------------------------------------- noise floor
+
+
+def _week(rng: np.random.Generator, lift_sd: float, rep_sd: float, n: int = 200,
+          reps: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    lift_i = 0.1 + lift_sd * rng.standard_normal(n)
+    no = 0.45 + rep_sd * rng.standard_normal((n, reps))
+    wi = 0.45 + lift_i[:, None] + rep_sd * rng.standard_normal((n, reps))
+    return no, wi
+
+
+def test_the_noise_floor_reference_follows_rep_noise_against_lift_spread() -> None:
+    from pytest_skilllift.report import noise
+
+    rng = np.random.default_rng(3)
+    reps = np.array([1, 2])
+    # rep noise only: |A/A| / SE ~ |N(0, 2)|, so ≈ 48% clear SE and ≈ 14% clear t·SE
+    no, wi = _week(rng, 0.0, 0.05)
+    pure = noise.simulated_reference(no, wi, reps, sims=100)
+    assert pure.se_rate is not None and pure.t_rate is not None
+    assert 0.40 <= pure.se_rate <= 0.56 and 0.09 <= pure.t_rate <= 0.20
+    # prompts' lifts spread far more than reps vary: an honest SE is rarely cleared
+    no, wi = _week(rng, 0.15, 0.02)
+    spread = noise.simulated_reference(no, wi, reps, sims=100)
+    assert spread.se_rate is not None and spread.se_rate < 0.15 and spread.t_rate == 0.0
+    assert spread == noise.simulated_reference(no, wi, reps, sims=100)  # seeded
+
+
+def test_the_noise_floor_section_drops_the_fixed_rule_of_thumb(real: Summary) -> None:
+    nf = real.data["noise_floor"]["sonnet"]
+    assert nf["reference_sims"] == 400
+    assert nf["reference_se_rate"] is not None and nf["reference_t_rate"] is not None
+    assert "about 32%" not in real.markdown and "about 5% exceed" not in real.markdown
+    assert "(honest: " in real.markdown and "no fixed rule of thumb" in real.markdown

@@ -223,3 +223,89 @@ def aa_alarm_rate(reps: np.ndarray, *, kind: str, sims: int, seed: int,
         margin_hits += bool(np.nan_to_num(drop, nan=0.0).max(initial=0.0) > margin)
     return AlarmRate(kind, sims, seed, alarms / sims if sims else 0.0,
                      margin_hits / sims if sims else 0.0, margin)
+
+
+# --------------------------------------------------------------------------- simulated reference
+
+#: Honest weeks simulated per model, and sign patterns per simulated week (seeded).
+REFERENCE_SIMS = 400
+REFERENCE_FLIPS = 200
+
+
+@dataclass(frozen=True)
+class SimulatedReference:
+    """What the split-half A/A of an honest week like this one looks like."""
+
+    se_rate: float | None  # share of split choices with |A/A| > the lift SE
+    t_rate: float | None  # share with |A/A| > t·SE
+    sims: int
+    seed: int
+
+
+def _pooled_sd(x: np.ndarray) -> float:
+    ok = ~np.isnan(x)
+    k = ok.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mu = np.where(k > 0, np.where(ok, x, 0).sum(axis=1) / np.maximum(k, 1), np.nan)
+    ss = float(np.where(ok, (x - np.nan_to_num(mu)[:, None]) ** 2, 0).sum())
+    df = int(np.maximum(k - 1, 0).sum())
+    return math.sqrt(ss / df) if df else 0.0
+
+
+def _shrunk(x: np.ndarray, noise_var: float) -> np.ndarray:
+    """``x`` pulled toward its mean so that its variance loses ``noise_var`` (not below 0)."""
+    v = float(x.var(ddof=1)) if x.size > 1 else 0.0
+    if v <= 0:
+        return x.copy()
+    factor = math.sqrt(max(v - noise_var, 0.0) / v)
+    return x.mean() + factor * (x - x.mean())
+
+
+def simulated_reference(rep_no: np.ndarray, rep_with: np.ndarray, rep_values: np.ndarray, *,
+                        sims: int = REFERENCE_SIMS, flips: int = REFERENCE_FLIPS,
+                        seed: int = MC_SEED) -> SimulatedReference:
+    """The split-half exceed rates of honest weeks simulated under this week's own variance.
+
+    Each simulated week keeps every prompt's two arm means (``rep_no``/``rep_with`` are
+    ``(P, R)`` must coverage per rep, NaN = not scored; shrunk so their spread is the
+    observed one less its rep-noise share), gives each rep normal noise at the arm's pooled
+    within-prompt SD, clipped to [0, 1], with the week's rep numbers; its lift SE
+    and t·SE are computed as the scorecard computes them, and its split-half A/A is
+    compared with them over ``flips`` random choices of which half is A. Nothing in it is
+    miscalibrated, so these are the rates an honest SE gives *for a week like this one*:
+    they depend on how rep noise compares with the spread of the per-prompt lifts.
+    """
+    from pytest_skilllift.report import stats
+
+    no, wi = np.asarray(rep_no, float), np.asarray(rep_with, float)
+    both = ~np.isnan(no).all(axis=1) & ~np.isnan(wi).all(axis=1)
+    no, wi = no[both], wi[both]
+    n = int(no.shape[0])
+    rep_values = np.asarray(rep_values)
+    odd = (rep_values % 2) == 1
+    if n < 2 or odd.all() or not odd.any():
+        return SimulatedReference(None, None, 0, seed)
+    rng = np.random.default_rng(seed)
+    sd_no, sd_wi = _pooled_sd(no), _pooled_sd(wi)
+    R = rep_values.size
+    # The observed prompt means carry rep noise too: taken as the truth they would add it to
+    # the simulated prompt spread. Shrink the no-skill means and the per-prompt lifts toward
+    # their grand means so their spread is the observed one less the rep-noise share
+    # (a method-of-moments estimate of the true spread).
+    obs_no = np.nanmean(no, axis=1)
+    obs_d = np.nanmean(wi, axis=1) - obs_no
+    mu_no = _shrunk(obs_no, sd_no ** 2 / R)
+    mu_wi = mu_no + _shrunk(obs_d, (sd_no ** 2 + sd_wi ** 2) / R)
+    t = stats.t_quantile(n - 1)
+    se_hits = t_hits = 0.0
+    for _ in range(sims):
+        a = np.clip(mu_no[:, None] + sd_no * rng.standard_normal((n, R)), 0.0, 1.0)
+        b = np.clip(mu_wi[:, None] + sd_wi * rng.standard_normal((n, R)), 0.0, 1.0)
+        d = b.mean(axis=1) - a.mean(axis=1)
+        se = float(d.std(ddof=1)) / math.sqrt(n)
+        aa = a[:, ~odd].mean(axis=1) - a[:, odd].mean(axis=1)
+        signs = rng.integers(0, 2, size=(flips, n)) * 2 - 1
+        means = np.abs(signs @ aa / n)
+        se_hits += float(np.count_nonzero(means > se + 1e-12)) / flips
+        t_hits += float(np.count_nonzero(means > t * se + 1e-12)) / flips
+    return SimulatedReference(se_hits / sims, t_hits / sims, sims, seed)

@@ -98,10 +98,12 @@ def render(card: Scorecard) -> list[str]:
                          "n/a (no prior run for this model)"])
             continue
         act = v.get("actionable")
+        reading = "n/a" if act is None else ("yes" if act else "no (within noise)")
+        if v.get("delta") is not None and abs(v["delta"]) < 1e-12:
+            reading = "no — the same lift as the previous run"
         rows.append([label, f"{fmt(v.get('prev_lift'))} → {fmt(v.get('now_lift'))}",
                      signed(v.get("delta")), fmt(v.get("within")), fmt(v.get("between")),
-                     fmt(v.get("threshold")),
-                     "n/a" if act is None else ("yes" if act else "no (within noise)")])
+                     fmt(v.get("threshold")), reading])
     L += md_table(["model", "must lift (prev → now)", "Δ", "t·SE_Δ (within)",
                    "σ (between)", "threshold", "actionable?"], rows)
     L.append("")
