@@ -189,3 +189,10 @@ def test_the_noise_floor_section_drops_the_fixed_rule_of_thumb(real: Summary) ->
     assert nf["reference_se_rate"] is not None and nf["reference_t_rate"] is not None
     assert "about 32%" not in real.markdown and "about 5% exceed" not in real.markdown
     assert "(honest: " in real.markdown and "no fixed rule of thumb" in real.markdown
+
+
+def test_each_models_trigger_miss_rate_gets_a_prompt_bootstrap(real: Summary) -> None:
+    for label in ("sonnet", "haiku"):
+        m = real.data["models"][label]
+        lo, hi = m["trigger_miss_rate_cluster95"]
+        assert lo is not None and hi is not None and lo <= m["trigger_miss_rate"] <= hi

@@ -98,3 +98,21 @@ def test_a_composite_lift_gate_warns_at_validation() -> None:
     assert len(warnings) == 1
     assert "advises against differencing the clamped composite" in warnings[0]
     assert "composite_lift>0" in warnings[0] and "must_lift" in warnings[0]
+
+
+def test_a_composite_lift_gate_warns_in_a_session_and_in_skilllift_gate(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    from .test_gates import cli
+    from .test_plugin_e2e import make_project
+
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    make_project(pytester)
+    result = pytester.runpytest_subprocess("--skill-lift", "--collect-only", "-q",
+                                           "-p", "no:cacheprovider",
+                                           "--skill-lift-gate=composite_lift>0")
+    # (the gate itself fails: nothing ran; the warning is what this checks)
+    out = result.stdout.str() + result.stderr.str()
+    assert "PytestConfigWarning" in out and "differencing the clamped composite" in out
+    rc, _, err = cli(str(REAL), "--gate", "composite_lift>0")
+    assert rc == 0 and "warning: gate 'composite_lift>0': the methodology advises" in err

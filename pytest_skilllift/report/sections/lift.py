@@ -56,8 +56,10 @@ class ModelLift(TypedDict):
     prompts_needed_for_target: int | None
     #: The exact sign test over prompts next to the t interval, with its verdict.
     sign_test: verdicts.SignTestData
-    #: Share of with-skill runs that never reached the skill (None: no activation recorded).
+    #: Share of completed with-skill runs that never reached the skill (None: no activation
+    #: recorded), and its 95% interval resampling whole prompts.
     trigger_miss_rate: float | None
+    trigger_miss_rate_cluster95: list[float | None]
 
 
 class PairedDelta(TypedDict):
@@ -141,6 +143,7 @@ def build(ctx: Context) -> Data:
             "min_detectable_lift": f(m_mdl), "prompts_needed_for_target": n_need,
             "sign_test": sign.to_json(),
             "trigger_miss_rate": verdicts.trigger_miss_rate(measures, label),
+            "trigger_miss_rate_cluster95": [f(x) for x in measures.trigger_miss_cluster(label)],
         }
         boot_out[label] = {"low": f(bs.low), "high": f(bs.high),
                            "excludes_zero": bs.excludes_zero, "mc_se": f(bs.mc_se),
