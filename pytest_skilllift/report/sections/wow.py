@@ -99,7 +99,8 @@ def render(card: Scorecard) -> list[str]:
             continue
         act = v.get("actionable")
         reading = "n/a" if act is None else ("yes" if act else "no (within noise)")
-        if v.get("delta") is not None and abs(v["delta"]) < 1e-12:
+        delta = v.get("delta")
+        if delta is not None and abs(delta) < 1e-12:
             reading = "no — the same lift as the previous run"
         rows.append([label, f"{fmt(v.get('prev_lift'))} → {fmt(v.get('now_lift'))}",
                      signed(v.get("delta")), fmt(v.get("within")), fmt(v.get("between")),
