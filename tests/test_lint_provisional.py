@@ -8,9 +8,9 @@ import io
 import json
 from pathlib import Path
 
-from pytest_skilllift.lint import cli as lint_cli
+from pytest_skilllift.cli import score as lint_cli
 from pytest_skilllift.lint.composite import compute_composite
-from pytest_skilllift.lint.fixtures import write_skill
+from pytest_skilllift.testing.skill_dirs import write_skill
 
 
 def score(*argv: str) -> str:
