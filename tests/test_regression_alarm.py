@@ -153,3 +153,31 @@ def test_a_real_regression_is_found_in_every_high_prompt_of_the_real_week() -> N
                 tried += 1
                 found += bool(stats.regression_alarm(x, y).regressed[m, p])
     assert tried == 40 and found >= 0.85 * tried
+
+
+# ----------------------------------------------------------------------------- one account
+
+
+def test_the_rule_and_the_paired_test_are_reconciled_in_one_sentence() -> None:
+    from pytest_skilllift.report.verdicts import PairedTest
+
+    sig = PairedTest(26, -0.05, 0.02, 25, 2.06, -0.09, -0.01, 0.02)
+    text = cw.movement_reading(26, 5, sig, clears=False)
+    assert "the paired test finds a change (p = 0.02) that the don't-act rule calls noise" \
+        in text and "ignores that the same prompts were measured twice" in text
+    assert "conservative by design" in text
+    flat = PairedTest(26, -0.01, 0.02, 25, 2.06, -0.05, 0.03, 0.6)
+    assert cw.movement_reading(26, 5, flat, clears=False).startswith("both agree: within")
+    assert cw.movement_reading(26, 5, sig, clears=True).startswith("both agree: the move")
+
+
+def test_two_weeks_without_a_common_prompt_have_nothing_to_compare(tmp_path: Path) -> None:
+    from .test_weekio import write_week
+
+    a = write_week(tmp_path / "weekly" / "20260801", prompts=("p-a", "p-b"))
+    b = write_week(tmp_path / "weekly" / "20260808", prompts=("p-x", "p-y"))
+    result = cw.compare(a, b)
+    assert result["models"]["sonnet"]["reading"] == (
+        "nothing to compare: no prompt has a lift in both weeks")
+    rc, text = run(str(a), str(b), "--fail-on-regression")
+    assert rc == 0 and "| nothing to compare |" in text and "within noise" not in text
