@@ -73,7 +73,9 @@ def add_parser(subparsers: Any) -> None:
     c.add_argument("b", type=Path)
     c.add_argument("--output", choices=["text", "json"], default="text")
     c.add_argument("--fail-on-regression", action="store_true",
-                   help="two weeks: exit 1 when any prompt's with-skill composite regressed")
+                   help="two weeks: exit 1 when a regression is found: a model's week-level "
+                   "drop, or a prompt's drop beyond its own rep noise, after Holm's correction "
+                   "(family-wise 5%%)")
     c.add_argument("--margin", type=float, default=1e-9, metavar="X",
                    help="two weeks: a prompt moved when its with-skill composite changed by "
                    "more than X (default 1e-9: any change)")

@@ -10,13 +10,19 @@ project's week directories, plus the significance answer that document does not 
   examines; ``side-by-side`` naming each deciding condition that differs (or a week whose runs
   drifted: more than one CLI version or model snapshot inside it); ``inspection only`` when
   either week has no ``week.json``;
-* **per prompt and model**: ``improved`` / ``regressed`` / ``unchanged`` from the prompt's
-  with-skill composite (reps averaged) beyond a margin; a pair where either side is unscored or
+* **per prompt and model**: ``improved`` / ``regressed`` / ``within rep noise`` /
+  ``unchanged`` from the prompt's with-skill composite beyond a margin *and* beyond its own
+  rep noise (``stats.regression_alarm``: a moderated t test on its reps, Holm-corrected over
+  every prompt × model and the week-level tests); a pair where either side is unscored or
   errored is ``unscored``, never an improvement or a regression;
+* **the regression alarm** (``--fail-on-regression``): per model the week-level paired test
+  first, then the prompts, in one Holm family (family-wise α 0.05; the false-alarm rate is
+  measured in ``tests/test_regression_alarm.py`` and ``benchmarks/bench_regression_alarm.py``);
 * **per model**: the change in lift with a paired t test over the prompts present in both weeks
-  (difference, SE, t interval, p) next to the methodology's noise threshold
-  max(t·SE_Δ, between-week σ) (qdrant/skills SCORING.md, Reading Week-Over-Week Movement),
-  both of its parts shown; and the prompts whose own lift moved most.
+  (difference, SE, t interval, p) next to the methodology's don't-act rule
+  max(t·SE_Δ, between-week σ) (qdrant/skills SCORING.md, Reading Week-Over-Week Movement; σ
+  over the comparable runs of the history only), both of its parts shown, one sentence that
+  reconciles the two, and the prompts whose own lift moved most.
 """
 
 from __future__ import annotations
