@@ -181,3 +181,10 @@ def test_two_weeks_without_a_common_prompt_have_nothing_to_compare(tmp_path: Pat
         "nothing to compare: no prompt has a lift in both weeks")
     rc, text = run(str(a), str(b), "--fail-on-regression")
     assert rc == 0 and "| nothing to compare |" in text and "within noise" not in text
+
+
+def test_empty_shapes_raise_no_alarm() -> None:
+    for shape in ((0, 3, 2), (2, 0, 2), (1, 3, 1)):
+        x = np.full(shape, np.nan)
+        alarm = stats.regression_alarm(x, x)
+        assert not alarm.alarm and alarm.drop_p_adj.shape == shape[:2]

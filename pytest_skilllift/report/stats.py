@@ -640,15 +640,15 @@ def regression_alarm(before: np.ndarray, after: np.ndarray, *,
     are decided the same way in their own family (they never fail a run).
     """
     before, after = np.asarray(before, float), np.asarray(after, float)
-    M = before.shape[0]
+    M, P = before.shape[0], before.shape[1]
     tests = [rep_noise_test(before[m], after[m], prior_df=prior_df) for m in range(M)]
     wk = [paired_drop_p(_reps_moments(before[m])[1], _reps_moments(after[m])[1])
           for m in range(M)]
     week_p = np.array([np.nan if p is None else p for _, _, p in wk], float)
-    drop = np.array([t.p_drop for t in tests]).reshape(M, -1)
+    drop = np.array([t.p_drop for t in tests]).reshape(M, P)
     family = holm(np.concatenate([week_p, drop.ravel()]))
     week_adj = [None if math.isnan(x) else float(x) for x in family[:M]]
-    rise = np.array([t.p_rise for t in tests]).reshape(M, -1)
+    rise = np.array([t.p_rise for t in tests]).reshape(M, P)
     return RegressionAlarm(
         week_n=[n for n, _, _ in wk], week_delta=[d for _, d, _ in wk],
         week_p=[p for _, _, p in wk], week_p_adj=week_adj, prompts=tests,
