@@ -133,3 +133,27 @@ def test_between_week_sigma_of_comparable_weeks_only(tmp_path: Path) -> None:
     import numpy as np
 
     assert v["between"] == pytest.approx(float(np.std([0.20, 0.30, 0.25], ddof=1)))
+
+
+def test_pool_decisions_without_week_json_say_why(tmp_path: Path) -> None:
+    from pytest_skilllift.week import identity as ident
+    from pytest_skilllift.week.history import HistoryRow, pool_decisions
+
+    from .test_identity import make
+
+    rows = [HistoryRow(k, f"{k}T09Z", "sonnet", 0.2, 0.05)
+            for k in ("20260711", "20260718", "20260801")]
+    weekly = tmp_path / "weekly"
+    for k in ("20260711", "20260718", "20260801"):
+        (weekly / k).mkdir(parents=True)
+    # neither has a week.json (a qdrant pipeline history): pooled, marked as not checked
+    d = pool_decisions(rows, "20260801", weekly)
+    assert [(x.run_key, x.pooled) for x in d] == [("20260711", True), ("20260718", True)]
+    assert all("identity not checked" in x.reason for x in d)
+    # this week has one, the earlier ones not: they cannot be checked, so not pooled
+    ident.write_week_record(weekly / "20260801", ident.WeekRecord(identity=make()))
+    (weekly / "20260718" / "week.json").write_text("{not json", encoding="utf-8")
+    d = pool_decisions(rows, "20260801", weekly)
+    assert not any(x.pooled for x in d)
+    assert "20260711 has no week.json, the other has one" in d[0].reason
+    assert d[1].reason.startswith("week.json unreadable:")
