@@ -42,7 +42,10 @@ def test_cluster_bootstrap_is_seeded_and_wider_when_reps_agree() -> None:
     n = np.full(30, 2)
     a = stats.cluster_bootstrap_rate(k, n)
     assert a == stats.cluster_bootstrap_rate(k, n)  # seeded
-    assert a != stats.cluster_bootstrap_rate(k, n, seed=1)
+    rich_n = 1 + np.arange(60) % 7  # unequal clusters: the ratio takes many values
+    rich_k = (np.arange(60) * 5) % (rich_n + 1)
+    assert (stats.cluster_bootstrap_rate(rich_k, rich_n, seed=1)
+            != stats.cluster_bootstrap_rate(rich_k, rich_n, seed=2))
     assert a[0] is not None and a[0] < 0.4 < a[1]
     wilson = stats.wilson_interval(24, 60)
     assert width(a) > 1.25 * width(wilson)  # the Wilson interval is too narrow here
@@ -179,7 +182,8 @@ def test_the_noise_floor_reference_follows_rep_noise_against_lift_spread() -> No
     # prompts' lifts spread far more than reps vary: an honest SE is rarely cleared
     no, wi = _week(rng, 0.15, 0.02)
     spread = noise.simulated_reference(no, wi, reps, sims=100)
-    assert spread.se_rate is not None and spread.se_rate < 0.15 and spread.t_rate == 0.0
+    assert spread.se_rate is not None and spread.se_rate < 0.15
+    assert spread.t_rate is not None and spread.t_rate < 0.001
     assert spread == noise.simulated_reference(no, wi, reps, sims=100)  # seeded
 
 

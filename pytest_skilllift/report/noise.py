@@ -230,6 +230,11 @@ def aa_alarm_rate(reps: np.ndarray, *, kind: str, sims: int, seed: int,
 #: Honest weeks simulated per model, and sign patterns per simulated week (seeded).
 REFERENCE_SIMS = 400
 REFERENCE_FLIPS = 200
+#: Rep values drawn per model at most (fewer simulated weeks for a large week), and at least
+#: this many weeks; beyond this many prompts the sign flips' share is the normal tail.
+REFERENCE_DRAWS = 500_000
+REFERENCE_MIN_SIMS = 20
+NORMAL_FLIPS_FROM = 50
 
 
 @dataclass(frozen=True)
@@ -297,15 +302,29 @@ def simulated_reference(rep_no: np.ndarray, rep_with: np.ndarray, rep_values: np
     mu_no = _shrunk(obs_no, sd_no ** 2 / R)
     mu_wi = mu_no + _shrunk(obs_d, (sd_no ** 2 + sd_wi ** 2) / R)
     t = stats.t_quantile(n - 1)
+    # A large week needs fewer simulated weeks for the same precision and costs more each:
+    # keep the draws to about REFERENCE_DRAWS numbers (a summarize stays fast).
+    sims = max(min(sims, REFERENCE_DRAWS // max(n * R, 1)), REFERENCE_MIN_SIMS)
+    erfc = stats.scipy_special().erfc
     se_hits = t_hits = 0.0
-    for _ in range(sims):
-        a = np.clip(mu_no[:, None] + sd_no * rng.standard_normal((n, R)), 0.0, 1.0)
-        b = np.clip(mu_wi[:, None] + sd_wi * rng.standard_normal((n, R)), 0.0, 1.0)
-        d = b.mean(axis=1) - a.mean(axis=1)
-        se = float(d.std(ddof=1)) / math.sqrt(n)
-        aa = a[:, ~odd].mean(axis=1) - a[:, odd].mean(axis=1)
-        signs = rng.integers(0, 2, size=(flips, n)) * 2 - 1
-        means = np.abs(signs @ aa / n)
-        se_hits += float(np.count_nonzero(means > se + 1e-12)) / flips
-        t_hits += float(np.count_nonzero(means > t * se + 1e-12)) / flips
+    chunk = max(1, REFERENCE_DRAWS // (4 * n * R))  # weeks simulated at once (vectorised)
+    for start in range(0, sims, chunk):
+        k = min(chunk, sims - start)
+        a = np.clip(mu_no[None, :, None] + sd_no * rng.standard_normal((k, n, R)), 0.0, 1.0)
+        b = np.clip(mu_wi[None, :, None] + sd_wi * rng.standard_normal((k, n, R)), 0.0, 1.0)
+        d = b.mean(axis=2) - a.mean(axis=2)
+        se = d.std(axis=1, ddof=1) / math.sqrt(n)  # (k,)
+        aa = a[:, :, ~odd].mean(axis=2) - a[:, :, odd].mean(axis=2)  # (k, n)
+        if n > NORMAL_FLIPS_FROM:
+            # mean of ±aaᵢ over fair signs: ≈ normal, variance Σaaᵢ²/n² (no draws needed)
+            sd = np.sqrt((aa * aa).sum(axis=1)) / n
+            ok = sd > 0
+            z = np.where(ok, 1.0 / (np.where(ok, sd, 1.0) * math.sqrt(2.0)), 0.0)
+            se_hits += float(np.where(ok, erfc(se * z), 0.0).sum())
+            t_hits += float(np.where(ok, erfc(t * se * z), 0.0).sum())
+            continue
+        signs = rng.integers(0, 2, size=(k, flips, n), dtype=np.int8) * 2 - 1
+        means = np.abs(np.einsum("kfn,kn->kf", signs, aa)) / n
+        se_hits += float(np.count_nonzero(means > se[:, None] + 1e-12)) / flips
+        t_hits += float(np.count_nonzero(means > t * se[:, None] + 1e-12)) / flips
     return SimulatedReference(se_hits / sims, t_hits / sims, sims, seed)
