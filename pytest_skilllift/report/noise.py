@@ -232,8 +232,8 @@ REFERENCE_SIMS = 400
 REFERENCE_FLIPS = 200
 #: Rep values drawn per model at most (fewer simulated weeks for a large week), and at least
 #: this many weeks; beyond this many prompts the sign flips' share is the normal tail.
-REFERENCE_DRAWS = 500_000
-REFERENCE_MIN_SIMS = 20
+REFERENCE_DRAWS = 250_000
+REFERENCE_MIN_SIMS = 10
 NORMAL_FLIPS_FROM = 50
 
 

@@ -95,9 +95,10 @@ def build(ctx: Context) -> Data:
     per_prompt = tally(week.m_prompt, list(week.prompts))
     top = ctx.run_column("top_level_only")
     quotes = ctx.shared(verdict_quotes)
+    labels_of = ctx.shared(impact_labels)
     impact: list[Impact] = [
         {"prompt": r["prompt"], "model": r["model"], "must_lift": lift,
-         "outcome": audit.impact_outcome(lift), "label": impact_label_of(r),
+         "outcome": audit.impact_outcome(lift), "label": labels_of[(r["prompt"], r["model"])],
          "k": min(r["reps_no"], r["reps_with"]), "quote": quotes[(r["prompt"], r["model"])]}
         for r in ctx.shared(prompt_rows) if (lift := r["must_lift"]) is not None]
     outcomes = {label: dict.fromkeys(audit.IMPACT_LABELS, 0) for label in week.models}
@@ -120,6 +121,13 @@ def build(ctx: Context) -> Data:
         "flags": audit.impact_flags(lifts, per_prompt, labels),
         "excluded_runs": _excluded_runs(ctx),
     }}
+
+
+def impact_labels(ctx: Context) -> dict[tuple[str, str], str]:
+    """``impact_label_of`` of every (prompt, model) with a lift (``ctx.shared``: the audit
+    and the suggested improvements read the same labels, computed once)."""
+    return {(r["prompt"], r["model"]): impact_label_of(r) for r in ctx.shared(prompt_rows)
+            if r["must_lift"] is not None}
 
 
 def impact_label_of(r: PromptRow) -> str:

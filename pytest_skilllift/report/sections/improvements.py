@@ -23,7 +23,7 @@ import numpy as np
 
 from pytest_skilllift.report.markdown import signed
 from pytest_skilllift.report.quotes import Quote, verdict_quotes
-from pytest_skilllift.report.sections.audit import impact_label_of
+from pytest_skilllift.report.sections.audit import impact_labels
 from pytest_skilllift.report.sections.prompts import prompt_rows
 from pytest_skilllift.run import audit
 from pytest_skilllift.week.columns import INVOCATION_STATUSES, NOT_INVOKED
@@ -104,10 +104,11 @@ def build(ctx: Context) -> Data:
     lifts: dict[str, dict[str, float]] = {}
     labels: dict[str, dict[str, str]] = {}
     ks: dict[str, int] = {}
+    labels_of = ctx.shared(impact_labels)
     for r in ctx.shared(prompt_rows):
         if r["must_lift"] is not None:
             lifts.setdefault(r["prompt"], {})[r["model"]] = r["must_lift"]
-            labels.setdefault(r["prompt"], {})[r["model"]] = impact_label_of(r)
+            labels.setdefault(r["prompt"], {})[r["model"]] = labels_of[(r["prompt"], r["model"])]
             ks[r["prompt"]] = min(ks.get(r["prompt"], 10**9), r["reps_no"], r["reps_with"])
     # Per skill family, its prompts that show no effect on any model (no-op or saturated):
     # "retire or merge" on a saturated prompt needs more than one of them to agree.
