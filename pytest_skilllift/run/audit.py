@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from pytest_skilllift.run.transcript import ToolUse, Transcript
 from pytest_skilllift.week.columns import NOT_INVOKED, PARTIAL, VERIFIED
@@ -205,14 +206,23 @@ def impact_label(delta: float, *, k: int, spread: float, saturated: bool) -> str
       (``spread``: the widest min–max of its two arms), or a single-trial flip: k ≤ 2 reps
       and |Δ| < 0.30 (the SkillsBench audit's trial-count caveat).
     """
-    if saturated:
-        return SATURATED
-    outcome = impact_outcome(delta)
-    if outcome == NO_OP:
-        return NO_OP
-    if abs(delta) <= spread + 1e-12 or (k <= 2 and abs(delta) < SINGLE_TRIAL_NOISE - 1e-12):
-        return WITHIN_REP_NOISE
-    return outcome
+    return str(impact_labels_array([delta], [k], [spread], [saturated])[0])
+
+
+def impact_labels_array(delta: Any, k: Any, spread: Any, saturated: Any) -> Any:
+    """:func:`impact_label` of many prompts at once (array-likes of one shape in, an object
+    array of labels out): a week of 10⁴ prompts × models is labelled in one pass."""
+    import numpy as np  # only the report needs it: a run's audit never does
+
+    d = np.asarray(delta, float)
+    out = np.full(d.shape, NO_OP, dtype=object)
+    out[d >= IMPACT_THRESHOLD - 1e-12] = HELPED
+    out[d <= -IMPACT_THRESHOLD + 1e-12] = HURT
+    small = ((np.asarray(k) <= 2) & (np.abs(d) < SINGLE_TRIAL_NOISE - 1e-12))
+    noisy = (out != NO_OP) & ((np.abs(d) <= np.asarray(spread, float) + 1e-12) | small)
+    out[noisy] = WITHIN_REP_NOISE
+    out[np.asarray(saturated, bool)] = SATURATED
+    return out
 
 
 def impact_flags(lifts: dict[str, dict[str, float]],

@@ -15,7 +15,7 @@ import numpy as np
 
 from pytest_skilllift.report.markdown import cap_note, cell, md_table, signed
 from pytest_skilllift.report.quotes import Quote, verdict_quotes
-from pytest_skilllift.report.sections.prompts import PromptRow, prompt_rows
+from pytest_skilllift.report.sections.prompts import prompt_rows
 from pytest_skilllift.run import audit
 from pytest_skilllift.week.columns import INVOCATION_STATUSES
 from pytest_skilllift.week.files import RUN_STATUSES
@@ -124,21 +124,23 @@ def build(ctx: Context) -> Data:
 
 
 def impact_labels(ctx: Context) -> dict[tuple[str, str], str]:
-    """``impact_label_of`` of every (prompt, model) with a lift (``ctx.shared``: the audit
-    and the suggested improvements read the same labels, computed once)."""
-    return {(r["prompt"], r["model"]): impact_label_of(r) for r in ctx.shared(prompt_rows)
-            if r["must_lift"] is not None}
-
-
-def impact_label_of(r: PromptRow) -> str:
-    """``audit.impact_label`` of one per-prompt row (its lift, reps and rep ranges)."""
-    spreads = [hi - lo for lo, hi in ((r["must_no_min"], r["must_no_max"]),
-                                      (r["must_with_min"], r["must_with_max"]))
-               if lo is not None and hi is not None]
-    saturated = all(x is not None and x >= 1.0 - 1e-12
-                    for x in (r["must_no_min"], r["must_with_min"]))
-    return audit.impact_label(r["must_lift"] or 0.0, k=min(r["reps_no"], r["reps_with"]),
-                              spread=max(spreads, default=0.0), saturated=saturated)
+    """``audit.impact_label`` of every (prompt, model) with a lift, from its lift, reps and
+    rep ranges (``ctx.shared``: the audit and the suggested improvements read the same
+    labels, computed once, in one vectorised pass)."""
+    agg, week = ctx.agg, ctx.week
+    if agg is None or not week.prompts or not week.models:
+        return {}
+    lift = agg.must[:, :, 1] - agg.must[:, :, 0]
+    valid = np.isfinite(lift)
+    ranges = agg.must_max[:, :, :2] - agg.must_min[:, :, :2]
+    spread = np.nan_to_num(np.fmax(ranges[:, :, 0], ranges[:, :, 1]), nan=0.0)
+    floor = np.nan_to_num(agg.must_min[:, :, :2], nan=0.0) >= 1.0 - 1e-12
+    saturated = floor[:, :, 0] & floor[:, :, 1]
+    k = np.minimum(agg.n_reps[:, :, 0], agg.n_reps[:, :, 1])
+    labels = audit.impact_labels_array(lift[valid], k[valid], spread[valid], saturated[valid])
+    pi, mi = np.nonzero(valid)
+    return {(week.prompts[p], week.models[m]): str(lab)
+            for p, m, lab in zip(pi.tolist(), mi.tolist(), labels.tolist(), strict=True)}
 
 
 def _excluded_runs(ctx: Context) -> list[ExcludedRun]:
