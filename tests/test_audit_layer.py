@@ -72,7 +72,8 @@ def test_scorecard_reports_invocation_misuse_and_impact(tmp_path: Path) -> None:
     audit = summary.data["audit"]
     assert audit["invocation"] == {"haiku": {"VERIFIED": 1, "PARTIAL": 0, "NOT_INVOKED": 1}}
     assert audit["top_level_only_runs"] == 1 and audit["audited_runs"] == 2
-    assert audit["impact_counts"]["haiku"] == {"helped": 1, "hurt": 1, "no-op": 0}
+    assert audit["impact_counts"]["haiku"] == {"helped": 1, "hurt": 1, "no-op": 0,
+                                               "within rep noise": 0, "saturated": 0}
     assert "p2: NOT_INVOKED in all 1 with-skill runs" in " ".join(audit["flags"])
     md = summary.markdown
     assert "## Trajectory audit — invocation, misuse, skill impact" in md

@@ -147,6 +147,7 @@ def test_regression_detection_and_fail_on_regression(weeks: tuple[Path, Path]) -
     assert reg["change"] == "regressed" and reg["after"] < reg["before"]
     assert changes[("qdrant-edge", "sonnet")]["change"] == "unchanged"
     assert result["models"]["haiku"]["prompts"] == {"improved": 0, "regressed": 1,
+                                                   "within rep noise": 0,
                                                    "unchanged": 25, "unscored": 0}
     assert run(str(a), str(b))[0] == 0  # a report unless asked to fail
     rc, text = run(str(a), str(b), "--fail-on-regression")
@@ -214,7 +215,10 @@ def test_json_shape(weeks: tuple[Path, Path]) -> None:
     assert rc == 0
     assert data["comparison"] in ("direct", "side-by-side", "inspection only")
     assert isinstance(data["differences"], list)
-    assert set(data["prompts"][0]) == {"prompt", "model", "change", "before", "after"}
+    assert set(data["prompts"][0]) == {"prompt", "model", "change", "before", "after",
+                                       "k_before", "k_after", "se", "p_drop_adjusted",
+                                       "p_rise_adjusted"}
+    assert data["regression_alarm"]["correction"] == "holm"
     assert set(data["models"]) == {"sonnet", "haiku"}
     assert {"paired", "noise_threshold", "lift_a", "lift_b", "delta"} <= set(
         data["models"]["haiku"])
@@ -269,8 +273,9 @@ def test_text_shows_both_parts_of_the_noise_threshold_and_the_lift_movers(
     assert text.startswith("# Week comparison — 20260801 → 20260808")
     row = _lift_row(text, "sonnet")
     assert row["Δ"] != "n/a" and row["t·SE_Δ (within)"] != "n/a"
-    assert row["σ (between)"] == "n/a" and row["noise threshold"] == row["t·SE_Δ (within)"]
-    assert "σ (between) needs at least 3 runs before 20260808" in text
+    assert (row["σ (between)"] == "n/a"
+            and row["don't-act threshold"] == row["t·SE_Δ (within)"])
+    assert "σ (between) needs at least 3 comparable runs before 20260808" in text
     # the prompt whose lift moved is named, with both lifts
     movers = cw.compare(a, b)["models"]["sonnet"]["lift_movers"]
     assert [r["prompt"] for r in movers["moved"]] == ["p-a"] and movers["in_both"] == 3
@@ -292,8 +297,11 @@ def test_text_uses_between_week_sigma_from_history(tmp_path: Path) -> None:
     _, text = run(str(a), str(b))
     row = _lift_row(text, "sonnet")
     assert row["σ (between)"] == "0.200"  # σ of 0.10, 0.50, 0.30 (sample stdev)
-    assert row["noise threshold"] == "0.200" and row["clears?"] == "no (within noise)"
-    assert "needs at least 3 runs" not in text
+    assert row["don't-act threshold"] == "0.200"
+    # identical weeks: never a bare "within noise" beside a threshold, but why nothing moved
+    assert row["clears the rule?"] == "no — identical lifts"
+    assert "- sonnet: identical per-prompt lifts: nothing moved" in text
+    assert "needs at least 3 comparable runs" not in text
     assert "0 of 3 prompts in both weeks moved." in text
 
 

@@ -46,7 +46,8 @@ def test_parse_defaults_to_hard_and_chains_scopes() -> None:
 @pytest.mark.parametrize(("text", "message"), [
     ("must_lift", "write [SCOPE.]METRIC OP VALUE"),
     ("lift>0", "unknown metric 'lift'; valid metrics: must_lift, must_lift_ci_low, "
-     "composite_lift, must_coverage, bonus_rate, composite, pass_rate, avoid_violations, "
+     "composite_lift, must_coverage, bonus_rate, composite, pass_rate, pass_rate_ci_low, "
+     "avoid_violations, "
      "trigger_miss_rate, coverage, verdict"),
     ("opus.must_lift>0", "unknown scope 'opus'; valid scopes — models: sonnet, haiku, "
      "sonnet-4.5; conditions: no-skill, with-skill; prompts: qdrant-edge, p.dot"),

@@ -4,7 +4,9 @@ The expected numbers are parsed from that week's own ``scorecard.md`` (not typed
 compared at the precision the reference prints.
 
 Known, documented differences (docs/methodology-notes.md): judge $ (the week ships without
-its ``judge_cost.txt`` files, so it is reported as not recorded), and additive sections/columns.
+its ``judge_cost.txt`` files, so it is reported as not recorded), the "sourced from the
+published site" count (every with-skill run that fetched the site, not only web_fetch
+activations: 11 of 104 here, the reference prints 0), and additive sections/columns.
 """
 
 from __future__ import annotations
@@ -88,7 +90,15 @@ def test_no_input_problems(ours: Summary) -> None:
 def test_lift_table(ref: dict[str, str], our_md: dict[str, str], ours: Summary) -> None:
     title = "Lift per model (with-skill − no-skill)"
     expected, got = table(ref[title]), table(our_md[title])
-    assert got == expected  # every cell: no→with, lift ± SE, CI flag, Δbonus, Δavoid, Δcost, Δturns
+    # Every cell: no→with, lift ± SE, CI flag, Δbonus, Δavoid, Δcost, Δturns. Deliberate
+    # change (issue: Δcost and Δturns get a paired ± SE and the CI flag like the lift): the
+    # two Δ cells carry "± SE (≠ 0: yes|no)" after the reference's value, which is unchanged.
+    paired = ("Δcost ($)", "Δturns")
+    assert [{k: (v.split(" ± ")[0] if k in paired else v) for k, v in r.items()}
+            for r in got] == expected
+    for r in got:
+        for k in paired:
+            assert re.fullmatch(r"[+-][0-9.]+ ± [0-9.]+ \(≠ 0: (yes|no)\)", r[k]), r[k]
     for row in expected:  # and the JSON carries the same numbers unrounded
         m = ours.data["models"][row["model"]]
         lift, se = row["must lift ± SE"].split(" ± ")
@@ -125,8 +135,15 @@ def test_per_prompt_table(ref: dict[str, str], our_md: dict[str, str]) -> None:
 def test_activation_section(ref: dict[str, str], our_md: dict[str, str], ours: Summary) -> None:
     title = "Activation / trigger misses"
     assert table(our_md[title]) == table(ref[title])
-    ref_bullets = bullets(ref[title])
-    assert bullets(our_md[title])[: len(ref_bullets)] == ref_bullets
+    ref_bullets, got = bullets(ref[title]), bullets(our_md[title])
+    # The first two bullets match; the third is a deliberate, documented difference
+    # (docs/methodology-notes.md): the reference counts only activation=web_fetch runs as
+    # "sourced from the published site", we count every with-skill run that fetched it.
+    assert got[:2] == ref_bullets[:2] and len(ref_bullets) == 3
+    assert "(activation=web_fetch, not the local SKILL.md): **0**" in ref_bullets[2]
+    assert got[2].startswith("lift sourced from the published site") and "**11**" in got[2]
+    assert "0 of them reached the skill through the site alone" in got[2]
+    assert ours.data["activation_summary"]["site_fetch_runs"] == 11
     never = [a["prompt"] for a in ours.data["activation"] if a["never_triggered"]]
     assert never == ["qdrant-monitoring"]
     a = next(a for a in ours.data["activation"] if a["prompt"] == "qdrant-hybrid-search")

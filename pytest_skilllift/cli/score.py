@@ -73,7 +73,9 @@ def add_parser(subparsers: Any) -> None:
     c.add_argument("b", type=Path)
     c.add_argument("--output", choices=["text", "json"], default="text")
     c.add_argument("--fail-on-regression", action="store_true",
-                   help="two weeks: exit 1 when any prompt's with-skill composite regressed")
+                   help="two weeks: exit 1 when a regression is found: a model's week-level "
+                   "drop, or a prompt's drop beyond its own rep noise, after Holm's correction "
+                   "(family-wise 5%%)")
     c.add_argument("--margin", type=float, default=1e-9, metavar="X",
                    help="two weeks: a prompt moved when its with-skill composite changed by "
                    "more than X (default 1e-9: any change)")
@@ -158,7 +160,7 @@ def write_skill_text(r: SkillReport, out: TextIO) -> None:
     s = r.skill
     print(f"{s.name or s.rel_id}  ({s.dir}, {s.line_count} lines)", file=out)
     print(
-        f"composite {c.score:.1f}/100  grade {c.grade}  badge {c.badge or '-'}  "
+        f"composite {c.score:.1f}/100  grade {c.grade_text()}  badge {c.badge_text()}  "
         f"penalty {c.penalty:.2f} ({c.anti_pattern_count} anti-pattern(s))",
         file=out,
     )
@@ -212,10 +214,14 @@ def write_tree_text(reports: list[SkillReport], walk: list[Finding], out: TextIO
     for r in reports:
         c = r.composite
         print(
-            f"{r.skill.rel_id:<{width}}  {c.score:5.1f}  {c.grade:<5}  {c.badge or '-':<8}"
+            f"{r.skill.rel_id:<{width}}  {c.score:5.1f}  "
+            f"{c.grade + ('*' if c.provisional else ''):<5}  {c.badge or '-':<8}"
             f"{_measured_cells(r) if week else ''}  {_flags(r)}",
             file=out,
         )
+    qualifiers = sorted({r.composite.qualifier for r in reports if r.composite.qualifier})
+    for q in qualifiers:
+        print(f"* grade and badge: {q}", file=out)
     scores = [r.composite.score for r in reports]
     print(
         f"\n{len(reports)} skills: mean {sum(scores) / len(scores):.1f}, "

@@ -9,7 +9,10 @@ depth: output_quality, scope_calibration, robustness, code_template_quality) is 
 not zero. PluginEval renormalises blends "so skipping Monte Carlo doesn't artificially
 deflate scores"; the same reasoning is applied one level up, dividing by the weight of the measured
 dimensions. Without it a perfect skill would top out at 66 at quick depth. The JSON reports
-``weight_covered`` and ``unmeasured`` so the renormalisation is never hidden.
+``weight_covered`` and ``unmeasured`` so the renormalisation is never hidden, and a grade or
+badge that rests on part of the weight says so wherever it is printed ("static only,
+provisional: 66% of the dimension weight" at quick depth), as PluginEval's CLI output would
+need to.
 """
 
 from __future__ import annotations
@@ -123,6 +126,31 @@ class Composite:
     weight_covered: float
     dimensions: dict[str, dict[str, Any]] = field(default_factory=dict)
     unmeasured: list[str] = field(default_factory=list)
+    #: The layers that fed it (``static`` alone at ``--depth quick``).
+    layers: tuple[str, ...] = ()
+
+    @property
+    def provisional(self) -> bool:
+        """Whether the grade and badge rest on part of the dimension weight only."""
+        return self.weight_covered < 1.0 - _EPS
+
+    @property
+    def qualifier(self) -> str:
+        """What the grade and badge must say when they are provisional (empty otherwise):
+        ``static only, provisional: 66% of the dimension weight`` at quick depth."""
+        if not self.provisional:
+            return ""
+        what = "static only, provisional" if set(self.layers) <= {"static"} else "provisional"
+        return f"{what}: {self.weight_covered:.0%} of the dimension weight"
+
+    def grade_text(self) -> str:
+        """``B`` or ``B (static only, provisional: 66% of the dimension weight)``."""
+        return f"{self.grade} ({self.qualifier})" if self.qualifier else self.grade
+
+    def badge_text(self) -> str:
+        """``Gold``, ``-``, or with the qualifier when provisional."""
+        name = self.badge or "-"
+        return f"{name} ({self.qualifier})" if self.qualifier and self.badge else name
 
     def to_json(self) -> dict[str, Any]:
         """The ``composite`` object of ``skilllift score --output json``."""
@@ -135,6 +163,8 @@ class Composite:
             "weight_covered": round(self.weight_covered, 4),
             "dimensions": self.dimensions,
             "unmeasured": self.unmeasured,
+            "provisional": self.provisional,
+            "qualifier": self.qualifier or None,
         }
 
 
@@ -148,6 +178,7 @@ def compute_composite(
     dims: dict[str, dict[str, Any]] = {}
     unmeasured: list[str] = []
     raw = covered = 0.0
+    layers = sorted({layer for per in layer_scores.values() for layer in per})
     for dim, weight in DIMENSION_WEIGHTS.items():
         per_layer = dict(layer_scores.get(dim, {}))
         value = blend(dim, per_layer)
@@ -174,4 +205,5 @@ def compute_composite(
         weight_covered=covered,
         dimensions=dims,
         unmeasured=unmeasured,
+        layers=tuple(layers),
     )

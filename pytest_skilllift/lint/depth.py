@@ -340,7 +340,7 @@ def write_depth_text(r: DepthReport, out: TextIO) -> None:
     c = r.composite
     s = r.base.skill
     print(f"{s.name or s.rel_id}  ({s.dir}, {s.line_count} lines)  depth {r.depth}", file=out)
-    print(f"composite {c.score:.1f}/100  grade {c.grade}  badge {c.badge or '-'}  "
+    print(f"composite {c.score:.1f}/100  grade {c.grade_text()}  badge {c.badge_text()}  "
           f"penalty {c.penalty:.2f} ({c.anti_pattern_count} anti-pattern(s))", file=out)
     if r.badge_note:
         print(r.badge_note, file=out)

@@ -235,7 +235,7 @@ class SkillCheckItem(pytest.Item):
             c = self.report.composite
             lines.append(
                 f"  (anti-pattern penalty x{c.penalty:.2f}; composite {c.score:.1f}, "
-                f"grade {c.grade})"
+                f"grade {c.grade_text()})"
             )
         raise SkillLintFailure("\n".join(lines))
 
@@ -274,7 +274,7 @@ class CompositeItem(SkillCheckItem):
             "\n".join(
                 [
                     f"{self.nodeid}: composite {c.score:.1f} < threshold {self.threshold:g} "
-                    f"(grade {c.grade}, {c.anti_pattern_count} anti-pattern(s))",
+                    f"(grade {c.grade_text()}, {c.anti_pattern_count} anti-pattern(s))",
                     f"  weakest: {dims}",
                     "  what lowered it:",
                     *reasons,

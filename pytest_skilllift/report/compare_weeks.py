@@ -10,13 +10,19 @@ project's week directories, plus the significance answer that document does not 
   examines; ``side-by-side`` naming each deciding condition that differs (or a week whose runs
   drifted: more than one CLI version or model snapshot inside it); ``inspection only`` when
   either week has no ``week.json``;
-* **per prompt and model**: ``improved`` / ``regressed`` / ``unchanged`` from the prompt's
-  with-skill composite (reps averaged) beyond a margin; a pair where either side is unscored or
+* **per prompt and model**: ``improved`` / ``regressed`` / ``within rep noise`` /
+  ``unchanged`` from the prompt's with-skill composite beyond a margin *and* beyond its own
+  rep noise (``stats.regression_alarm``: a moderated t test on its reps, Holm-corrected over
+  every prompt × model and the week-level tests); a pair where either side is unscored or
   errored is ``unscored``, never an improvement or a regression;
+* **the regression alarm** (``--fail-on-regression``): per model the week-level paired test
+  first, then the prompts, in one Holm family (family-wise α 0.05; the false-alarm rate is
+  measured in ``tests/test_regression_alarm.py`` and ``benchmarks/bench_regression_alarm.py``);
 * **per model**: the change in lift with a paired t test over the prompts present in both weeks
-  (difference, SE, t interval, p) next to the methodology's noise threshold
-  max(t·SE_Δ, between-week σ) (qdrant/skills SCORING.md, Reading Week-Over-Week Movement),
-  both of its parts shown; and the prompts whose own lift moved most.
+  (difference, SE, t interval, p) next to the methodology's don't-act rule
+  max(t·SE_Δ, between-week σ) (qdrant/skills SCORING.md, Reading Week-Over-Week Movement; σ
+  over the comparable runs of the history only), both of its parts shown, one sentence that
+  reconciles the two, and the prompts whose own lift moved most.
 """
 
 from __future__ import annotations
@@ -38,6 +44,10 @@ from pytest_skilllift.week.files import HISTORY_CSV
 
 DIRECT, SIDE_BY_SIDE, INSPECTION = "direct", "side-by-side", "inspection only"
 IMPROVED, REGRESSED, UNCHANGED, UNSCORED = "improved", "regressed", "unchanged", "unscored"
+WITHIN_REP_NOISE = "within rep noise"
+CHANGES = (IMPROVED, REGRESSED, WITHIN_REP_NOISE, UNCHANGED, UNSCORED)
+#: The paired test's two-sided level in the one-sentence reading.
+PAIRED_ALPHA = 0.05
 #: Identity fields whose difference makes a comparison side-by-side (everything else is what
 #: a comparison examines: models, CLI version, skills, the agent's settings).
 DECIDING_FIELDS = frozenset({"prompt", "rubric", "judge_model", "judge_prompt_version",
@@ -122,6 +132,44 @@ def _lifts(w: _Week, model: str) -> dict[str, float]:
     return {p: float(d[i]) for i, p in enumerate(w.summary.week.prompts) if math.isfinite(d[i])}
 
 
+def _rep_scores(w: _Week, prompts: list[str], models: list[str], reps: int) -> np.ndarray:
+    """(M, P, R) with-skill rep composites of the week (NaN: unscored, errored, absent)."""
+    out = np.full((len(models), len(prompts), reps), np.nan)
+    agg = w.summary.aggregates
+    if agg is None:
+        return out
+    r = agg.rep_composite.shape[-1]
+    for mi, m in enumerate(models):
+        wm = w.model_index.get(m)
+        if wm is None:
+            continue
+        for pi, p in enumerate(prompts):
+            wp = w.prompt_index.get(p)
+            if wp is None or w.measures.errored[wp, wm, 1] > 0:
+                continue  # an errored item leaves the pair unscored (the document's rule)
+            out[mi, pi, :r] = agg.rep_composite[wp, wm, 1, :]
+    return out
+
+
+def _reps_of(w: _Week) -> int:
+    agg = w.summary.aggregates
+    return 1 if agg is None else int(agg.rep_composite.shape[-1])
+
+
+def _change(before: float | None, after: float | None, margin: float, regressed: bool,
+            improved: bool) -> str:
+    """A prompt's label: a move counts only beyond the margin and its own rep noise."""
+    if before is None or after is None:
+        return UNSCORED
+    if abs(after - before) <= margin:
+        return UNCHANGED
+    if regressed and after < before:
+        return REGRESSED
+    if improved and after > before:
+        return IMPROVED
+    return WITHIN_REP_NOISE
+
+
 def compare(a: Path, b: Path, *, margin: float = DEFAULT_MARGIN) -> dict[str, Any]:
     """The comparison of week ``a`` (before) with week ``b`` (after), as a JSON-able dict."""
     wa, wb = _load(Path(a)), _load(Path(b))
@@ -130,29 +178,32 @@ def compare(a: Path, b: Path, *, margin: float = DEFAULT_MARGIN) -> dict[str, An
     kind, deciding, examined = comparison_kind(wa.record, wb.record, drift)
     order = list(dict.fromkeys(list(wa.summary.week.models) + list(wb.summary.week.models)))
     prompts = sorted(set(wa.summary.week.prompts) | set(wb.summary.week.prompts))
+    reps = max(_reps_of(wa), _reps_of(wb))
+    alarm = stats.regression_alarm(_rep_scores(wa, prompts, order, reps),
+                                   _rep_scores(wb, prompts, order, reps))
     rows: list[dict[str, Any]] = []
-    counts = {m: {IMPROVED: 0, REGRESSED: 0, UNCHANGED: 0, UNSCORED: 0} for m in order}
-    for p in prompts:
-        for m in order:
+    counts = {m: dict.fromkeys(CHANGES, 0) for m in order}
+    for pi, p in enumerate(prompts):
+        for mi, m in enumerate(order):
             before, after = _prompt_value(wa, p, m), _prompt_value(wb, p, m)
-            if before is None or after is None:
-                change = UNSCORED
-            elif after - before > margin:
-                change = IMPROVED
-            elif before - after > margin:
-                change = REGRESSED
-            else:
-                change = UNCHANGED
+            t = alarm.prompts[mi]
+            change = _change(before, after, margin, bool(alarm.regressed[mi, pi]),
+                             bool(alarm.improved[mi, pi]))
             counts[m][change] += 1
             rows.append({"prompt": p, "model": m, "change": change, "before": before,
-                         "after": after})
+                         "after": after, "k_before": int(t.k_before[pi]),
+                         "k_after": int(t.k_after[pi]), "se": _finite(t.se[pi]),
+                         "p_drop_adjusted": _finite(alarm.drop_p_adj[mi, pi]),
+                         "p_rise_adjusted": _finite(alarm.rise_p_adj[mi, pi])})
     try:
         history = hist.read_history(Path(b).parent / HISTORY_CSV)
         history_problem = None
     except hist.HistoryError as exc:
         history, history_problem = [], str(exc)
+    pool = hist.pool_decisions(history, Path(b).name, Path(b).parent)
+    pooled = {d.run_key for d in pool if d.pooled}
     models: dict[str, Any] = {}
-    for m in order:
+    for mi, m in enumerate(order):
         ma = wa.summary.data.get("models", {}).get(m, {})
         mb = wb.summary.data.get("models", {}).get(m, {})
         la, lb = _lifts(wa, m), _lifts(wb, m)
@@ -164,7 +215,8 @@ def compare(a: Path, b: Path, *, margin: float = DEFAULT_MARGIN) -> dict[str, An
         if ma.get("must_lift_se") is not None and mb.get("must_lift_se") is not None:
             se_d = math.sqrt(ma["must_lift_se"] ** 2 + mb["must_lift_se"] ** 2)
             within = stats.t_quantile(int(mb["n_prompts"]) - 1) * se_d
-        prior = [x for _, x, _ in hist.prior_runs(history, Path(b).name, m) if x is not None]
+        prior = [x for _, x, _ in hist.prior_runs(history, Path(b).name, m, pooled=pooled)
+                 if x is not None]
         between = float(np.std(prior, ddof=1)) if len(prior) >= MIN_PRIOR_RUNS else None
         cands = [x for x in (within, between) if x is not None]
         threshold = max(cands) if cands else None
@@ -172,12 +224,19 @@ def compare(a: Path, b: Path, *, margin: float = DEFAULT_MARGIN) -> dict[str, An
                        key=lambda p: (-abs(lb[p] - la[p]), p))
         movers = [{"prompt": p, "lift_a": la[p], "lift_b": lb[p], "delta": lb[p] - la[p]}
                   for p in moved]
+        clears = None if delta is None or threshold is None else abs(delta) > threshold
         models[m] = {
             "lift_a": lift_a, "lift_b": lift_b, "delta": delta,
             "paired": test.to_json(),
             "noise_threshold": {"within": within, "between": between, "threshold": threshold,
-                                "clears": (None if delta is None or threshold is None
-                                           else abs(delta) > threshold)},
+                                "clears": clears},
+            "reading": movement_reading(len(common), len(moved), test, clears),
+            "week_test": {"n_prompts": alarm.week_n[mi], "delta": alarm.week_delta[mi],
+                          "p_drop": alarm.week_p[mi],
+                          "p_drop_adjusted": alarm.week_p_adj[mi],
+                          "regressed": alarm.week_regressed[mi]},
+            "rep_noise": {"variance": alarm.prompts[mi].rep_var,
+                          "df": alarm.prompts[mi].rep_df},
             "prompts": counts[m],
             "lift_movers": {"in_both": len(common), "only_one_week": len(set(la) ^ set(lb)),
                             "moved": movers},
@@ -186,10 +245,50 @@ def compare(a: Path, b: Path, *, margin: float = DEFAULT_MARGIN) -> dict[str, An
         "a": str(a), "b": str(b), "comparison": kind, "differences": deciding,
         "examined": examined,
         "without_week_json": [str(w.path) for w in (wa, wb) if w.record is None],
-        "margin": margin, "prompts": rows, "models": models,
+        "margin": margin,
+        "regression_alarm": {"alarm": alarm.alarm, "alpha": alarm.alpha,
+                             "method": alarm.method, "correction": "holm",
+                             "tested_prompts": int(np.count_nonzero(
+                                 ~np.isnan(alarm.drop_p_adj)))},
+        "prompts": rows, "models": models,
+        "pooled_runs": [{"run_key": d.run_key, "reason": d.reason} for d in pool if d.pooled],
+        "not_pooled_runs": [{"run_key": d.run_key, "reason": d.reason} for d in pool
+                            if not d.pooled],
         "problems": {str(w.path): w.summary.problems for w in (wa, wb) if w.summary.problems},
         "history_problem": history_problem,
     }
+
+
+def _finite(x: float) -> float | None:
+    v = float(x)
+    return v if math.isfinite(v) else None
+
+
+def movement_reading(n_common: int, n_moved: int, test: Any, clears: bool | None) -> str:
+    """One sentence reconciling the don't-act rule with the paired test (never a bare
+    contradiction), or why there is nothing to read."""
+    if n_common == 0:
+        return "nothing to compare: no prompt has a lift in both weeks"
+    if n_moved == 0:
+        return ("identical per-prompt lifts: nothing moved, so the paired test has no spread; "
+                "the rule's threshold still adds both weeks' own SEs, because it does not use "
+                "the pairing")
+    p = test.p_value
+    sig = p is not None and p <= PAIRED_ALPHA
+    if clears is None:
+        rule = "the don't-act rule cannot be computed (a week has no SE)"
+        return rule + ("" if p is None else f"; the paired test gives p = {p:.3g}")
+    if clears and sig:
+        return "both agree: the move clears the don't-act rule and the paired test"
+    if clears:
+        return ("the move clears the don't-act rule but the paired test over the same prompts "
+                f"does not (p = {p:.3g}): prompts moved both ways, read it with care")
+    if sig:
+        return (f"the paired test finds a change (p = {p:.3g}) that the don't-act rule calls "
+                "noise: the rule treats the two weeks as independent samples (it ignores that "
+                "the same prompts were measured twice), so it is conservative by design — act "
+                "only when the rule clears")
+    return "both agree: within noise (neither the rule nor the paired test finds a change)"
 
 
 # --------------------------------------------------------------------------- rendering
@@ -242,45 +341,94 @@ def render_text(result: dict[str, Any]) -> str:
               if t["ci_low"] is not None else "n/a")
         p = "n/a" if t["p_value"] is None else f"{t['p_value']:.3g}"
         nt = v["noise_threshold"]
-        clears = "n/a" if nt["clears"] is None else ("yes" if nt["clears"] else
-                                                     "no (within noise)")
+        clears = "n/a" if nt["clears"] is None else ("yes" if nt["clears"] else "no")
+        if not v["lift_movers"]["in_both"]:
+            clears = "nothing to compare"
+        elif not v["lift_movers"]["moved"]:
+            clears = "no — identical lifts"
         rows.append([m, _f(v["lift_a"]), _f(v["lift_b"]), _f(v["delta"], sign=True),
                      f"{_f(t['difference'], sign=True)} ± {_f(t['se'])} (n={t['n_prompts']})",
                      ci, p, _f(nt["within"]), _f(nt["between"]), _f(nt["threshold"]), clears])
     if rows:
         L += md_table(["model", f"lift {a}", f"lift {b}", "Δ", "paired Δ ± SE", "95% CI (t)",
-                       "p", "t·SE_Δ (within)", "σ (between)", "noise threshold", "clears?"],
-                      rows)
+                       "p", "t·SE_Δ (within)", "σ (between)", "don't-act threshold",
+                       "clears the rule?"], rows)
+        L.append("")
+        L += [f"- {m}: {v['reading']}" for m, v in result["models"].items()]
     else:
         L.append("_No model is in either week._")
     L.append("\n_Paired Δ: the mean change of the per-prompt lift over the prompts scored in "
-             "both weeks, with its t interval and two-sided p. Noise threshold: "
-             "max(t·SE_Δ, between-week σ); a move smaller than the threshold is noise._\n")
+             "both weeks, with its t interval and two-sided p. The don't-act rule "
+             "(qdrant/skills SCORING.md) is max(t·SE_Δ, between-week σ) with SE_Δ = "
+             "√(SE_a² + SE_b²): it treats the weeks as independent samples, so it is "
+             "conservative by design; the paired test uses that the same prompts were measured "
+             "twice. Act on a move only when it clears the rule._\n")
     if any(v["noise_threshold"]["between"] is None for v in result["models"].values()):
-        L.append(f"_σ (between) needs at least {MIN_PRIOR_RUNS} runs before {b} in "
+        L.append(f"_σ (between) needs at least {MIN_PRIOR_RUNS} comparable runs before {b} in "
                  f"{HISTORY_CSV}; until then the threshold is the within-week part only, and "
                  "small deltas should be read as noise._\n")
+    if result.get("pooled_runs") or result.get("not_pooled_runs"):
+        keys = ", ".join(f"`{r['run_key']}`" for r in result.get("pooled_runs", [])) or "none"
+        L.append(f"- σ (between) pools: {keys}")
+        L += [f"- not pooled: `{r['run_key']}` — {r['reason']}"
+              for r in result.get("not_pooled_runs", [])]
+        L.append("")
+    L += _alarm_lines(result)
 
     L.append(f"## Per prompt (with-skill composite, margin {result['margin']:g})\n")
     for m, v in result["models"].items():
         c = v["prompts"]
         L.append(f"- {m}: {c[IMPROVED]} improved, {c[REGRESSED]} regressed, "
-                 f"{c[UNCHANGED]} unchanged, {c[UNSCORED]} unscored")
+                 f"{c[WITHIN_REP_NOISE]} within rep noise, {c[UNCHANGED]} unchanged, "
+                 f"{c[UNSCORED]} unscored")
     L.append("")
     for change in (REGRESSED, IMPROVED):
         moved = [r for r in result["prompts"] if r["change"] == change]
         if not moved:
             continue
         moved.sort(key=lambda r: (-abs(r["after"] - r["before"]), r["prompt"], r["model"]))
+        key = "p_drop_adjusted" if change == REGRESSED else "p_rise_adjusted"
         L.append(f"### {change.capitalize()}\n")
-        L += md_table(["prompt", "model", f"{a}", f"{b}", "Δ"],
+        L += md_table(["prompt", "model", f"{a}", f"{b}", "Δ", "reps (k)", "p (Holm)"],
                       [[r["prompt"], r["model"], _f(r["before"]), _f(r["after"]),
-                        _f(r["after"] - r["before"], sign=True)] for r in moved])
+                        _f(r["after"] - r["before"], sign=True),
+                        f"{r['k_before']} → {r['k_after']}", _p(r[key])] for r in moved])
         L.append("")
-    L.append("_unscored: the prompt has no with-skill score in one of the weeks, or one of its "
-             "items could not be graded there — never counted as an improvement or a "
-             "regression._\n")
+    L.append("_A prompt is improved or regressed only when its move is beyond its own rep "
+             "noise after the multiplicity correction; a move that is not is **within rep "
+             "noise** (always so with one rep on each side). unscored: the prompt has no "
+             "with-skill score in one of the weeks, or one of its items could not be graded "
+             "there — never counted as an improvement or a regression._\n")
     return "\n".join(L + _lift_movers(result, a, b)) + "\n"
+
+
+def _p(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2g}"
+
+
+def _alarm_lines(result: dict[str, Any]) -> list[str]:
+    """The regression alarm: the week-level paired test first, then the prompts."""
+    from pytest_skilllift.report.markdown import md_table
+
+    al = result["regression_alarm"]
+    L = ["## Regression alarm (`--fail-on-regression`)\n"]
+    rows = []
+    for m, v in result["models"].items():
+        w = v["week_test"]
+        rows.append([m, str(w["n_prompts"]), _f(w["delta"], sign=True), _p(w["p_drop"]),
+                     _p(w["p_drop_adjusted"]), "yes" if w["regressed"] else "no",
+                     str(v["prompts"][REGRESSED])])
+    if rows:
+        L += md_table(["model", "prompts in both", "week-level Δ (with-skill composite)",
+                       "p of a drop", "p (Holm)", "week regressed?", "prompts regressed"], rows)
+    verdict = "**regression found**" if regression_found(result) else "no regression found"
+    L.append(f"\n{verdict}. _{al['method']}: first each model's week-level paired test over "
+             "the prompts in both weeks, then each prompt's rep-level test against its own rep "
+             "noise (its reps' variance shrunk toward the week's pooled rep variance); "
+             f"{al['tested_prompts']} (prompt, model) pairs had reps enough to test. The chance "
+             f"that two weeks with no real change raise any alarm is at most {al['alpha']:g} "
+             "(measured: benchmarks/bench_regression_alarm.py)._\n")
+    return L
 
 
 def _lift_movers(result: dict[str, Any], a: str, b: str) -> list[str]:
@@ -326,5 +474,13 @@ def run(a: Path, b: Path, *, output: str = "text", margin: float = DEFAULT_MARGI
         out.write("\n")
     else:
         out.write(render_text(result))
-    regressed = any(r["change"] == REGRESSED for r in result["prompts"])
-    return 1 if fail_on_regression and regressed else 0
+    return 1 if fail_on_regression and regression_found(result) else 0
+
+
+def regression_found(result: dict[str, Any]) -> bool:
+    """Whether ``--fail-on-regression`` fails: a model's week-level drop, or a prompt's drop
+    beyond its own rep noise, after the Holm correction (and beyond the margin)."""
+    margin = result["margin"]
+    week = any(v["week_test"]["regressed"] and (v["week_test"]["delta"] or 0.0) < -margin
+               for v in result["models"].values())
+    return week or any(r["change"] == REGRESSED for r in result["prompts"])

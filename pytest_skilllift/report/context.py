@@ -73,6 +73,8 @@ class Context:
     judge: JudgeReport
     #: The composite a prompt×rep must reach to pass (week.json's, else the default).
     pass_threshold: float
+    #: Each earlier run of the history: pooled with this week or not, and why.
+    pool: list[hist.PoolDecision] = field(default_factory=list)
     _shared: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     @cached_property

@@ -71,6 +71,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("composite", "cell", 0.0, 1.0, "clamp(must + 0.10·bonus − 0.25·avoid, 0, 1)"),
     Metric("pass_rate", "cell", 0.0, 1.0, "share of prompt×reps whose composite reaches the "
            "pass threshold"),
+    Metric("pass_rate_ci_low", "cell", 0.0, 1.0, "lower end of the pass rate's 95% interval "
+           "resampling whole prompts (the cluster bootstrap, not Wilson: reps of one prompt "
+           "are correlated)", prompt_scope=False),
     Metric("avoid_violations", "cell", 0.0, math.inf, "avoid items violated per answer"),
     Metric("trigger_miss_rate", "model", 0.0, 1.0, "share of with-skill runs that never "
            "reached the skill", conditions=("with-skill",)),
@@ -235,6 +238,21 @@ def check_range(gate: Gate) -> str | None:
     return None
 
 
+#: Metrics the methodology advises against gating on, and why (qdrant/skills SCORING.md).
+ADVISED_AGAINST: dict[str, str] = {
+    "composite_lift": "the methodology advises against differencing the clamped composite "
+    "(qdrant/skills SCORING.md: a with-skill answer already at the 1.0 ceiling loses bonus "
+    "credit the baseline still counts, so the difference misleads); gate on must_lift or "
+    "must_lift_ci_low, with avoid_violations checked on its own",
+}
+
+
+def advice(gate: Gate) -> str | None:
+    """A warning for a gate on a metric the methodology advises against, else None."""
+    why = ADVISED_AGAINST.get(gate.metric)
+    return None if why is None else f"gate {gate.expr!r}: {why}"
+
+
 def load_gates(texts: Iterable[str], scopes: Scopes) -> tuple[list[Gate], list[str]]:
     """Parse, resolve and range-check every gate: (gates, warnings). The first problem
     raises :class:`GateError`; blank entries (ini continuation lines) are skipped."""
@@ -243,9 +261,7 @@ def load_gates(texts: Iterable[str], scopes: Scopes) -> tuple[list[Gate], list[s
         if not text.strip():
             continue
         gate = resolve(parse_gate(text), scopes)
-        warning = check_range(gate)
-        if warning:
-            warnings.append(warning)
+        warnings += [w for w in (check_range(gate), advice(gate)) if w]
         gates.append(gate)
     return gates, warnings
 

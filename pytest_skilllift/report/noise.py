@@ -142,3 +142,189 @@ def false_verdict_rate(d: np.ndarray, threshold: float) -> tuple[int, int]:
     d = np.asarray(d, float)
     d = d[~np.isnan(d)]
     return int(np.count_nonzero(np.abs(d) >= threshold - 1e-12)), int(d.size)
+
+
+# --------------------------------------------------------------------------- regression alarm
+
+#: Ways of making two weeks with no real change from one week's rep-level scores.
+AA_SPLIT, AA_PARAMETRIC, AA_PLUG_IN = "split", "parametric", "plug-in"
+
+
+def aa_week_pairs(reps: np.ndarray, kind: str, rng: np.random.Generator
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """One A/A pair of weeks ``(M, P, R')`` from a week's rep-level scores ``(M, P, R)``.
+
+    * ``split`` — per (model, prompt) the reps are shuffled and halved (R' = R // 2): real
+      answers, nothing but the rep drawn differs;
+    * ``parametric`` — each prompt keeps its mean, each rep gets normal noise at the
+      week's pooled within-prompt rep SD, clipped to [0, 1] (R' = R);
+    * ``plug-in`` — each side draws R reps with replacement from the prompt's own observed
+      reps (the harshest: a prompt whose two reps differ flips between exactly two values).
+    """
+    x = np.asarray(reps, float)
+    M, P, R = x.shape
+    if kind == AA_SPLIT:
+        order = np.argsort(rng.random((M, P, R)), axis=2)
+        shuffled = np.take_along_axis(x, order, axis=2)
+        h = R // 2
+        return shuffled[:, :, :h], shuffled[:, :, h:2 * h]
+    if kind == AA_PLUG_IN:
+        ok = ~np.isnan(x)
+        n = np.maximum(ok.sum(axis=2, keepdims=True), 1)
+        packed = np.take_along_axis(x, np.argsort(~ok, axis=2, kind="stable"), axis=2)
+        idx = (rng.random((2, M, P, R)) * n).astype(np.int64)
+        a = np.take_along_axis(packed, idx[0], axis=2)
+        b = np.take_along_axis(packed, idx[1], axis=2)
+        return a, b
+    if kind == AA_PARAMETRIC:
+        ok = ~np.isnan(x)
+        k = ok.sum(axis=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mu = np.where(k > 0, np.where(ok, x, 0).sum(axis=2) / np.maximum(k, 1), np.nan)
+        ss = np.where(ok, (x - np.nan_to_num(mu)[:, :, None]) ** 2, 0).sum(axis=(1, 2))
+        df = np.maximum(k - 1, 0).sum(axis=1)
+        sd = np.sqrt(np.where(df > 0, ss / np.maximum(df, 1), 0.0))[:, None, None]
+
+        def side() -> np.ndarray:
+            return np.clip(mu[:, :, None] + sd * rng.standard_normal((M, P, R)), 0.0, 1.0)
+
+        return side(), side()
+    raise ValueError(f"unknown A/A kind {kind!r}; use {AA_SPLIT}, {AA_PARAMETRIC} or "
+                     f"{AA_PLUG_IN}")
+
+
+@dataclass(frozen=True)
+class AlarmRate:
+    """How often two weeks with no real change raise an alarm, by ``kind`` of A/A pair."""
+
+    kind: str
+    sims: int
+    seed: int
+    #: Share of pairs with any alarm of ``stats.regression_alarm`` (any regressed prompt or
+    #: any week-level drop, after Holm).
+    alarm_rate: float
+    #: Share of pairs where some prompt dropped by more than ``margin``: the old rule.
+    margin_rule_rate: float
+    margin: float
+
+
+def aa_alarm_rate(reps: np.ndarray, *, kind: str, sims: int, seed: int,
+                  margin: float = 0.10) -> AlarmRate:
+    """The regression alarm's false-alarm rate on ``sims`` seeded A/A pairs of one week."""
+    from pytest_skilllift.report import stats
+
+    rng = np.random.default_rng(seed)
+    alarms = margin_hits = 0
+    for _ in range(sims):
+        a, b = aa_week_pairs(reps, kind, rng)
+        alarms += stats.regression_alarm(a, b).alarm
+        with np.errstate(invalid="ignore"):
+            drop = np.nanmean(a, axis=2) - np.nanmean(b, axis=2)
+        margin_hits += bool(np.nan_to_num(drop, nan=0.0).max(initial=0.0) > margin)
+    return AlarmRate(kind, sims, seed, alarms / sims if sims else 0.0,
+                     margin_hits / sims if sims else 0.0, margin)
+
+
+# --------------------------------------------------------------------------- simulated reference
+
+#: Honest weeks simulated per model, and sign patterns per simulated week (seeded).
+REFERENCE_SIMS = 400
+REFERENCE_FLIPS = 200
+#: Rep values drawn per model at most (fewer simulated weeks for a large week), and at least
+#: this many weeks; beyond this many prompts the sign flips' share is the normal tail.
+REFERENCE_DRAWS = 250_000
+REFERENCE_MIN_SIMS = 10
+NORMAL_FLIPS_FROM = 50
+
+
+@dataclass(frozen=True)
+class SimulatedReference:
+    """What the split-half A/A of an honest week like this one looks like."""
+
+    se_rate: float | None  # share of split choices with |A/A| > the lift SE
+    t_rate: float | None  # share with |A/A| > t·SE
+    sims: int
+    seed: int
+
+
+def _pooled_sd(x: np.ndarray) -> float:
+    ok = ~np.isnan(x)
+    k = ok.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mu = np.where(k > 0, np.where(ok, x, 0).sum(axis=1) / np.maximum(k, 1), np.nan)
+    ss = float(np.where(ok, (x - np.nan_to_num(mu)[:, None]) ** 2, 0).sum())
+    df = int(np.maximum(k - 1, 0).sum())
+    return math.sqrt(ss / df) if df else 0.0
+
+
+def _shrunk(x: np.ndarray, noise_var: float) -> np.ndarray:
+    """``x`` pulled toward its mean so that its variance loses ``noise_var`` (not below 0)."""
+    v = float(x.var(ddof=1)) if x.size > 1 else 0.0
+    if v <= 0:
+        return x.copy()
+    factor = math.sqrt(max(v - noise_var, 0.0) / v)
+    return x.mean() + factor * (x - x.mean())
+
+
+def simulated_reference(rep_no: np.ndarray, rep_with: np.ndarray, rep_values: np.ndarray, *,
+                        sims: int = REFERENCE_SIMS, flips: int = REFERENCE_FLIPS,
+                        seed: int = MC_SEED) -> SimulatedReference:
+    """The split-half exceed rates of honest weeks simulated under this week's own variance.
+
+    Each simulated week keeps every prompt's two arm means (``rep_no``/``rep_with`` are
+    ``(P, R)`` must coverage per rep, NaN = not scored; shrunk so their spread is the
+    observed one less its rep-noise share), gives each rep normal noise at the arm's pooled
+    within-prompt SD, clipped to [0, 1], with the week's rep numbers; its lift SE
+    and t·SE are computed as the scorecard computes them, and its split-half A/A is
+    compared with them over ``flips`` random choices of which half is A. Nothing in it is
+    miscalibrated, so these are the rates an honest SE gives *for a week like this one*:
+    they depend on how rep noise compares with the spread of the per-prompt lifts.
+    """
+    from pytest_skilllift.report import stats
+
+    no, wi = np.asarray(rep_no, float), np.asarray(rep_with, float)
+    both = ~np.isnan(no).all(axis=1) & ~np.isnan(wi).all(axis=1)
+    no, wi = no[both], wi[both]
+    n = int(no.shape[0])
+    rep_values = np.asarray(rep_values)
+    odd = (rep_values % 2) == 1
+    if n < 2 or odd.all() or not odd.any():
+        return SimulatedReference(None, None, 0, seed)
+    rng = np.random.default_rng(seed)
+    sd_no, sd_wi = _pooled_sd(no), _pooled_sd(wi)
+    R = rep_values.size
+    # The observed prompt means carry rep noise too: taken as the truth they would add it to
+    # the simulated prompt spread. Shrink the no-skill means and the per-prompt lifts toward
+    # their grand means so their spread is the observed one less the rep-noise share
+    # (a method-of-moments estimate of the true spread).
+    obs_no = np.nanmean(no, axis=1)
+    obs_d = np.nanmean(wi, axis=1) - obs_no
+    mu_no = _shrunk(obs_no, sd_no ** 2 / R)
+    mu_wi = mu_no + _shrunk(obs_d, (sd_no ** 2 + sd_wi ** 2) / R)
+    t = stats.t_quantile(n - 1)
+    # A large week needs fewer simulated weeks for the same precision and costs more each:
+    # keep the draws to about REFERENCE_DRAWS numbers (a summarize stays fast).
+    sims = max(min(sims, REFERENCE_DRAWS // max(n * R, 1)), REFERENCE_MIN_SIMS)
+    erfc = stats.scipy_special().erfc
+    se_hits = t_hits = 0.0
+    chunk = max(1, REFERENCE_DRAWS // (4 * n * R))  # weeks simulated at once (vectorised)
+    for start in range(0, sims, chunk):
+        k = min(chunk, sims - start)
+        a = np.clip(mu_no[None, :, None] + sd_no * rng.standard_normal((k, n, R)), 0.0, 1.0)
+        b = np.clip(mu_wi[None, :, None] + sd_wi * rng.standard_normal((k, n, R)), 0.0, 1.0)
+        d = b.mean(axis=2) - a.mean(axis=2)
+        se = d.std(axis=1, ddof=1) / math.sqrt(n)  # (k,)
+        aa = a[:, :, ~odd].mean(axis=2) - a[:, :, odd].mean(axis=2)  # (k, n)
+        if n > NORMAL_FLIPS_FROM:
+            # mean of ±aaᵢ over fair signs: ≈ normal, variance Σaaᵢ²/n² (no draws needed)
+            sd = np.sqrt((aa * aa).sum(axis=1)) / n
+            ok = sd > 0
+            z = np.where(ok, 1.0 / (np.where(ok, sd, 1.0) * math.sqrt(2.0)), 0.0)
+            se_hits += float(np.where(ok, erfc(se * z), 0.0).sum())
+            t_hits += float(np.where(ok, erfc(t * se * z), 0.0).sum())
+            continue
+        signs = rng.integers(0, 2, size=(k, flips, n), dtype=np.int8) * 2 - 1
+        means = np.abs(np.einsum("kfn,kn->kf", signs, aa)) / n
+        se_hits += float(np.count_nonzero(means > se[:, None] + 1e-12)) / flips
+        t_hits += float(np.count_nonzero(means > t * se[:, None] + 1e-12)) / flips
+    return SimulatedReference(se_hits / sims, t_hits / sims, sims, seed)

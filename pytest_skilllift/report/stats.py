@@ -247,6 +247,8 @@ class Bootstrap:
     excludes_zero: bool | None
     n_boot: int
     seed: int
+    #: Monte Carlo standard error of the endpoints (:func:`bootstrap_mc_se`).
+    mc_se: float | None = None
 
 
 def paired_bootstrap(
@@ -281,7 +283,8 @@ def paired_bootstrap(
             means[start:start + k] = d[idx].mean(axis=1)
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
-    return Bootstrap(float(lo), float(hi), bool(lo > 0 or hi < 0), n_boot, seed)
+    return Bootstrap(float(lo), float(hi), bool(lo > 0 or hi < 0), n_boot, seed,
+                     bootstrap_mc_se(means, level))
 
 
 def wilson_interval(k: int, n: int, *, level: float = 0.95) -> tuple[float, float]:
@@ -373,6 +376,23 @@ def cell_run_means(
         return np.where(n > 0, s / np.maximum(n, 1), np.nan), n
 
 
+def prompt_run_means(
+    values: np.ndarray, prompt: np.ndarray, model: np.ndarray, condition: np.ndarray,
+    include: np.ndarray, n_prompts: int, n_models: int, n_conditions: int = 2,
+) -> np.ndarray:
+    """Per (prompt, model, condition) mean of a per-run value over included runs with a
+    value, NaN when there is none: the per-prompt level a paired Δcost / Δturns is built on."""
+    C = max(n_conditions, 2)
+    ok = (include & ~np.isnan(values) & (prompt >= 0) & (model >= 0) & (condition >= 0)
+          & (condition < C))
+    key = (prompt[ok].astype(np.int64) * n_models + model[ok]) * C + condition[ok]
+    size = n_prompts * n_models * C
+    n = np.bincount(key, minlength=size)
+    s = np.bincount(key, weights=values[ok], minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, s / np.maximum(n, 1), np.nan).reshape(n_prompts, n_models, C)
+
+
 def activation_counts(
     prompt: np.ndarray, activation: np.ndarray, reached: np.ndarray, fetched: np.ndarray,
     include: np.ndarray, n_prompts: int, n_sources: int,
@@ -448,3 +468,266 @@ def duration_summary(duration_ms: np.ndarray) -> dict[str, float | int | None]:
                 "max_s": None}
     return {"runs_timed": int(d.size), "total_s": float(d.sum()), "mean_s": float(d.mean()),
             "median_s": float(np.median(d)), "max_s": float(d.max())}
+
+
+# --------------------------------------------------------------------------- regressions
+
+#: Prior degrees of freedom of the moderated per-prompt rep variance: the week's pooled rep
+#: variance counts as this many reps' worth of evidence beside the prompt's own (Smyth 2004,
+#: the limma moderated t; a small fixed prior, of the order limma estimates on real data).
+REP_PRIOR_DF = 8.0
+#: Family-wise error rate of ``skilllift compare --fail-on-regression`` (Holm's procedure).
+REGRESSION_ALPHA = 0.05
+
+
+def holm(p: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values (Holm 1979); NaN entries stay NaN and are not
+    counted in the family. Rejecting adjusted p ≤ α controls the family-wise error rate."""
+    p = np.asarray(p, float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    m = ok.size
+    if m == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    adj = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out[order] = np.minimum(adj, 1.0)
+    return out
+
+
+def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p-values (false discovery rate); NaN entries stay NaN."""
+    p = np.asarray(p, float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    m = ok.size
+    if m == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    adj = p[order] * m / np.arange(1, m + 1)
+    out[order] = np.minimum(np.minimum.accumulate(adj[::-1])[::-1], 1.0)
+    return out
+
+
+@dataclass(frozen=True)
+class RepNoiseTest:
+    """Per prompt, whether ``after`` moved from ``before`` beyond the prompt's rep noise.
+
+    Arrays are ``(P,)``; NaN where the prompt cannot be tested (a side without a scored rep,
+    or one rep on each side: its own reps cannot show its noise)."""
+
+    diff: np.ndarray  # mean(after reps) − mean(before reps)
+    se: np.ndarray  # moderated SE of the difference
+    df: np.ndarray  # prior df + the prompt's own
+    p_drop: np.ndarray  # one-sided p of a drop
+    p_rise: np.ndarray  # one-sided p of a rise
+    k_before: np.ndarray  # scored reps per prompt
+    k_after: np.ndarray
+    rep_var: float | None  # the pooled within-prompt rep variance (the prior)
+    rep_df: int  # its degrees of freedom
+
+
+def _reps_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: non-NaN count, mean (NaN when empty), sum of squared deviations."""
+    ok = ~np.isnan(x)
+    k = ok.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(k > 0, np.where(ok, x, 0.0).sum(axis=1) / np.maximum(k, 1), np.nan)
+    ss = np.where(ok, (x - np.nan_to_num(mean)[:, None]) ** 2, 0.0).sum(axis=1)
+    return k, mean, ss
+
+
+def rep_noise_test(before: np.ndarray, after: np.ndarray, *,
+                   prior_df: float = REP_PRIOR_DF) -> RepNoiseTest:
+    """A moderated two-sample t test per prompt on its rep-level scores (``(P, R)`` arrays,
+    NaN = not scored).
+
+    Each prompt's rep variance is its own (both weeks pooled, df = k_before − 1 + k_after − 1)
+    shrunk toward the variance pooled over all prompts with ``prior_df`` degrees of freedom
+    (Smyth 2004): a prompt whose two reps agree by chance is not taken as noiseless, and one
+    whose reps disagree keeps its larger noise. SE = s·√(1/k_before + 1/k_after); the t
+    reference has prior_df + own df degrees of freedom. A prompt with one rep on each side
+    is not tested (NaN): a single-rep flip is within rep noise by construction.
+    """
+    ka, ma, ssa = _reps_moments(np.asarray(before, float))
+    kb, mb, ssb = _reps_moments(np.asarray(after, float))
+    own_df = np.maximum(ka - 1, 0) + np.maximum(kb - 1, 0)
+    ss = ssa + ssb
+    total_df = int(own_df.sum())
+    rep_var = float(ss.sum() / total_df) if total_df else None
+    d0 = min(prior_df, float(total_df))
+    testable = (ka >= 1) & (kb >= 1) & (own_df >= 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = (d0 * (rep_var or 0.0) + ss) / (d0 + own_df)
+        se = np.sqrt(var * (1.0 / np.maximum(ka, 1) + 1.0 / np.maximum(kb, 1)))
+    diff = mb - ma
+    df = d0 + own_df
+    p_drop = np.full(diff.shape, np.nan)
+    p_rise = np.full(diff.shape, np.nan)
+    pos = testable & (se > 0)
+    if pos.any():
+        t = diff[pos] / se[pos]
+        stdtr = scipy_special().stdtr
+        p_drop[pos] = stdtr(df[pos], t)
+        p_rise[pos] = stdtr(df[pos], -t)
+    flat = testable & ~(se > 0)  # no rep noise anywhere: any move is beyond it
+    eps = 1e-9
+    p_drop[flat] = np.where(diff[flat] < -eps, 0.0, 1.0)
+    p_rise[flat] = np.where(diff[flat] > eps, 0.0, 1.0)
+    nan = ~testable
+    return RepNoiseTest(np.where(nan, np.nan, diff), np.where(nan, np.nan, se),
+                        np.where(nan, np.nan, df), p_drop, p_rise, ka, kb, rep_var, total_df)
+
+
+def paired_drop_p(before: np.ndarray, after: np.ndarray) -> tuple[int, float | None,
+                                                                  float | None]:
+    """The week-level paired test: (n prompts in both, mean Δ, one-sided p of a drop) over
+    prompt-level values (reps averaged); p None below two prompts. No spread: p = 0 for a
+    drop, 1 otherwise."""
+    d = np.asarray(after, float) - np.asarray(before, float)
+    d = d[~np.isnan(d)]
+    n = int(d.size)
+    if n < 2:
+        return n, (float(d.mean()) if n else None), None
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    if sd == 0:
+        return n, mean, 0.0 if mean < -1e-9 else 1.0
+    return n, mean, float(scipy_special().stdtr(n - 1, mean / (sd / math.sqrt(n))))
+
+
+@dataclass(frozen=True)
+class RegressionAlarm:
+    """The regression decision of two weeks over models × prompts (rep-level scores)."""
+
+    week_n: list[int]  # per model: prompts in both weeks
+    week_delta: list[float | None]  # per model: mean Δ of the prompt means
+    week_p: list[float | None]  # per model: one-sided p of a drop (paired t)
+    week_p_adj: list[float | None]  # Holm-adjusted, in the same family as the prompts
+    prompts: list[RepNoiseTest]  # per model
+    drop_p_adj: np.ndarray  # (M, P) Holm-adjusted p of a drop (NaN: not tested)
+    rise_p_adj: np.ndarray  # (M, P) the same for a rise (its own family)
+    alpha: float
+    method: str
+
+    @property
+    def regressed(self) -> np.ndarray:
+        """(M, P): prompts whose drop survives the correction."""
+        return np.nan_to_num(self.drop_p_adj, nan=2.0) <= self.alpha
+
+    @property
+    def improved(self) -> np.ndarray:
+        return np.nan_to_num(self.rise_p_adj, nan=2.0) <= self.alpha
+
+    @property
+    def week_regressed(self) -> list[bool]:
+        return [p is not None and p <= self.alpha for p in self.week_p_adj]
+
+    @property
+    def alarm(self) -> bool:
+        """Any model's week-level drop or any prompt's drop beyond its rep noise."""
+        return bool(self.regressed.any() or any(self.week_regressed))
+
+
+def regression_alarm(before: np.ndarray, after: np.ndarray, *,
+                     alpha: float = REGRESSION_ALPHA,
+                     prior_df: float = REP_PRIOR_DF) -> RegressionAlarm:
+    """Regressions between two weeks from rep-level scores ``(M, P, R)`` (NaN = unscored).
+
+    First, per model, the week-level paired test over the prompts in both weeks (prompt
+    means, one-sided for a drop); then, per prompt, :func:`rep_noise_test`. All of them —
+    the week-level tests first — form one family whose p-values are Holm-adjusted, so the
+    chance that two weeks with no real change raise any alarm is at most ``alpha``. Rises
+    are decided the same way in their own family (they never fail a run).
+    """
+    before, after = np.asarray(before, float), np.asarray(after, float)
+    M, P = before.shape[0], before.shape[1]
+    tests = [rep_noise_test(before[m], after[m], prior_df=prior_df) for m in range(M)]
+    wk = [paired_drop_p(_reps_moments(before[m])[1], _reps_moments(after[m])[1])
+          for m in range(M)]
+    week_p = np.array([np.nan if p is None else p for _, _, p in wk], float)
+    drop = np.array([t.p_drop for t in tests]).reshape(M, P)
+    family = holm(np.concatenate([week_p, drop.ravel()]))
+    week_adj = [None if math.isnan(x) else float(x) for x in family[:M]]
+    rise = np.array([t.p_rise for t in tests]).reshape(M, P)
+    return RegressionAlarm(
+        week_n=[n for n, _, _ in wk], week_delta=[d for _, d, _ in wk],
+        week_p=[p for _, _, p in wk], week_p_adj=week_adj, prompts=tests,
+        drop_p_adj=family[M:].reshape(drop.shape),
+        rise_p_adj=holm(rise.ravel()).reshape(rise.shape), alpha=alpha,
+        method=f"Holm (family-wise α = {alpha:g}) over the week-level paired tests and the "
+               f"per-prompt moderated t tests (prior df {prior_df:g})")
+
+
+# --------------------------------------------------------------------------- cluster bootstrap
+
+#: Resamples and seed of the cluster bootstrap (fixed: the scorecard is reproducible).
+CLUSTER_BOOT_N = 2000
+CLUSTER_BOOT_SEED = 20260808
+
+
+def cluster_bootstrap_rate(
+    k: np.ndarray, n: np.ndarray, *, n_boot: int = CLUSTER_BOOT_N,
+    seed: int = CLUSTER_BOOT_SEED, level: float = 0.95, chunk: int = 256,
+) -> tuple[float | None, float | None]:
+    """Percentile interval of a pooled rate Σk/Σn that resamples whole clusters (prompts).
+
+    ``k`` and ``n`` are per cluster (successes and trials, e.g. passed and scored prompt×reps
+    of each prompt). Reps of one prompt are correlated, so the Wilson interval, which counts
+    every trial as independent, is too narrow when they agree; resampling prompts with
+    replacement keeps each prompt's reps together (Field & Welsh 2007, the cluster
+    bootstrap). A cluster with n = 0 is still drawn (it is part of the design, e.g. a query
+    that never fired, for a precision); (None, None) below two clusters or without a
+    trial. Seeded: the same counts give the same interval.
+    """
+    k = np.asarray(k, float)
+    n = np.asarray(n, float)
+    g = int(n.size)
+    if g < 2 or n.sum() <= 0:
+        return None, None
+    # Only how often each distinct (k, n) is drawn matters: multinomial counts over the K
+    # distinct pairs are the same distribution as drawing g clusters, at O(K) per resample
+    # (a 5,000-prompt week with 5 reps has at most 36 distinct pairs).
+    if np.all(k == np.round(k)) and np.all(n == np.round(n)) and k.min() >= 0:
+        span = int(k.max()) + 1  # integer counts: one int64 key per pair, a 1-D unique
+        keys, counts = np.unique(n.astype(np.int64) * span + k.astype(np.int64),
+                                 return_counts=True)
+        k, n = (keys % span).astype(float), (keys // span).astype(float)
+    else:
+        pairs, counts = np.unique(np.stack([k, n], axis=1), axis=0, return_counts=True)
+        k, n = pairs[:, 0], pairs[:, 1]
+    rng = np.random.default_rng(seed)
+    rates = np.empty(n_boot)
+    p = counts / g
+    for start in range(0, n_boot, chunk):
+        m = min(chunk, n_boot - start)
+        w = rng.multinomial(g, p, size=m).astype(float)  # how often each pair is drawn
+        den = w @ n
+        with np.errstate(invalid="ignore", divide="ignore"):
+            # a resample of clusters without a trial has no rate: left out of the quantiles
+            rates[start:start + m] = np.where(den > 0, (w @ k) / np.where(den > 0, den, 1),
+                                              np.nan)
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.nanquantile(rates, [alpha, 1.0 - alpha])
+    return float(lo), float(hi)
+
+
+def bootstrap_mc_se(means: np.ndarray, level: float = 0.95) -> float | None:
+    """Monte Carlo standard error of a percentile-bootstrap endpoint from its B resamples:
+    √(p(1−p)/B) / f(q_p), the density at the quantile taken as the normal one with the
+    resamples' SD (Efron & Tibshirani 1993, ch. 19; Hall 1992). None for fewer than 2."""
+    means = np.asarray(means, float)
+    b = means.size
+    if b < 2:
+        return None
+    p = (1.0 - level) / 2.0
+    z = float(scipy_special().ndtri(1.0 - p))
+    density = math.exp(-z * z / 2.0) / math.sqrt(2.0 * math.pi)
+    return float(means.std(ddof=1) * math.sqrt(p * (1.0 - p) / b) / density)
+
+
+def digits_for(mc_se: float | None, *, most: int = 3) -> int:
+    """Decimals a Monte Carlo result can carry: the last printed digit's step is at least
+    twice its MC standard error (so reprinting with another seed rarely changes it)."""
+    if mc_se is None or not math.isfinite(mc_se) or mc_se <= 0:
+        return most
+    return max(0, min(most, math.floor(-math.log10(2.0 * mc_se))))

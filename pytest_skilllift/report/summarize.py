@@ -243,13 +243,17 @@ def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, w
     all_hist = hist.merge_history(existing, hist_rows_now)
     if can_write_history:
         hist.write_history(hist_path, all_hist)
+    # Only earlier weeks measured alike (same prompts, models, judge protocol) are pooled
+    # into the between-week σ and the "run N of 4" count; the scorecard names them.
+    pool = hist.pool_decisions(all_hist, run_key, hist_path.parent)
+    pooled = {d.run_key for d in pool if d.pooled}
     wow = {}
     for label in week.models:
         lf = lifts.get(label)
         wow[label] = stats.week_over_week(
             lf.lift if lf else None, lf.se if lf else None, lf.n if lf else 0,
-            hist.prior_runs(all_hist, run_key, label))
-    n_runs_hist = hist.runs_up_to(all_hist, run_key)
+            hist.prior_runs(all_hist, run_key, label, pooled=pooled))
+    n_runs_hist = hist.runs_up_to(all_hist, run_key, pooled=pooled)
     # The pass threshold the week was started with (week.json), for pass rates.
     pass_threshold, week_json_problem = verdicts.pass_threshold_of(week_dir)
     if week_json_problem:
@@ -259,7 +263,7 @@ def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, w
                   n_excluded_run_items=n_excluded_run_items, agg=agg, lifts=lifts, boots=boots,
                   cost_mean=cost_mean, cost_n=cost_n, turns_mean=turns_mean,
                   cost_excluded=cost_excluded, hist_rows=hist_rows_now, wow=wow,
-                  n_runs_hist=n_runs_hist, hist_path=hist_path, judge=judge,
+                  n_runs_hist=n_runs_hist, hist_path=hist_path, judge=judge, pool=pool,
                   pass_threshold=pass_threshold)
     job = PlotJob(None, None)
 

@@ -37,7 +37,7 @@ import numpy as np
 from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
 from pytest_skilllift.report import stats
 from pytest_skilllift.week.columns import ACTIVATIONS, ARMS, CONDITIONS
-from pytest_skilllift.week.files import STATUS_INVALID, STATUS_OK
+from pytest_skilllift.week.files import COMPLETED, RUN_STATUSES, STATUS_OK
 from pytest_skilllift.week.identity import WeekFileError, read_week_record
 from pytest_skilllift.week.tables import Week
 
@@ -271,7 +271,11 @@ class WeekMeasures:
             has_must = np.bincount(w.s_run[usable_must], minlength=n) > 0
             self._graded = has_must & (w.m_status == STATUS_OK)
             self._valid_run = (w.m_prompt >= 0) & (w.m_model >= 0) & (w.m_cond >= 0)
-            ws = (w.m_cond == 1) & (w.m_status != STATUS_INVALID)
+            # Completed with-skill runs only (``files.COMPLETED``), as the Activation section
+            # counts them: an outage, a timeout, a budget cap or a failed install says nothing
+            # about the skill's description, so it is neither a miss nor a denominator run.
+            completed = [RUN_STATUSES.index(s) for s in sorted(COMPLETED)]
+            ws = (w.m_cond == 1) & np.isin(w.m_status, completed)
             self._ws = ws
             self._miss = ws & (w.m_activation == ACTIVATIONS.index("none"))
             self._has_activation = "skill_activation" in w.manifest_columns
@@ -333,9 +337,36 @@ class WeekMeasures:
                 "errored": int(self.errored[sel].sum()),
                 "unscored": int(self.unscored[sel].sum())}
 
+    def pass_rate_cluster(self, model: str | None, condition: str | None,
+                          prompt: str | None = None) -> tuple[float | None, float | None]:
+        """The pass rate's 95% interval resampling whole prompts (one prompt: its reps are
+        the only sample, so none)."""
+        sel = self._select(model, condition, prompt)
+        if sel is None or prompt is not None:
+            return None, None
+        p, m, c = sel
+        passed, scored = self.passed[p, m, c], self.scored[p, m, c]
+        while passed.ndim > 1:  # pool models and/or conditions within each prompt
+            passed, scored = passed.sum(axis=-1), scored.sum(axis=-1)
+        keep = scored > 0  # prompts without a scored rep in the selection are not in it
+        return stats.cluster_bootstrap_rate(passed[keep], scored[keep])
+
+    def trigger_miss_cluster(self, model: str | None) -> tuple[float | None, float | None]:
+        """The trigger-miss rate's 95% interval resampling whole prompts."""
+        if not self._has_activation:
+            return None, None
+        mask = self._run_mask(model, None, None)
+        if mask is None:
+            return None, None
+        w, P = self.week, len(self.week.prompts)
+        sel = mask & self._ws & (w.m_prompt >= 0)
+        k = np.bincount(w.m_prompt[sel & self._miss], minlength=P)
+        n = np.bincount(w.m_prompt[sel], minlength=P)
+        return stats.cluster_bootstrap_rate(k[n > 0], n[n > 0])
+
     def trigger_misses(self, model: str | None, prompt: str | None) -> tuple[int, int] | None:
-        """(with-skill runs that never reached the skill, with-skill runs), or None when the
-        manifest records no activation."""
+        """(completed with-skill runs that never reached the skill, completed with-skill
+        runs), or None when the manifest records no activation."""
         if not self._has_activation:
             return None
         mask = self._run_mask(model, None, prompt)
@@ -359,6 +390,8 @@ class WeekMeasures:
         if metric == "pass_rate":
             pc = self.pass_counts(model, condition, prompt)
             return pc["passed"] / pc["scored"] if pc["scored"] else None
+        if metric == "pass_rate_ci_low":  # the cluster-aware bound, not Wilson's
+            return _num(self.pass_rate_cluster(model, condition)[0])
         agg = self.agg
         if agg is None:
             return None
@@ -403,6 +436,7 @@ def measures_of(ctx: Context) -> WeekMeasures:
 
 
 def trigger_miss_rate(measures: WeekMeasures, model: str) -> float | None:
-    """Share of the model's with-skill runs that never reached the skill (None: unknown)."""
+    """Share of the model's completed with-skill runs that never reached the skill
+    (None: unknown)."""
     tm = measures.trigger_misses(model, None)
     return None if tm is None or tm[1] == 0 else tm[0] / tm[1]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from pytest_skilllift.run.transcript import ToolUse, Transcript
 from pytest_skilllift.week.columns import NOT_INVOKED, PARTIAL, VERIFIED
@@ -191,8 +192,42 @@ def impact_outcome(delta: float) -> str:
     return NO_OP
 
 
+WITHIN_REP_NOISE, SATURATED = "within rep noise", "saturated"
+#: Every label a prompt's impact can carry, in the order the scorecard counts them.
+IMPACT_LABELS = (HELPED, HURT, NO_OP, WITHIN_REP_NOISE, SATURATED)
+
+
+def impact_label(delta: float, *, k: int, spread: float, saturated: bool) -> str:
+    """The verdict the data can carry: :func:`impact_outcome`, except
+
+    * ``saturated`` — must coverage 1.0 in every rep of both arms: the prompt is at its
+      ceiling and cannot show a lift (not a no-op of the skill);
+    * ``within rep noise`` — a helped / hurt |Δ| no larger than the prompt's own rep spread
+      (``spread``: the widest min–max of its two arms), or a single-trial flip: k ≤ 2 reps
+      and |Δ| < 0.30 (the SkillsBench audit's trial-count caveat).
+    """
+    return str(impact_labels_array([delta], [k], [spread], [saturated])[0])
+
+
+def impact_labels_array(delta: Any, k: Any, spread: Any, saturated: Any) -> Any:
+    """:func:`impact_label` of many prompts at once (array-likes of one shape in, an object
+    array of labels out): a week of 10⁴ prompts × models is labelled in one pass."""
+    import numpy as np  # only the report needs it: a run's audit never does
+
+    d = np.asarray(delta, float)
+    out = np.full(d.shape, NO_OP, dtype=object)
+    out[d >= IMPACT_THRESHOLD - 1e-12] = HELPED
+    out[d <= -IMPACT_THRESHOLD + 1e-12] = HURT
+    small = ((np.asarray(k) <= 2) & (np.abs(d) < SINGLE_TRIAL_NOISE - 1e-12))
+    noisy = (out != NO_OP) & ((np.abs(d) <= np.asarray(spread, float) + 1e-12) | small)
+    out[noisy] = WITHIN_REP_NOISE
+    out[np.asarray(saturated, bool)] = SATURATED
+    return out
+
+
 def impact_flags(lifts: dict[str, dict[str, float]],
-                 invocations: dict[str, dict[str, int]]) -> list[str]:
+                 invocations: dict[str, dict[str, int]],
+                 labels: dict[str, dict[str, str]] | None = None) -> list[str]:
     """The SkillsBench audit's PR-level patterns, per prompt across all models.
 
     ``lifts``: prompt → model → must-coverage lift; ``invocations``: prompt → status → runs.
@@ -200,7 +235,14 @@ def impact_flags(lifts: dict[str, dict[str, float]],
     flags = []
     for prompt in sorted(lifts):
         deltas = list(lifts[prompt].values())
-        if deltas and all(d <= HURT_ALL_THRESHOLD + 1e-12 for d in deltas):
+        named = list((labels or {}).get(prompt, {}).values())
+        if named and named.count(SATURATED) == len(named):
+            flags.append(f"{prompt}: SATURATED on every model (must 1.0 in every rep of both "
+                         "arms) — the prompt cannot show a lift")
+        elif WITHIN_REP_NOISE in named or (named and SATURATED in named
+                                           and all(x in (SATURATED, NO_OP) for x in named)):
+            continue  # the data cannot carry a cross-model verdict for this prompt
+        elif deltas and all(d <= HURT_ALL_THRESHOLD + 1e-12 for d in deltas):
             flags.append(f"{prompt}: skill HURT on every model (Δ ≤ −0.20 each)")
         elif deltas and all(impact_outcome(d) == NO_OP for d in deltas):
             flags.append(f"{prompt}: NO-OP on every model — skill may be redundant for "

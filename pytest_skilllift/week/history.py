@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,17 +155,89 @@ def run_order(rows: Sequence[HistoryRow]) -> list[str]:
 
 
 def prior_runs(
-    rows: Sequence[HistoryRow], run_key: str, model: str
+    rows: Sequence[HistoryRow], run_key: str, model: str, *,
+    pooled: Collection[str] | None = None,
 ) -> list[tuple[str, float | None, float | None]]:
-    """(run_key, must_lift, must_lift_se) of the runs before ``run_key``, oldest first."""
+    """(run_key, must_lift, must_lift_se) of the runs before ``run_key``, oldest first;
+    only the runs in ``pooled`` when given (:func:`pool_decisions`)."""
     order = run_order(rows)
     if run_key in order:
         order = order[: order.index(run_key)]
     by_key = {r.run_key: r for r in rows if r.model == model}
-    return [(k, by_key[k].must_lift, by_key[k].must_lift_se) for k in order if k in by_key]
+    return [(k, by_key[k].must_lift, by_key[k].must_lift_se) for k in order
+            if k in by_key and (pooled is None or k in pooled)]
 
 
-def runs_up_to(rows: Sequence[HistoryRow], run_key: str) -> int:
-    """How many runs exist up to and including ``run_key`` (the "run N of 4" count)."""
+def runs_up_to(rows: Sequence[HistoryRow], run_key: str, *,
+               pooled: Collection[str] | None = None) -> int:
+    """How many runs exist up to and including ``run_key`` (the "run N of 4" count); only
+    this one and the runs in ``pooled`` when given."""
     order = run_order(rows)
-    return order.index(run_key) + 1 if run_key in order else len(order) + 1
+    before = order[: order.index(run_key)] if run_key in order else order
+    return sum(1 for k in before if pooled is None or k in pooled) + 1
+
+
+# --------------------------------------------------------------------------- pooling
+
+#: Identity fields that must match for two weeks' lifts to be pooled into one between-week σ:
+#: the same prompts and rubrics, the same models, the same judge protocol (model, prompt
+#: version, samples per run, evidence policy). CLI version, skills and agent settings may
+#: differ: week-over-week movement is how their changes show.
+POOLING_FIELDS: frozenset[str] = frozenset({"prompt", "rubric", "models", "judge_model",
+                                            "judge_prompt_version", "judge_samples",
+                                            "evidence"})
+POOLED, NOT_CHECKED = "same prompts, models and judge protocol", "identity not checked"
+
+
+@dataclass(frozen=True)
+class PoolDecision:
+    """Whether an earlier run of the history may be pooled with this week, and why."""
+
+    run_key: str
+    pooled: bool
+    reason: str
+
+
+def pool_decisions(rows: Sequence[HistoryRow], run_key: str, weekly: Path) -> list[
+        PoolDecision]:
+    """For every run before ``run_key`` (oldest first): may its lift be pooled with this
+    week's (between-week σ, "run N of 4")?
+
+    Both weeks' ``week.json`` (``weekly/<run_key>/week.json``) must exist and agree on
+    :data:`POOLING_FIELDS`. When this week has no week.json (a qdrant pipeline week) nothing
+    can be checked: runs without one either are pooled as before, marked "identity not
+    checked"; a run with a week.json next to a week without one is not pooled (the two were
+    made by different tools, or one was edited). A week.json that cannot be read excludes
+    its run, with the reason.
+    """
+    from pytest_skilllift.week import identity as ident
+
+    def record(key: str) -> tuple[ident.WeekRecord | None, str | None]:
+        try:
+            return ident.read_week_record(Path(weekly) / key), None
+        except (ident.WeekFileError, OSError) as exc:
+            return None, str(exc)
+
+    order = run_order(rows)
+    before = order[: order.index(run_key)] if run_key in order else order
+    now, now_problem = record(run_key)
+    out: list[PoolDecision] = []
+    for key in before:
+        prev, problem = record(key)
+        if now_problem or problem:
+            out.append(PoolDecision(key, False, f"week.json unreadable: {now_problem or problem}"))
+        elif now is None and prev is None:
+            out.append(PoolDecision(key, True, f"{NOT_CHECKED} (neither week has a week.json)"))
+        elif now is None or prev is None:
+            which = run_key if now is None else key
+            out.append(PoolDecision(key, False, f"{which} has no week.json, the other has one: "
+                                    "whether they were measured alike cannot be checked"))
+        else:
+            diffs = [d for d in ident.differences(prev.identity, now.identity)
+                     if d.field in POOLING_FIELDS]
+            if diffs:
+                more = f" (+{len(diffs) - 1} more)" if len(diffs) > 1 else ""
+                out.append(PoolDecision(key, False, diffs[0].describe() + more))
+            else:
+                out.append(PoolDecision(key, True, POOLED))
+    return out

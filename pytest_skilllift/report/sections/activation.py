@@ -42,7 +42,12 @@ class ActivationSummary(TypedDict):
     with_skill_runs: int
     trigger_misses: int
     trigger_miss_rate_wilson95: list[float | None]
+    #: The same rate's 95% interval resampling whole prompts (misses cluster in a few).
+    trigger_miss_rate_cluster95: list[float | None]
     web_fetch_runs: int
+    #: With-skill runs that fetched the published skills site (``fetched_site``), whatever
+    #: their activation source: the runs whose lift may come from the site, not SKILL.md.
+    site_fetch_runs: int
     reached_leaf_runs: int
     reached_leaf_rate_wilson95: list[float | None]
     never_triggered: list[str]
@@ -65,12 +70,14 @@ def build(ctx: Context) -> Data:
     reached = ctx.run_column("reached_leaf")
     activation: list[ActivationRow] = []
     act_total = np.zeros(n_src + 1, np.int64)
+    cluster: tuple[float | None, float | None] = (None, None)
     if week.manifest_present and week.prompts:
         counts, runs, leaf, _ = stats.activation_counts(
             week.m_prompt, week.m_activation, reached, ctx.run_column("fetched_site"), ws,
             len(week.prompts), n_src)
         act_total = counts.sum(axis=0)
         none_i = ACTIVATIONS.index("none")
+        cluster = stats.cluster_bootstrap_rate(counts[runs > 0, none_i], runs[runs > 0])
         for p in np.flatnonzero(runs > 0).tolist():
             c = counts[p].tolist()
             by_source: dict[str, int] = {a: int(c[i]) for i, a in enumerate(ACTIVATIONS)}
@@ -88,13 +95,16 @@ def build(ctx: Context) -> Data:
     n_ws = int(np.count_nonzero(ws))
     misses = int(act_total[ACTIVATIONS.index("none")])
     leaf_total = int(np.count_nonzero(ws & (reached == 1)))
+    site_total = int(np.count_nonzero(ws & (ctx.run_column("fetched_site") == 1)))
     return {
         "activation": activation,
         "activation_summary": {
             "with_skill_runs": n_ws, "trigger_misses": misses,
             "trigger_miss_rate_wilson95": [json_float(x)
                                            for x in stats.wilson_interval(misses, n_ws)],
+            "trigger_miss_rate_cluster95": [json_float(x) for x in cluster],
             "web_fetch_runs": int(act_total[ACTIVATIONS.index("web_fetch")]),
+            "site_fetch_runs": site_total,
             "reached_leaf_runs": leaf_total,
             "reached_leaf_rate_wilson95": [json_float(x)
                                            for x in stats.wilson_interval(leaf_total, n_ws)],
@@ -129,11 +139,15 @@ def render(card: Scorecard) -> list[str]:
     L.append(f"- with-skill runs: **{s['with_skill_runs']}**")
     L.append("- **trigger misses** (activation=none — skill present but never reached): "
              f"**{s['trigger_misses']}**")
-    L.append("- lift sourced from the published site (activation=web_fetch, not the local "
-             f"SKILL.md): **{s['web_fetch_runs']}**")
+    L.append("- lift sourced from the published site (with-skill runs that fetched the skills "
+             f"site, whatever else they read): **{s.get('site_fetch_runs', 0)}** "
+             f"({s['web_fetch_runs']} of them reached the skill through the site alone, "
+             "activation=web_fetch)")
+    clo, chi = s.get("trigger_miss_rate_cluster95") or [None, None]
+    cluster = "" if clo is None else f"; resampling prompts {fmt(clo)}–{fmt(chi)}"
     L.append(f"- trigger-miss rate {fmt(s['trigger_misses'] / s['with_skill_runs'])} "
-             f"(95% Wilson {fmt(lo)}–{fmt(hi)}); reached leaf in {s['reached_leaf_runs']} of "
-             f"{s['with_skill_runs']} runs")
+             f"(95% Wilson {fmt(lo)}–{fmt(hi)}{cluster}); reached leaf in "
+             f"{s['reached_leaf_runs']} of {s['with_skill_runs']} runs")
     if s.get("unknown_activation_runs"):
         L.append(f"- runs with an unknown activation value: **{s['unknown_activation_runs']}**")
     L += _excluded_note(s)

@@ -35,7 +35,12 @@ class Impact(TypedDict):
     prompt: str
     model: str
     must_lift: float
+    #: The SkillsBench outcome by |Δ| alone (helped / hurt / no-op).
     outcome: str
+    #: What the data can carry (``audit.impact_label``): the outcome, or "within rep noise"
+    #: or "saturated"; and the trial count behind it (the fewer reps of the two arms).
+    label: str
+    k: int
     #: helped: the unlock quote; hurt: the misled quote (``report.quotes``); no-op: None.
     quote: Quote | None
 
@@ -89,18 +94,20 @@ def build(ctx: Context) -> Data:
     invocation = tally(week.m_model, list(week.models))
     per_prompt = tally(week.m_prompt, list(week.prompts))
     top = ctx.run_column("top_level_only")
-    verdicts = [(r["prompt"], r["model"], audit.impact_outcome(lift), lift)
-                for r in ctx.shared(prompt_rows) if (lift := r["must_lift"]) is not None]
     quotes = ctx.shared(verdict_quotes)
+    labels_of = ctx.shared(impact_labels)
     impact: list[Impact] = [
-        {"prompt": p, "model": m, "must_lift": lift, "outcome": o, "quote": quotes[(p, m)]}
-        for p, m, o, lift in verdicts]
-    outcomes = {label: {o: 0 for o in (audit.HELPED, audit.HURT, audit.NO_OP)}
-                for label in week.models}
+        {"prompt": r["prompt"], "model": r["model"], "must_lift": lift,
+         "outcome": audit.impact_outcome(lift), "label": labels_of[(r["prompt"], r["model"])],
+         "k": min(r["reps_no"], r["reps_with"]), "quote": quotes[(r["prompt"], r["model"])]}
+        for r in ctx.shared(prompt_rows) if (lift := r["must_lift"]) is not None]
+    outcomes = {label: dict.fromkeys(audit.IMPACT_LABELS, 0) for label in week.models}
     lifts: dict[str, dict[str, float]] = {}
+    labels: dict[str, dict[str, str]] = {}
     for r in impact:
-        outcomes[r["model"]][r["outcome"]] += 1
+        outcomes[r["model"]][r["label"]] += 1
         lifts.setdefault(r["prompt"], {})[r["model"]] = r["must_lift"]
+        labels.setdefault(r["prompt"], {})[r["model"]] = r["label"]
     reps = int(np.unique(week.m_rep[week.m_rep >= 0]).size) if week.n_runs else 0
     return {"audit": {
         "available": bool(has_status.any()),
@@ -111,9 +118,29 @@ def build(ctx: Context) -> Data:
         "impact": impact,
         "impact_counts": outcomes,
         "reps": reps,
-        "flags": audit.impact_flags(lifts, per_prompt),
+        "flags": audit.impact_flags(lifts, per_prompt, labels),
         "excluded_runs": _excluded_runs(ctx),
     }}
+
+
+def impact_labels(ctx: Context) -> dict[tuple[str, str], str]:
+    """``audit.impact_label`` of every (prompt, model) with a lift, from its lift, reps and
+    rep ranges (``ctx.shared``: the audit and the suggested improvements read the same
+    labels, computed once, in one vectorised pass)."""
+    agg, week = ctx.agg, ctx.week
+    if agg is None or not week.prompts or not week.models:
+        return {}
+    lift = agg.must[:, :, 1] - agg.must[:, :, 0]
+    valid = np.isfinite(lift)
+    ranges = agg.must_max[:, :, :2] - agg.must_min[:, :, :2]
+    spread = np.nan_to_num(np.fmax(ranges[:, :, 0], ranges[:, :, 1]), nan=0.0)
+    floor = np.nan_to_num(agg.must_min[:, :, :2], nan=0.0) >= 1.0 - 1e-12
+    saturated = floor[:, :, 0] & floor[:, :, 1]
+    k = np.minimum(agg.n_reps[:, :, 0], agg.n_reps[:, :, 1])
+    labels = audit.impact_labels_array(lift[valid], k[valid], spread[valid], saturated[valid])
+    pi, mi = np.nonzero(valid)
+    return {(week.prompts[p], week.models[m]): str(lab)
+            for p, m, lab in zip(pi.tolist(), mi.tolist(), labels.tolist(), strict=True)}
 
 
 def _excluded_runs(ctx: Context) -> list[ExcludedRun]:
@@ -156,24 +183,30 @@ def render(card: Scorecard) -> list[str]:
         L.append("- invocation status: not recorded in this week's manifest "
                  "(no `invocation_status` column)")
     thr = a["impact_threshold"]
+    ks = sorted({r["k"] for r in a["impact"]})
+    k_text = "k = " + ("/".join(str(k) for k in ks) if ks else "n/a")
     counts = ", ".join(
-        f"{m}: helped {c['helped']}, hurt {c['hurt']}, no-op {c['no-op']}"
+        f"{m}: " + ", ".join(f"{name} {c.get(name, 0)}" for name in audit.IMPACT_LABELS
+                             if c.get(name, 0) or name in (audit.HELPED, audit.HURT,
+                                                           audit.NO_OP))
         for m, c in a["impact_counts"].items())
-    L.append(f"- skill impact per prompt (must lift ≥ +{thr:.2f} helped, ≤ −{thr:.2f} hurt, "
-             f"else no-op): {counts}")
+    L.append(f"- skill impact per prompt ({k_text} reps per arm; must lift ≥ +{thr:.2f} "
+             f"helped, ≤ −{thr:.2f} hurt, else no-op; a |Δ| inside the prompt's own rep "
+             f"spread, or below {audit.SINGLE_TRIAL_NOISE:.2f} with k ≤ 2, is within rep "
+             "noise; must 1.0 in every rep of both arms is saturated): " + counts)
     if a["reps"] == 1:
         L.append("- ⚠ one rep per arm: a single-trial |Δ| < 0.30 is likely noise; re-run "
                  "with more reps before acting on a verdict")
     for outcome, title, kind in (("helped", "Prompts where the skill helped", "unlock quote"),
                                  ("hurt", "Prompts where the skill hurt", "misled quote")):
-        chosen = [r for r in a["impact"] if r["outcome"] == outcome]
+        chosen = [r for r in a["impact"] if r.get("label", r["outcome"]) == outcome]
         if not chosen:
             continue
         shown = chosen[:MAX_HURT_ROWS]
         L += ["", f"{title} ({kind}: {_QUOTE_RULE[outcome]}):", ""]
-        L += md_table(["prompt", "model", "must lift", kind],
-                      [[r["prompt"], r["model"], signed(r["must_lift"]), _quote(r["quote"])]
-                       for r in shown])
+        L += md_table(["prompt", "model", "must lift", "k", kind],
+                      [[r["prompt"], r["model"], signed(r["must_lift"]), r.get("k", "?"),
+                        _quote(r["quote"])] for r in shown])
         L += cap_note(len(shown), len(chosen), f"{outcome} rows")
     if a["flags"]:
         L += ["", "The patterns across models are in Suggested improvements below."]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict
 
-from pytest_skilllift.report import verdicts
+from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import fmt, md_table
 from pytest_skilllift.week.columns import ARMS
@@ -37,6 +37,9 @@ class Cell(TypedDict):
     pass_rate: float | None
     pass_rate_ci_low: float | None
     pass_rate_ci_high: float | None
+    #: The same rate's 95% interval resampling whole prompts (``stats.cluster_bootstrap_rate``):
+    #: reps of one prompt are correlated, so this is the one ``pass_rate_ci_low`` gates read.
+    pass_rate_cluster95: list[float | None]
     pass_passed: int
     pass_scored: int
     #: Prompt×reps the judge failed on (an ungraded item, or the whole run): never a pass.
@@ -62,6 +65,7 @@ def build(ctx: Context) -> Data:
                     continue
                 pc = measures.pass_counts(label, cond)
                 lo, hi = verdicts.wilson(pc["passed"], pc["scored"])
+                clo, chi = measures.pass_rate_cluster(label, cond)
                 cells.append({
                     "model": label, "condition": cond,
                     "must_coverage": f(agg.cell_must[mi, c]),
@@ -72,6 +76,7 @@ def build(ctx: Context) -> Data:
                     "n": int(agg.cell_n[mi, c]), "n_cost_runs": int(ctx.cost_n[mi, c]),
                     "pass_rate": pc["passed"] / pc["scored"] if pc["scored"] else None,
                     "pass_rate_ci_low": lo, "pass_rate_ci_high": hi,
+                    "pass_rate_cluster95": [f(clo), f(chi)],
                     "pass_passed": pc["passed"], "pass_scored": pc["scored"],
                     "pass_errored": pc["errored"], "pass_unscored": pc["unscored"],
                 })
@@ -100,14 +105,21 @@ def _pass_rates(card: Scorecard) -> list[str]:
         rate = c["pass_rate"]
         shown = ("n/a" if rate is None else f"{rate:.2f} [{fmt(c['pass_rate_ci_low'], 2)}–"
                  f"{fmt(c['pass_rate_ci_high'], 2)}]")
-        rows.append([c["model"], c["condition"], shown,
+        clo, chi = c.get("pass_rate_cluster95") or [None, None]
+        cluster = "n/a" if clo is None else f"[{fmt(clo, 2)}–{fmt(chi, 2)}]"
+        rows.append([c["model"], c["condition"], shown, cluster,
                      f"{c['pass_passed']} of {c['pass_scored']}", c["pass_errored"],
                      c["pass_unscored"]])
     L = [f"### Pass rate (composite ≥ {thr:.2f})\n"]
-    L += md_table(["model", "condition", "pass rate [95% Wilson]", "passed of scored",
-                   "errored", "unscored"], rows)
+    L += md_table(["model", "condition", "pass rate [95% Wilson]",
+                   "95% prompt bootstrap (gated)", "passed of scored", "errored", "unscored"],
+                  rows)
     L.append(f"\n_A prompt×rep passes when its composite is at least {thr:.2f} (3.5 on a 0–5 "
              "scale). **errored**: the judge failed on one of its items — **unscored**: "
              "nothing gradeable (no graded must item, or the run was dropped). Both are "
-             "absences, not zeros: they are left out of the rate and never count as a pass._\n")
+             "absences, not zeros: they are left out of the rate and never count as a pass. "
+             "Wilson (the Drupal ai_eval figure) counts every prompt×rep as independent; reps "
+             "of one prompt agree more often than chance, so the prompt bootstrap (whole "
+             f"prompts resampled, {stats.CLUSTER_BOOT_N}×, seed {stats.CLUSTER_BOOT_SEED}) is "
+             "the honest width, and the one a `pass_rate_ci_low` gate reads._\n")
     return L

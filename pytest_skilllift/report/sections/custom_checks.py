@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
+import numpy as np
+
 from pytest_skilllift.report import stats
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.week.checks import read_checks
@@ -44,6 +46,8 @@ class CheckRate(TypedDict):
     pass_rate: float | None
     pass_rate_ci_low: float | None
     pass_rate_ci_high: float | None
+    #: The same rate's 95% interval resampling whole prompts (a prompt's reps agree).
+    pass_rate_cluster95: list[float | None]
 
 
 class CheckLift(TypedDict):
@@ -90,9 +94,16 @@ def from_week_dir(week_dir: Path, model_order: Sequence[str] = ()) -> Data:
     """The section's keys from ``<week>/custom_checks.csv`` (all empty when there is none)."""
     rows = read_checks(Path(week_dir))
     counts: dict[tuple[str, str, str], Counter[str]] = {}
+    # per (test, model, condition): prompt → [passed, checked]
+    per_prompt: dict[tuple[str, str, str], dict[str, list[int]]] = {}
     reasons: Counter[tuple[str, str]] = Counter()
     for r in rows:
-        counts.setdefault((r["test"], r["model"], r["condition"]), Counter())[r["outcome"]] += 1
+        key = (r["test"], r["model"], r["condition"])
+        counts.setdefault(key, Counter())[r["outcome"]] += 1
+        if r["outcome"] in ("passed", "failed"):
+            kn = per_prompt.setdefault(key, {}).setdefault(r.get("prompt", ""), [0, 0])
+            kn[0] += r["outcome"] == "passed"
+            kn[1] += 1
         if r["outcome"] == "skipped":
             reasons[(r["test"], r["reason"] or "(no reason given)")] += 1
     order = {m: i for i, m in enumerate(model_order)}
@@ -106,7 +117,8 @@ def from_week_dir(week_dir: Path, model_order: Sequence[str] = ()) -> Data:
         checks.append({"test": test, "model": model, "condition": condition,
                        "passed": c["passed"], "failed": c["failed"], "skipped": c["skipped"],
                        "pass_rate": c["passed"] / n if n else None,
-                       "pass_rate_ci_low": json_float(low), "pass_rate_ci_high": json_float(high)})
+                       "pass_rate_ci_low": json_float(low), "pass_rate_ci_high": json_float(high),
+                       "pass_rate_cluster95": _cluster(per_prompt.get((test, model, condition)))})
     lift: list[CheckLift] = []
     pairs = sorted({(t, m) for t, m, _ in keys},
                    key=lambda k: (k[0], order.get(k[1], len(order)), k[1]))
@@ -128,6 +140,16 @@ def from_week_dir(week_dir: Path, model_order: Sequence[str] = ()) -> Data:
             "custom_checks_skipped": skipped}
 
 
+def _cluster(by_prompt: dict[str, list[int]] | None) -> list[float | None]:
+    """A check's pass-rate interval resampling whole prompts (``stats.cluster_bootstrap_rate``)."""
+    if not by_prompt:
+        return [None, None]
+    kn = [by_prompt[p] for p in sorted(by_prompt)]
+    lo, hi = stats.cluster_bootstrap_rate(np.array([k for k, _ in kn]),
+                                          np.array([n for _, n in kn]))
+    return [lo, hi]
+
+
 def _rate(entry: CheckRate | None) -> str:
     if entry is None:
         return "—"
@@ -135,7 +157,9 @@ def _rate(entry: CheckRate | None) -> str:
     low, high = entry["pass_rate_ci_low"], entry["pass_rate_ci_high"]
     if not n or entry["pass_rate"] is None or low is None or high is None:
         return f"n/a (0 run; {entry['skipped']} skipped)"
-    return f"{entry['pass_rate']:.2f} ({entry['passed']}/{n}) [{low:.2f}, {high:.2f}]"
+    clo, chi = entry.get("pass_rate_cluster95") or [None, None]
+    cluster = "" if clo is None or chi is None else f" [{clo:.2f}, {chi:.2f}]p"
+    return f"{entry['pass_rate']:.2f} ({entry['passed']}/{n}) [{low:.2f}, {high:.2f}]{cluster}"
 
 
 def render(card: Scorecard | Data) -> list[str]:
@@ -146,7 +170,9 @@ def render(card: Scorecard | Data) -> list[str]:
     by_key = {(c["test"], c["model"], c["condition"]): c for c in checks}
     L = ["## Custom checks\n",
          "Your own checks over `skill_lift_run`, one outcome per run. Pass rate = passed / "
-         "(passed + failed) over the runs checked, with its 95% Wilson interval; with − no "
+         "(passed + failed) over the runs checked, with its 95% Wilson interval and, marked "
+         "p, its 95% interval resampling whole prompts (a prompt's reps agree more often "
+         "than chance, so p is the honest width); with − no "
          "with Newcombe's 95% interval. Skipped runs are counted, never in the rate.\n",
          "| check | model | no-skill pass | with-skill pass | with − no | skipped |",
          "| --- | --- | --- | --- | --- | --- |"]

@@ -23,6 +23,7 @@ import numpy as np
 
 from pytest_skilllift.report.markdown import signed
 from pytest_skilllift.report.quotes import Quote, verdict_quotes
+from pytest_skilllift.report.sections.audit import impact_labels
 from pytest_skilllift.report.sections.prompts import prompt_rows
 from pytest_skilllift.run import audit
 from pytest_skilllift.week.columns import INVOCATION_STATUSES, NOT_INVOKED
@@ -32,8 +33,9 @@ if TYPE_CHECKING:
     from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
-HURT_ALL, NO_OP_ALL, NEVER_INVOKED, MISUSE = (
-    "hurt on every model", "no-op on every model", "never invoked", "misuse on the strongest model")
+HURT_ALL, NO_OP_ALL, NEVER_INVOKED, MISUSE, SATURATED_ALL = (
+    "hurt on every model", "no-op on every model", "never invoked", "misuse on the strongest model",
+    "saturated on every model")
 SUGGESTIONS = {
     HURT_ALL: "review the guidance the with-skill answers followed (the misled quote below); "
               "not a blocker on its own: a strong model passing without the skill is fine",
@@ -41,6 +43,9 @@ SUGGESTIONS = {
                "what the models do not already know",
     NEVER_INVOKED: "the skill is never discovered: likely its description (when to use it) or "
                    "its placement",
+    SATURATED_ALL: "the prompt is at the ceiling with and without the skill, so it cannot show "
+                   "a lift: add a harder prompt for this skill before judging it (retire or "
+                   "merge only when more than one prompt agrees)",
     MISUSE: "make the skill's workflow more directive: say which linked file to open for which "
             "question, so the strongest model goes past SKILL.md",
 }
@@ -97,9 +102,21 @@ def build(ctx: Context) -> Data:
     week = ctx.week
     family_of = week.prompt_family
     lifts: dict[str, dict[str, float]] = {}
+    labels: dict[str, dict[str, str]] = {}
+    ks: dict[str, int] = {}
+    labels_of = ctx.shared(impact_labels)
     for r in ctx.shared(prompt_rows):
         if r["must_lift"] is not None:
             lifts.setdefault(r["prompt"], {})[r["model"]] = r["must_lift"]
+            labels.setdefault(r["prompt"], {})[r["model"]] = labels_of[(r["prompt"], r["model"])]
+            ks[r["prompt"]] = min(ks.get(r["prompt"], 10**9), r["reps_no"], r["reps_with"])
+    # Per skill family, its prompts that show no effect on any model (no-op or saturated):
+    # "retire or merge" on a saturated prompt needs more than one of them to agree.
+    family_flat: dict[str, int] = {}
+    for prompt, per in labels.items():
+        if all(x in (audit.NO_OP, audit.SATURATED) for x in per.values()):
+            fam = family_of.get(prompt) or prompt
+            family_flat[fam] = family_flat.get(fam, 0) + 1
     quotes = ctx.shared(verdict_quotes)
 
     # With-skill runs (skill installed) per prompt: audit statuses and top-level-only runs.
@@ -121,20 +138,33 @@ def build(ctx: Context) -> Data:
         p_idx = p_of[prompt]
         rows = ws_rows[bounds[p_idx]:bounds[p_idx + 1]]
         per_model = lifts.get(prompt, {})
+        named = list(labels.get(prompt, {}).values())
         shown = ", ".join(f"{m} {signed(d)}" for m, d in per_model.items())
+        if per_model:
+            shown += f"; k = {ks.get(prompt, 0)} rep(s) per arm"
 
         def add(pattern: str, evidence: str, prompt: str = prompt) -> None:
             items.append({"skill": family_of.get(prompt) or prompt, "prompt": prompt,
                           "pattern": pattern, "suggestion": SUGGESTIONS[pattern],
                           "evidence": evidence})
 
-        if per_model and all(d <= audit.HURT_ALL_THRESHOLD + 1e-12 for d in per_model.values()):
+        noisy = audit.WITHIN_REP_NOISE in named
+        saturated = bool(named) and named.count(audit.SATURATED) == len(named)
+        alone = family_flat.get(family_of.get(prompt) or prompt, 0) <= 1
+        if saturated and alone:
+            add(SATURATED_ALL, f"must coverage 1.0 in every rep of both arms on every model "
+                               f"({shown}), and no other prompt of the skill agrees")
+        elif (per_model and not noisy
+              and all(d <= audit.HURT_ALL_THRESHOLD + 1e-12 for d in per_model.values())):
             q = next((q for m in per_model if (q := quotes.get((prompt, m))) is not None), None)
             add(HURT_ALL, f"must lift {shown}{_quote_text(q)}")
         inv = week.m_invocation[rows]
         audited = int(np.count_nonzero(inv >= 0))
         missed = int(np.count_nonzero(inv == not_invoked))
-        if per_model and all(audit.impact_outcome(d) == audit.NO_OP for d in per_model.values()):
+        # "retire or merge" needs a prompt not at the ceiling in both arms on some model, or
+        # more than one prompt of the skill
+        if (named and all(x in (audit.NO_OP, audit.SATURATED) for x in named)
+                and not (saturated and alone)):
             read = audited - missed
             how = ((f"the skill was loaded in {read} of {audited} with-skill runs, so the models "
                     "likely already had the content" if read else "the skill was never read")

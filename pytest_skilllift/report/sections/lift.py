@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypedDict
 
+import numpy as np
+
 from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import BOOTSTRAP_N, BOOTSTRAP_SEED, TARGET_LIFT, json_float
 from pytest_skilllift.report.markdown import ci_flag, fmt, md_table, signed
+from pytest_skilllift.week.files import STATUS_OK
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.card import Scorecard
@@ -42,6 +45,10 @@ class ModelLift(TypedDict):
     composite_lift: float | None
     cost_delta: float | None
     turns_delta: float | None
+    #: Δcost / Δturns paired by prompt (per-prompt mean with − no over ok runs): its mean,
+    #: ± SE and whether the 95% t interval excludes zero, like the lift.
+    cost_delta_paired: PairedDelta
+    turns_delta_paired: PairedDelta
     bootstrap_low: float | None
     bootstrap_high: float | None
     bootstrap_excludes_zero: bool | None
@@ -49,14 +56,26 @@ class ModelLift(TypedDict):
     prompts_needed_for_target: int | None
     #: The exact sign test over prompts next to the t interval, with its verdict.
     sign_test: verdicts.SignTestData
-    #: Share of with-skill runs that never reached the skill (None: no activation recorded).
+    #: Share of completed with-skill runs that never reached the skill (None: no activation
+    #: recorded), and its 95% interval resampling whole prompts.
     trigger_miss_rate: float | None
+    trigger_miss_rate_cluster95: list[float | None]
+
+
+class PairedDelta(TypedDict):
+    mean: float | None
+    se: float | None
+    n_prompts: int
+    ci_excludes_zero: bool | None
 
 
 class BootstrapModel(TypedDict):
     low: float | None
     high: float | None
     excludes_zero: bool | None
+    #: Monte Carlo standard error of the endpoints, and the decimals it supports.
+    mc_se: float | None
+    digits: int
     #: Whether the bootstrap and the t interval agree on "excludes zero" (None: unknown).
     agrees_with_t: bool | None
 
@@ -96,6 +115,7 @@ def build(ctx: Context) -> Data:
     mdl: dict[str, MdlModel] = {}
     boot_out: dict[str, BootstrapModel] = {}
     measures = ctx.shared(verdicts.measures_of)
+    paired = ctx.shared(_run_deltas)
     for mi, label in enumerate(ctx.week.models):
         lf = ctx.lifts.get(label)
         if agg is None or lf is None:
@@ -116,14 +136,18 @@ def build(ctx: Context) -> Data:
             "avoid_delta": f(stats.paired_mean_delta(agg.avoid[:, mi, 0], agg.avoid[:, mi, 1])),
             "composite_lift": f(hr.composite_lift),
             "cost_delta": f(hr.cost_delta), "turns_delta": f(hr.turns_delta),
+            "cost_delta_paired": _paired_delta(paired["cost"], mi),
+            "turns_delta_paired": _paired_delta(paired["turns"], mi),
             "bootstrap_low": f(bs.low), "bootstrap_high": f(bs.high),
             "bootstrap_excludes_zero": bs.excludes_zero,
             "min_detectable_lift": f(m_mdl), "prompts_needed_for_target": n_need,
             "sign_test": sign.to_json(),
             "trigger_miss_rate": verdicts.trigger_miss_rate(measures, label),
+            "trigger_miss_rate_cluster95": [f(x) for x in measures.trigger_miss_cluster(label)],
         }
         boot_out[label] = {"low": f(bs.low), "high": f(bs.high),
-                           "excludes_zero": bs.excludes_zero,
+                           "excludes_zero": bs.excludes_zero, "mc_se": f(bs.mc_se),
+                           "digits": stats.digits_for(bs.mc_se),
                            "agrees_with_t": (None if bs.excludes_zero is None
                                              or lf.ci_excludes_zero is None
                                              else bs.excludes_zero == lf.ci_excludes_zero)}
@@ -137,6 +161,34 @@ def build(ctx: Context) -> Data:
         "mdl": {"power": 0.80, "alpha": 0.05, "two_sided": True,
                 "target_lift": TARGET_LIFT, "per_model": mdl},
     }
+
+
+def _run_deltas(ctx: Context) -> dict[str, np.ndarray]:
+    """Per-prompt mean cost and turns (P, M, C) over the runs the cell means use: ok runs
+    with a cost (turns likewise, as the reference counts them)."""
+    w = ctx.week
+    cost, turns = ctx.run_column("total_cost_usd"), ctx.run_column("num_turns")
+    ok = w.m_status == STATUS_OK
+    P, M = len(w.prompts), len(w.models)
+    return {
+        "cost": stats.prompt_run_means(cost, w.m_prompt, w.m_model, w.m_cond, ok, P, M),
+        "turns": stats.prompt_run_means(turns, w.m_prompt, w.m_model, w.m_cond,
+                                        ok & ~np.isnan(cost), P, M),
+    }
+
+
+def _paired_delta(per_prompt: np.ndarray, mi: int) -> PairedDelta:
+    lf = stats.paired_lift(per_prompt[:, mi, 0], per_prompt[:, mi, 1])
+    return {"mean": json_float(lf.lift), "se": json_float(lf.se), "n_prompts": lf.n,
+            "ci_excludes_zero": lf.ci_excludes_zero}
+
+
+def _delta_cell(value: float | None, p: PairedDelta | None, nd: int, se_nd: int) -> str:
+    """``+0.0265 ± 0.0041 (≠ 0: yes)``: the reference's Δ with its paired SE and CI flag."""
+    if p is None or p.get("se") is None:
+        return signed(value, nd)
+    flag = "yes" if p["ci_excludes_zero"] else "no"
+    return f"{signed(value, nd)} ± {fmt(p['se'], se_nd)} (≠ 0: {flag})"
 
 
 def render(card: Scorecard) -> list[str]:
@@ -165,7 +217,8 @@ def render(card: Scorecard) -> list[str]:
             row.append(signed(m.get("bonus_delta")))
         if show_avoid:
             row.append(signed(m.get("avoid_delta"), 2))
-        row += [signed(m.get("cost_delta"), 4), signed(m.get("turns_delta"), 1)]
+        row += [_delta_cell(m.get("cost_delta"), m.get("cost_delta_paired"), 4, 4),
+                _delta_cell(m.get("turns_delta"), m.get("turns_delta_paired"), 1, 1)]
         rows.append(row)
     L += md_table(headers, rows)
     L.append(
@@ -174,7 +227,9 @@ def render(card: Scorecard) -> list[str]:
         "**not** between-week drift. '≠ 0?' asks whether the 95% CI (t·SE) excludes zero: "
         "'no' means don't act on this lift yet. Δbonus/Δavoid appear only when the skill "
         "changed bonus depth or introduced/removed a violation. Δcost/Δturns are "
-        "within-model only; negative = cheaper/sooner. Note: turns counts all "
+        "within-model only; negative = cheaper/sooner; their ± SE is paired by prompt like "
+        "the lift's (per-prompt mean with − no), and '≠ 0' asks whether its 95% t interval "
+        "excludes zero. Note: turns counts all "
         "conversation messages, including tool-result messages, not just the model's "
         "own turns. Reported, not gated._\n")
     return L + _uncertainty(card) + _sign_test(card)
@@ -187,25 +242,41 @@ def _uncertainty(card: Scorecard) -> list[str]:
     mdl = card.get("mdl", {})
     L = ["### Uncertainty detail\n"]
     rows = []
+    clipped: list[str] = []
     for label, m in models.items():
-        t_ci = (f"[{signed(m.get('ci_low'))}, {signed(m.get('ci_high'))}] "
-                f"(t={fmt(m.get('t_crit'))}, df={m.get('df')})"
-                if m.get("ci_low") is not None else "n/a")
-        b_ci = (f"[{signed(m.get('bootstrap_low'))}, {signed(m.get('bootstrap_high'))}]"
+        t_ci = "n/a"
+        if m.get("ci_low") is not None:
+            lo, hi, clip = clip_interval(m.get("ci_low"), m.get("ci_high"))
+            t_ci = (f"[{signed(lo)}, {signed(hi)}]{'*' if clip else ''} "
+                    f"(t={fmt(m.get('t_crit'))}, df={m.get('df')})")
+            if clip:
+                clipped.append(f"{label}: [{signed(m.get('ci_low'))}, "
+                               f"{signed(m.get('ci_high'))}]")
+        per = boot.get("per_model", {}).get(label)
+        d = int(per["digits"]) if per is not None and "digits" in per else 3
+        b_ci = (f"[{signed(m.get('bootstrap_low'), d)}, {signed(m.get('bootstrap_high'), d)}]"
                 if m.get("bootstrap_low") is not None else "n/a")
         need = m.get("prompts_needed_for_target")
         no_spread = " (dᵢ all equal)" if m.get("sd") == 0 else ""
         rows.append([label, m["n_prompts"], t_ci, b_ci,
-                     fmt(m.get("min_detectable_lift")) + no_spread,
+                     mdl_text(m.get("min_detectable_lift"), m["n_prompts"]) + no_spread,
                      ("n/a" if need is None else str(need)) + no_spread])
     target = fmt(mdl.get("target_lift", 0.10), 2)
     L += md_table(["model", "n prompts", "95% CI (exact t)",
                    f"95% CI (paired bootstrap, {boot.get('n_boot', '?')}×)",
                    "min detectable lift", f"prompts needed for {target}"], rows)
-    L.append(f"\n_Paired bootstrap over prompts, seed {boot.get('seed')}, percentile interval. "
-             "Minimum detectable lift: the smallest true lift a two-sided 5% paired t-test "
-             "detects with 80% power at this week's n and spread of dᵢ; the last column is "
-             f"how many prompts that test needs to detect a lift of {target}._\n")
+    mc = [x for v in boot.get("per_model", {}).values() if (x := v.get("mc_se")) is not None]
+    mc_note = (f" Printed to the digits its Monte Carlo error allows (the endpoints move by "
+               f"about ±{max(mc):.3f} from one seed to another at {boot.get('n_boot')} "
+               "resamples)." if mc else "")
+    L.append(f"\n_Paired bootstrap over prompts, seed {boot.get('seed')}, percentile interval."
+             f"{mc_note} Minimum detectable lift: the smallest true lift a two-sided 5% paired "
+             "t-test detects with 80% power at this week's n and spread of dᵢ; the last "
+             f"column is how many prompts that test needs to detect a lift of {target}._\n")
+    if clipped:
+        L.append("_* clipped to [−1, 1], the range a lift can take; as computed: "
+                 + "; ".join(clipped) + " (a t interval on few or spread prompts can "
+                 "run past the range)._\n")
     notes = []
     for label, m in models.items():
         if m.get("low_sample"):
@@ -222,13 +293,29 @@ def _uncertainty(card: Scorecard) -> list[str]:
     return L
 
 
+def clip_interval(lo: float | None, hi: float | None) -> tuple[float | None, float | None,
+                                                               bool]:
+    """A lift's interval clipped to [−1, 1], and whether it had to be."""
+    if lo is None or hi is None:
+        return lo, hi, False
+    return max(lo, -1.0), min(hi, 1.0), bool(lo < -1.0 or hi > 1.0)
+
+
+def mdl_text(mdl: float | None, n: int) -> str:
+    """The minimum detectable lift, or why there is none: a lift cannot exceed 1."""
+    if mdl is not None and mdl > 1.0:
+        return f"not detectable with {n} prompts"
+    return fmt(mdl)
+
+
 def _sign_test(card: Scorecard) -> list[str]:
     """The sign test next to the paired t interval, with the verdict per model."""
     rows = []
     for label, m in card["models"].items():
         st = m["sign_test"]
-        t_ci = (f"[{signed(m.get('ci_low'))}, {signed(m.get('ci_high'))}]"
-                if m.get("ci_low") is not None else "n/a")
+        lo, hi, clip = clip_interval(m.get("ci_low"), m.get("ci_high"))
+        t_ci = (f"[{signed(lo)}, {signed(hi)}]" + (" (clipped to [−1, 1])" if clip else "")
+                if lo is not None else "n/a")
         p = "n/a" if st["p_value"] is None else f"{st['p_value']:.3g}"
         rows.append([label, st["n_prompts"], f"{st['wins']} / {st['ties']} / {st['losses']}",
                      p, t_ci, f"**{st['verdict']}**", st["reason"]])

@@ -43,6 +43,11 @@ class NoiseFloor(TypedDict):
     exceeds_t_threshold_rate: float | None
     #: "exact" (every choice enumerated) or "monte carlo" (seeded draws).
     splits: str
+    #: The same two rates in honest weeks simulated under this week's own rep noise and
+    #: prompt means (``noise.simulated_reference``): what an honest SE gives here.
+    reference_se_rate: float | None
+    reference_t_rate: float | None
+    reference_sims: int
 
 
 class AAModel(TypedDict):
@@ -90,6 +95,9 @@ def build(ctx: Context) -> Data:
         se = lf.se if lf is not None else None
         bar = lf.t_crit * lf.se if lf is not None and lf.se is not None and lf.t_crit else None
         rates, exact = noise.exceed_rates(sh.d, {"se": se, "t": bar})
+        ref = noise.simulated_reference(agg.rep_must[:, mi, _NO, :],
+                                        agg.rep_must[:, mi, ARMS.index("with-skill"), :],
+                                        agg.rep_values)
         floor[label] = {
             "method": SPLIT_HALF, "aa_lift": f(sh.aa_lift), "aa_se": f(sh.aa_se),
             "n_prompts": sh.n_prompts, "lift_se": f(se), "t_threshold": f(bar),
@@ -97,6 +105,8 @@ def build(ctx: Context) -> Data:
                                 else abs(sh.aa_lift) > se),
             "exceeds_lift_se_rate": rates["se"], "exceeds_t_threshold_rate": rates["t"],
             "splits": "exact" if exact else "monte carlo",
+            "reference_se_rate": ref.se_rate, "reference_t_rate": ref.t_rate,
+            "reference_sims": ref.sims,
         }
     if agg.must.shape[2] > _B and np.any(agg.cell_n[:, _B] > 0):
         models: dict[str, AAModel] = {}
@@ -139,19 +149,25 @@ def render(card: Scorecard) -> list[str]:
             rows.append([label, f"{signed(nf['aa_lift'])} ± {fmt(nf['aa_se'])}", nf["n_prompts"],
                          fmt(nf["lift_se"]), fmt(nf["t_threshold"]),
                          "n/a" if exceeds is None else ("yes" if exceeds else "no"),
-                         _rate(nf["exceeds_lift_se_rate"]),
-                         _rate(nf["exceeds_t_threshold_rate"])])
+                         f"{_rate(nf['exceeds_lift_se_rate'])} "
+                         f"(honest: {_rate(nf.get('reference_se_rate'))})",
+                         f"{_rate(nf['exceeds_t_threshold_rate'])} "
+                         f"(honest: {_rate(nf.get('reference_t_rate'))})"])
         L += md_table(["model", "split-half A/A ± SE", "n", "lift SE", "t·SE",
                        "|A/A| > SE?", "splits > SE", "splits > t·SE"], rows)
+        sims = max((nf.get("reference_sims", 0) for nf in floor.values()), default=0)
         L.append(
             "\n_Split-half A/A at no extra cost: per prompt, the no-skill arm's even reps "
             "minus its odd reps (must coverage), paired by prompt like a lift. Nothing differs "
             "between the halves, so it is what rerunning the same arm looks like. 'splits' "
-            "counts every choice of which half is A per prompt: with an honest SE about 32% "
-            "exceed SE and about 5% exceed t·SE (the '95% CI ≠ 0?' bar); clearly more means "
-            "this week's SE understates its noise, so read small lifts as noise. Each half "
-            "averages half the reps, so the A/A carries more rep-to-rep noise than a lift's "
-            "arms do._\n")
+            "counts every choice of which half is A per prompt. 'honest' is the same share in "
+            f"{sims} weeks simulated from this week's own prompt means and rep noise (normal "
+            "noise at each arm's pooled rep SD, clipped to [0, 1], seeded), where the SE is "
+            "honest by construction: the share depends on how rep noise compares with the "
+            "spread of the per-prompt lifts, so there is no fixed rule of thumb. Clearly more "
+            "than 'honest' means this week's SE understates its noise, so read small lifts as "
+            "noise. Each half averages half the reps, so the A/A carries more rep-to-rep noise "
+            "than a lift's arms do._\n")
     if aa is not None:
         L.append(f"### A/A week: measured false-lift rate ({aa['comparison']})\n")
         rows = [[label, f"{signed(m['aa_lift'])} ± {fmt(m['aa_se'])}",

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
+import numpy as np
+
 from pytest_skilllift.report.markdown import cell, md_table
-from pytest_skilllift.report.stats import wilson_interval
+from pytest_skilllift.report.stats import cluster_bootstrap_rate, wilson_interval
 from pytest_skilllift.run.triggers import read_trigger_table
 from pytest_skilllift.week.files import OK, TRIGGERS_CSV, TRIGGERS_DIR
 
@@ -69,8 +72,11 @@ class FamilyTriggers(TypedDict):
 
     recall: float | None
     recall_wilson95: Interval
+    #: The same rates' 95% intervals resampling whole queries (a query's reps agree).
+    recall_cluster95: Interval
     precision: float | None
     precision_wilson95: Interval
+    precision_cluster95: Interval
     false_trigger_rate: float | None
     false_trigger_rate_wilson95: Interval
     miss_rate: float | None
@@ -145,6 +151,21 @@ def _rate(k: int, n: int) -> tuple[float | None, Interval]:
     return k / n, [None if math.isnan(lo) else lo, None if math.isnan(hi) else hi]
 
 
+def _query_interval(rows: list[Row], hit: Callable[[Row], bool],
+              trial: Callable[[Row], bool]) -> Interval:
+    """A rate's 95% interval resampling whole queries (``stats.cluster_bootstrap_rate``)."""
+    k: dict[tuple[str, int], int] = defaultdict(int)
+    n: dict[tuple[str, int], int] = defaultdict(int)
+    for r in rows:
+        key = (_file(r), _q(r))
+        n[key] += trial(r)
+        k[key] += hit(r) and trial(r)
+    keys = sorted(n)
+    lo, hi = cluster_bootstrap_rate(np.array([k[q] for q in keys]),
+                                    np.array([n[q] for q in keys]))
+    return [lo, hi]
+
+
 def _split(value: str | None) -> list[str]:
     return [x for x in (value or "").split(";") if x]
 
@@ -213,7 +234,12 @@ def _family_numbers(group: list[Row]) -> FamilyTriggers:
     miss_rate, miss_ci = _rate(fn, len(should))
     return {
         "recall": recall, "recall_wilson95": recall_ci,
+        "recall_cluster95": _query_interval(should, lambda r: r.get("triggered") == "1",
+                                            lambda r: True),
         "precision": precision, "precision_wilson95": precision_ci,
+        "precision_cluster95": _query_interval(ok, lambda r: r.get("triggered") == "1"
+                                               and r.get("should_trigger") == "1",
+                                               lambda r: r.get("triggered") == "1"),
         "false_trigger_rate": ft_rate, "false_trigger_rate_wilson95": ft_ci,
         "miss_rate": miss_rate, "miss_rate_wilson95": miss_ci,
         "n_should": len(should), "n_should_not": len(should_not),
@@ -318,9 +344,9 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
-def _ci(pair: Interval) -> str:
+def _ci(pair: Interval, mark: str = "") -> str:
     lo, hi = pair
-    return "" if lo is None or hi is None else f" [{lo:.2f}, {hi:.2f}]"
+    return "" if lo is None or hi is None else f" [{lo:.2f}, {hi:.2f}]{mark}"
 
 
 def render(card: Scorecard) -> list[str]:
@@ -339,7 +365,9 @@ def render_triggering(data: Data) -> list[str]:
          f"in the with-skill arm, stopped at --max-turns {turns}, no judge. A run is "
          "triggered when the transcript audit finds the skill loaded (Skill tool, or a Read "
          "of its files) — also after other tool calls. Rates are over runs (queries × reps) "
-         "that ended in a measurement, with 95% Wilson intervals; "
+         "that ended in a measurement, with 95% Wilson intervals and, marked q, 95% "
+         "intervals resampling whole queries (a query's reps agree more often than chance, so "
+         "the q interval is the honest width); "
          f"{runs['measured']} of {runs['total']} runs measured. Trigger runs "
          "are not part of the lift.\n"]
     table = []
@@ -347,8 +375,10 @@ def render_triggering(data: Data) -> list[str]:
         for family, m in sorted(trig[label].items()):
             table.append((
                 label, family,
-                _pct(m["recall"]) + _ci(m["recall_wilson95"]),
-                _pct(m["precision"]) + _ci(m["precision_wilson95"]),
+                _pct(m["recall"]) + _ci(m["recall_wilson95"])
+                + _ci(m.get("recall_cluster95", [None, None]), "q"),
+                _pct(m["precision"]) + _ci(m["precision_wilson95"])
+                + _ci(m.get("precision_cluster95", [None, None]), "q"),
                 _pct(m["false_trigger_rate"]) + _ci(m["false_trigger_rate_wilson95"]),
                 _pct(m["miss_rate"]) + _ci(m["miss_rate_wilson95"]),
                 m["n_should"], m["n_should_not"], len(m["excluded"]),

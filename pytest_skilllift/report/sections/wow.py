@@ -31,6 +31,11 @@ class WowModel(TypedDict):
     actionable: bool | None
 
 
+class PooledRun(TypedDict):
+    run_key: str
+    reason: str
+
+
 class History(TypedDict):
     path: str
     run_key: str
@@ -40,6 +45,10 @@ class History(TypedDict):
     ready: bool
     pending_text: str
     per_model: dict[str, WowModel]
+    #: Earlier runs pooled into the between-week σ and the run count (identity matched, or
+    #: not checkable on either side), and the ones left out, each with its reason.
+    pooled_runs: list[PooledRun]
+    not_pooled_runs: list[PooledRun]
 
 
 class Data(TypedDict):
@@ -61,6 +70,10 @@ def build(ctx: Context) -> Data:
                     "actionable": w.actionable}
             for label, w in ctx.wow.items()
         },
+        "pooled_runs": [{"run_key": d.run_key, "reason": d.reason} for d in ctx.pool
+                        if d.pooled],
+        "not_pooled_runs": [{"run_key": d.run_key, "reason": d.reason} for d in ctx.pool
+                            if not d.pooled],
     }}
 
 
@@ -72,7 +85,7 @@ def render(card: Scorecard) -> list[str]:
                  f"{h.get('min_runs', 4)}; a delta needs prior runs to estimate the "
                  "between-week noise floor. This week's own sampling uncertainty is in the "
                  "lift table above as ± SE.)\n")
-        return L
+        return L + _pool_lines(h)
     per = h.get("per_model", {})
     prev_keys = sorted({k for v in per.values() if (k := v.get("prev_key"))})
     L.append(f"vs previous run `{', '.join(prev_keys) or '?'}`. The don't-act threshold is "
@@ -85,11 +98,31 @@ def render(card: Scorecard) -> list[str]:
                          "n/a (no prior run for this model)"])
             continue
         act = v.get("actionable")
+        reading = "n/a" if act is None else ("yes" if act else "no (within noise)")
+        delta = v.get("delta")
+        if delta is not None and abs(delta) < 1e-12:
+            reading = "no — the same lift as the previous run"
         rows.append([label, f"{fmt(v.get('prev_lift'))} → {fmt(v.get('now_lift'))}",
                      signed(v.get("delta")), fmt(v.get("within")), fmt(v.get("between")),
-                     fmt(v.get("threshold")),
-                     "n/a" if act is None else ("yes" if act else "no (within noise)")])
+                     fmt(v.get("threshold")), reading])
     L += md_table(["model", "must lift (prev → now)", "Δ", "t·SE_Δ (within)",
                    "σ (between)", "threshold", "actionable?"], rows)
     L.append("")
-    return L
+    return L + _pool_lines(h)
+
+
+def _pool_lines(h: History) -> list[str]:
+    """Which earlier weeks the σ and the run count pooled, and which they left out, why."""
+    pooled, left = h.get("pooled_runs", []), h.get("not_pooled_runs", [])
+    if not pooled and not left:
+        return []
+    L = []
+    if pooled:
+        reasons = sorted({p["reason"] for p in pooled})
+        keys = ", ".join(f"`{p['run_key']}`" for p in pooled)
+        L.append(f"- pooled (between-week σ, run count): {keys} — {'; '.join(reasons)}")
+    else:
+        L.append("- pooled (between-week σ, run count): none of the earlier runs")
+    for p in left:
+        L.append(f"- not pooled: `{p['run_key']}` — {p['reason']}")
+    return [*L, ""]
