@@ -107,7 +107,6 @@ import os
 from pathlib import Path
 
 import pytest
-from pytest_skilllift.config import DEMO_PROJECT
 
 CALLS = Path(__file__).parents[2] / "calls"
 
@@ -315,6 +314,9 @@ def test_custom_checks_land_in_the_scorecard(session: Session) -> None:
         ("python-packaging-pyproject", "with-skill")]
     assert skipped[0]["reason"].startswith("run excluded (invalid)")
     assert "custom checks: 2 passed, 2 failed, 1 skipped over 4 runs" in session.out
+    # A failing check shows its assertion and which run, not the run's whole repr.
+    assert "SkillLiftRun(git-bisect-regression::haiku::no-skill::r1, status='ok')" in session.out
+    assert "PromptSpec(" not in session.out and "RunSpec(" not in session.out
 
 
 def test_a_hook_section_is_appended_to_the_scorecard(session: Session) -> None:
