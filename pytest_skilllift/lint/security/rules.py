@@ -1,0 +1,493 @@
+"""The security rules: what is looked for in every file of a skill family, how bad it is, the fix.
+
+A skill ships instructions an agent follows and scripts it runs; a study of 31,132 marketplace
+skills found at least one vulnerability in 26.1% of them, 5.2% of high severity, and skills
+bundling scripts 2.12x as likely to have one (arXiv 2601.10338, "Agent Skills in the Wild").
+The rule families follow that study's taxonomy and the checks of NVIDIA's SkillSpector and
+Snyk's scan in the Tessl registry: remote code, destructive commands, credential access and
+exfiltration, obfuscation, hidden text, prompt injection, committed secrets, and a skill's reach
+beyond what it needs (allowed-tools, links leaving the family).
+
+Precision is a requirement, not a nicety: a well-kept skill set (qdrant/skills) must produce no
+high or critical finding, so every rule has a benign look-alike it leaves alone (``rm -rf
+build/``, an example key marked as such, a ``curl`` of a documented API without a pipe to a
+shell). Pure logic: no pytest, no file system (the scanner reads the files).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+#: Severities, least to most severe; ``rank`` orders them.
+SEVERITIES: tuple[str, ...] = ("low", "medium", "high", "critical")
+
+STUDY = "arXiv 2601.10338 (Agent Skills in the Wild: 31,132 skills scanned)"
+
+
+def rank(severity: str) -> int:
+    """0 (low) … 3 (critical); a ValueError names the accepted values."""
+    try:
+        return SEVERITIES.index(severity)
+    except ValueError:
+        raise ValueError(f"unknown severity {severity!r}; use one of "
+                         f"{', '.join(SEVERITIES)}") from None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One thing the scan looks for; ``id`` is stable (SARIF ``ruleId``, ``--fail-on``)."""
+
+    id: str
+    name: str
+    severity: str
+    summary: str
+    fix: str
+    source: str = STUDY
+    #: Only in instruction files (SKILL.md, references: Markdown / text), not in scripts.
+    docs_only: bool = False
+
+
+#: ``accept(match, line) -> shown text | None``: None rejects the match (a benign look-alike).
+Accept = Callable[["re.Match[str]", str], "str | None"]
+
+
+@dataclass(frozen=True)
+class LineRule:
+    """A rule decided on one line of text."""
+
+    rule: Rule
+    pattern: re.Pattern[str]
+    accept: Accept | None = None
+    #: The match is a secret: only its first characters are ever shown.
+    secret: bool = False
+
+
+# ---------------------------------------------------------------------------------------------
+# shared pieces
+
+_URL = re.compile(r"https?://[^\s\"'`)|>;]+")
+_SHELL = r"(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+)?(?:ba|z|k|da|fi|c|tc)?sh\b"
+_INTERP = rf"(?:{_SHELL}|(?:sudo\s+)?(?:python[23]?|perl|ruby|node|php|pwsh|powershell)\b)"
+_END = r"(?=$|[\s\"'`;&|)])"
+#: A network tool or call on the line: where a read secret would go out.
+NETWORK_SINK = re.compile(
+    r"\b(?:curl|wget|nc|ncat|netcat|socat|scp|sftp|ftp|telnet)\b|/dev/tcp/|"
+    r"\brequests\.(?:post|put|patch|get)\b|\burllib\.request\b|\bhttp\.client\b|"
+    r"\bfetch\s*\(|\baxios\b|\bInvoke-(?:WebRequest|RestMethod)\b|\b(?:iwr|irm)\b|"
+    r"\bhttpx\.(?:post|put)\b", re.IGNORECASE)
+#: Words that mark a credential-looking value as an example, not a secret.
+_EXAMPLE = re.compile(
+    r"example|placeholder|your[-_ ]?(?:own[-_ ]?)?(?:api[-_ ]?)?(?:key|token|secret)|dummy|"
+    r"fake|sample|redacted|changeme|xxxx|<[^>]+>|\.\.\.|\*\*\*\*|\$\{?[A-Z_]+\}?|"
+    r"os\.environ|getenv|process\.env|\{\{", re.IGNORECASE)
+
+
+def _with_url(m: re.Match[str], line: str) -> str:
+    """The matched text, and the URL of the line when the match does not show it."""
+    shown = m.group(0).strip()
+    url = _URL.search(line)
+    if url and url.group(0) not in shown:
+        shown = f"{shown} ({url.group(0)})"
+    return shown
+
+
+def entropy(text: str) -> float:
+    """Shannon entropy in bits per character (a random base64 token is near 6; words ~3)."""
+    if not text:
+        return 0.0
+    counts: dict[str, int] = {}
+    for ch in text:
+        counts[ch] = counts.get(ch, 0) + 1
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def redact(secret: str) -> str:
+    """The first four characters and the length: enough to find it, never enough to use it."""
+    return f"{secret[:4]}…[{len(secret)} chars redacted]"
+
+
+def _looks_random(token: str) -> bool:
+    """Letters and digits mixed, and high entropy: not a word, a path or a repeated filler."""
+    return (entropy(token) >= 3.5 and any(c.isdigit() for c in token)
+            and any(c.isalpha() for c in token) and len(set(token)) >= 10)
+
+
+# ---------------------------------------------------------------------------------------------
+# remote code run at install or use
+
+R_PIPE_SHELL = Rule(
+    "SKL101", "remote-script-piped-to-shell", "critical",
+    "a downloaded script is run directly (curl/wget piped to a shell or interpreter)",
+    "Pin what is run: download to a file, verify its checksum or signature, then run it; or "
+    "install from a package manager with a pinned version.")
+R_POWERSHELL = Rule(
+    "SKL102", "powershell-download-and-run", "critical",
+    "PowerShell runs downloaded text (iex / Invoke-Expression of iwr / DownloadString)",
+    "Download the script to a file, verify its signature (Get-AuthenticodeSignature) or "
+    "checksum, then run the file.")
+R_PIP_URL = Rule(
+    "SKL103", "pip-install-from-url", "high",
+    "pip installs a package straight from a URL (no index, no pinned version, no hash)",
+    "Install a pinned version from an index (pip install 'pkg==1.2.3'), or pin the URL's "
+    "hash (--require-hashes).")
+R_NPX = Rule(
+    "SKL104", "npx-unpinned-package", "medium",
+    "npx runs a package without a pinned version (whatever is newest at run time)",
+    "Pin the version: npx pkg@1.2.3 (or @scope/pkg@1.2.3).")
+
+_PIPE_SHELL = re.compile(
+    rf"\b(?:curl|wget|fetch|iwr)\b[^|\n]*\|\s*{_INTERP}"
+    rf"|\b{_SHELL}\s+(?:-s\s+)?<\(\s*(?:curl|wget)\b"
+    rf"|\b(?:{_SHELL}|source|\.)\s+(?:-c\s+)?[\"']?\$\(\s*(?:curl|wget)\b", re.IGNORECASE)
+_PS = re.compile(
+    r"\b(?:iex|Invoke-Expression)\b[^\n]*\b(?:iwr|irm|Invoke-WebRequest|Invoke-RestMethod|"
+    r"DownloadString|DownloadFile|Net\.WebClient)\b"
+    r"|\b(?:iwr|irm|Invoke-WebRequest|Invoke-RestMethod)\b[^\n]*\|\s*(?:iex|Invoke-Expression)\b",
+    re.IGNORECASE)
+_PIP = re.compile(r"\bpip[3]?(?:\.\d+)?\s+install\b[^\n;&|]*", re.IGNORECASE)
+_PIP_INDEX_FLAGS = {"-i", "--index-url", "--extra-index-url", "-f", "--find-links"}
+
+
+def _pip_url(m: re.Match[str], line: str) -> str | None:
+    """A URL given as the package (not as an index or find-links location)."""
+    tokens = m.group(0).split()
+    for prev, tok in zip(tokens, tokens[1:], strict=False):
+        bare = tok.strip("\"'")
+        if prev in _PIP_INDEX_FLAGS or "=" in bare.split("://")[0]:
+            continue  # --index-url=https://… or a flag's value
+        if re.match(r"(?:git\+)?https?://", bare):
+            return f"{m.group(0).strip()} ({bare})"
+    return None
+
+
+_NPX = re.compile(r"\bnpx\s+(?:-{1,2}[\w-]+\s+)*((?:@[\w.-]+/)?[\w.-]+(?:@[\w.^~<>=*-]+)?)")
+
+
+def _npx_unpinned(m: re.Match[str], line: str) -> str | None:
+    pkg = m.group(1)
+    name, _, version = pkg.lstrip("@").partition("@")
+    if version and re.match(r"\d", version):
+        return None  # pinned (pkg@1.2.3)
+    if not re.search(r"[a-z]", name):
+        return None
+    return m.group(0).strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# destructive commands
+
+R_RM_ROOT = Rule(
+    "SKL201", "recursive-delete-of-root-or-home", "critical",
+    "a recursive delete of /, ~, $HOME or a system directory",
+    "Delete only a path inside the project (rm -rf ./build); never /, ~ or $HOME.")
+R_DISK = Rule(
+    "SKL202", "disk-overwrite", "critical",
+    "a file system is formatted or a block device overwritten (mkfs, dd of=/dev/…)",
+    "Remove the command; a skill has no business formatting or overwriting disks.")
+R_FORK = Rule(
+    "SKL203", "fork-bomb", "critical", "a fork bomb (a function that spawns itself twice)",
+    "Remove it.")
+R_CHMOD = Rule(
+    "SKL204", "world-writable-root", "critical",
+    "everything under /, ~ or $HOME made world-writable (chmod -R 777)",
+    "Give the least permission to the one path that needs it (chmod 755 ./script.sh).")
+
+_SYSTEM_DIRS = r"(?:etc|usr|bin|sbin|boot|var|lib|lib64|home|root|opt|srv|sys|proc|dev)"
+_ROOTISH = (rf"(?:/\*?|/{_SYSTEM_DIRS}/?\*?|~/?\*?|\$\{{?HOME\}}?/?\*?|%USERPROFILE%\\?)")
+_RM = re.compile(
+    r"\brm\s+(?:-[a-zA-Z]+\s+|--[a-z-]+\s+)*?(?:-[a-zA-Z]*[rR][a-zA-Z]*|--recursive)\s+"
+    rf"(?:-[a-zA-Z]+\s+|--[a-z-]+\s+)*[\"']?{_ROOTISH}[\"']?{_END}")
+_DISK = re.compile(
+    r"\bmkfs(?:\.\w+)?\s+(?:-\S+\s+)*/dev/"
+    r"|\bdd\b[^\n]*\bof=/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|rdisk|mapper)"
+    r"|>\s*/dev/(?:sd[a-z]|nvme\d|hd[a-z]|disk\d)")
+_FORK = re.compile(r"(\w+|:)\s*\(\)\s*\{\s*\1\s*\|\s*\1\s*&\s*\}\s*;\s*\1")
+_CHMOD = re.compile(
+    r"\bchmod\s+(?:-\w*R\w*|--recursive)\s+(?:0?777|a\+rwx|ugo\+rwx)\s+"
+    rf"[\"']?(?:/|~|\$\{{?HOME\}}?)/?\*?[\"']?{_END}")
+
+# ---------------------------------------------------------------------------------------------
+# credential access and exfiltration
+
+R_CRED_READ = Rule(
+    "SKL301", "credential-store-read", "high",
+    "a credential store is read (SSH keys, cloud or GitHub CLI credentials, browser profiles, "
+    "keychains)",
+    "Never read the user's credential files; ask the user to provide the one value needed, "
+    "or rely on the tool's own login (gh auth, aws sso login).")
+R_CRED_MENTION = Rule(
+    "SKL302", "credential-store-named", "medium",
+    "a credential store is named in the instructions",
+    "Make sure the skill never asks the agent to open or send it; drop the path if unused.")
+R_ENV_DUMP = Rule(
+    "SKL303", "environment-dump", "high",
+    "the whole environment is printed or serialised (env, printenv, os.environ, process.env): "
+    "it holds the session's API keys",
+    "Read the one variable needed (printenv QDRANT_URL, os.environ['QDRANT_URL']).")
+R_EXFIL = Rule(
+    "SKL304", "credential-exfiltration", "critical",
+    "a credential store or the environment is sent to a network tool",
+    "Remove the command; nothing from the user's credentials or environment leaves the "
+    "machine.")
+
+_HOME = r"(?:~|\$HOME|\$\{HOME\}|/home/[\w.-]+|/root|/Users/[\w.-]+|%USERPROFILE%|\bos\.path\.expanduser\([\"']~)"
+CREDENTIAL_STORE = re.compile(
+    rf"{_HOME}[/\\]\.ssh(?:[/\\][\w.-]+)?"
+    r"|\.aws[/\\](?:credentials|config)\b|\.config[/\\]gh\b|\.config[/\\]gcloud\b"
+    r"|\.azure[/\\]|\.netrc\b|\.git-credentials\b|\.docker[/\\]config\.json|\.kube[/\\]config\b"
+    r"|\.pypirc\b|\.gnupg\b|\bid_(?:rsa|ed25519|ecdsa|dsa)\b(?!\.pub)"
+    r"|\.mozilla[/\\]firefox|(?:Google[/\\]Chrome|google-chrome|chromium|BraveSoftware|"
+    r"Microsoft[/\\]Edge)[/\\][^\s\"']*(?:Default|Profile|Login Data|Cookies)"
+    r"|\bLogin Data\b|\bcookies\.sqlite\b|\blogins\.json\b|\bkey4\.db\b"
+    r"|\bsecurity\s+(?:find-(?:generic|internet)-password|dump-keychain)\b"
+    r"|\blogin\.keychain(?:-db)?\b|Library/Keychains|\bsecret-tool\s+lookup\b", re.IGNORECASE)
+_READ_VERB = re.compile(
+    r"\b(?:cat|cp|scp|tar|zip|base64|less|more|head|tail|xxd|strings|grep|rsync|open|read|"
+    r"read_text|readFile|readFileSync|Get-Content|type|copy|upload|send|post)\b", re.IGNORECASE)
+ENV_DUMP = re.compile(
+    r"(?:^|[;&|`(]|\$\(|\bthen\b|\bdo\b|^\s*[$>#]\s*)\s*(?:printenv|env|export\s+-p|declare\s+-x"
+    r"|Get-ChildItem\s+env:|gci\s+env:|dir\s+env:|ls\s+env:)\s*(?=$|[|>;&)`])"
+    r"|\b(?:print|pprint|json\.dumps|str|repr|dict|yaml\.dump)\s*\(\s*(?:dict\s*\(\s*)?"
+    r"os\.environ\s*\)"
+    r"|\bos\.environ\.(?:copy|items)\s*\(\s*\)\s*\)|JSON\.stringify\s*\(\s*process\.env\s*[,)]",
+    re.IGNORECASE | re.MULTILINE)
+
+
+_PUBLIC = (".pub", "known_hosts")
+
+
+def secret_store_on(line: str) -> str | None:
+    """The first credential store named on the line; a public key or known_hosts is none."""
+    for m in CREDENTIAL_STORE.finditer(line):
+        if not m.group(0).endswith(_PUBLIC):
+            return m.group(0)
+    return None
+
+
+def _cred_read(m: re.Match[str], line: str) -> str | None:
+    """A credential path on a line that reads it (and does not send it: that is SKL304)."""
+    if NETWORK_SINK.search(line) or not _READ_VERB.search(line) or m.group(0).endswith(_PUBLIC):
+        return None
+    return line.strip()
+
+
+def _cred_mention(m: re.Match[str], line: str) -> str | None:
+    if _READ_VERB.search(line) or NETWORK_SINK.search(line) or m.group(0).endswith(_PUBLIC):
+        return None  # SKL301 / SKL304 speak for that line
+    return m.group(0)
+
+
+def _env_dump(m: re.Match[str], line: str) -> str | None:
+    return None if NETWORK_SINK.search(line) else line.strip()
+
+
+def _exfil(m: re.Match[str], line: str) -> str | None:
+    """A credential store or an environment dump on a line that also uses the network."""
+    if not NETWORK_SINK.search(line):
+        return None
+    if secret_store_on(line) or ENV_DUMP.search(line):
+        return line.strip()
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# obfuscation
+
+R_DECODE_RUN = Rule(
+    "SKL401", "decoded-text-run", "critical",
+    "encoded text is decoded and run (base64 -d | sh, eval of decoded or downloaded text)",
+    "Ship the script in clear text so a reviewer can read what runs.")
+R_BLOB = Rule(
+    "SKL402", "encoded-blob-in-instructions", "medium",
+    "a long base64/hex blob in the instructions: text a reviewer cannot read",
+    "Replace it with the clear text, or ship the binary as an asset with its source named.",
+    docs_only=True)
+
+_DECODE_RUN = re.compile(
+    rf"(?:\bbase64\s+(?:-d|--decode|-D)\b|\bb64decode\b|\batob\b|\bxxd\s+-r\b|"
+    rf"\bopenssl\s+(?:enc\s+)?(?:-d\s+)?-?(?:base64|a)\b[^\n|]*-d)[^\n]*\|\s*{_INTERP}"
+    r"|\beval\s*\(?\s*[\"']?\$\(\s*(?:curl|wget|echo\b[^)]*\|\s*base64|base64|printf\b[^)]*\|"
+    r"\s*(?:base64|xxd))"
+    r"|\b(?:exec|eval)\s*\(\s*(?:compile\s*\(\s*)?(?:base64\.b\d\ddecode|codecs\.decode|"
+    r"bytes\.fromhex|zlib\.decompress|marshal\.loads|requests\.get|urllib\.request\.urlopen|"
+    r"urlopen|__import__\s*\(\s*[\"']base64)"
+    r"|\beval\s*\(\s*(?:atob|Buffer\.from|(?:await\s+)?fetch)\b|\bnew\s+Function\s*\(\s*atob\b",
+    re.IGNORECASE)
+_BLOB = re.compile(r"(?<![\w/+])(?:[A-Za-z0-9+/]{160,}={0,2}|[0-9a-fA-F]{160,})(?![\w/+])")
+
+
+def _blob(m: re.Match[str], line: str) -> str | None:
+    start = m.start()
+    if re.search(r"data:[\w/+.-]+;base64,\s*$", line[:start]):
+        return None  # an inline image: rendered, not read as instructions
+    b = m.group(0)
+    if not (any(c.isdigit() for c in b) and any(c.isalpha() for c in b)):
+        return None
+    return f"{b[:24]}… ({len(b)} chars)"
+
+
+# ---------------------------------------------------------------------------------------------
+# hidden text (checked per character by the scanner)
+
+R_TAGS = Rule(
+    "SKL501", "unicode-tag-characters", "critical",
+    "Unicode tag characters (U+E0000–U+E007F): invisible text a model reads as ASCII",
+    "Delete the invisible characters; every instruction must be visible to a reviewer.")
+R_BIDI = Rule(
+    "SKL502", "bidi-override", "high",
+    "bidirectional override characters: the text shown is not the text read (Trojan Source, "
+    "CVE-2021-42574)",
+    "Delete the bidi control characters (U+202A–U+202E, U+2066–U+2069).")
+R_ZERO_WIDTH = Rule(
+    "SKL503", "zero-width-characters", "medium",
+    "zero-width characters: text split or hidden from a reviewer",
+    "Delete them (U+200B–U+200D, U+2060, U+FEFF inside a file).")
+
+TAG_CHARS = re.compile("[\U000e0000-\U000e007f]+")
+BIDI_CHARS = re.compile("[\u202a-\u202e\u2066-\u2069]+")
+ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\u180e\ufeff]+")
+
+
+def decode_tags(text: str) -> str:
+    """What tag characters spell (each is its ASCII character + 0xE0000)."""
+    return "".join(chr(ord(c) - 0xE0000) for c in text if 0xE0020 <= ord(c) <= 0xE007E)
+
+
+# ---------------------------------------------------------------------------------------------
+# prompt injection aimed at the agent
+
+R_OVERRIDE = Rule(
+    "SKL601", "instruction-override", "high",
+    "text tells the agent to ignore or replace its earlier instructions",
+    "Remove the phrase; a skill adds guidance, it never overrides the user's or the system's.")
+R_CONCEAL = Rule(
+    "SKL602", "conceal-from-user", "high",
+    "text tells the agent to hide something from the user",
+    "Remove it; the agent must be able to tell the user everything it does.")
+R_SYSPROMPT = Rule(
+    "SKL603", "system-prompt-extraction", "high",
+    "text asks the agent to reveal, print or replace its system prompt",
+    "Remove it.")
+R_DISABLE = Rule(
+    "SKL604", "disable-safety-or-permissions", "high",
+    "text tells the agent to disable its safety checks or permission prompts "
+    "(--dangerously-skip-permissions, bypassPermissions)",
+    "Remove it; a skill that needs a tool lists it in allowed-tools, scoped.")
+
+_OVERRIDE = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+|"
+    r"my\s+|these\s+)?(?:previous|prior|above|earlier|preceding|original|system|other)\s+"
+    r"(?:instructions|prompts?|rules|directions|guidelines|messages)\b", re.IGNORECASE)
+_CONCEAL = re.compile(
+    r"\b(?:do\s*n[o']?t|never|without)\s+(?:tell|telling|inform|informing|notify|notifying|"
+    r"alert|alerting)\s+the\s+user\b(?!\s+to\b)"
+    r"|\b(?:keep|hide)\s+(?:this|it|these|that)\s+(?:secret\s+|hidden\s+)?from\s+the\s+user\b"
+    r"|\b(?:do\s*n[o']?t|never)\s+let\s+the\s+user\s+(?:know|see)\b", re.IGNORECASE)
+_SYSPROMPT = re.compile(
+    r"\b(?:reveal|print|output|show|repeat|leak|dump|override|replace|ignore)\s+(?:your|the)\s+"
+    r"(?:full\s+|original\s+|hidden\s+)?system\s+(?:prompt|message|instructions)\b", re.IGNORECASE)
+_DISABLE = re.compile(
+    r"--dangerously-skip-permissions|\bbypassPermissions\b|--permission-mode[= ]bypass"
+    r"|\b(?:disable|turn\s+off|bypass|ignore|skip)\s+(?:your|all|any)\s+(?:own\s+)?(?:safety|"
+    r"security|permission|guardrail|content\s+filter)s?\b", re.IGNORECASE)
+
+# ---------------------------------------------------------------------------------------------
+# secrets committed in the skill
+
+R_PROVIDER_KEY = Rule(
+    "SKL701", "provider-api-key", "critical",
+    "a provider API key (Anthropic, OpenAI, AWS, GitHub, Slack, Google, Stripe, Hugging Face, "
+    "GitLab) committed in the skill",
+    "Revoke the key now, remove it from the file and its history; read keys from the "
+    "environment. Mark a documentation example as such (e.g. 'sk-ant-…EXAMPLE').")
+R_PRIVATE_KEY = Rule(
+    "SKL702", "private-key", "critical", "a private key block committed in the skill",
+    "Revoke the key, remove the file and its history; never ship keys in a skill.")
+R_TOKEN = Rule(
+    "SKL703", "high-entropy-secret", "high",
+    "a high-entropy value assigned to a key, token, secret or password",
+    "Read it from the environment; if it is an example, say so (your-api-key, <TOKEN>).")
+
+_PROVIDER_KEY = re.compile(
+    r"\bsk-ant-[A-Za-z0-9_-]{20,}|\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,}"
+    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{36,}\b|\bgithub_pat_[A-Za-z0-9_]{22,}"
+    r"|\bxox[abposr]-[A-Za-z0-9-]{10,}|\bAIza[0-9A-Za-z_-]{35}\b|\b[rs]k_live_[0-9a-zA-Z]{24,}"
+    r"|\bhf_[A-Za-z]{34,}\b|\bglpat-[A-Za-z0-9_-]{20,}")
+PRIVATE_KEY_BEGIN = re.compile(
+    r"-----BEGIN (?:(?:RSA|DSA|EC|OPENSSH|ENCRYPTED|PGP) )?PRIVATE KEY(?: BLOCK)?-----")
+_TOKEN = re.compile(
+    r"(?i)\b[\w-]*(?:api[_-]?key|secret|token|passwd|password|access[_-]?key|auth[_-]?key)"
+    r"[\w-]*[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9_\-+/=.]{20,})"
+    r"|\bBearer\s+([A-Za-z0-9._\-+/=]{20,})")
+
+
+def _provider_key(m: re.Match[str], line: str) -> str | None:
+    key = m.group(0)
+    if _EXAMPLE.search(line) or not _looks_random(key.split("-", 2)[-1].split("_", 1)[-1]):
+        return None
+    return key
+
+
+def _token(m: re.Match[str], line: str) -> str | None:
+    value = m.group(1) or m.group(2)
+    if _EXAMPLE.search(line) or _PROVIDER_KEY.search(value) or not _looks_random(value):
+        return None  # an example, a provider key (SKL701 speaks) or not random enough
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# reach beyond the skill (checked by the scanner with the file system and the frontmatter)
+
+R_ALLOWED_TOOLS = Rule(
+    "SKL801", "broad-allowed-tools", "medium",
+    "allowed-tools grants unscoped Bash (Bash, Bash(*)): every command runs without a prompt",
+    "Scope it to the commands the skill runs: Bash(git status:*), Bash(python scripts/x.py:*).")
+R_ALLOWED_SUDO = Rule(
+    "SKL802", "privileged-allowed-tools", "high",
+    "allowed-tools pre-approves sudo or a destructive command (Bash(sudo:*), Bash(rm:*))",
+    "Drop the entry; let the user approve privileged or destructive commands one by one.")
+R_SYMLINK_OUT = Rule(
+    "SKL803", "symlink-leaves-family", "high",
+    "a symlink points outside the skill family (the install refuses it; a reader may follow it)",
+    "Copy the file into the family, or point the link at a file inside it.")
+R_PATH_OUT = Rule(
+    "SKL804", "relative-path-leaves-family", "medium",
+    "a relative link or path (../) resolves outside the skill family: it is not installed "
+    "with the skill",
+    "Link to the other skill by its URL, or copy what is needed into this family.",
+    docs_only=True)
+
+
+LINE_RULES: tuple[LineRule, ...] = (
+    LineRule(R_PIPE_SHELL, _PIPE_SHELL, _with_url),
+    LineRule(R_POWERSHELL, _PS, _with_url),
+    LineRule(R_PIP_URL, _PIP, _pip_url),
+    LineRule(R_NPX, _NPX, _npx_unpinned),
+    LineRule(R_RM_ROOT, _RM),
+    LineRule(R_DISK, _DISK),
+    LineRule(R_FORK, _FORK),
+    LineRule(R_CHMOD, _CHMOD),
+    LineRule(R_EXFIL, NETWORK_SINK, _exfil),
+    LineRule(R_CRED_READ, CREDENTIAL_STORE, _cred_read),
+    LineRule(R_CRED_MENTION, CREDENTIAL_STORE, _cred_mention),
+    LineRule(R_ENV_DUMP, ENV_DUMP, _env_dump),
+    LineRule(R_DECODE_RUN, _DECODE_RUN),
+    LineRule(R_BLOB, _BLOB, _blob),
+    LineRule(R_OVERRIDE, _OVERRIDE),
+    LineRule(R_CONCEAL, _CONCEAL),
+    LineRule(R_SYSPROMPT, _SYSPROMPT),
+    LineRule(R_DISABLE, _DISABLE),
+    LineRule(R_PROVIDER_KEY, _PROVIDER_KEY, _provider_key, secret=True),
+    LineRule(R_TOKEN, _TOKEN, _token, secret=True),
+)
+
+#: Every rule, in id order (SARIF's ``tool.driver.rules``, the docs' table).
+RULES: tuple[Rule, ...] = tuple(sorted(
+    {lr.rule for lr in LINE_RULES} | {R_TAGS, R_BIDI, R_ZERO_WIDTH, R_PRIVATE_KEY,
+                                     R_ALLOWED_TOOLS, R_ALLOWED_SUDO, R_SYMLINK_OUT, R_PATH_OUT},
+    key=lambda r: r.id))
+RULES_BY_ID: dict[str, Rule] = {r.id: r for r in RULES}

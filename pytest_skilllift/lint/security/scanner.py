@@ -1,0 +1,382 @@
+"""Scanning a skill family: every file read once, every rule applied, findings with file:line.
+
+A family is what Claude Code installs (``skills_root/<family>/``, sub-skills, references,
+scripts and assets alike). Nothing is silently left out: a binary file, an unreadable one or
+the part of a file past ``MAX_BYTES`` is listed in ``ScanResult.skipped`` with the reason.
+Pure logic: no pytest import.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_skilllift.lint.security import rules as R
+from pytest_skilllift.lint.security.rules import Rule, rank
+
+#: Bytes of one file scanned; the rest is reported in ``skipped`` (never silent).
+MAX_BYTES = 2 * 1024 * 1024
+#: Never scanned (version-control and bytecode noise; the install skips them too).
+IGNORED_DIRS = frozenset({".git", "__pycache__"})
+#: Instruction files: what the agent reads as text (SKILL.md, references).
+DOC_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst", ".mdx"})
+SKILL_FILENAME = "SKILL.md"
+
+_MD_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_BARE_PARENT = re.compile(r"(?<![\w/.])((?:\.\./)+[\w.\-/]+)")
+
+
+@dataclass(frozen=True)
+class SecurityFinding:
+    """One finding: the rule, where (path relative to the scan root, 1-based line), what."""
+
+    rule: Rule
+    path: str
+    line: int
+    match: str  # already redacted when the rule is about secrets
+    column: int = 1
+
+    @property
+    def rule_id(self) -> str:
+        """The rule's stable id."""
+        return self.rule.id
+
+    @property
+    def severity(self) -> str:
+        """critical / high / medium / low."""
+        return self.rule.severity
+
+    @property
+    def location(self) -> str:
+        """``path:line``."""
+        return f"{self.path}:{self.line}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The finding in ``skilllift scan --output json``."""
+        return {"rule": self.rule.id, "name": self.rule.name, "severity": self.severity,
+                "file": self.path, "line": self.line, "column": self.column,
+                "match": self.match, "message": self.rule.summary, "fix": self.rule.fix}
+
+    def text(self) -> str:
+        """One line: ``severity rule file:line: summary: match``."""
+        return (f"{self.severity.upper():<8} {self.rule.id} {self.location}: "
+                f"{self.rule.summary}: {self.match!r}")
+
+
+@dataclass
+class ScanResult:
+    """What one scan found, over one or more families."""
+
+    root: Path
+    families: list[str] = field(default_factory=list)
+    files_scanned: int = 0
+    #: ``(path, reason)`` for every file or part of a file not scanned.
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    findings: list[SecurityFinding] = field(default_factory=list)
+
+    def at_least(self, severity: str) -> list[SecurityFinding]:
+        """Findings of ``severity`` or worse."""
+        floor = rank(severity)
+        return [f for f in self.findings if rank(f.severity) >= floor]
+
+    def counts(self) -> dict[str, int]:
+        """Findings per severity, most severe first."""
+        return {s: sum(1 for f in self.findings if f.severity == s)
+                for s in reversed(R.SEVERITIES)}
+
+    def to_json(self) -> dict[str, Any]:
+        """``skilllift scan --output json``."""
+        return {"root": str(self.root), "families": self.families,
+                "files_scanned": self.files_scanned, "counts": self.counts(),
+                "skipped": [{"file": p, "reason": why} for p, why in self.skipped],
+                "findings": [f.to_json() for f in self.findings]}
+
+
+class ScanUsageError(Exception):
+    """The path cannot be scanned at all (missing, or holds no SKILL.md)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# entry points
+
+
+def families_at(path: Path) -> tuple[Path, list[Path]]:
+    """``(display_root, family_dirs)``: a family (a directory holding SKILL.md, or a SKILL.md)
+    or a skills root whose first-level directories holding a SKILL.md somewhere are families."""
+    path = Path(path)
+    if path.is_file() and path.name == SKILL_FILENAME:
+        path = path.parent
+    if not path.is_dir():
+        raise ScanUsageError(f"{path}: no such skill directory (give a skill family, a "
+                             "SKILL.md or a skills root)")
+    if (path / SKILL_FILENAME).is_file():
+        return path.parent, [path]
+    fams = sorted(d for d in path.iterdir()
+                  if d.is_dir() and not d.is_symlink() and d.name not in IGNORED_DIRS
+                  and _holds_skill(d))
+    if not fams:
+        raise ScanUsageError(f"{path}: no {SKILL_FILENAME} found under it")
+    return path, fams
+
+
+def _holds_skill(d: Path) -> bool:
+    for _, dirs, files in os.walk(d):
+        dirs[:] = [x for x in dirs if x not in IGNORED_DIRS]
+        if SKILL_FILENAME in files:
+            return True
+    return False
+
+
+def scan_path(path: Path) -> ScanResult:
+    """Scan every family at ``path`` (see :func:`families_at`)."""
+    root, fams = families_at(path)
+    result = ScanResult(root=root)
+    for fam in fams:
+        scan_family(fam, root, result)
+    return result
+
+
+def scan_family(family_dir: Path, display_root: Path | None = None,
+                result: ScanResult | None = None) -> ScanResult:
+    """Scan one family; paths are shown relative to ``display_root`` (default: its parent)."""
+    family_dir = Path(family_dir)
+    display_root = Path(display_root) if display_root is not None else family_dir.parent
+    result = result if result is not None else ScanResult(root=display_root)
+    result.families.append(family_dir.name)
+    real_root = family_dir.resolve()
+    for path in _walk(family_dir):
+        rel = _rel(path, display_root)
+        if path.is_symlink():
+            result.findings += _symlink_findings(path, rel, real_root)
+            continue
+        text, why = _read(path)
+        if why:
+            result.skipped.append((rel, why))
+        if text is None:
+            continue
+        result.files_scanned += 1
+        result.findings += scan_text(text, rel, doc=_is_doc(path))
+        if path.suffix.lower() in DOC_SUFFIXES:
+            result.findings += _escaping_paths(text, rel, path.parent, real_root)
+        if path.name == SKILL_FILENAME:
+            result.findings += allowed_tools_findings(text, rel)
+    return result
+
+
+def critical_findings(family_dir: Path) -> list[SecurityFinding]:
+    """The family's critical findings (what refuses a with-skill run)."""
+    return scan_family(family_dir).at_least("critical")
+
+
+# ---------------------------------------------------------------------------------------------
+# files
+
+
+def _walk(family_dir: Path) -> Iterable[Path]:
+    """Every file and link under the family, sorted, links not followed."""
+    for current, dirs, files in os.walk(family_dir, followlinks=False):
+        here = Path(current)
+        kept = []
+        for d in sorted(dirs):
+            if d in IGNORED_DIRS:
+                continue
+            if (here / d).is_symlink():
+                yield here / d  # a linked directory: checked as a link, never descended
+            else:
+                kept.append(d)
+        dirs[:] = kept
+        for f in sorted(files):
+            yield here / f
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _is_doc(path: Path) -> bool:
+    return path.suffix.lower() in DOC_SUFFIXES or path.name == SKILL_FILENAME
+
+
+def _read(path: Path) -> tuple[str | None, str]:
+    """``(text, why_part_skipped)``; text None when the file is binary or unreadable."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or exc}"
+    if b"\x00" in data[:8192]:
+        return None, "binary file (not scanned as text)"
+    why = ""
+    if len(data) > MAX_BYTES:
+        data = data[:MAX_BYTES]
+        why = f"only the first {MAX_BYTES} bytes scanned"
+    return data.decode("utf-8", errors="replace"), why
+
+
+# ---------------------------------------------------------------------------------------------
+# rules on text
+
+
+def scan_text(text: str, rel: str, *, doc: bool) -> list[SecurityFinding]:
+    """Every line rule, hidden-character rule and private-key rule on one file's text.
+
+    Each rule first searches the whole text (one pass in the regex engine); only the lines
+    it hits are then checked one by one, so a 100,000-line script costs a few passes, not
+    100,000 x rules calls.
+    """
+    lines = [ln.rstrip("\r") for ln in text.split("\n")]
+    starts = _line_starts(lines)
+    out: list[SecurityFinding] = []
+    if R.TAG_CHARS.search(text) or R.BIDI_CHARS.search(text) or R.ZERO_WIDTH.search(text):
+        for no, line in enumerate(lines, start=1):
+            out += _hidden(line, rel, no, first=no == 1)
+    candidates: dict[re.Pattern[str], list[int]] = {}  # rules sharing a pattern search once
+    for lr in R.LINE_RULES:
+        if lr.rule.docs_only and not doc:
+            continue
+        if lr.pattern not in candidates:
+            candidates[lr.pattern] = _candidate_lines(lr.pattern, text, starts)
+        for i in candidates[lr.pattern]:
+            finding = _line_finding(lr, lines[i], rel, i + 1)
+            if finding is not None:
+                out.append(finding)
+    out += _private_keys(lines, rel)
+    out.sort(key=lambda f: (f.line, f.rule.id))
+    return out
+
+
+def _line_starts(lines: list[str]) -> list[int]:
+    starts, pos = [], 0
+    for ln in lines:
+        starts.append(pos)
+        pos += len(ln) + 1  # the "\n"; a "\r" stripped before it is inside the +len
+    return starts
+
+
+def _candidate_lines(pattern: re.Pattern[str], text: str, starts: list[int]) -> list[int]:
+    """0-based lines a whole-text match touches (every line it spans, so a match that ran
+    across a newline cannot hide a real one-line match it swallowed)."""
+    hit: set[int] = set()
+    for m in pattern.finditer(text):
+        first = bisect_right(starts, m.start()) - 1
+        last = bisect_right(starts, max(m.end() - 1, m.start())) - 1
+        hit.update(range(first, last + 1))
+    return sorted(hit)
+
+
+def _line_finding(lr: R.LineRule, line: str, rel: str, no: int) -> SecurityFinding | None:
+    """The rule's first accepted match on the line (one finding per rule and line)."""
+    for m in lr.pattern.finditer(line):
+        shown = lr.accept(m, line) if lr.accept else m.group(0).strip()
+        if shown is None:
+            continue
+        shown = R.redact(shown) if lr.secret else _clip(shown)
+        return SecurityFinding(lr.rule, rel, no, shown, m.start() + 1)
+    return None
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _hidden(line: str, rel: str, no: int, *, first: bool) -> list[SecurityFinding]:
+    out: list[SecurityFinding] = []
+    tags = R.TAG_CHARS.search(line)
+    if tags:
+        spelled = R.decode_tags("".join(R.TAG_CHARS.findall(line)))
+        out.append(SecurityFinding(R.R_TAGS, rel, no, _clip(
+            f"{len(tags.group(0))} tag character(s) spelling {spelled!r}"), tags.start() + 1))
+    bidi = R.BIDI_CHARS.search(line)
+    if bidi:
+        codes = " ".join(f"U+{ord(c):04X}" for c in bidi.group(0))
+        out.append(SecurityFinding(R.R_BIDI, rel, no, f"{codes} in {_clip(line, 80)!r}",
+                                   bidi.start() + 1))
+    for zw in R.ZERO_WIDTH.finditer(line):
+        if first and zw.start() == 0 and zw.group(0) == "\ufeff":
+            continue  # a byte-order mark at the start of the file is an encoding marker
+        codes = " ".join(f"U+{ord(c):04X}" for c in zw.group(0))
+        out.append(SecurityFinding(R.R_ZERO_WIDTH, rel, no, codes, zw.start() + 1))
+        break
+    return out
+
+
+def _private_keys(lines: list[str], rel: str) -> list[SecurityFinding]:
+    """A BEGIN … PRIVATE KEY block with key material after it (an elided example is fine)."""
+    out: list[SecurityFinding] = []
+    for i, line in enumerate(lines):
+        m = R.PRIVATE_KEY_BEGIN.search(line)
+        if not m:
+            continue
+        body = next((x.strip() for x in lines[i + 1:i + 4] if x.strip()), "")
+        if len(body) >= 40 and re.fullmatch(r"[A-Za-z0-9+/=]+", body):
+            out.append(SecurityFinding(R.R_PRIVATE_KEY, rel, i + 1,
+                                       f"{m.group(0)} {R.redact(body)}", m.start() + 1))
+    return out
+
+
+def allowed_tools_findings(text: str, rel: str) -> list[SecurityFinding]:
+    """``allowed-tools`` entries broader than a skill needs (unscoped Bash, sudo, rm)."""
+    fm = re.match(r"\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|$)", text, re.DOTALL)
+    if not fm:
+        return []
+    try:
+        data = yaml.safe_load(fm.group(1))
+    except yaml.YAMLError:
+        return []  # the frontmatter rules report an unparsable block
+    if not isinstance(data, dict) or "allowed-tools" not in data:
+        return []
+    raw = data["allowed-tools"]
+    tools = ([str(t) for t in raw] if isinstance(raw, list)
+             else re.split(r",\s*|\s+(?![^()]*\))", str(raw or "")))
+    key_line = next((i for i, ln in enumerate(text.splitlines(), 1)
+                     if ln.startswith("allowed-tools")), 1)
+    out: list[SecurityFinding] = []
+    for tool in (t.strip() for t in tools if t and t.strip()):
+        scope = re.fullmatch(r"Bash\s*\((.*)\)", tool)
+        if tool in ("Bash", "*") or (scope and scope.group(1).strip() in ("*", "*:*", "**", "")):
+            out.append(SecurityFinding(R.R_ALLOWED_TOOLS, rel, key_line, tool))
+        elif scope and re.match(r"\s*(?:sudo|su|rm|dd|mkfs|chmod|chown|doas)\b",
+                                scope.group(1)):
+            out.append(SecurityFinding(R.R_ALLOWED_SUDO, rel, key_line, tool))
+    return out
+
+
+def _symlink_findings(path: Path, rel: str, real_root: Path) -> list[SecurityFinding]:
+    try:
+        raw = os.readlink(path)
+        target = path.resolve(strict=False)
+    except (OSError, RuntimeError):
+        return [SecurityFinding(R.R_SYMLINK_OUT, rel, 1, "a link that cannot be resolved (loop)")]
+    if target == real_root or real_root in target.parents:
+        return []
+    return [SecurityFinding(R.R_SYMLINK_OUT, rel, 1, f"{rel} -> {raw}")]
+
+
+def _escaping_paths(text: str, rel: str, here: Path, real_root: Path) -> list[SecurityFinding]:
+    """Relative links and ``../`` paths in instructions that resolve outside the family."""
+    out: list[SecurityFinding] = []
+    base = here.resolve()
+    for no, line in enumerate(text.splitlines(), start=1):
+        targets = [m.group(1) for m in _MD_LINK.finditer(line)]
+        targets += [m.group(1) for m in _BARE_PARENT.finditer(line)]
+        for target in dict.fromkeys(targets):
+            if "://" in target or target.startswith(("#", "mailto:", "/")):
+                continue
+            if ".." not in target.split("#")[0].split("/"):
+                continue
+            resolved = Path(os.path.normpath(base / target.split("#")[0]))
+            if resolved != real_root and real_root not in resolved.parents:
+                out.append(SecurityFinding(R.R_PATH_OUT, rel, no, target))
+                break
+    return out
