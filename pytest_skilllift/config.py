@@ -159,6 +159,9 @@ OPTIONS: tuple[Option, ...] = (
            "lines", (), ini="skill_lift_gates"),
     Option("pass-threshold", "Composite a prompt×rep must reach to pass (0.7 is the Drupal "
            "ai_eval 3.5 of 5).", "float", DEFAULT_PASS_THRESHOLD),
+    Option("allow-unsafe", "Run the with-skill arm even when the skill family has a critical "
+           "security finding (skilllift scan, docs/security-scan.md); without it such a run "
+           "is an invalid install naming the finding.", "bool", False),
     Option("progress-interval", "Seconds between progress lines when the output is not a "
            "terminal (CI logs; 0 = one per finished run). A terminal gets one "
            "live line; -q silences both.", "float", 60.0),
@@ -264,6 +267,8 @@ class Settings:
     gates: tuple[str, ...]
     pass_threshold: float
     progress_interval_s: float
+    #: ``--skill-lift-allow-unsafe``: install a family despite a critical security finding.
+    allow_unsafe: bool
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""
     #: The controller's shared judge (set under xdist): workers grade through it.
@@ -406,6 +411,7 @@ class Settings:
             gates=tuple(g.strip() for g in (v["gate"] or ()) if g.strip()),
             pass_threshold=pass_threshold,
             progress_interval_s=float(v["progress-interval"]),
+            allow_unsafe=bool(v["allow-unsafe"]),
         )
 
     @classmethod

@@ -117,6 +117,9 @@ class AgentConfig:
     timeout_s: float = DEFAULT_TIMEOUT_S
     #: Extra environment variables passed to the CLI (e.g. ANTHROPIC_BASE_URL). Never written.
     env: dict[str, str] = field(default_factory=dict)
+    #: Install a family even when the security scan has a critical finding in it
+    #: (``--skill-lift-allow-unsafe``); by default such a with-skill run is an invalid install.
+    allow_unsafe: bool = False
 
 
 @dataclass(frozen=True)

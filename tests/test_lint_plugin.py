@@ -20,6 +20,7 @@ CHECKS = (
     "FRONTMATTER_RULES",
     "SKILL_FILE",
     "LINKS",
+    "SECURITY",
 )
 
 
@@ -41,7 +42,7 @@ def test_each_check_is_a_test_with_stable_ids(pytester: pytest.Pytester) -> None
     )
     result.assert_outcomes(passed=2 * len(CHECKS) - 1, failed=1)
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*collected 18 items"])
+    result.stdout.fnmatch_lines([f"*collected {2 * len(CHECKS)} items"])
 
 
 def test_failure_shows_evidence_and_fix_without_traceback(pytester: pytest.Pytester) -> None:

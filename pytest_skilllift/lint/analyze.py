@@ -18,6 +18,7 @@ from pytest_skilllift.lint.composite import (
     compute_composite,
 )
 from pytest_skilllift.lint.measured import Measured, measured_for_family
+from pytest_skilllift.lint.security.findings import security_findings
 from pytest_skilllift.lint.skillfile import (
     SKILL_FILENAME,
     Finding,
@@ -92,6 +93,7 @@ def analyze(
     subs = run_checks(skill)
     anti = detect_anti_patterns(skill)
     others = [f for f in skill.findings] + frontmatter_rule_findings(skill)
+    others += security_findings(skill)  # never an anti-pattern: no penalty, see findings.py
     others += [f for f in anti if not f.anti_pattern]
     anti = [f for f in anti if f.anti_pattern]
     static_scores: dict[str, dict[str, float]] = {

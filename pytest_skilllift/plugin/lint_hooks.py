@@ -8,7 +8,8 @@ Test ids: ``<root>/<skill>::<CHECK>``, e.g. ``skills/qdrant-edge::ORPHAN_REFEREN
 skill: PluginEval's six anti-patterns, FRONTMATTER_RULES (Claude Code's and the Agent Skills
 specification's frontmatter rules; warnings such as Claude-Code-only keys are pytest warnings,
 not failures), SKILL_FILE (unreadable, binary, empty, huge, symlink loops), LINKS (ordinary
-dead relative links), DEPTH when the ini ``skill_lint_depth`` is standard or deep (the model
+dead relative links), SECURITY (the security scan of the skill's files: a critical
+finding fails it, the others are pytest warnings; docs/security-scan.md), DEPTH when the ini ``skill_lint_depth`` is standard or deep (the model
 layers ran, or the test says which did not) and, when the ini ``skill_lint_threshold`` is set,
 COMPOSITE (at the configured depth). A failing check prints its evidence and fix, without a
 traceback.
@@ -50,8 +51,9 @@ def _checks() -> tuple[str, ...]:
         FRONTMATTER_CHECK,
         LINKS_CHECK,
     )
+    from pytest_skilllift.lint.security.findings import SECURITY_CHECK
 
-    return (*ANTI_PATTERN_FLAGS, FRONTMATTER_CHECK, "SKILL_FILE", LINKS_CHECK)
+    return (*ANTI_PATTERN_FLAGS, FRONTMATTER_CHECK, "SKILL_FILE", LINKS_CHECK, SECURITY_CHECK)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -327,7 +327,7 @@ class SkillLiftSession:
         return AgentConfig(claude_path=claude, skills_root=s.skills_root,
                            allowed_tools=s.allowed_tools, permission_mode=s.permission_mode,
                            max_turns=s.max_turns, max_budget_usd=s.max_budget_usd,
-                           timeout_s=s.timeout_s, env=env)
+                           timeout_s=s.timeout_s, env=env, allow_unsafe=s.allow_unsafe)
 
     def _make_runner(self) -> Runner:
         s = self.settings

@@ -402,7 +402,8 @@ class DockerRunner:
         if not spec.with_skill:
             return None
         for family in spec.prompt.installed_families:
-            error = check_family(Path(cfg.skills_root) / family)
+            error = check_family(Path(cfg.skills_root) / family,
+                                 allow_unsafe=cfg.allow_unsafe)
             if error is not None:
                 return error
         return None

@@ -11,7 +11,11 @@ what is measured). Symlinks inside the family are handled the same way by both:
   run is an invalid install naming the link. Following it would copy files from outside the
   skill under test into the agent's HOME or container — files the agent could then read.
 
-Pure filesystem logic, no runner or pytest imports.
+A family with a critical finding of the security scan (``lint/security``: a script piped
+from the network to a shell, credential exfiltration, a committed key…) is refused the same
+way, naming the finding, unless ``--skill-lift-allow-unsafe`` is given.
+
+Pure filesystem logic, no runner or pytest imports (the scan is pure logic too).
 """
 
 from __future__ import annotations
@@ -93,13 +97,33 @@ def _link_entry(family: str, root: Path, link: Path, rel: str) -> Entry:
     return Entry(rel, "link", link, os.path.relpath(target, link.parent.resolve()))
 
 
-def check_family(family_dir: Path) -> str | None:
-    """The reason the family cannot be installed, or None."""
+def check_family(family_dir: Path, *, allow_unsafe: bool = False) -> str | None:
+    """The reason the family cannot be installed, or None: a missing SKILL.md, a link that
+    leaves the family, or (unless ``allow_unsafe``) a critical security finding."""
     try:
         family_entries(family_dir)
     except InstallError as exc:
         return str(exc)
-    return None
+    return None if allow_unsafe else unsafe_reason(family_dir)
+
+
+def unsafe_reason(family_dir: Path) -> str | None:
+    """Why the family is refused for its critical security findings (each named with its
+    rule, file and line), or None. The scan reads every file of the family: an agent with
+    the skill installed would read and run them."""
+    # Imported here: the rules compile their patterns, and only with-skill installs need them.
+    from pytest_skilllift.lint.security.scanner import critical_findings
+
+    critical = critical_findings(Path(family_dir))
+    if not critical:
+        return None
+    named = "; ".join(f"{f.rule_id} {f.rule.name} at {f.location}: {f.match!r}"
+                      for f in critical[:5])
+    more = f" (and {len(critical) - 5} more)" if len(critical) > 5 else ""
+    return (f"invalid install: skill family {Path(family_dir).name!r} has {len(critical)} "
+            f"critical security finding(s): {named}{more}. Fix: {critical[0].rule.fix} "
+            "(`skilllift scan` lists every finding); to run it anyway, in a sandbox, pass "
+            "--skill-lift-allow-unsafe")
 
 
 def copy_family(family_dir: Path, dest: Path) -> None:

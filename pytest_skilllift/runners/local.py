@@ -113,7 +113,8 @@ class LocalRunner:
         # Each family is checked before any is copied: one refused link refuses the install.
         families = spec.prompt.installed_families
         for family in families:
-            error = check_family(Path(cfg.skills_root) / family)
+            error = check_family(Path(cfg.skills_root) / family,
+                                 allow_unsafe=cfg.allow_unsafe)
             if error is not None:
                 return error
         for family in families:

@@ -63,6 +63,9 @@ class LineRule:
     accept: Accept | None = None
     #: The match is a secret: only its first characters are ever shown.
     secret: bool = False
+    #: Lower-case words one of which every match contains: a text holding none of them is
+    #: not searched (a substring test is ~50x cheaper than the regex over the text).
+    keywords: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,7 +320,9 @@ _DECODE_RUN = re.compile(
     r"urlopen|__import__\s*\(\s*[\"']base64)"
     r"|\beval\s*\(\s*(?:atob|Buffer\.from|(?:await\s+)?fetch)\b|\bnew\s+Function\s*\(\s*atob\b",
     re.IGNORECASE)
-_BLOB = re.compile(r"(?<![\w/+])(?:[A-Za-z0-9+/]{160,}={0,2}|[0-9a-fA-F]{160,})(?![\w/+])")
+BLOB_MIN = 160
+_BLOB = re.compile(rf"(?<![\w/+])(?:[A-Za-z0-9+/]{{{BLOB_MIN},}}={{0,2}}|[0-9a-fA-F]{{{BLOB_MIN},}})"
+                   r"(?![\w/+])")
 
 
 def _blob(m: re.Match[str], line: str) -> str | None:
@@ -462,28 +467,72 @@ R_PATH_OUT = Rule(
     docs_only=True)
 
 
+_CRED_WORDS = (".ssh", ".aws", ".config", ".azure", ".netrc", ".git-credentials", ".docker",
+               ".kube", ".pypirc", ".gnupg", "id_rsa", "id_ed25519", "id_ecdsa", "id_dsa", ".mozilla", "chrome", "chromium", "brave",
+               "microsoft", "login data", "cookies", "logins.json", "key4.db", "-password",
+               "keychain", "secret-tool")
+#: ENV_DUMP's forms; a bare ``env`` counts only before a pipe, redirect, separator or line end.
+_ENV_WORDS = ("printenv", "env|", "env |", "env>", "env >", "env;", "env &", "env&", "env)",
+              "env`", "env\n", "env\r", "export -p", "declare -x", "env:", "os.environ",
+              "process.env")
+
 LINE_RULES: tuple[LineRule, ...] = (
-    LineRule(R_PIPE_SHELL, _PIPE_SHELL, _with_url),
-    LineRule(R_POWERSHELL, _PS, _with_url),
-    LineRule(R_PIP_URL, _PIP, _pip_url),
-    LineRule(R_NPX, _NPX, _npx_unpinned),
-    LineRule(R_RM_ROOT, _RM),
-    LineRule(R_DISK, _DISK),
-    LineRule(R_FORK, _FORK),
-    LineRule(R_CHMOD, _CHMOD),
-    LineRule(R_EXFIL, NETWORK_SINK, _exfil),
-    LineRule(R_CRED_READ, CREDENTIAL_STORE, _cred_read),
-    LineRule(R_CRED_MENTION, CREDENTIAL_STORE, _cred_mention),
-    LineRule(R_ENV_DUMP, ENV_DUMP, _env_dump),
-    LineRule(R_DECODE_RUN, _DECODE_RUN),
+    LineRule(R_PIPE_SHELL, _PIPE_SHELL, _with_url, keywords=("curl", "wget", "fetch", "iwr")),
+    LineRule(R_POWERSHELL, _PS, _with_url, keywords=("iex", "invoke-expression")),
+    LineRule(R_PIP_URL, _PIP, _pip_url, keywords=("pip install", "pip3 install", "pip3.")),
+    LineRule(R_NPX, _NPX, _npx_unpinned, keywords=("npx",)),
+    LineRule(R_RM_ROOT, _RM, keywords=("rm ", "rm\t")),
+    LineRule(R_DISK, _DISK, keywords=("mkfs", "/dev/")),
+    LineRule(R_FORK, _FORK, keywords=("(){", "() {")),
+    LineRule(R_CHMOD, _CHMOD, keywords=("chmod",)),
+    LineRule(R_EXFIL, NETWORK_SINK, _exfil, keywords=_CRED_WORDS + _ENV_WORDS),
+    LineRule(R_CRED_READ, CREDENTIAL_STORE, _cred_read, keywords=_CRED_WORDS),
+    LineRule(R_CRED_MENTION, CREDENTIAL_STORE, _cred_mention, keywords=_CRED_WORDS),
+    LineRule(R_ENV_DUMP, ENV_DUMP, _env_dump, keywords=_ENV_WORDS),
+    LineRule(R_DECODE_RUN, _DECODE_RUN, keywords=(
+        "base64", "b64decode", "atob", "xxd", "openssl", "eval(", "eval (", "eval $",
+        "eval \"$", "eval '$", "exec(", "exec (")),
     LineRule(R_BLOB, _BLOB, _blob),
-    LineRule(R_OVERRIDE, _OVERRIDE),
-    LineRule(R_CONCEAL, _CONCEAL),
-    LineRule(R_SYSPROMPT, _SYSPROMPT),
-    LineRule(R_DISABLE, _DISABLE),
-    LineRule(R_PROVIDER_KEY, _PROVIDER_KEY, _provider_key, secret=True),
-    LineRule(R_TOKEN, _TOKEN, _token, secret=True),
+    LineRule(R_OVERRIDE, _OVERRIDE, keywords=("ignore", "disregard", "forget", "override")),
+    LineRule(R_CONCEAL, _CONCEAL, keywords=("tell", "inform", "notif", "alert", "from the user",
+                                            "let the user")),
+    LineRule(R_SYSPROMPT, _SYSPROMPT, keywords=("system prompt", "system message",
+                                                "system instructions")),
+    LineRule(R_DISABLE, _DISABLE, keywords=("dangerously", "bypass", "disable", "turn off",
+                                            "ignore", "skip")),
+    LineRule(R_PROVIDER_KEY, _PROVIDER_KEY, _provider_key, secret=True,
+             keywords=("sk-", "akia", "asia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat", "xox", "aiza", "k_live",
+                       "hf_", "glpat")),
+    LineRule(R_TOKEN, _TOKEN, _token, secret=True,
+             keywords=("key", "secret", "token", "passw", "bearer")),
 )
+
+
+
+def _keyword_index() -> dict[str, frozenset[int]]:
+    """Each keyword and the line rules (indexes into ``LINE_RULES``) it triggers."""
+    words = sorted({k for lr in LINE_RULES for k in lr.keywords})
+    return {k: frozenset(i for i, lr in enumerate(LINE_RULES) if k in lr.keywords)
+            for k in words}
+
+
+#: Searched over a file's lower-cased text: which lines each keyed rule must look at. Every
+#: match of a keyed rule contains one of its keywords (written with single spaces: a command
+#: spaced out with tabs or runs of blanks is the price of not running every regex on every
+#: line, ~1 ms per KB).
+KEYWORD_RULES: dict[str, frozenset[int]] = _keyword_index()
+
+#: A text without the gate holds none of the keywords containing it: one search instead of
+#: several ("env" guards env|, env >, printenv, os.environ…).
+_GATES = ("env", "eval", "exec", "id_", "pip", "system ", "()")
+KEYWORD_GATES: dict[str, tuple[str, ...]] = {
+    g: tuple(k for k in KEYWORD_RULES if g in k) for g in _GATES}
+UNGATED_KEYWORDS: tuple[str, ...] = tuple(
+    k for k in KEYWORD_RULES if not any(k in ks for ks in KEYWORD_GATES.values()))
+
+#: Hidden-text characters of SKL501-503 in one class: one search tells whether any is there.
+ANY_HIDDEN = re.compile("[\U000e0000-\U000e007f\u202a-\u202e\u2066-\u2069\u200b\u200c"
+                        "\u200d\u2060\u180e\ufeff]")
 
 #: Every rule, in id order (SARIF's ``tool.driver.rules``, the docs' table).
 RULES: tuple[Rule, ...] = tuple(sorted(

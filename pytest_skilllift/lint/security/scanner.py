@@ -21,6 +21,8 @@ import yaml
 from pytest_skilllift.lint.security import rules as R
 from pytest_skilllift.lint.security.rules import Rule, rank
 
+# The C loader when PyYAML has it (~10x faster), as in lint/skillfile.py.
+_YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 #: Bytes of one file scanned; the rest is reported in ``skipped`` (never silent).
 MAX_BYTES = 2 * 1024 * 1024
 #: Never scanned (version-control and bytecode noise; the install skips them too).
@@ -29,6 +31,7 @@ IGNORED_DIRS = frozenset({".git", "__pycache__"})
 DOC_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst", ".mdx"})
 SKILL_FILENAME = "SKILL.md"
 
+_NEWLINE = re.compile("\n")
 _MD_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _BARE_PARENT = re.compile(r"(?<![\w/.])((?:\.\./)+[\w.\-/]+)")
 
@@ -150,8 +153,22 @@ def scan_family(family_dir: Path, display_root: Path | None = None,
     display_root = Path(display_root) if display_root is not None else family_dir.parent
     result = result if result is not None else ScanResult(root=display_root)
     result.families.append(family_dir.name)
-    real_root = family_dir.resolve()
-    for path in _walk(family_dir):
+    _scan_files(_walk(family_dir), family_dir.resolve(), display_root, result)
+    return result
+
+
+def scan_skill(skill_dir: Path, family_dir: Path, display_root: Path) -> ScanResult:
+    """The files one skill owns: its directory minus the sub-skills nested in it (each has
+    its own report); "leaving the family" is judged against ``family_dir``."""
+    result = ScanResult(root=display_root, families=[Path(family_dir).name])
+    _scan_files(_walk(Path(skill_dir), prune_skills=True), Path(family_dir).resolve(),
+                display_root, result)
+    return result
+
+
+def _scan_files(paths: Iterable[Path], real_root: Path, display_root: Path,
+                result: ScanResult) -> None:
+    for path in paths:
         rel = _rel(path, display_root)
         if path.is_symlink():
             result.findings += _symlink_findings(path, rel, real_root)
@@ -163,11 +180,10 @@ def scan_family(family_dir: Path, display_root: Path | None = None,
             continue
         result.files_scanned += 1
         result.findings += scan_text(text, rel, doc=_is_doc(path))
-        if path.suffix.lower() in DOC_SUFFIXES:
+        if path.suffix.lower() in DOC_SUFFIXES and ".." in text:
             result.findings += _escaping_paths(text, rel, path.parent, real_root)
         if path.name == SKILL_FILENAME:
             result.findings += allowed_tools_findings(text, rel)
-    return result
 
 
 def critical_findings(family_dir: Path) -> list[SecurityFinding]:
@@ -179,8 +195,9 @@ def critical_findings(family_dir: Path) -> list[SecurityFinding]:
 # files
 
 
-def _walk(family_dir: Path) -> Iterable[Path]:
-    """Every file and link under the family, sorted, links not followed."""
+def _walk(family_dir: Path, *, prune_skills: bool = False) -> Iterable[Path]:
+    """Every file and link under the family, sorted, links not followed; with
+    ``prune_skills`` the sub-directories holding their own SKILL.md are left out."""
     for current, dirs, files in os.walk(family_dir, followlinks=False):
         here = Path(current)
         kept = []
@@ -189,7 +206,7 @@ def _walk(family_dir: Path) -> Iterable[Path]:
                 continue
             if (here / d).is_symlink():
                 yield here / d  # a linked directory: checked as a link, never descended
-            else:
+            elif not (prune_skills and (here / d / SKILL_FILENAME).is_file()):
                 kept.append(d)
         dirs[:] = kept
         for f in sorted(files):
@@ -230,37 +247,62 @@ def _read(path: Path) -> tuple[str | None, str]:
 def scan_text(text: str, rel: str, *, doc: bool) -> list[SecurityFinding]:
     """Every line rule, hidden-character rule and private-key rule on one file's text.
 
-    Each rule first searches the whole text (one pass in the regex engine); only the lines
-    it hits are then checked one by one, so a 100,000-line script costs a few passes, not
-    100,000 x rules calls.
+    One pass of the rules' keywords over the lower-cased text finds the lines each rule must
+    look at; only those lines meet the rule's own pattern (a rule with no keyword searches the
+    whole text once). Every regex over every line would cost ~1 ms per KB.
     """
-    lines = [ln.rstrip("\r") for ln in text.split("\n")]
-    starts = _line_starts(lines)
+    lower = text.lower()
+    starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
+
+    def line_at(i: int) -> str:
+        end = starts[i + 1] - 1 if i + 1 < len(starts) else len(text)
+        return text[starts[i]:end].rstrip("\r")
+
     out: list[SecurityFinding] = []
-    if R.TAG_CHARS.search(text) or R.BIDI_CHARS.search(text) or R.ZERO_WIDTH.search(text):
-        for no, line in enumerate(lines, start=1):
+    if not text.isascii() and R.ANY_HIDDEN.search(text):  # isascii: C speed, most files
+        for no, line in enumerate((ln.rstrip("\r") for ln in text.split("\n")), start=1):
             out += _hidden(line, rel, no, first=no == 1)
-    candidates: dict[re.Pattern[str], list[int]] = {}  # rules sharing a pattern search once
-    for lr in R.LINE_RULES:
+    keyed = _keyed_lines(lower, starts)
+    for ri, lr in enumerate(R.LINE_RULES):
         if lr.rule.docs_only and not doc:
             continue
-        if lr.pattern not in candidates:
-            candidates[lr.pattern] = _candidate_lines(lr.pattern, text, starts)
-        for i in candidates[lr.pattern]:
-            finding = _line_finding(lr, lines[i], rel, i + 1)
+        if lr.keywords:
+            hits = sorted(keyed.get(ri, ()))
+        elif lr.rule is R.R_BLOB and max(map(len, text.split()), default=0) < R.BLOB_MIN:
+            continue  # no run of 160 non-blank characters: no blob (a C-speed test)
+        else:
+            hits = _candidate_lines(lr.pattern, text, starts)
+        for i in hits:
+            finding = _line_finding(lr, line_at(i), rel, i + 1)
             if finding is not None:
                 out.append(finding)
-    out += _private_keys(lines, rel)
+    if "private key" in lower:
+        out += _private_keys([ln.rstrip("\r") for ln in text.split("\n")], rel)
     out.sort(key=lambda f: (f.line, f.rule.id))
     return out
 
 
-def _line_starts(lines: list[str]) -> list[int]:
-    starts, pos = [], 0
-    for ln in lines:
-        starts.append(pos)
-        pos += len(ln) + 1  # the "\n"; a "\r" stripped before it is inside the +len
-    return starts
+def _keyed_lines(lower: str, starts: list[int]) -> dict[int, set[int]]:
+    """For each keyed line rule, the 0-based lines holding one of its keywords.
+
+    ``str.find`` per keyword (a C substring search, ~1 GB/s) rather than one regex
+    alternation of every keyword, which Python's engine tries position by position; a gate
+    absent from the text skips every keyword holding it.
+    """
+    out: dict[int, set[int]] = {}
+    words = [*R.UNGATED_KEYWORDS]
+    for gate, guarded in R.KEYWORD_GATES.items():
+        if gate in lower:
+            words += guarded
+    end = len(lower)
+    for word in words:
+        pos = lower.find(word)
+        while pos != -1:
+            line = bisect_right(starts, pos) - 1
+            for ri in R.KEYWORD_RULES[word]:
+                out.setdefault(ri, set()).add(line)
+            pos = lower.find(word, starts[line + 1] if line + 1 < len(starts) else end)
+    return out
 
 
 def _candidate_lines(pattern: re.Pattern[str], text: str, starts: list[int]) -> list[int]:
@@ -327,11 +369,13 @@ def _private_keys(lines: list[str], rel: str) -> list[SecurityFinding]:
 
 def allowed_tools_findings(text: str, rel: str) -> list[SecurityFinding]:
     """``allowed-tools`` entries broader than a skill needs (unscoped Bash, sudo, rm)."""
+    if "allowed-tools" not in text:
+        return []
     fm = re.match(r"\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|$)", text, re.DOTALL)
     if not fm:
         return []
     try:
-        data = yaml.safe_load(fm.group(1))
+        data = yaml.load(fm.group(1), Loader=_YamlLoader)
     except yaml.YAMLError:
         return []  # the frontmatter rules report an unparsable block
     if not isinstance(data, dict) or "allowed-tools" not in data:
@@ -364,19 +408,37 @@ def _symlink_findings(path: Path, rel: str, real_root: Path) -> list[SecurityFin
 
 
 def _escaping_paths(text: str, rel: str, here: Path, real_root: Path) -> list[SecurityFinding]:
-    """Relative links and ``../`` paths in instructions that resolve outside the family."""
+    """Relative links and ``../`` paths in instructions that resolve outside the family (one
+    finding per line). String arithmetic, not ``Path`` objects: this meets every link of every
+    reference file."""
     out: list[SecurityFinding] = []
-    base = here.resolve()
-    for no, line in enumerate(text.splitlines(), start=1):
-        targets = [m.group(1) for m in _MD_LINK.finditer(line)]
-        targets += [m.group(1) for m in _BARE_PARENT.finditer(line)]
-        for target in dict.fromkeys(targets):
-            if "://" in target or target.startswith(("#", "mailto:", "/")):
-                continue
-            if ".." not in target.split("#")[0].split("/"):
-                continue
-            resolved = Path(os.path.normpath(base / target.split("#")[0]))
-            if resolved != real_root and real_root not in resolved.parents:
-                out.append(SecurityFinding(R.R_PATH_OUT, rel, no, target))
-                break
+    base, root = str(here.resolve()), str(real_root)
+    depth = 0 if base == root else base[len(root):].count(os.sep)  # dirs below the family
+    starts: list[int] | None = None
+    seen_lines: set[int] = set()
+    matches = [*_MD_LINK.finditer(text), *_BARE_PARENT.finditer(text)]
+    for m in sorted(matches, key=lambda m: m.start()):
+        target = m.group(1)
+        if ".." not in target or "://" in target or target.startswith(("/", "mailto:")):
+            continue  # most links: C-speed tests before any splitting
+        if not _leaves(target.split("#")[0], base, root, depth):
+            continue
+        starts = starts if starts is not None else [
+            0, *(m.end() for m in _NEWLINE.finditer(text))]
+        no = bisect_right(starts, m.start())
+        if no not in seen_lines:
+            seen_lines.add(no)
+            out.append(SecurityFinding(R.R_PATH_OUT, rel, no, target))
     return out
+
+
+def _leaves(path: str, base: str, root: str, depth: int) -> bool:
+    """Whether ``base/path`` resolves outside ``root`` (``depth``: base's levels below it)."""
+    parts = path.split("/")
+    ups = 0
+    while ups < len(parts) and parts[ups] == "..":
+        ups += 1
+    if ".." not in parts[ups:]:  # the usual shape: ../../x/y
+        return ups > depth
+    resolved = os.path.normpath(os.path.join(base, path))
+    return resolved != root and not resolved.startswith(root + os.sep)
