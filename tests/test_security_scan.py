@@ -18,7 +18,8 @@ from pytest_skilllift.lint.security.scanner import ScanUsageError, scan_family, 
 #: qdrant/skills (Apache-2.0, tests/fixtures/data/qdrant-skills/LICENSE): a real, well-kept set.
 QDRANT = Path(__file__).parent / "fixtures" / "data" / "qdrant-skills" / "skills"
 
-SKILL = "---\nname: {name}\ndescription: Use when testing the scanner.\n{extra}---\n\n# T\n\n{body}\n"
+SKILL = ("---\nname: {name}\ndescription: Use when testing the scanner.\n{extra}---\n\n"
+         "# T\n\n{body}\n")
 
 
 def _family(root: Path, name: str = "fam", body: str = "Plain text.", extra: str = "",
@@ -150,7 +151,7 @@ def test_a_large_file_is_scanned_in_part_and_says_so(tmp_path: Path,
 
 
 def test_usage_errors(tmp_path: Path) -> None:
-    with pytest.raises(ScanUsageError, match="no SKILL.md"):
+    with pytest.raises(ScanUsageError, match=r"no SKILL\.md"):
         scan_path(tmp_path)
     with pytest.raises(ScanUsageError, match="no such skill directory"):
         scan_path(tmp_path / "missing")
@@ -300,3 +301,31 @@ def test_sarif_of_the_benign_corpus_has_no_error_level() -> None:
     log = to_sarif(scan_path(QDRANT))
     _check_sarif_structure(log)
     assert {r["level"] for r in log["runs"][0]["results"]} == {"warning"}
+
+
+# ---------------------------------------------------------------------------------------------
+# skilllift score shows the findings
+
+
+def test_score_lists_security_findings_without_penalty(tmp_path: Path) -> None:
+    fam = _family(tmp_path, body="Use when testing.", files={"scripts/a.sh": "rm -rf ~\n"})
+    clean = _family(tmp_path / "clean", body="Use when testing.")
+    buf = io.StringIO()
+    args = cli.build_parser("score").parse_args(["score", str(fam)])
+    assert args.func(args, buf) == 0
+    text = buf.getvalue()
+    assert ("SKL201 (warning)" not in text
+            and "SKL201: critical recursive-delete-of-root-or-home at fam/scripts/a.sh:1"
+            in text)
+    buf = io.StringIO()
+    args = cli.build_parser("score").parse_args(["score", str(fam), "--output", "json"])
+    args.func(args, buf)
+    data = json.loads(buf.getvalue())
+    [sec] = [f for f in data["layers"][0]["findings"] if f["check"] == "SECURITY"]
+    assert (sec["flag"], sec["severity"], sec["counts_toward_penalty"]) == ("SKL201", "error",
+                                                                            False)
+    buf = io.StringIO()
+    args = cli.build_parser("score").parse_args(["score", str(clean), "--output", "json"])
+    args.func(args, buf)
+    # The scan measures harm, not quality: the composite is the same as a clean twin's.
+    assert json.loads(buf.getvalue())["composite"] == data["composite"]

@@ -27,6 +27,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.cli.score",  # score, compare (skills or weeks)
     "pytest_skilllift.cli.certify",  # certify, corpus init
     "pytest_skilllift.cli.scan",  # scan (security)
+    "pytest_skilllift.cli.lint_evals",  # lint-evals
     "pytest_skilllift.cli.image",  # image build
     "pytest_skilllift.report.export",  # export (skill-creator layout)
     "pytest_skilllift.cli.view",  # view (the offline HTML site, labelling)

@@ -270,8 +270,24 @@ class ControllerPlugin:
         """Every worker is up: build the judge client now (the runs need it within seconds;
         while they wait on the model the cores are free)."""
         self._collected_nodes += 1
+        if self._collected_nodes == 1:  # under xdist the controller collects nothing itself
+            tr = node.config.pluginmanager.get_plugin("terminalreporter")
+            if tr is not None:
+                tr.write_line(self._evals_line())
         if self._collected_nodes >= _worker_count(node.config):
             self.state.warm_judge()
+
+    def pytest_report_collectionfinish(self) -> list[str]:
+        """After "collected N items": the lint of the eval files, in one line."""
+        return [self._evals_line()]
+
+    def _evals_line(self) -> str:
+        s = self.state.settings
+        from pytest_skilllift.lint.evals import session_line
+
+        return session_line(prompts_dir=s.prompts_dir, skills_root=s.skills_root,
+                            triggers_dir=s.triggers_dir, rootdir=s.rootdir, site=s.site,
+                            skill_creator=s.skill_creator_evals is not False)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:

@@ -9,8 +9,9 @@ skill: PluginEval's six anti-patterns, FRONTMATTER_RULES (Claude Code's and the 
 specification's frontmatter rules; warnings such as Claude-Code-only keys are pytest warnings,
 not failures), SKILL_FILE (unreadable, binary, empty, huge, symlink loops), LINKS (ordinary
 dead relative links), SECURITY (the security scan of the skill's files: a critical
-finding fails it, the others are pytest warnings; docs/security-scan.md), DEPTH when the ini ``skill_lint_depth`` is standard or deep (the model
-layers ran, or the test says which did not) and, when the ini ``skill_lint_threshold`` is set,
+finding fails it, the others are pytest warnings; docs/security-scan.md), DEPTH when the ini
+``skill_lint_depth`` is standard or deep (the model layers ran, or the test says which did
+not) and, when the ini ``skill_lint_threshold`` is set,
 COMPOSITE (at the configured depth). A failing check prints its evidence and fix, without a
 traceback.
 

@@ -20,6 +20,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 
 #: Severities, least to most severe; ``rank`` orders them.
 SEVERITIES: tuple[str, ...] = ("low", "medium", "high", "critical")
@@ -158,7 +159,7 @@ _PIP_INDEX_FLAGS = {"-i", "--index-url", "--extra-index-url", "-f", "--find-link
 def _pip_url(m: re.Match[str], line: str) -> str | None:
     """A URL given as the package (not as an index or find-links location)."""
     tokens = m.group(0).split()
-    for prev, tok in zip(tokens, tokens[1:], strict=False):
+    for prev, tok in pairwise(tokens):
         bare = tok.strip("\"'")
         if prev in _PIP_INDEX_FLAGS or "=" in bare.split("://")[0]:
             continue  # --index-url=https://… or a flag's value
@@ -237,7 +238,8 @@ R_EXFIL = Rule(
     "Remove the command; nothing from the user's credentials or environment leaves the "
     "machine.")
 
-_HOME = r"(?:~|\$HOME|\$\{HOME\}|/home/[\w.-]+|/root|/Users/[\w.-]+|%USERPROFILE%|\bos\.path\.expanduser\([\"']~)"
+_HOME = (r"(?:~|\$HOME|\$\{HOME\}|/home/[\w.-]+|/root|/Users/[\w.-]+|%USERPROFILE%"
+         r"|\bos\.path\.expanduser\([\"']~)")
 CREDENTIAL_STORE = re.compile(
     rf"{_HOME}[/\\]\.ssh(?:[/\\][\w.-]+)?"
     r"|\.aws[/\\](?:credentials|config)\b|\.config[/\\]gh\b|\.config[/\\]gcloud\b"
@@ -321,8 +323,8 @@ _DECODE_RUN = re.compile(
     r"|\beval\s*\(\s*(?:atob|Buffer\.from|(?:await\s+)?fetch)\b|\bnew\s+Function\s*\(\s*atob\b",
     re.IGNORECASE)
 BLOB_MIN = 160
-_BLOB = re.compile(rf"(?<![\w/+])(?:[A-Za-z0-9+/]{{{BLOB_MIN},}}={{0,2}}|[0-9a-fA-F]{{{BLOB_MIN},}})"
-                   r"(?![\w/+])")
+_BLOB = re.compile(rf"(?<![\w/+])(?:[A-Za-z0-9+/]{{{BLOB_MIN},}}={{0,2}}"
+                   rf"|[0-9a-fA-F]{{{BLOB_MIN},}})(?![\w/+])")
 
 
 def _blob(m: re.Match[str], line: str) -> str | None:
@@ -468,7 +470,8 @@ R_PATH_OUT = Rule(
 
 
 _CRED_WORDS = (".ssh", ".aws", ".config", ".azure", ".netrc", ".git-credentials", ".docker",
-               ".kube", ".pypirc", ".gnupg", "id_rsa", "id_ed25519", "id_ecdsa", "id_dsa", ".mozilla", "chrome", "chromium", "brave",
+               ".kube", ".pypirc", ".gnupg", "id_rsa", "id_ed25519", "id_ecdsa", "id_dsa",
+               ".mozilla", "chrome", "chromium", "brave",
                "microsoft", "login data", "cookies", "logins.json", "key4.db", "-password",
                "keychain", "secret-tool")
 #: ENV_DUMP's forms; a bare ``env`` counts only before a pipe, redirect, separator or line end.
@@ -501,8 +504,8 @@ LINE_RULES: tuple[LineRule, ...] = (
     LineRule(R_DISABLE, _DISABLE, keywords=("dangerously", "bypass", "disable", "turn off",
                                             "ignore", "skip")),
     LineRule(R_PROVIDER_KEY, _PROVIDER_KEY, _provider_key, secret=True,
-             keywords=("sk-", "akia", "asia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat", "xox", "aiza", "k_live",
-                       "hf_", "glpat")),
+             keywords=("sk-", "akia", "asia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+                       "github_pat", "xox", "aiza", "k_live", "hf_", "glpat")),
     LineRule(R_TOKEN, _TOKEN, _token, secret=True,
              keywords=("key", "secret", "token", "passw", "bearer")),
 )
