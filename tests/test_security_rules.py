@@ -143,3 +143,12 @@ def test_findings_carry_file_line_and_fix() -> None:
     j = f.to_json()
     assert j["fix"] == R.R_PIPE_SHELL.fix and j["severity"] == "critical"
     assert f.location == "fam/SKILL.md:4"
+
+
+def test_docs_table_lists_every_rule_with_its_severity() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "security-scan.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`"): line.split("|")[3].strip()
+            for line in doc.splitlines() if line.startswith("| `SKL")}
+    assert rows == {r.id: r.severity for r in R.RULES}
