@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from pytest_skilllift.lint.analyze import score_path
+from pytest_skilllift.lint.security.scanner import scan_path
 
 SECTION = """
 ## Step {i}
@@ -96,6 +97,13 @@ def _time_tree(root: Path, n: int, repeat: int) -> dict[str, object]:
         inproc.append(time.perf_counter() - t0)
         inproc_cpu.append(time.process_time() - c0)
     assert len(run.reports) == n, len(run.reports)
+    scan: list[float] = []
+    scan_cpu: list[float] = []
+    for _ in range(repeat):  # the security layer alone (score_path above includes it)
+        t0, c0 = time.perf_counter(), time.process_time()
+        scan_path(root)
+        scan.append(time.perf_counter() - t0)
+        scan_cpu.append(time.process_time() - c0)
     cli: list[float] = []
     cli_cpu: list[float] = []
     cmd = [
@@ -121,6 +129,7 @@ def _time_tree(root: Path, n: int, repeat: int) -> dict[str, object]:
         "rows": (
             ("`score_path` in-process", inproc, inproc_cpu),
             ("CLI `--output json`", cli, cli_cpu),
+            ("`skilllift scan`'s `scan_path` alone", scan, scan_cpu),
         ),
     }
 
