@@ -252,7 +252,10 @@ CREDENTIAL_STORE = re.compile(
     r"|\blogin\.keychain(?:-db)?\b|Library/Keychains|\bsecret-tool\s+lookup\b", re.IGNORECASE)
 _READ_VERB = re.compile(
     r"\b(?:cat|cp|scp|tar|zip|base64|less|more|head|tail|xxd|strings|grep|rsync|open|read|"
-    r"read_text|readFile|readFileSync|Get-Content|type|copy|upload|send|post)\b", re.IGNORECASE)
+    r"read_text|readFile|readFileSync|Get-Content|type|copy|upload|send|post|sqlite3)\b"
+    # a keychain query is a read by itself
+    r"|\bsecurity\s+(?:find-(?:generic|internet)-password|dump-keychain)\b"
+    r"|\bsecret-tool\s+lookup\b", re.IGNORECASE)
 ENV_DUMP = re.compile(
     r"(?:^|[;&|`(]|\$\(|\bthen\b|\bdo\b|^\s*[$>#]\s*)\s*(?:printenv|env|export\s+-p|declare\s+-x"
     r"|Get-ChildItem\s+env:|gci\s+env:|dir\s+env:|ls\s+env:)\s*(?=$|[|>;&)`])"
@@ -437,6 +440,23 @@ def _provider_key(m: re.Match[str], line: str) -> str | None:
     if _EXAMPLE.search(line) or not _looks_random(key.split("-", 2)[-1].split("_", 1)[-1]):
         return None
     return key
+
+
+def scrub(text: str) -> str:
+    """``text`` with every provider key, private-key body and token value redacted: the
+    matched line of any rule (an exfiltration command holding a bearer token) is shown."""
+    text = _PROVIDER_KEY.sub(lambda m: redact(m.group(0)), text)
+
+    def _value(m: re.Match[str]) -> str:
+        group = 1 if m.group(1) else 2
+        value = m.group(group)
+        if not _looks_random(value):
+            return m.group(0)
+        start, end = m.span(group)
+        whole = m.group(0)
+        return whole[: start - m.start()] + redact(value) + whole[end - m.start():]
+
+    return _TOKEN.sub(_value, text)
 
 
 def _token(m: re.Match[str], line: str) -> str | None:

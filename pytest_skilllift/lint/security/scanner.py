@@ -322,7 +322,8 @@ def _line_finding(lr: R.LineRule, line: str, rel: str, no: int) -> SecurityFindi
         shown = lr.accept(m, line) if lr.accept else m.group(0).strip()
         if shown is None:
             continue
-        shown = R.redact(shown) if lr.secret else _clip(shown)
+        # Any rule's match may hold a key (an exfiltration line with a bearer token).
+        shown = R.redact(shown) if lr.secret else _clip(R.scrub(shown))
         return SecurityFinding(lr.rule, rel, no, shown, m.start() + 1)
     return None
 
