@@ -329,3 +329,35 @@ def test_score_lists_security_findings_without_penalty(tmp_path: Path) -> None:
     args.func(args, buf)
     # The scan measures harm, not quality: the composite is the same as a clean twin's.
     assert json.loads(buf.getvalue())["composite"] == data["composite"]
+
+
+def test_a_link_climbing_out_midway_is_found(tmp_path: Path) -> None:
+    fam = _family(tmp_path, body="See [x](sub/../../other/SKILL.md) and [y](sub/../SKILL.md)")
+    assert [f.match for f in scan_family(fam).findings if f.rule_id == "SKL804"] == [
+        "sub/../../other/SKILL.md"]
+
+
+def test_a_link_that_climbs_out_and_back_into_its_own_family_stays(tmp_path: Path) -> None:
+    fam = _family(tmp_path, body="See [me](../fam/SKILL.md) and [sub](../../skills/fam/x.md)")
+    (fam / "deep").mkdir()
+    (fam / "deep" / "n.md").write_text("[a](../../fam/SKILL.md) [b](../../famz/SKILL.md)\n")
+    found = [(f.path, f.match) for f in scan_family(fam).findings if f.rule_id == "SKL804"]
+    assert found == [("fam/SKILL.md", "../../skills/fam/x.md"), ("fam/deep/n.md",
+                                                                "../../famz/SKILL.md")]
+
+
+def test_fast_path_arithmetic_agrees_with_normpath() -> None:
+    import itertools
+
+    from pytest_skilllift.lint.security.scanner import _leaves
+
+    root = "/r/skills/fam"
+    bases = [root, root + "/sub", root + "/sub/deeper"]
+    parts = ["..", "fam", "skills", "other", "x.md", "sub"]
+    for base, n in itertools.product(bases, range(1, 5)):
+        depth = 0 if base == root else base[len(root):].count("/")
+        for combo in itertools.product(parts, repeat=n):
+            path = "/".join(combo)
+            resolved = os.path.normpath(os.path.join(base, path))
+            expected = resolved != root and not resolved.startswith(root + "/")
+            assert _leaves(path, base, root, depth) == expected, (base, path)

@@ -417,8 +417,13 @@ def _escaping_paths(text: str, rel: str, here: Path, real_root: Path) -> list[Se
     depth = 0 if base == root else base[len(root):].count(os.sep)  # dirs below the family
     starts: list[int] | None = None
     seen_lines: set[int] = set()
-    matches = [*_MD_LINK.finditer(text), *_BARE_PARENT.finditer(text)]
-    for m in sorted(matches, key=lambda m: m.start()):
+    # Every path starting with ../ (in a link or not) is a bare-parent match; links only add
+    # those with a ../ further in (sub/../../x), looked for when the text has one.
+    matches = list(_BARE_PARENT.finditer(text))
+    if "/.." in text:
+        matches += [m for m in _MD_LINK.finditer(text) if not m.group(1).startswith("../")]
+        matches.sort(key=lambda m: m.start())
+    for m in matches:
         target = m.group(1)
         if ".." not in target or "://" in target or target.startswith(("/", "mailto:")):
             continue  # most links: C-speed tests before any splitting
@@ -440,6 +445,10 @@ def _leaves(path: str, base: str, root: str, depth: int) -> bool:
     while ups < len(parts) and parts[ups] == "..":
         ups += 1
     if ".." not in parts[ups:]:  # the usual shape: ../../x/y
-        return ups > depth
+        above = ups - depth  # levels above the family root the path climbs to
+        if above <= 0:
+            return False
+        # Out, unless it walks straight back down into the family (../fam/x from fam/).
+        return parts[ups:ups + above] != root.split(os.sep)[-above:]
     resolved = os.path.normpath(os.path.join(base, path))
     return resolved != root and not resolved.startswith(root + os.sep)
