@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import string
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ DOC_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst", ".mdx"})
 SKILL_FILENAME = "SKILL.md"
 
 _NEWLINE = re.compile("\n")
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _MD_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _BARE_PARENT = re.compile(r"(?<![\w/.])((?:\.\./)+[\w.\-/]+)")
 
@@ -251,7 +253,9 @@ def scan_text(text: str, rel: str, *, doc: bool) -> list[SecurityFinding]:
     look at; only those lines meet the rule's own pattern (a rule with no keyword searches the
     whole text once). Every regex over every line would cost ~1 ms per KB.
     """
-    lower = text.lower()
+    # ASCII-only lowering keeps every offset (str.lower turns "İ" into two characters), so
+    # a keyword's position in ``lower`` is its position in ``text``; the keywords are ASCII.
+    lower = text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
     starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
 
     def line_at(i: int) -> str:
