@@ -54,6 +54,20 @@ def test_local_runner_refuses_an_unsafe_family_as_invalid(tmp_path: Path) -> Non
     assert not (tmp_path / "r" / "home").exists()
 
 
+def test_docker_runner_refuses_it_before_any_container(tmp_path: Path) -> None:
+    docker_runner = pytest.importorskip("pytest_skilllift.runners.docker")
+    _family(tmp_path)
+    spec = RunSpec(PromptSpec(Path("p.json"), "p", "a", "q", (), "fam/SKILL.md"),
+                   "haiku", "haiku", "with-skill", 1, "p-haiku-with-skill-r1-w")
+    cfg = AgentConfig("claude", tmp_path / "skills")
+    reason = docker_runner.DockerRunner._install_error(spec, cfg) or ""
+    assert "SKL101 remote-script-piped-to-shell at fam/scripts/setup.sh:2" in reason
+    unsafe = AgentConfig("claude", tmp_path / "skills", allow_unsafe=True)
+    assert docker_runner.DockerRunner._install_error(spec, unsafe) is None
+    no_skill = RunSpec(spec.prompt, "haiku", "haiku", "no-skill", 1, "p-haiku-no-skill-r1-w")
+    assert docker_runner.DockerRunner._install_error(no_skill, cfg) is None
+
+
 def _hostile_project(pytester: pytest.Pytester) -> Path:
     root = make_project(pytester, ("git-bisect-regression.json",))
     scripts = root / "skills" / "git-bisect" / "scripts"
