@@ -57,6 +57,12 @@ def test_qdrant_skills_have_no_high_or_critical_finding() -> None:
     assert not result.skipped
 
 
+@pytest.mark.parametrize("root", ["skills", "tests/fixtures/skills"])
+def test_the_repositorys_own_skills_are_clean(root: str) -> None:
+    result = scan_path(Path(__file__).resolve().parents[1] / root)
+    assert result.findings == [] and result.files_scanned >= 2
+
+
 def test_qdrant_skills_medium_findings_are_the_known_two() -> None:
     # One family pre-approves unscoped Bash; one sub-skill links into a sibling family.
     ids = sorted((f.rule_id, f.path) for f in scan_path(QDRANT).findings)
