@@ -367,3 +367,11 @@ def test_fast_path_arithmetic_agrees_with_normpath() -> None:
             resolved = os.path.normpath(os.path.join(base, path))
             expected = resolved != root and not resolved.startswith(root + "/")
             assert _leaves(path, base, root, depth) == expected, (base, path)
+
+
+def test_a_sub_skill_path_scans_its_whole_family() -> None:
+    r = scan_path(QDRANT / "qdrant-scaling" / "scaling-qps" / "SKILL.md")
+    assert r.families == ["qdrant-scaling"] and r.files_scanned == 9
+    # its links to sibling sub-skills stay inside the family: no SKL804 for them
+    assert [f.path for f in r.findings] == [
+        "qdrant-scaling/scaling-data-volume/vertical-scaling/SKILL.md"]

@@ -113,8 +113,9 @@ class ScanUsageError(Exception):
 
 
 def families_at(path: Path) -> tuple[Path, list[Path]]:
-    """``(display_root, family_dirs)``: a family (a directory holding SKILL.md, or a SKILL.md)
-    or a skills root whose first-level directories holding a SKILL.md somewhere are families."""
+    """``(display_root, family_dirs)``: a family (a directory holding SKILL.md, or a SKILL.md;
+    a sub-skill stands for the family above it) or a skills root whose first-level
+    directories holding a SKILL.md somewhere are families."""
     path = Path(path)
     if path.is_file() and path.name == SKILL_FILENAME:
         path = path.parent
@@ -122,6 +123,9 @@ def families_at(path: Path) -> tuple[Path, list[Path]]:
         raise ScanUsageError(f"{path}: no such skill directory (give a skill family, a "
                              "SKILL.md or a skills root)")
     if (path / SKILL_FILENAME).is_file():
+        # A sub-skill is scanned as the family that holds it: the unit Claude Code installs.
+        while (path.parent / SKILL_FILENAME).is_file():
+            path = path.parent
         return path.parent, [path]
     fams = sorted(d for d in path.iterdir()
                   if d.is_dir() and not d.is_symlink() and d.name not in IGNORED_DIRS
