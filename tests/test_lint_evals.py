@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.cli import main as cli
+from pytest_skilllift.config import DEMO_PROJECT
 from pytest_skilllift.lint.evals import EvalLint, lint_evals
 
 QDRANT = Path(__file__).parent / "fixtures" / "data" / "qdrant-skills"
-REPO = Path(__file__).resolve().parents[1]
 
 SKILL_MD = ("---\nname: vec-store\ndescription: Vector store tuning. Use when tuning.\n---\n\n"
             "# Vec store\n\nAlways enable scalar quantization on collections above ten million "
@@ -331,9 +331,10 @@ def test_cli_on_the_real_week(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _plugin_project(pytester: pytest.Pytester) -> None:
-    shutil.copytree(REPO / "skills", pytester.path / "skills")
-    shutil.copytree(REPO / "evals" / "test-prompts", pytester.path / "evals" / "test-prompts")
-    shutil.copytree(REPO / "evals" / "triggers", pytester.path / "evals" / "triggers")
+    shutil.copytree(DEMO_PROJECT / "skills", pytester.path / "skills")
+    shutil.copytree(DEMO_PROJECT / "evals" / "test-prompts",
+                    pytester.path / "evals" / "test-prompts")
+    shutil.copytree(DEMO_PROJECT / "evals" / "triggers", pytester.path / "evals" / "triggers")
     pytester.makeini("[pytest]\nskill_lift_models = haiku\nskill_lift_reps = 1\n"
                      "skill_lift_out = week\n")
 

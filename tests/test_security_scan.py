@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.cli import main as cli
+from pytest_skilllift.config import DEMO_PROJECT
 from pytest_skilllift.lint.security.rules import RULES
 from pytest_skilllift.lint.security.sarif import to_sarif
 from pytest_skilllift.lint.security.scanner import ScanUsageError, scan_family, scan_path
@@ -57,9 +58,11 @@ def test_qdrant_skills_have_no_high_or_critical_finding() -> None:
     assert not result.skipped
 
 
-@pytest.mark.parametrize("root", ["skills", "tests/fixtures/skills"])
-def test_the_repositorys_own_skills_are_clean(root: str) -> None:
-    result = scan_path(Path(__file__).resolve().parents[1] / root)
+@pytest.mark.parametrize("root", [DEMO_PROJECT / "skills",
+                                  Path(__file__).parent / "fixtures" / "skills"],
+                         ids=["demo", "fixtures"])
+def test_the_packages_own_skills_are_clean(root: Path) -> None:
+    result = scan_path(root)
     assert result.findings == [] and result.files_scanned >= 2
 
 
