@@ -10,18 +10,22 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_skilllift.model import (
+    AGENTS,
+    CLAUDE_CODE,
     DEFAULT_ALLOWED_TOOLS,
     DEFAULT_MAX_BUDGET_USD,
     DEFAULT_MIN_COVERAGE,
     DEFAULT_PASS_THRESHOLD,
     DEFAULT_PERMISSION_MODE,
     DEFAULT_TIMEOUT_S,
+    split_agent,
 )
 from pytest_skilllift.week.columns import ARMS, CONDITIONS, NO_SKILL, NO_SKILL_B
 
@@ -87,7 +91,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("site", "URL prefix stripped from skill_url, e.g. https://skills.qdrant.tech/.",
            default="", cli=False, default_text="scheme and host of each skill_url"),
     Option("models", "Models as label=model_id[,label=model_id…]; a bare label is passed to "
-           "the CLI as is.", default=DEFAULT_MODELS),
+           "the CLI as is. label=AGENT:MODEL runs another agent's CLI (codex, gemini-cli, "
+           "opencode; no prefix = claude-code), e.g. gpt=codex:gpt-5.5.",
+           default=DEFAULT_MODELS),
     Option("reps", "Repetitions per (prompt, model, condition).", "int", 2),
     Option("out", "Week directory.", default="", default_text="evals/weekly/<UTC yyyymmdd>"),
     Option("runner", "Where each run executes.", default="local", choices=("local", "docker")),
@@ -180,14 +186,34 @@ def parse_models(text: str) -> tuple[tuple[str, str], ...]:
         if not label or any(c in label for c in ":/ "):
             raise SettingsError(
                 f"--skill-lift-models: bad label {label!r} in {text!r}; "
-                "write label=model_id with a label free of ':', '/' and spaces"
+                "write label=model_id (or label=AGENT:MODEL) with a label free of ':', '/' "
+                "and spaces"
             )
+        model_id = _agent_model(label, model_id)
         if label in {m[0] for m in models}:
             raise SettingsError(f"--skill-lift-models: label {label!r} is given twice")
         models.append((label, model_id))
     if not models:
         raise SettingsError("--skill-lift-models: no model given; e.g. sonnet,haiku")
     return tuple(models)
+
+
+def _agent_model(label: str, model_id: str) -> str:
+    """The label's model id with its agent checked: ``codex:gpt-5.5`` stays, a
+    ``claude-code:`` prefix is dropped (no prefix means Claude Code, so a week keeps its
+    identity), an unknown agent-like prefix (``gemini:…``) is an error naming the agents."""
+    agent, bare = split_agent(model_id)
+    prefix = model_id.partition(":")[0]
+    if agent == CLAUDE_CODE and ":" in model_id and re.fullmatch(r"[a-z][a-z-]*", prefix) \
+            and not model_id.startswith(CLAUDE_CODE + ":"):
+        raise SettingsError(
+            f"--skill-lift-models: label {label!r} names agent {prefix!r}, which is not one of "
+            f"{', '.join(AGENTS)}; write {label}=AGENT:MODEL (e.g. {label}=codex:gpt-5.5) or "
+            "a Claude model id without a prefix")
+    if not bare.strip():
+        raise SettingsError(f"--skill-lift-models: label {label!r} names agent {agent!r} but "
+                            f"no model; write {label}={agent}:MODEL")
+    return bare if agent == CLAUDE_CODE else f"{agent}:{bare}"
 
 
 def parse_conditions(text: str, *, aa: bool = False) -> tuple[str, ...]:
