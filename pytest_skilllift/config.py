@@ -122,6 +122,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("min-coverage", "Least share of runs that must be graded for exit status 0 (the "
            "coverage guard).", "float", DEFAULT_MIN_COVERAGE),
     Option("image", "Docker image for --skill-lift-runner=docker.", default="skilllift:local"),
+    Option("agent-install", "Install the npm CLIs of the agents the labels name (codex, "
+           "gemini-cli, opencode) at their pinned versions into a per-user cache when they "
+           "are not on PATH (needs npm; docs/agents.md).", "bool", False),
     Option("docker-network", "Docker network mode (host reaches a stand-in on loopback).",
            default="bridge"),
     Option("demo-latency", "Demo only: seconds of scripted latency per agent call.",
@@ -285,6 +288,8 @@ class Settings:
     max_spend_usd: float | None
     judge_batch: bool
     judge_batch_poll_s: float
+    #: ``--skill-lift-agent-install``: npm-install the labels' agent CLIs when missing.
+    agent_install: bool
     triggers_dir: Path
     triggers_all: bool
     triggers_max_turns: int
@@ -428,6 +433,7 @@ class Settings:
             shard=shard,
             max_spend_usd=None if spend in (None, "") else float(spend),
             judge_batch=bool(v["judge-batch"]),
+            agent_install=bool(v["agent-install"]),
             judge_batch_poll_s=float(v["judge-batch-poll"]),
             triggers_dir=project.get("triggers") or _resolve(rootdir, v["triggers"]),
             triggers_all=bool(v["triggers-all"]),

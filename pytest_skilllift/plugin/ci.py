@@ -70,13 +70,18 @@ class SessionVerdicts:
 
         s = self.state.settings
         image_id, cli = None, ""
+        agent_clis: dict[str, str] = {}
         if s.runner == "docker":
             image_id, cli = self._docker_image(s.image)
         else:
+            from pytest_skilllift.runners import agents
             from pytest_skilllift.runners.claude import cli_version, find_claude
 
             claude = find_claude(s.claude or None)
             cli = cli_version(claude) if claude else ""
+            for agent in self.state.other_agents():  # the labels' other agents, pinned too
+                path = agents.find_cli(agent)
+                agent_clis[agent] = agents.cli_version(path) if path else ""
         judge = s.judge_model
         if not judge:
             from pytest_skilllift.judge.client import default_judge_model
@@ -94,6 +99,7 @@ class SessionVerdicts:
                 sp.prompt, [(i.type, i.text) for i in sp.rubric], sp.family)
                 for sp in self._specs},
             skills={f: ident.skill_family_hash(s.skills_root, f) for f in families},
+            agent_clis=agent_clis,
         )
 
     def _docker_image(self, image: str) -> tuple[str | None, str]:

@@ -255,7 +255,8 @@ def _gemini(lines: list[dict[str, Any]], out: _Events, bodies: Mapping[str, str]
 
 
 def _opencode(lines: list[dict[str, Any]], out: _Events) -> None:
-    stamps = [ev["timestamp"] for ev in lines if isinstance(ev.get("timestamp"), int)]
+    # No run duration is reported (event stamps start after the CLI's start-up): the engine
+    # records the wall time, as for Codex.
     for ev in lines:
         etype = ev.get("type")
         part = ev.get("part") if isinstance(ev.get("part"), dict) else {}
@@ -300,8 +301,6 @@ def _opencode(lines: list[dict[str, Any]], out: _Events) -> None:
             out.error = str((data or {}).get("message") if isinstance(data, dict) else
                             err.get("name") if isinstance(err, dict) else err or "error")
             out.ended = True
-    if len(stamps) > 1:
-        out.duration_ms = stamps[-1] - stamps[0]
 
 
 def _decode(text: str) -> tuple[list[dict[str, Any]], int]:

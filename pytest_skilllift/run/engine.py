@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pytest_skilllift.judge.protocol import PROMPT_VERSION, Grader
-from pytest_skilllift.model import AgentConfig, JudgeResult, RunOutcome, RunSpec
+from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, JudgeResult, RunOutcome, RunSpec
 from pytest_skilllift.run.skill_creator import judge_prompt_text
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week.columns import NO_SKILL
 from pytest_skilllift.week.files import (
+    AGENT_SKILLS_FILE,
     BUDGET_CAPPED,
     COMPLETED,
     DROP_REASONS,
@@ -45,6 +46,7 @@ from pytest_skilllift.week.ledger import Ledger
 
 if TYPE_CHECKING:
     from pytest_skilllift.run.baseline import BaselineSource
+    from pytest_skilllift.run.transcript import Transcript
 
 
 @dataclass(frozen=True)
@@ -195,11 +197,13 @@ class WeekRun:
 
     def _record(self, spec: RunSpec, outcome: RunOutcome, transcript: Path) -> dict[str, Any]:
         from pytest_skilllift.run import audit
-        from pytest_skilllift.run.transcript import extract_signals, parse_transcript
+        from pytest_skilllift.run.transcript import extract_signals
 
-        parsed = parse_transcript(transcript)
+        parsed = self._parse(spec, outcome, transcript)
         sig = extract_signals(parsed, family=spec.prompt.family, leaf=spec.prompt.leaf,
                               site_host=self._site_host(spec))
+        if sig.duration_ms is None and spec.agent != CLAUDE_CODE:
+            sig = dataclasses.replace(sig, duration_ms=outcome.wall_ms)  # Codex: not reported
         status, reason = classify(spec, outcome, sig.skill_available, sig.budget_hit,
                                   sig.is_error, sig.final_answer, sig.result_subtype,
                                   init_seen=parsed.init is not None)
@@ -238,6 +242,24 @@ class WeekRun:
             "prompt_path": str(spec.prompt.path),
             "final_answer": sig.final_answer,
         }
+
+    def _parse(self, spec: RunSpec, outcome: RunOutcome, transcript: Path) -> Transcript:
+        """The run's transcript: Claude Code's stream-json, or another agent's event stream
+        with its skill listing (``run/agent_streams.py``)."""
+        from pytest_skilllift.run.transcript import parse_transcript
+
+        if spec.agent == CLAUDE_CODE:
+            return parse_transcript(transcript)
+        from pytest_skilllift.run.agent_streams import parse_agent_run
+
+        bodies = {}
+        for family in spec.prompt.installed_families:
+            skill_md = Path(self.agent.skills_root) / family / "SKILL.md"
+            with contextlib.suppress(OSError):
+                bodies[family] = skill_md.read_text(encoding="utf-8", errors="replace")
+        return parse_agent_run(spec.agent, transcript, transcript.parent / AGENT_SKILLS_FILE,
+                               model=spec.agent_model, cli_version=outcome.cli_version,
+                               skill_bodies=bodies)
 
     def _site_host(self, spec: RunSpec) -> str | None:
         url = self.site or spec.prompt.skill_url

@@ -777,7 +777,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 api._sleep(api.faults.hang_s if api.faults else 30.0)
             self._reset()
             return
-        canonical = dialect.canonical(body) if kind == "agent" else {}
+        # Gemini names the model in the path; scripts route on the body's model.
+        canonical = dict(dialect.canonical(body), model=model) if kind == "agent" else {}
         if kind == "aux":
             reply = Reply.text(_GEMINI_AUX)
         else:
