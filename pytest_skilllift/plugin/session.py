@@ -20,10 +20,10 @@ from pytest_skilllift.config import Settings, SettingsError
 from pytest_skilllift.judge.protocol import Grader
 from pytest_skilllift.judge.session_judge import FixtureGrader, SessionJudge
 from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, JudgeResult, RunSpec, split_agent
-from pytest_skilllift.runners import agents
 from pytest_skilllift.run.engine import GradedRun, WeekRun
 from pytest_skilllift.run.matrix import Matrix, load_matrix
 from pytest_skilllift.run.view import SkillLiftRun
+from pytest_skilllift.runners import agents
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import find_claude
 from pytest_skilllift.runners.sweep import SweepLog
