@@ -142,6 +142,11 @@ class _Events:
             self.output_tokens = (self.output_tokens or 0) + out
 
 
+def _obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (event fields drift)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _body_text(name: str, base_dir: str, body: str) -> str:
     return f"{_SKILL_BODY_PREFIX} {base_dir}\n\n{_FRONTMATTER.sub('', body, count=1)}"
 
@@ -149,7 +154,7 @@ def _body_text(name: str, base_dir: str, body: str) -> str:
 def _codex(lines: list[dict[str, Any]], out: _Events) -> None:
     for ev in lines:
         etype = ev.get("type")
-        item = ev.get("item") if isinstance(ev.get("item"), dict) else {}
+        item = _obj(ev.get("item"))
         if etype == "item.completed" and item.get("type") == "command_execution":
             tid = str(item.get("id"))
             path = _cat_path(str(item.get("command") or ""))
@@ -166,7 +171,7 @@ def _codex(lines: list[dict[str, Any]], out: _Events) -> None:
         elif etype == "item.completed" and item.get("type") == "agent_message":
             out.say(str(item.get("text") or ""))
         elif etype == "turn.completed":
-            usage = ev.get("usage") if isinstance(ev.get("usage"), dict) else {}
+            usage = _obj(ev.get("usage"))
             out.add_tokens(usage.get("input_tokens"), usage.get("output_tokens"))
             out.turns += 1
             out.ended = True
@@ -237,7 +242,7 @@ def _gemini(lines: list[dict[str, Any]], out: _Events, bodies: Mapping[str, str]
                 text = f"Launching skill: {skill}"
             out.result(tid, text, failed, body)
         elif etype == "result":
-            stats = ev.get("stats") if isinstance(ev.get("stats"), dict) else {}
+            stats = _obj(ev.get("stats"))
             out.add_tokens(stats.get("input_tokens"), stats.get("output_tokens"))
             if isinstance(stats.get("duration_ms"), int):
                 out.duration_ms = stats["duration_ms"]
@@ -259,10 +264,10 @@ def _opencode(lines: list[dict[str, Any]], out: _Events) -> None:
     # records the wall time, as for Codex.
     for ev in lines:
         etype = ev.get("type")
-        part = ev.get("part") if isinstance(ev.get("part"), dict) else {}
+        part = _obj(ev.get("part"))
         if etype == "tool_use":
-            state = part.get("state") if isinstance(part.get("state"), dict) else {}
-            args = state.get("input") if isinstance(state.get("input"), dict) else {}
+            state = _obj(part.get("state"))
+            args = _obj(state.get("input"))
             tid, tool = str(part.get("callID") or part.get("id")), str(part.get("tool"))
             failed = state.get("status") != "completed"
             text = str(state.get("output") or state.get("error") or "")
@@ -270,8 +275,7 @@ def _opencode(lines: list[dict[str, Any]], out: _Events) -> None:
             if tool == "skill":
                 call = ("Skill", {"skill": str(args.get("name") or "")})
                 if not failed:
-                    meta = state.get("metadata") if isinstance(state.get("metadata"),
-                                                               dict) else {}
+                    meta = _obj(state.get("metadata"))
                     inner = re.sub(r"^.*?<skill_content[^>]*>\s*(# Skill: [^\n]*\n)?", "",
                                    text, count=1, flags=re.S)
                     inner = inner.split("Base directory for this skill:", 1)[0]
@@ -288,7 +292,7 @@ def _opencode(lines: list[dict[str, Any]], out: _Events) -> None:
         elif etype == "text":
             out.say(str(part.get("text") or ""))
         elif etype == "step_finish":
-            tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
+            tokens = _obj(part.get("tokens"))
             out.add_tokens(tokens.get("input"), tokens.get("output"))
             if isinstance(part.get("cost"), (int, float)):
                 out.cost = (out.cost or 0.0) + float(part["cost"])

@@ -77,7 +77,7 @@ class Canonical:
 
 
 class Dialect:
-    """One agent's API: ``canonical(native body)`` and ``native_tool(canonical call)``."""
+    """One agent's API: ``canonical(native body)`` and ``native_call(canonical call)``."""
 
     name = ""
     skill_tool = ""
@@ -108,6 +108,10 @@ class Dialect:
         if name == READ:
             return self.read_tool, {self.read_arg: args.get("file_path", "")}
         return name, args
+
+    def canonical(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The native request as the canonical (Messages-shaped) body."""
+        raise NotImplementedError
 
     def canonical_result(self, call: tuple[str, dict[str, Any]], text: str,
                          ) -> list[dict[str, Any]]:
@@ -338,6 +342,7 @@ def responses_events(reply: Reply, dialect: CodexDialect, model: str,
     yield "response.created", {"type": "response.created", "response": base}
     output = []
     for index, block in enumerate(reply.content):
+        item: dict[str, Any]
         if block.get("type") == "tool_use":
             name, args = dialect.native_call(str(block.get("name")), block.get("input") or {})
             item = {"type": "function_call", "id": "fc_" + uuid.uuid4().hex[:20],
@@ -422,9 +427,8 @@ class GeminiDialect(Dialect):
                     fr = part["functionResponse"]
                     tid, call = pending.pop(0) if pending else (f"gem_{n}_{k}", ("", {}))
                     resp = fr.get("response") or {}
-                    text = resp.get("output") if isinstance(resp, dict) else None
-                    if not isinstance(text, str):
-                        text = json.dumps(resp)
+                    output = resp.get("output") if isinstance(resp, dict) else None
+                    text = output if isinstance(output, str) else json.dumps(resp)
                     blocks += _tool_result(tid, self.canonical_result(call, text),
                                            isinstance(resp, dict) and "error" in resp)
             if messages and messages[-1]["role"] == role:
