@@ -181,3 +181,30 @@ def test_k_selects_an_agent(week: dict[str, Any]) -> None:
                           cwd=week["root"], capture_output=True, text=True, timeout=120)
     ids = [ln for ln in done.stdout.splitlines() if "::" in ln]
     assert ids and {i.split("::")[1] for i in ids} == {"gem", "gemread"}, done.stdout[-2000:]
+
+
+def test_trigger_tests_run_another_agent(tmp_path: Path) -> None:
+    """Trigger tests through Codex CLI: the family fires (a read of its listed SKILL.md) for a
+    matching query and stays quiet for an unrelated one."""
+    shutil.copytree(REPO / "skills", tmp_path / "skills")
+    (tmp_path / "evals" / "triggers").mkdir(parents=True)
+    (tmp_path / "evals" / "triggers" / "git-bisect.json").write_text(json.dumps({
+        "skill": "git-bisect", "queries": [
+            {"query": "A regression appeared between two versions; find the commit that "
+                      "introduced it with git bisect.", "should_trigger": True},
+            {"query": "What is a good recipe for banana bread?", "should_trigger": False}]}))
+    (tmp_path / "pytest.ini").write_text("[pytest]\nskill_lift_models = gpt=codex:gpt-5.5\n"
+                                         "skill_lift_reps = 1\nskill_lift_out = week\n")
+    with StandIn(agent=make_agent("skill"), judge=keyword_judge) as api:
+        env = dict(os.environ, OPENAI_BASE_URL=api.base_url + "/v1", OPENAI_API_KEY=KEY,
+                   ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=api.base_url)
+        done = subprocess.run([sys.executable, "-m", "pytest", "--skill-lift", "-p",
+                               "no:cacheprovider", "-rA", "-p", "no:xdist"], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=300)
+    assert "PASSED evals/triggers/git-bisect.json::gpt::q1::trigger" in done.stdout, \
+        done.stdout[-3000:]
+    assert "PASSED evals/triggers/git-bisect.json::gpt::q2::trigger" in done.stdout
+    with (tmp_path / "week" / "triggers" / "triggers.csv").open(newline="") as fh:
+        rows = {r["query_index"]: r for r in csv.DictReader(fh)}
+    assert (rows["1"]["triggered"], rows["2"]["triggered"]) == ("1", "0")
+    assert rows["1"]["run_status"] == rows["2"]["run_status"] == "ok"
