@@ -44,6 +44,8 @@ class SessionVerdicts:
         self.record: ident.WeekRecord | None = None
         self._specs: list[PromptSpec] = []
         self._identity: Warmed[ident.Identity] | None = None
+        #: The agent CLIs the docker image carries (its skilllift.agents label).
+        self._image_agents: dict[str, str] = {}
 
     # -- configure ----------------------------------------------------------------------
     def prepare(self, *, identity: bool = True) -> list[str]:
@@ -73,6 +75,8 @@ class SessionVerdicts:
         agent_clis: dict[str, str] = {}
         if s.runner == "docker":
             image_id, cli = self._docker_image(s.image)
+            for agent in self.state.other_agents():  # the image's own agent CLIs
+                agent_clis[agent] = self._image_agents.get(agent, "")
         else:
             from pytest_skilllift.runners import agents
             from pytest_skilllift.runners.claude import cli_version, find_claude
@@ -106,11 +110,14 @@ class SessionVerdicts:
         try:
             import docker.client
 
+            from pytest_skilllift.runners.agent_image import image_agent_versions
             from pytest_skilllift.runners.image import image_cli_version
 
             client = docker.client.from_env()
             try:
-                return client.images.get(image).id, image_cli_version(client, image)
+                img = client.images.get(image)
+                self._image_agents = image_agent_versions(dict(img.labels or {}))
+                return img.id, image_cli_version(client, image)
             finally:
                 client.close()
         except Exception as exc:  # the runner reports an unusable engine or image itself

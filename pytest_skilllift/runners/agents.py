@@ -78,7 +78,7 @@ def _toml(value: object) -> str:
 
 
 def codex(cli: str, spec: RunSpec, cfg: AgentConfig, home: str,
-          base: dict[str, str] | None = None) -> Invocation:
+          base: dict[str, str] | None = None, container: bool = False) -> Invocation:
     """``codex exec --json``, config in ``$CODEX_HOME/config.toml``: bundled skills, plugins,
     the hosted web search, analytics and update checks off; a base URL becomes a provider
     entry (Codex ignores ``OPENAI_BASE_URL``) that reads ``OPENAI_API_KEY``."""
@@ -95,15 +95,19 @@ def codex(cli: str, spec: RunSpec, cfg: AgentConfig, home: str,
         lines += ["[model_providers.skilllift]", 'name = "skilllift"',
                   f"base_url = {_toml(url.rstrip('/'))}", 'env_key = "OPENAI_API_KEY"',
                   'wire_api = "responses"']
+    # Its read-only sandbox needs bubblewrap (shipped beside the npm binary); in a
+    # container the container is the sandbox (docs/docker.md).
+    sandbox = (["--dangerously-bypass-approvals-and-sandbox"] if container
+               else ["--sandbox", "read-only"])
     argv = [cli, "exec", "--json", "--ephemeral", "--skip-git-repo-check", "--strict-config",
-            "--sandbox", "read-only", "-m", spec.agent_model, "-"]
+            *sandbox, "-m", spec.agent_model, "-"]
     return Invocation(argv, env, {".codex/config.toml": "\n".join(lines) + "\n"},
                       (".codex", AGENT_SKILL_ROOT),
                       [cli, "debug", "prompt-input", "x"])
 
 
 def gemini(cli: str, spec: RunSpec, cfg: AgentConfig, home: str,
-           base: dict[str, str] | None = None) -> Invocation:
+           base: dict[str, str] | None = None, container: bool = False) -> Invocation:
     """``gemini -o stream-json``, settings in ``~/.gemini/settings.json`` (API-key auth, no
     telemetry or update checks, the bundled skills disabled, web search and fetch
     excluded); the install dir is added to the workspace in both arms, so a ``read_file``
@@ -127,7 +131,7 @@ def gemini(cli: str, spec: RunSpec, cfg: AgentConfig, home: str,
 
 
 def opencode(cli: str, spec: RunSpec, cfg: AgentConfig, home: str,
-             base: dict[str, str] | None = None) -> Invocation:
+             base: dict[str, str] | None = None, container: bool = False) -> Invocation:
     """``opencode run --format json``, config in ``~/.config/opencode/opencode.json``: the
     embedded skill denied, web fetch and search denied, no sharing or update; a base URL
     goes to the model's provider options (the key stays in ``ANTHROPIC_API_KEY``)."""
@@ -157,10 +161,11 @@ BUILDERS = {"codex": codex, "gemini-cli": gemini, "opencode": opencode}
 
 
 def invocation(spec: RunSpec, cfg: AgentConfig, home: str,
-               base: dict[str, str] | None = None) -> Invocation:
-    """The run's :class:`Invocation` for its label's agent (not Claude Code)."""
+               base: dict[str, str] | None = None, *, container: bool = False) -> Invocation:
+    """The run's :class:`Invocation` for its label's agent (not Claude Code); ``container``
+    for the docker runner (the container is the isolation boundary)."""
     cli = cfg.agent_paths.get(spec.agent) or BINARIES[spec.agent]
-    return BUILDERS[spec.agent](cli, spec, cfg, home, base)
+    return BUILDERS[spec.agent](cli, spec, cfg, home, base, container)
 
 
 # -- finding and installing the CLIs --------------------------------------------------------
