@@ -208,3 +208,51 @@ def test_trigger_tests_run_another_agent(tmp_path: Path) -> None:
         rows = {r["query_index"]: r for r in csv.DictReader(fh)}
     assert (rows["1"]["triggered"], rows["2"]["triggered"]) == ("1", "0")
     assert rows["1"]["run_status"] == rows["2"]["run_status"] == "ok"
+
+
+def test_shards_merge_batch_judging_and_baseline_reuse_take_any_agent(tmp_path: Path) -> None:
+    """A Codex week in two shards graded through the Message Batches API, merged, then a
+    second week reusing its no-skill runs (the codex CLI version is part of the key)."""
+    from pytest_skilllift.cli.main import main as skilllift
+
+    shutil.copytree(REPO / "skills", tmp_path / "skills")
+    (tmp_path / "evals" / "test-prompts").mkdir(parents=True)
+    for name in (PROMPT, "python-packaging-pyproject.json"):
+        shutil.copy(REPO / "evals" / "test-prompts" / name, tmp_path / "evals" / "test-prompts")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nskill_lift_models = gpt=codex:gpt-5.5\n"
+                                         "skill_lift_reps = 1\n")
+    with StandIn(agent=make_agent("skill"), judge=keyword_judge) as api:
+        env = dict(os.environ, OPENAI_BASE_URL=api.base_url + "/v1", OPENAI_API_KEY=KEY,
+                   ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=api.base_url)
+
+        def week(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([sys.executable, "-m", "pytest", "--skill-lift", "-p",
+                                   "no:cacheprovider", "-q", "-p", "no:xdist", *args],
+                                  cwd=tmp_path, env=env, capture_output=True, text=True,
+                                  timeout=300)
+
+        for i in (1, 2):
+            done = week(f"--skill-lift-shard={i}/2", f"--skill-lift-out=shards/{i}/w1",
+                        "--skill-lift-judge-batch", "--skill-lift-judge-batch-poll=0.05")
+            assert done.returncode in (0, 1), done.stdout[-3000:]  # no-skill items fail
+        batched = [r for r in api.requests if r.kind == "judge" and r.path.endswith("batches")]
+        assert batched and not [r for r in api.requests
+                                if r.kind == "judge" and r.path.endswith("/v1/messages")]
+        merged = tmp_path / "merged" / "w1"
+        assert skilllift(["merge", str(merged), str(tmp_path / "shards/1/w1"),
+                          str(tmp_path / "shards/2/w1"), "--no-plots"]) == 0
+        with (merged / "manifest.csv").open(newline="") as fh:
+            first = {(r["prompt"], r["condition"]): r for r in csv.DictReader(fh)}
+        assert len(first) == 4 and {r["run_status"] for r in first.values()} == {"ok"}
+        assert {r["skill_activation"] for k, r in first.items() if k[1] == "with-skill"} == {
+            "file_read"}
+        agent_calls = api.count("agent")
+        done = week("--skill-lift-out=w2", f"--skill-lift-baseline-from={merged}")
+        # Only the with-skill runs called the model again (two requests each).
+        assert api.count("agent") - agent_calls == 4, done.stdout[-3000:]
+    for prompt in (PROMPT, "python-packaging-pyproject.json"):
+        name = json.loads((REPO / "evals" / "test-prompts" / prompt).read_text())["name"]
+        run = json.loads((tmp_path / "w2" / f"{name}-gpt-no-skill-r1-w2" / "run.json")
+                         .read_text())
+        assert run["baseline_from"], run
+
