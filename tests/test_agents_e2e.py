@@ -10,7 +10,9 @@ from the script: a test that passes here could fail for a real reason.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import os
 import shutil
@@ -256,3 +258,32 @@ def test_shards_merge_batch_judging_and_baseline_reuse_take_any_agent(tmp_path: 
                          .read_text())
         assert run["baseline_from"], run
 
+
+
+def test_score_depth_deep_runs_another_agent(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """``skilllift score --depth deep --model codex:gpt-5.5``: the Monte Carlo runs go through
+    Codex CLI, and its read of the skill counts as activation."""
+    from pytest_skilllift.testing.skill_judge_script import make_skill_judge, mc_agent
+
+    from .test_lint_depth_mc import DEMO, _main
+
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("How do I calibrate widget torque?\n")
+    with StandIn(agent=mc_agent(), judge=make_skill_judge()) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        monkeypatch.setenv("OPENAI_BASE_URL", api.base_url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        buf = io.StringIO()
+        with contextlib.redirect_stderr(io.StringIO()):
+            rc = _main(["score", str(DEMO), "--depth", "deep", "--output", "json",
+                        "--out", str(tmp_path / "out"), "--judge-model", "claude-opus-4-6",
+                        "--mc-prompts", str(prompts), "--mc-runs", "2",
+                        "--model", "codex:gpt-5.5"], buf)
+        assert {r.api for r in api.requests if r.kind == "agent"} == {"codex"}
+    report = json.loads(buf.getvalue())
+    assert rc == 0
+    figures = next(x for x in report["layers"] if x["layer"] == "monte_carlo")["figures"]
+    assert figures["n_runs"] == 2 and figures["triggering"]["activated"] == 2
+    assert figures["failure_rate"]["statuses"] == {"ok": 2}

@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.run.transcript import Transcript, parse_events
+from pytest_skilllift.model import CLAUDE_CODE, RunSpec
+from pytest_skilllift.run.transcript import Transcript, parse_events, parse_transcript
+from pytest_skilllift.week.files import AGENT_SKILLS_FILE
 
 #: Where the three agents find the installed skills, relative to HOME (the user scope all
 #: three scan: docs/agents.md).
@@ -382,3 +384,24 @@ def parse_agent_run(agent: str, stdout: Path, listing: Path, *, model: str,
         listed = None
     return parse_agent_stream(agent, text, listed, model=model, cli_version=cli_version,
                               skill_bodies=skill_bodies, path=stdout)
+
+
+def parse_run(spec: RunSpec, stdout: Path, *, cli_version: str = "",
+              skills_root: Path | None = None) -> Transcript:
+    """A run's transcript whatever its agent: Claude Code's stream-json, or another agent's
+    event stream with the listing beside it (the installed SKILL.md bodies read from
+    ``skills_root`` for a skill tool whose stream shows a summary only)."""
+    if spec.agent == CLAUDE_CODE:
+        return parse_transcript(stdout)
+    bodies: dict[str, str] = {}
+    for family in spec.prompt.installed_families:
+        if skills_root is None:
+            break
+        try:
+            bodies[family] = (Path(skills_root) / family / "SKILL.md").read_text(
+                encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    return parse_agent_run(spec.agent, stdout, stdout.parent / AGENT_SKILLS_FILE,
+                           model=spec.agent_model, cli_version=cli_version,
+                           skill_bodies=bodies)

@@ -27,7 +27,6 @@ from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week.columns import NO_SKILL
 from pytest_skilllift.week.files import (
-    AGENT_SKILLS_FILE,
     BUDGET_CAPPED,
     COMPLETED,
     DROP_REASONS,
@@ -246,20 +245,10 @@ class WeekRun:
     def _parse(self, spec: RunSpec, outcome: RunOutcome, transcript: Path) -> Transcript:
         """The run's transcript: Claude Code's stream-json, or another agent's event stream
         with its skill listing (``run/agent_streams.py``)."""
-        from pytest_skilllift.run.transcript import parse_transcript
+        from pytest_skilllift.run.agent_streams import parse_run
 
-        if spec.agent == CLAUDE_CODE:
-            return parse_transcript(transcript)
-        from pytest_skilllift.run.agent_streams import parse_agent_run
-
-        bodies = {}
-        for family in spec.prompt.installed_families:
-            skill_md = Path(self.agent.skills_root) / family / "SKILL.md"
-            with contextlib.suppress(OSError):
-                bodies[family] = skill_md.read_text(encoding="utf-8", errors="replace")
-        return parse_agent_run(spec.agent, transcript, transcript.parent / AGENT_SKILLS_FILE,
-                               model=spec.agent_model, cli_version=outcome.cli_version,
-                               skill_bodies=bodies)
+        return parse_run(spec, transcript, cli_version=outcome.cli_version,
+                         skills_root=Path(self.agent.skills_root))
 
     def _site_host(self, spec: RunSpec) -> str | None:
         url = self.site or spec.prompt.skill_url

@@ -32,21 +32,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, PromptSpec, RunOutcome, RunSpec
+from pytest_skilllift.model import AgentConfig, PromptSpec, RunOutcome, RunSpec
 from pytest_skilllift.run import audit
-from pytest_skilllift.run.agent_streams import parse_agent_run
+from pytest_skilllift.run.agent_streams import parse_run
 from pytest_skilllift.run.engine import NotStarted
 from pytest_skilllift.run.prompts import PromptError, check_placeholder, read_json_file
 from pytest_skilllift.run.transcript import (
     CLAUDE_SKILL_ROOT,
     Transcript,
     extract_signals,
-    parse_transcript,
 )
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.week.columns import WITH_SKILL
 from pytest_skilllift.week.files import (
-    AGENT_SKILLS_FILE,
     BUDGET_CAPPED,
     ERRORED,
     INVALID,
@@ -375,13 +373,9 @@ class TriggerRun:
 
     def _record(self, spec: TriggerSpec, installed: list[str], outcome: RunOutcome,
                 transcript_path: Path) -> dict[str, Any]:
-        run = spec.run_spec()
-        if run.agent == CLAUDE_CODE:
-            parsed = parse_transcript(transcript_path)
-        else:  # another agent's stream and listing (docs/agents.md)
-            parsed = parse_agent_run(run.agent, transcript_path,
-                                     transcript_path.parent / AGENT_SKILLS_FILE,
-                                     model=run.agent_model, cli_version=outcome.cli_version)
+        # Claude Code's stream-json, or another agent's stream and listing (docs/agents.md).
+        parsed = parse_run(spec.run_spec(), transcript_path, cli_version=outcome.cli_version,
+                           skills_root=Path(self.agent.skills_root))
         sig = extract_signals(parsed, family=spec.family, leaf=f"{spec.family}/SKILL.md",
                               site_host=None)
         fired, other, first_tool, before = fired_skills(parsed, installed)
