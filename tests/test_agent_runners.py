@@ -157,3 +157,19 @@ def test_a_missing_agent_cli_is_a_usage_error_naming_the_npm_package(
     assert "npm install -g @openai/codex@0.169.0" in err
     assert "npm install -g @google/gemini-cli@0.61.0" in err
     assert "--skill-lift-agent-install" in err
+
+
+def test_a_labels_agent_key_is_required_before_any_run(pytester: pytest.Pytester,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    root = Path(__file__).resolve().parents[1]
+    (pytester.path / "evals" / "test-prompts").mkdir(parents=True)
+    (pytester.path / "evals" / "test-prompts" / "p.json").write_text(
+        (root / "evals" / "test-prompts" / "git-bisect-regression.json").read_text())
+    (pytester.path / "skills").symlink_to(root / "skills")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-judge-only")
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    result = pytester.runpytest_subprocess("--skill-lift", "-p", "no:cacheprovider",
+                                           "--skill-lift-models=gpt=codex:gpt-5.5")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "need OPENAI_API_KEY in the environment" in result.stderr.str()
