@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift.config import DEMO_PROJECT
 from pytest_skilllift.model import AgentConfig, PromptSpec, RubricItem, RunSpec
 from pytest_skilllift.runners import agents
 from pytest_skilllift.testing.agent_script import make_agent
@@ -142,11 +143,10 @@ def test_standin_speaks_responses_and_gemini_with_the_same_script() -> None:
 
 def test_a_missing_agent_cli_is_a_usage_error_naming_the_npm_package(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    root = Path(__file__).resolve().parents[1]
     (pytester.path / "evals" / "test-prompts").mkdir(parents=True)
     (pytester.path / "evals" / "test-prompts" / "p.json").write_text(
-        (root / "evals" / "test-prompts" / "git-bisect-regression.json").read_text())
-    (pytester.path / "skills").symlink_to(root / "skills")
+        (DEMO_PROJECT / "evals" / "test-prompts" / "git-bisect-regression.json").read_text())
+    (pytester.path / "skills").symlink_to(DEMO_PROJECT / "skills")
     monkeypatch.setenv("PATH", os.defpath)  # no npm CLIs on it
     monkeypatch.setenv("XDG_CACHE_HOME", str(pytester.path / "cache"))  # nor in the cache
     result = pytester.runpytest_subprocess(
@@ -161,11 +161,10 @@ def test_a_missing_agent_cli_is_a_usage_error_naming_the_npm_package(
 
 def test_a_labels_agent_key_is_required_before_any_run(pytester: pytest.Pytester,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    root = Path(__file__).resolve().parents[1]
     (pytester.path / "evals" / "test-prompts").mkdir(parents=True)
     (pytester.path / "evals" / "test-prompts" / "p.json").write_text(
-        (root / "evals" / "test-prompts" / "git-bisect-regression.json").read_text())
-    (pytester.path / "skills").symlink_to(root / "skills")
+        (DEMO_PROJECT / "evals" / "test-prompts" / "git-bisect-regression.json").read_text())
+    (pytester.path / "skills").symlink_to(DEMO_PROJECT / "skills")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-judge-only")
     for var in ("OPENAI_API_KEY", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(var, raising=False)

@@ -20,6 +20,7 @@ import pytest
 
 docker = pytest.importorskip("docker", reason="the docker SDK is not installed")
 
+from pytest_skilllift.config import DEMO_PROJECT  # noqa: E402
 from pytest_skilllift.runners.agent_image import (  # noqa: E402
     build_agents_image,
     image_agent_versions,
@@ -41,7 +42,6 @@ if not all(find_cli(a) for a in BINARIES) or shutil.which("rg") is None:
     pytest.skip("the npm agent CLIs (and ripgrep) are not installed; bash .ci/run installs "
                 "them", allow_module_level=True)
 
-REPO = Path(__file__).resolve().parents[1]
 AGENTS_IMAGE = "skilllift-agents-test:local"
 KEY = "sk-docker-agents-SECRET-n0t-0n-d15k"
 LABELS = {"gpt": ("codex:gpt-5.5", "file_read"),
@@ -67,9 +67,9 @@ def image() -> str:
 
 
 def test_a_docker_week_runs_every_agent(image: str, tmp_path: Path) -> None:
-    shutil.copytree(REPO / "skills", tmp_path / "skills")
+    shutil.copytree(DEMO_PROJECT / "skills", tmp_path / "skills")
     (tmp_path / "evals" / "test-prompts").mkdir(parents=True)
-    shutil.copy(REPO / "evals" / "test-prompts" / "git-bisect-regression.json",
+    shutil.copy(DEMO_PROJECT / "evals" / "test-prompts" / "git-bisect-regression.json",
                 tmp_path / "evals" / "test-prompts")
     models = ",".join(f"{label}={model}" for label, (model, _) in LABELS.items())
     (tmp_path / "pytest.ini").write_text(f"[pytest]\nskill_lift_models = {models}\n"

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift.config import DEMO_PROJECT
 from pytest_skilllift.runners.agents import find_cli
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.testing.agent_script import (
@@ -36,7 +37,6 @@ from pytest_skilllift.testing.dialects import CODEX, GEMINI, OPENCODE
 from pytest_skilllift.testing.judge_script import keyword_judge
 from pytest_skilllift.testing.server import StandIn
 
-REPO = Path(__file__).resolve().parents[1]
 PROMPT = "git-bisect-regression.json"
 FAMILY = "git-bisect"
 KEY = "sk-agents-test-SECRET-n0t-0n-d15k"
@@ -78,9 +78,9 @@ def route() -> Any:
 def week(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The week, run once for the module's tests (about a minute on two cores)."""
     root = tmp_path_factory.mktemp("agents-week")
-    shutil.copytree(REPO / "skills", root / "skills")
+    shutil.copytree(DEMO_PROJECT / "skills", root / "skills")
     (root / "evals" / "test-prompts").mkdir(parents=True)
-    shutil.copy(REPO / "evals" / "test-prompts" / PROMPT, root / "evals" / "test-prompts")
+    shutil.copy(DEMO_PROJECT / "evals" / "test-prompts" / PROMPT, root / "evals" / "test-prompts")
     models = ",".join(f"{label}={model}" for label, (model, _) in LABELS.items())
     (root / "pytest.ini").write_text(f"[pytest]\nskill_lift_models = {models}\n"
                                      "skill_lift_reps = 1\nskill_lift_out = week\n")
@@ -119,8 +119,8 @@ def test_every_agent_runs_and_activation_is_detected_both_ways(week: dict[str, A
 
 
 def test_the_answers_and_the_lift_follow_from_the_script(week: dict[str, Any]) -> None:
-    prompt = json.loads((REPO / "evals" / "test-prompts" / PROMPT).read_text())["prompt"]
-    body = (REPO / "skills" / FAMILY / "SKILL.md").read_text()
+    prompt = json.loads((DEMO_PROJECT / "evals" / "test-prompts" / PROMPT).read_text())["prompt"]
+    body = (DEMO_PROJECT / "skills" / FAMILY / "SKILL.md").read_text()
     expected_with = answer_from_skill(prompt, LoadedSkill(body, "read"), FAMILY).strip()
     for label in LABELS:
         run_dir = week["out"] / week["manifest"][(label, "with-skill")]["run_id"]
@@ -188,7 +188,7 @@ def test_k_selects_an_agent(week: dict[str, Any]) -> None:
 def test_trigger_tests_run_another_agent(tmp_path: Path) -> None:
     """Trigger tests through Codex CLI: the family fires (a read of its listed SKILL.md) for a
     matching query and stays quiet for an unrelated one."""
-    shutil.copytree(REPO / "skills", tmp_path / "skills")
+    shutil.copytree(DEMO_PROJECT / "skills", tmp_path / "skills")
     (tmp_path / "evals" / "triggers").mkdir(parents=True)
     (tmp_path / "evals" / "triggers" / "git-bisect.json").write_text(json.dumps({
         "skill": "git-bisect", "queries": [
@@ -217,10 +217,11 @@ def test_shards_merge_batch_judging_and_baseline_reuse_take_any_agent(tmp_path: 
     second week reusing its no-skill runs (the codex CLI version is part of the key)."""
     from pytest_skilllift.cli.main import main as skilllift
 
-    shutil.copytree(REPO / "skills", tmp_path / "skills")
+    shutil.copytree(DEMO_PROJECT / "skills", tmp_path / "skills")
     (tmp_path / "evals" / "test-prompts").mkdir(parents=True)
     for name in (PROMPT, "python-packaging-pyproject.json"):
-        shutil.copy(REPO / "evals" / "test-prompts" / name, tmp_path / "evals" / "test-prompts")
+        shutil.copy(DEMO_PROJECT / "evals" / "test-prompts" / name,
+                    tmp_path / "evals" / "test-prompts")
     (tmp_path / "pytest.ini").write_text("[pytest]\nskill_lift_models = gpt=codex:gpt-5.5\n"
                                          "skill_lift_reps = 1\n")
     with StandIn(agent=make_agent("skill"), judge=keyword_judge) as api:
@@ -253,7 +254,7 @@ def test_shards_merge_batch_judging_and_baseline_reuse_take_any_agent(tmp_path: 
         # Only the with-skill runs called the model again (two requests each).
         assert api.count("agent") - agent_calls == 4, done.stdout[-3000:]
     for prompt in (PROMPT, "python-packaging-pyproject.json"):
-        name = json.loads((REPO / "evals" / "test-prompts" / prompt).read_text())["name"]
+        name = json.loads((DEMO_PROJECT / "evals" / "test-prompts" / prompt).read_text())["name"]
         run = json.loads((tmp_path / "w2" / f"{name}-gpt-no-skill-r1-w2" / "run.json")
                          .read_text())
         assert run["baseline_from"], run
