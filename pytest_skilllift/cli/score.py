@@ -36,7 +36,7 @@ def add_parser(subparsers: Any) -> None:
         "--depth quick needs no model; --week grounds triggering accuracy and output quality "
         "in a week of runs.",
     )
-    p.add_argument("path", type=Path, help="SKILL.md, a skill directory, or a tree of skills")
+    p.add_argument("path", type=Path, metavar="PATH", help="SKILL.md, a skill directory, or a tree of skills")
     p.add_argument(
         "--depth",
         choices=["quick", "standard", "deep"],
@@ -44,7 +44,8 @@ def add_parser(subparsers: Any) -> None:
         help="quick = static layer only (no model call); standard = + LLM judge; "
         "deep = + Monte Carlo runs of the real CLI (see also `skilllift certify`)",
     )
-    p.add_argument("--output", choices=["text", "json"], default="text")
+    p.add_argument("--output", choices=["text", "json"], default="text",
+                   help="report format on stdout (default text)")
     p.add_argument(
         "--threshold",
         type=float,
@@ -69,9 +70,12 @@ def add_parser(subparsers: Any) -> None:
         description="Two skills: a before/after table per dimension. Two week directories "
         "(holding manifest.csv or scores.csv): the week-over-week comparison.",
     )
-    c.add_argument("a", type=Path)
-    c.add_argument("b", type=Path)
-    c.add_argument("--output", choices=["text", "json"], default="text")
+    c.add_argument("a", type=Path, metavar="A",
+                   help="the skill (SKILL.md or its directory) or week directory before")
+    c.add_argument("b", type=Path, metavar="B",
+                   help="the skill or week directory after, of the same kind as A")
+    c.add_argument("--output", choices=["text", "json"], default="text",
+                   help="report format on stdout (default text)")
     c.add_argument("--fail-on-regression", action="store_true",
                    help="two weeks: exit 1 when a regression is found: a model's week-level "
                    "drop, or a prompt's drop beyond its own rep noise, after Holm's correction "
