@@ -48,7 +48,8 @@ def add_depth_arguments(p: argparse.ArgumentParser, *, certify: bool = False) ->
                    help="where each CLI run executes, as in the weekly run (default local)")
     g.add_argument("--image", default="skilllift:local", metavar="IMAGE",
                    help="docker image (--runner docker; default skilllift:local)")
-    g.add_argument("--docker-network", default="bridge", metavar="MODE", help="docker network (--runner docker)")
+    g.add_argument("--docker-network", default="bridge", metavar="MODE",
+                   help="docker network (--runner docker)")
     g.add_argument("--claude", default=None, metavar="PATH", help="Claude Code CLI (local runner)")
     g.add_argument("--max-turns", type=int, default=None, metavar="N", help="per-run --max-turns")
     g.add_argument("--timeout", type=float, default=600.0, metavar="S",
@@ -93,7 +94,8 @@ def add_parser(subparsers: Any) -> None:
         description="PluginEval's certification of a skill: every layer, Elo ranking against "
         "an indexed gold corpus, and a badge that needs both the composite and the Elo bound.",
     )
-    c.add_argument("path", type=Path, metavar="PATH", help="SKILL.md, a skill directory, or a tree of skills")
+    c.add_argument("path", type=Path, metavar="PATH",
+                   help="SKILL.md, a skill directory, or a tree of skills")
     c.add_argument("--output", choices=["text", "json"], default="text",
                    help="report format on stdout (default text)")
     c.add_argument("--threshold", type=float, default=None, metavar="N",

@@ -33,7 +33,8 @@ def add_parser(subparsers: Any) -> None:
         description="Build the image the docker runner uses. Without --from-local this builds "
                     "docker/Dockerfile (needs the base image registry and npm); with "
                     "--from-local it needs no registry at all.")
-    build.add_argument("--tag", required=True, metavar="TAG", help="image tag, e.g. skilllift:local")
+    build.add_argument("--tag", required=True, metavar="TAG",
+                       help="image tag, e.g. skilllift:local")
     build.add_argument("--from-local", action="store_true",
                        help="assemble the image from the Claude Code CLI on this machine "
                             "(docker import of a minimal root filesystem)")

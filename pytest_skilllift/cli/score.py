@@ -36,7 +36,8 @@ def add_parser(subparsers: Any) -> None:
         "--depth quick needs no model; --week grounds triggering accuracy and output quality "
         "in a week of runs.",
     )
-    p.add_argument("path", type=Path, metavar="PATH", help="SKILL.md, a skill directory, or a tree of skills")
+    p.add_argument("path", type=Path, metavar="PATH",
+                   help="SKILL.md, a skill directory, or a tree of skills")
     p.add_argument(
         "--depth",
         choices=["quick", "standard", "deep"],

@@ -304,7 +304,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--runs", type=int, default=0, metavar="K",
                         help="also pick K graded runs of the week at random (see --seed)")
     parser.add_argument("--seed", default="0", metavar="SEED", help="seed for --runs (default 0)")
-    parser.add_argument("--samples", type=int, default=3, metavar="N", help="judge samples (default 3)")
+    parser.add_argument("--samples", type=int, default=3, metavar="N",
+                        help="judge samples (default 3)")
     parser.add_argument("--model", default=None, metavar="MODEL",
                         help="judge model (default: newest non-deprecated Opus in the SDK)")
     parser.add_argument("--bar", type=float, default=MUST_UNANIMITY_BAR, metavar="SHARE",

@@ -189,7 +189,8 @@ def add_parser(subparsers: Any) -> None:
                     "verdicts are not shown, so the labels are blind.",
     )
     parser.add_argument("week_dir", metavar="WEEK_DIR", help="the graded week directory")
-    parser.add_argument("--sample", type=int, default=30, metavar="N", help="items to draw (default 30)")
+    parser.add_argument("--sample", type=int, default=30, metavar="N",
+                        help="items to draw (default 30)")
     parser.add_argument("--seed", default="0", metavar="SEED",
                         help="random seed; the same week and seed give the same sheet")
     parser.set_defaults(func=_run)
