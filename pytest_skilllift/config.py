@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,15 @@ from pytest_skilllift.model import (
     DEFAULT_PERMISSION_MODE,
     DEFAULT_TIMEOUT_S,
 )
-from pytest_skilllift.week.columns import ARMS, CONDITIONS, NO_SKILL, NO_SKILL_B
+from pytest_skilllift.week.columns import (
+    ARMS,
+    CONDITIONS,
+    NO_SKILL,
+    NO_SKILL_B,
+    WITH_REF_PREFIX,
+    WITH_SKILL,
+    arm_ref,
+)
 
 if TYPE_CHECKING:  # pytest is only needed by the glue functions' annotations
     import pytest
@@ -142,7 +151,9 @@ OPTIONS: tuple[Option, ...] = (
            "float", 0.0, metavar="SECONDS"),
     Option("conditions", "Arms to run, comma-separated: no-skill (required), with-skill, "
            "with-all (every family of the skills root installed: a skill's lift among its "
-           "siblings), no-skill-b (a second no-skill arm, an A/A check).",
+           "siblings), no-skill-b (a second no-skill arm, an A/A check), with-skill@REF (the "
+           "family at git revision REF of the skills repository, e.g. with-skill@HEAD~1, or "
+           "a directory of earlier skills: did the edit help; docs/versions.md).",
            default=",".join(CONDITIONS), metavar="ARM[,…]"),
     Option("aa", "An A/A week: both arms run with no skill (the second labelled no-skill-b), "
            "so the scorecard measures the false-lift rate of this prompt set, models and "
@@ -228,16 +239,37 @@ def parse_conditions(text: str, *, aa: bool = False,
                 f"check beside real arms write --skill-lift-conditions=...,{NO_SKILL_B})")
         return (NO_SKILL, NO_SKILL_B)
     arms = [a.strip() for a in text.split(",") if a.strip()]
+    refs = [a for a in arms if a.startswith(WITH_REF_PREFIX)]
     for arm in arms:
-        if arm not in ARMS:
+        if arm not in ARMS[:-1] and arm not in refs:
             raise SettingsError(f"{where}: unknown arm {arm!r}; use "
-                                f"{', '.join(ARMS)} (e.g. {default},with-all)")
+                                f"{', '.join(ARMS[:-1])} or with-skill@REF (REF a git "
+                                f"revision of the skills repository or a directory; e.g. "
+                                f"{default},with-skill@HEAD~1)")
+    for ref_arm in refs:
+        ref = arm_ref(ref_arm)
+        if ref is None or _BAD_REF.search(ref):
+            raise SettingsError(
+                f"{where}: {ref_arm!r} needs a REF after '@' without spaces, "
+                "',', '::', '[' or ']' (a git revision such as HEAD~1, v1.2 or a sha, or a "
+                "directory such as old-skills)")
+    if len(refs) > 1:
+        raise SettingsError(f"{where}: {', '.join(refs)}: a week compares one "
+                            "earlier revision (one with-skill@REF arm); run the other in its "
+                            "own week")
     if len(set(arms)) != len(arms):
         raise SettingsError(f"{where}: an arm is given twice in {text!r}")
-    if NO_SKILL not in arms or len(arms) < 2:
+    versions_only = bool(refs) and WITH_SKILL in arms
+    if (NO_SKILL not in arms and not versions_only) or len(arms) < 2:
         raise SettingsError(f"{where}: {text!r} needs {NO_SKILL} and at least "
-                            f"one other arm: every lift is measured against {NO_SKILL}")
-    return tuple(a for a in ARMS if a in arms)
+                            f"one other arm: every lift is measured against {NO_SKILL} (or "
+                            f"{WITH_SKILL} and one with-skill@REF: a version comparison)")
+    order = [*ARMS[:-1], *refs]
+    return tuple(a for a in order if a in arms)
+
+
+#: What a with-skill@REF's REF may not hold (the conditions list, test ids, the -k syntax).
+_BAD_REF = re.compile(r"[\s,\[\]]|::")
 
 
 @dataclass(frozen=True)

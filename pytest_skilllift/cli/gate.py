@@ -74,7 +74,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return _usage(f"--min-coverage must be within [0, 1], got {minimum}")
     summary = summarize_week(week_dir, write=False, plots=False)
     scopes = gatemod.Scopes(models=tuple(summary.week.models),
-                            prompts=tuple(summary.week.prompts))
+                            prompts=tuple(summary.week.prompts),
+                            conditions=tuple(c for c in summary.week.arm_names
+                                             if c != "with-skill@REF"))
     try:
         gates, warnings = gatemod.load_gates(texts, scopes)
     except gatemod.GateError as exc:

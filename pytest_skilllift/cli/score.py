@@ -84,6 +84,10 @@ def add_parser(subparsers: Any) -> None:
     c.add_argument("--margin", type=float, default=1e-9, metavar="X",
                    help="two weeks: a prompt moved when its with-skill composite changed by "
                    "more than X (default 1e-9: any change)")
+    c.add_argument("--arm", default="with-skill", metavar="ARM",
+                   help="two weeks: the arm compared per prompt: with-skill (default), "
+                   "with-all, or with-skill@REF (an earlier revision's runs: did they drift "
+                   "between the weeks?; docs/versions.md)")
     c.set_defaults(func=run_compare)
 
 
@@ -407,7 +411,7 @@ def _compare_weeks(args: argparse.Namespace, out: TextIO) -> int:
     return compare_weeks.run(args.a, args.b, output=args.output,
                              margin=getattr(args, "margin", 1e-9),
                              fail_on_regression=getattr(args, "fail_on_regression", False),
-                             out=out)
+                             out=out, arm=getattr(args, "arm", "with-skill"))
 
 
 def main(argv: list[str] | None = None) -> int:

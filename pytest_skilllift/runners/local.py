@@ -30,7 +30,7 @@ from typing import IO
 from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
 from pytest_skilllift.runners.base import transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env
-from pytest_skilllift.runners.install import InstallError, check_family, copy_family
+from pytest_skilllift.runners.install import InstallError, check_family, copy_family, install_root
 from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE, utc_stamp
 
 #: Environment variable names whose values are treated as secrets and redacted from output.
@@ -113,7 +113,7 @@ class LocalRunner:
         # Each family is checked before any is copied: one refused link refuses the install.
         families = spec.prompt.installed_families
         for family in families:
-            error = check_family(Path(cfg.skills_root) / family,
+            error = check_family(install_root(spec.prompt, cfg.skills_root) / family,
                                  allow_unsafe=cfg.allow_unsafe)
             if error is not None:
                 return error
@@ -122,7 +122,7 @@ class LocalRunner:
             dest.parent.mkdir(parents=True, exist_ok=True)
             # Whole family: sub-skills and references are part of what is being measured.
             try:
-                copy_family(Path(cfg.skills_root) / family, dest)
+                copy_family(install_root(spec.prompt, cfg.skills_root) / family, dest)
             except InstallError as exc:
                 return str(exc)
         return None
