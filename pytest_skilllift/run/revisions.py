@@ -1,12 +1,13 @@
 """The with-skill@REF arm's skills: the skills root as it was at revision REF.
 
 ``REF`` is a git revision of the repository holding the skills root (``HEAD~1``, a tag, a
-sha: anything ``git rev-parse`` takes) or a directory of earlier skills (relative to the
-rootdir). A git REF is resolved to its commit and the skills root's tree at that commit, and
-that tree is written once (``git archive``) into the week's own ``.revisions/<commit>/``
-directory, which then serves as the arm's skills root; a directory REF is used as it is. Either
-way the runners install from it through the same ``runners/install.py`` path as with-skill, so
-the two arms differ only in the files of the family (docs/versions.md).
+sha: anything ``git rev-parse`` takes) or a directory of earlier skills (absolute, relative to
+the rootdir, or beside the skills root). A git REF is resolved to its commit and the skills
+root's tree at that commit, and that tree is written once (``git archive``) into the week's
+own ``.revisions/<commit>/`` directory, which then serves as the arm's skills root; a directory
+REF is used as it is. Either way the runners install from it through the same
+``runners/install.py`` path as with-skill, so the two arms differ only in the files of the
+family (docs/versions.md).
 
 Pure apart from git and the week's ``.revisions`` directory; no pytest.
 """
@@ -84,16 +85,20 @@ def _dir_hash(root: Path) -> str:
 
 def resolve(skills_root: Path, ref: str, *, rootdir: Path, week_dir: Path) -> Revision:
     """Resolve ``ref`` and make its skills root available (raises :class:`RevisionError`)."""
-    as_dir = Path(ref) if Path(ref).is_absolute() else rootdir / ref
-    if as_dir.is_dir():
-        return Revision(ref, "directory", "", _dir_hash(as_dir), as_dir.resolve())
+    # A directory: absolute, under the rootdir, or beside the skills root (the demo's
+    # packaged skills-v1 sits beside its skills).
+    for as_dir in ([Path(ref)] if Path(ref).is_absolute() else
+                   [rootdir / ref, skills_root.parent / ref]):
+        if as_dir.is_dir():
+            return Revision(ref, "directory", "", _dir_hash(as_dir), as_dir.resolve())
     if not skills_root.is_dir():
         raise RevisionError(f"with-skill@{ref}: the skills root {skills_root} does not exist")
     commit = _git(skills_root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if commit.returncode != 0 or not _out(commit):
         raise RevisionError(
             f"with-skill@{ref}: {ref!r} is neither a revision of the git repository holding "
-            f"the skills root {skills_root} nor a directory under the rootdir {rootdir}; fix: "
+            f"the skills root {skills_root} nor a directory under the rootdir {rootdir} or beside "
+            "the skills root; fix: "
             "give a commit, tag or HEAD~N that `git rev-parse` knows there, or the path of a "
             "directory of earlier skills")
     sha = _out(commit)

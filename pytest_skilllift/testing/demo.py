@@ -31,12 +31,13 @@ def demo_agent() -> Handler:
     return route
 
 
-#: The demo's earlier revision of its skills (``evals/skills-v1``, relative to the project
-#: root): the git-bisect skill without its ``git bisect run`` and ``git bisect skip`` lines, the
-#: other families unchanged. Under the scripted agent (which answers from the skill's lines) the
-#: current version meets two more of git-bisect-regression's must items than this one, and the
-#: other prompts' answers are the same: a version comparison whose effect is known.
-DEMO_SKILLS_BEFORE = "evals/skills-v1"
+#: The demo's earlier revision of its skills (``skills-v1`` beside the demo project's
+#: ``skills``, in ``config.DEMO_PROJECT``): the git-bisect skill without its ``git bisect
+#: run`` and ``git bisect skip`` lines, the other families unchanged. Where the scripted agent
+#: (which answers from the skill's lines) loads git-bisect, the current version meets more of
+#: git-bisect-regression's must items than this one, and the other prompts' answers are the
+#: same: a version comparison whose effect is known.
+DEMO_SKILLS_BEFORE = "skills-v1"
 
 
 def write_skills_history(repo: Path, before: Path, after: Path) -> tuple[str, str]:

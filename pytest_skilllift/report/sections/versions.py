@@ -189,7 +189,7 @@ def render(card: Scorecard) -> list[str]:
              "`skilllift compare`'s rule on the composite (reps averaged): improved or "
              "regressed only beyond its own rep noise after the Holm correction, else within "
              "rep noise (always so with one rep); an errored side is unscored._\n")
-    moved = [r for r in v["prompts"] if r["change"] in (IMPROVED, REGRESSED)]
+    moved = [r for r in v["prompts"] if r["change"] in (IMPROVED, REGRESSED, WITHIN_REP_NOISE)]
     if moved:
         shown = moved[:MAX_ROWS]
         L += md_table(["prompt", "model", "composite REF → now", "change"],
