@@ -27,7 +27,15 @@ from pytest_skilllift.model import (
     DEFAULT_TIMEOUT_S,
     split_agent,
 )
-from pytest_skilllift.week.columns import ARMS, CONDITIONS, NO_SKILL, NO_SKILL_B
+from pytest_skilllift.week.columns import (
+    ARMS,
+    CONDITIONS,
+    NO_SKILL,
+    NO_SKILL_B,
+    WITH_REF_PREFIX,
+    WITH_SKILL,
+    arm_ref,
+)
 
 if TYPE_CHECKING:  # pytest is only needed by the glue functions' annotations
     import pytest
@@ -57,6 +65,9 @@ class Option:
     choices: tuple[str, ...] | None = None
     default_text: str = ""
     ini: str = ""  # the ini name when it is not the flag's (a repeatable flag's plural list)
+    #: What ``--help`` shows after the flag (``--skill-lift-reps=N``); options with
+    #: ``choices`` show those instead, bool flags take no value.
+    metavar: str = ""
 
     @property
     def flag(self) -> str:
@@ -79,6 +90,14 @@ class Option:
             if isinstance(d, float) else str(d))
         return f"{self.help} (default: {shown})" if shown else self.help
 
+    @property
+    def shown_metavar(self) -> str | None:
+        """The flag's metavar: ``None`` lets argparse list ``choices`` as ``{a,b}``."""
+        if self.choices:
+            return None
+        return self.metavar or {"int": "N", "float": "NUMBER", "lines": "EXPR"}.get(
+            self.kind, "TEXT")
+
 
 OPTIONS: tuple[Option, ...] = (
     Option("prompts", "Directory of prompt JSON files (relative to rootdir).",
@@ -92,116 +111,130 @@ OPTIONS: tuple[Option, ...] = (
            default="", cli=False, default_text="scheme and host of each skill_url"),
     Option("models", "Models as label=model_id[,label=model_id…]; a bare label is passed to "
            "the CLI as is. label=AGENT:MODEL runs another agent's CLI (codex, gemini-cli, "
-           "opencode; no prefix = claude-code), e.g. gpt=codex:gpt-5.5.",
-           default=DEFAULT_MODELS),
-    Option("reps", "Repetitions per (prompt, model, condition).", "int", 2),
-    Option("out", "Week directory.", default="", default_text="evals/weekly/<UTC yyyymmdd>"),
+           "opencode; no prefix = claude-code), e.g. gpt=codex:gpt-5.5.", default=DEFAULT_MODELS,
+           metavar="LABEL=MODEL[,…]"),
+    Option("reps", "Repetitions per (prompt, model, condition).", "int", 2,
+           metavar="N"),
+    Option("out", "Week directory.", default="", default_text="evals/weekly/<UTC yyyymmdd>",
+           metavar="WEEK_DIR"),
     Option("runner", "Where each run executes.", default="local", choices=("local", "docker")),
-    Option("claude", "Claude Code CLI. Write it as --skill-lift-claude=PATH.", default="",
+    Option("claude", "Claude Code CLI.", default="", metavar="PATH",
            default_text="claude on PATH, else the binary bundled in claude-agent-sdk"),
     Option("heldout", "Also collect the reserved discord-* prompts.", "bool", False),
     Option("fresh", "Discard graded results in the week directory and regrade every run.",
            "bool", False),
     Option("demo", "Run the built-in demo against the package's scripted Messages API "
            "(no API key needed).", "bool", False),
-    Option("allowed-tools", "Tool allow-list for both arms.", default=DEFAULT_TOOLS),
+    Option("allowed-tools", "Tool allow-list for both arms.", default=DEFAULT_TOOLS,
+           metavar="TOOL[,…]"),
     Option("permission-mode", "CLI permission mode for both arms.",
-           default=DEFAULT_PERMISSION_MODE),
-    Option("max-turns", "Per-run --max-turns.", "int", None, default_text="the CLI's own"),
+           default=DEFAULT_PERMISSION_MODE, metavar="MODE"),
+    Option("max-turns", "Per-run --max-turns.", "int", None, default_text="the CLI's own",
+           metavar="N"),
     Option("max-budget-usd", "Per-run spend cap in USD; a capped run is excluded and "
-           "reported.", "float", DEFAULT_MAX_BUDGET_USD),
-    Option("timeout", "Per-run timeout in seconds.", "float", DEFAULT_TIMEOUT_S),
+           "reported.", "float", DEFAULT_MAX_BUDGET_USD, metavar="USD"),
+    Option("timeout", "Per-run timeout in seconds.", "float", DEFAULT_TIMEOUT_S,
+           metavar="SECONDS"),
     Option("judge-model", "Judge model.", default="", default_text="the newest "
-           "non-deprecated Opus id known to the installed anthropic SDK"),
+           "non-deprecated Opus id known to the installed anthropic SDK", metavar="MODEL"),
     Option("judge-samples", "Independent judge samples per run, each with its own rubric "
            "shuffle (2 is the escalation: items whose samples disagree get a third, "
-           "tie-breaking sample and are flagged contested).", "int", 1),
+           "tie-breaking sample and are flagged contested).", "int", 1, metavar="N"),
     Option("evidence", "A met/violated verdict whose quote is not in the answer: reject "
            "(recorded as missing/absent/clean, no credit) or flag (kept, evidence_ok=0).",
            default="reject", choices=("reject", "flag")),
     Option("min-coverage", "Least share of runs that must be graded for exit status 0 (the "
-           "coverage guard).", "float", DEFAULT_MIN_COVERAGE),
-    Option("image", "Docker image for --skill-lift-runner=docker.", default="skilllift:local"),
+           "coverage guard).", "float", DEFAULT_MIN_COVERAGE, metavar="SHARE"),
+    Option("image", "Docker image for --skill-lift-runner=docker.", default="skilllift:local",
+           metavar="IMAGE"),
     Option("agent-install", "Install the npm CLIs of the agents the labels name (codex, "
            "gemini-cli, opencode) at their pinned versions into a per-user cache when they "
            "are not on PATH (needs npm; docs/agents.md).", "bool", False),
     Option("docker-network", "Docker network mode (host reaches a stand-in on loopback).",
-           default="bridge"),
+           default="bridge", metavar="MODE"),
     Option("demo-latency", "Demo only: seconds of scripted latency per agent call.",
-           "float", 0.0),
+           "float", 0.0, metavar="SECONDS"),
     Option("demo-judge-latency", "Demo only: seconds of scripted latency per judge call.",
-           "float", 0.0),
+           "float", 0.0, metavar="SECONDS"),
     Option("conditions", "Arms to run, comma-separated: no-skill (required), with-skill, "
            "with-all (every family of the skills root installed: a skill's lift among its "
-           "siblings), no-skill-b (a second no-skill arm, an A/A check).",
-           default=",".join(CONDITIONS)),
+           "siblings), no-skill-b (a second no-skill arm, an A/A check), with-skill@REF (the "
+           "family at git revision REF of the skills repository, e.g. with-skill@HEAD~1, or "
+           "a directory of earlier skills: did the edit help; docs/versions.md).",
+           default=",".join(CONDITIONS), metavar="ARM[,…]"),
     Option("aa", "An A/A week: both arms run with no skill (the second labelled no-skill-b), "
            "so the scorecard measures the false-lift rate of this prompt set, models and "
            "judge. Same as --skill-lift-conditions=no-skill,no-skill-b.", "bool", False),
     Option("baseline-from", "Take the no-skill runs from this earlier week directory wherever "
            "nothing that decides a no-skill answer changed (its week.json identity); the others "
-           "are generated and say why. Write it as --skill-lift-baseline-from=WEEKDIR.",
-           default=""),
+           "are generated and say why.", default="", metavar="WEEK_DIR"),
     Option("shard", "Generate and grade only this CI job's share of the week's runs, I/N "
            "(1-based); the other runs' items are deselected. Merge the shards with skilllift "
-           "merge.", default="", default_text="the whole week"),
+           "merge.", default="", default_text="the whole week", metavar="I/N"),
     Option("max-spend", "Spend cap for the week in USD (generation + judge, across workers and "
            "earlier sessions of the week): once reached no new run starts; the runs left are "
-           "reported as 'not run: spend cap'.", "float", None, default_text="no cap"),
+           "reported as 'not run: spend cap'.", "float", None, default_text="no cap",
+           metavar="USD"),
     Option("judge-batch", "Grade through the Message Batches API (half price, results within "
            "24 h): the runs are generated first, then graded in batches, then the rubric items "
            "report.", "bool", False),
     Option("judge-batch-poll", "Seconds between polls of a pending Message Batch.", "float",
-           30.0),
+           30.0, metavar="SECONDS"),
     Option("triggers", "Directory of trigger test files <family>.json (relative to rootdir).",
            default="evals/triggers", cli=False),
     Option("triggers-all", "Run trigger tests with every skill family installed at once; the "
            "scorecard adds a confusion table (which skill fired for which query).",
            "bool", False),
     Option("triggers-max-turns", "--max-turns of a trigger run (2 allows one exploring tool "
-           "call, then the skill).", "int", 2),
+           "call, then the skill).", "int", 2, metavar="N"),
     Option("skill-creator-evals", "Collect Anthropic skill-creator evals/evals.json files "
            "(true|false).", "bool", None, cli=False, default_text="true when such files exist"),
     Option("gate", "A quality gate [SCOPE.]METRIC OP VALUE[:hard|:soft], e.g. "
            "must_lift_ci_low>0 or haiku.with-skill.pass_rate>=0.8:soft; repeatable (ini "
            "skill_lift_gates, one per line). A failed hard gate makes the exit status 1.",
-           "lines", (), ini="skill_lift_gates"),
+           "lines", (), ini="skill_lift_gates", metavar="GATE"),
     Option("pass-threshold", "Composite a prompt×rep must reach to pass (0.7 is the Drupal "
-           "ai_eval 3.5 of 5).", "float", DEFAULT_PASS_THRESHOLD),
+           "ai_eval 3.5 of 5).", "float", DEFAULT_PASS_THRESHOLD,
+           metavar="COMPOSITE"),
     Option("allow-unsafe", "Run the with-skill arm even when the skill family has a critical "
            "security finding (skilllift scan, docs/security-scan.md); without it such a run "
            "is an invalid install naming the finding.", "bool", False),
     Option("progress-interval", "Seconds between progress lines when the output is not a "
            "terminal (CI logs; 0 = one per finished run). A terminal gets one "
-           "live line; -q silences both.", "float", 60.0),
+           "live line; -q silences both.", "float", 60.0, metavar="SECONDS"),
 )
 
 
-def parse_models(text: str) -> tuple[tuple[str, str], ...]:
+def parse_models(text: str, *, where: str = "--skill-lift-models") -> tuple[tuple[str, str], ...]:
     """``"sonnet=claude-sonnet-4-5,haiku"`` → ``(("sonnet", "claude-sonnet-4-5"),
-    ("haiku", "haiku"))``."""
+    ("haiku", "haiku"))``. ``where`` names the setting in errors (the flag or the ini key)."""
+    shape = "write label=model_id[,label=model_id…], e.g. sonnet=claude-sonnet-4-5,haiku"
     models: list[tuple[str, str]] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
             continue
-        label, _, model_id = part.partition("=")
-        label, model_id = label.strip(), (model_id.strip() or label.strip())
-        if not label or any(c in label for c in ":/ "):
-            raise SettingsError(
-                f"--skill-lift-models: bad label {label!r} in {text!r}; "
-                "write label=model_id (or label=AGENT:MODEL) with a label free of ':', '/' "
-                "and spaces"
-            )
-        model_id = _agent_model(label, model_id)
+        label, eq, model_id = (x.strip() for x in part.partition("="))
+        if not label:
+            raise SettingsError(f"{where}: {part!r} in {text!r} has no label before '='; "
+                                f"{shape}")
+        if eq and not model_id:
+            raise SettingsError(f"{where}: {part!r} in {text!r} has an empty model id after "
+                                f"'='; {shape} (a bare label, e.g. {label}, is passed to the "
+                                "CLI as is)")
+        if any(c in label for c in ":/ "):
+            raise SettingsError(f"{where}: bad label {label!r} in {text!r}; {shape}, with a "
+                                "label free of ':', '/' and spaces")
+        model_id = _agent_model(label, model_id or label, where)
         if label in {m[0] for m in models}:
-            raise SettingsError(f"--skill-lift-models: label {label!r} is given twice")
-        models.append((label, model_id))
+            raise SettingsError(f"{where}: label {label!r} is given twice in {text!r} (each "
+                                f"label names one column of the scorecard); {shape}")
+        models.append((label, model_id or label))
     if not models:
-        raise SettingsError("--skill-lift-models: no model given; e.g. sonnet,haiku")
+        raise SettingsError(f"{where}: no model given; {shape}")
     return tuple(models)
 
 
-def _agent_model(label: str, model_id: str) -> str:
+def _agent_model(label: str, model_id: str, where: str = "--skill-lift-models") -> str:
     """The label's model id with its agent checked: ``codex:gpt-5.5`` stays, a
     ``claude-code:`` prefix is dropped (no prefix means Claude Code, so a week keeps its
     identity), an unknown agent-like prefix (``gemini:…``) is an error naming the agents."""
@@ -210,16 +243,17 @@ def _agent_model(label: str, model_id: str) -> str:
     if agent == CLAUDE_CODE and ":" in model_id and re.fullmatch(r"[a-z][a-z-]*", prefix) \
             and not model_id.startswith(CLAUDE_CODE + ":"):
         raise SettingsError(
-            f"--skill-lift-models: label {label!r} names agent {prefix!r}, which is not one of "
+            f"{where}: label {label!r} names agent {prefix!r}, which is not one of "
             f"{', '.join(AGENTS)}; write {label}=AGENT:MODEL (e.g. {label}=codex:gpt-5.5) or "
             "a Claude model id without a prefix")
     if not bare.strip():
-        raise SettingsError(f"--skill-lift-models: label {label!r} names agent {agent!r} but "
+        raise SettingsError(f"{where}: label {label!r} names agent {agent!r} but "
                             f"no model; write {label}={agent}:MODEL")
     return bare if agent == CLAUDE_CODE else f"{agent}:{bare}"
 
 
-def parse_conditions(text: str, *, aa: bool = False) -> tuple[str, ...]:
+def parse_conditions(text: str, *, aa: bool = False,
+                     where: str = "--skill-lift-conditions") -> tuple[str, ...]:
     """``"no-skill,with-skill,with-all"`` → the arms in ``columns.ARMS`` order (stable ids);
     ``aa`` (``--skill-lift-aa``) is ``no-skill,no-skill-b``."""
     default = ",".join(CONDITIONS)
@@ -227,20 +261,41 @@ def parse_conditions(text: str, *, aa: bool = False) -> tuple[str, ...]:
         if text.replace(" ", "") not in (default, f"{NO_SKILL},{NO_SKILL_B}"):
             raise SettingsError(
                 f"--skill-lift-aa runs the arms {NO_SKILL},{NO_SKILL_B}, but "
-                f"--skill-lift-conditions asks for {text!r}: drop one of the two (for an A/A "
+                f"{where} asks for {text!r}: drop one of the two (for an A/A "
                 f"check beside real arms write --skill-lift-conditions=...,{NO_SKILL_B})")
         return (NO_SKILL, NO_SKILL_B)
     arms = [a.strip() for a in text.split(",") if a.strip()]
+    refs = [a for a in arms if a.startswith(WITH_REF_PREFIX)]
     for arm in arms:
-        if arm not in ARMS:
-            raise SettingsError(f"--skill-lift-conditions: unknown arm {arm!r}; use "
-                                f"{', '.join(ARMS)} (e.g. {default},with-all)")
+        if arm not in ARMS[:-1] and arm not in refs:
+            raise SettingsError(f"{where}: unknown arm {arm!r}; use "
+                                f"{', '.join(ARMS[:-1])} or with-skill@REF (REF a git "
+                                f"revision of the skills repository or a directory; e.g. "
+                                f"{default},with-skill@HEAD~1)")
+    for ref_arm in refs:
+        ref = arm_ref(ref_arm)
+        if ref is None or _BAD_REF.search(ref):
+            raise SettingsError(
+                f"{where}: {ref_arm!r} needs a REF after '@' without spaces, "
+                "',', '::', '[' or ']' (a git revision such as HEAD~1, v1.2 or a sha, or a "
+                "directory such as old-skills)")
+    if len(refs) > 1:
+        raise SettingsError(f"{where}: {', '.join(refs)}: a week compares one "
+                            "earlier revision (one with-skill@REF arm); run the other in its "
+                            "own week")
     if len(set(arms)) != len(arms):
-        raise SettingsError(f"--skill-lift-conditions: an arm is given twice in {text!r}")
-    if NO_SKILL not in arms or len(arms) < 2:
-        raise SettingsError(f"--skill-lift-conditions: {text!r} needs {NO_SKILL} and at least "
-                            f"one other arm: every lift is measured against {NO_SKILL}")
-    return tuple(a for a in ARMS if a in arms)
+        raise SettingsError(f"{where}: an arm is given twice in {text!r}")
+    versions_only = bool(refs) and WITH_SKILL in arms
+    if (NO_SKILL not in arms and not versions_only) or len(arms) < 2:
+        raise SettingsError(f"{where}: {text!r} needs {NO_SKILL} and at least "
+                            f"one other arm: every lift is measured against {NO_SKILL} (or "
+                            f"{WITH_SKILL} and one with-skill@REF: a version comparison)")
+    order = [*ARMS[:-1], *refs]
+    return tuple(a for a in order if a in arms)
+
+
+#: What a with-skill@REF's REF may not hold (the conditions list, test ids, the -k syntax).
+_BAD_REF = re.compile(r"[\s,\[\]]|::")
 
 
 @dataclass(frozen=True)
@@ -344,31 +399,40 @@ class Settings:
         rootdir: Path,
         inifile: str = "",
         today: dt.date | None = None,
+        named: Callable[[Option], str] | None = None,
     ) -> Settings:
-        """Build from a getter returning each option's value (command line over ini)."""
+        """Build from a getter returning each option's value (command line over ini).
+
+        ``named(option)`` is how errors name the setting a value came from: the flag for a
+        command-line value, the ini key for an ini one (default: the flag)."""
         v = {o.name: get(o) for o in OPTIONS}
+        by_name = {o.name: o for o in OPTIONS}
+
+        def n(name: str) -> str:
+            o = by_name[name]
+            return named(o) if named else o.flag
+
         demo = bool(v["demo"])
         for o in OPTIONS:
             if o.choices and v[o.name] not in o.choices:
                 raise SettingsError(
-                    f"{o.flag}: {v[o.name]!r} is not one of {', '.join(o.choices)}"
+                    f"{n(o.name)}: {v[o.name]!r} is not one of {', '.join(o.choices)}"
                 )
         reps = int(v["reps"])
         if reps < 1:
-            raise SettingsError(f"--skill-lift-reps must be at least 1, got {reps}")
+            raise SettingsError(f"{n('reps')} must be at least 1, got {reps}")
         if int(v["triggers-max-turns"]) < 1:
-            raise SettingsError("--skill-lift-triggers-max-turns must be at least 1, got "
+            raise SettingsError(f"{n('triggers-max-turns')} must be at least 1, got "
                                 f"{v['triggers-max-turns']}")
         judge_samples = int(v["judge-samples"])
         if judge_samples < 1:
-            raise SettingsError(
-                f"--skill-lift-judge-samples must be at least 1, got {judge_samples}")
+            raise SettingsError(f"{n('judge-samples')} must be at least 1, got {judge_samples}")
         cov = float(v["min-coverage"])
         if not 0.0 <= cov <= 1.0:
-            raise SettingsError(f"--skill-lift-min-coverage must be within [0, 1], got {cov}")
+            raise SettingsError(f"{n('min-coverage')} must be within [0, 1], got {cov}")
         pass_threshold = float(v["pass-threshold"])
         if not 0.0 <= pass_threshold <= 1.0:
-            raise SettingsError("--skill-lift-pass-threshold is a composite, within [0, 1] "
+            raise SettingsError(f"{n('pass-threshold')} is a composite, within [0, 1] "
                                 f"(0.7 = 3.5 of 5), got {pass_threshold}")
         if demo and v["runner"] == "docker" and v["docker-network"] != "host":
             raise SettingsError(
@@ -390,12 +454,14 @@ class Settings:
             try:
                 Shard.parse(shard)
             except ShardError as exc:
-                raise SettingsError(str(exc)) from None
+                # ShardError speaks of the flag; an ini value is named by its key.
+                raise SettingsError(str(exc).replace("--skill-lift-shard=", n("shard") + ": ")
+                                    ) from None
         spend = v["max-spend"]
         if spend not in (None, "") and float(spend) < 0:
-            raise SettingsError(f"--skill-lift-max-spend must be at least 0 USD, got {spend}")
+            raise SettingsError(f"{n('max-spend')} must be at least 0 USD, got {spend}")
         if float(v["judge-batch-poll"]) <= 0:
-            raise SettingsError("--skill-lift-judge-batch-poll must be a positive number of "
+            raise SettingsError(f"{n('judge-batch-poll')} must be a positive number of "
                                 f"seconds, got {v['judge-batch-poll']}")
         project = _demo_paths(v) if demo else {}
         return cls(
@@ -406,7 +472,7 @@ class Settings:
             skills_root=project.get("skills") or _resolve(rootdir, v["skills"]),
             checks_dir=project.get("checks") or _resolve(rootdir, v["checks"]),
             site=v["site"],
-            models=parse_models(models_text),
+            models=parse_models(models_text, where=n("models")),
             reps=reps,
             out_dir=_resolve(rootdir, out),
             runner=v["runner"],
@@ -427,7 +493,8 @@ class Settings:
             docker_network=v["docker-network"],
             demo_latency_s=float(v["demo-latency"]),
             demo_judge_latency_s=float(v["demo-judge-latency"]),
-            conditions=parse_conditions(v["conditions"], aa=bool(v["aa"])),
+            conditions=parse_conditions(v["conditions"], aa=bool(v["aa"]),
+                                        where=n("conditions")),
             baseline_from=str(_resolve(rootdir, v["baseline-from"])) if v["baseline-from"]
             else "",
             shard=shard,
@@ -449,41 +516,70 @@ class Settings:
     @classmethod
     def from_pytest(cls, config: pytest.Config) -> Settings:
         """Read every option: the command line wins over ini, ini over the default."""
+        inifile = Path(str(config.inipath)).name if config.inipath else "the ini file"
+        from_ini: set[str] = set()
 
         def get(o: Option) -> Any:
             value = config.getoption(o.dest) if o.cli else None
             if value is None or value is False:
-                ini = config.getini(o.ini_name)
+                try:
+                    ini = config.getini(o.ini_name)
+                except (ValueError, _usage_error()) as exc:  # pytest's parse of a bool
+                    raise SettingsError(_ini_error(o, inifile, str(exc))) from None
                 if ini not in (None, "", []):
-                    return _coerce(o, ini)
+                    from_ini.add(o.name)
+                    return _coerce(o, ini, inifile)
                 return value if value is not None else o.default
             return value
+
+        def named(o: Option) -> str:
+            return f"{o.ini_name} in {inifile}" if o.name in from_ini else o.flag
 
         return cls.from_values(
             get,
             enabled=bool(config.getoption("skill_lift")),
             rootdir=config.rootpath,
             inifile=str(config.inipath or ""),
+            named=named,
         )
 
 
-def _coerce(o: Option, raw: Any) -> Any:
-    """Ini values arrive as strings (or bools for ``type='bool'``)."""
+def _usage_error() -> type[Exception]:
+    """``pytest.UsageError`` (pytest 9 raises it for an ini value of the wrong type), imported
+    only here: the rest of this module runs without pytest."""
+    import pytest
+
+    return pytest.UsageError
+
+
+#: What each kind of ini value must look like, for the error that refuses one.
+_INI_SHAPES = {"bool": "true or false (also 1/0, yes/no, on/off)",
+               "int": "a whole number", "float": "a number"}
+
+
+def _ini_error(o: Option, inifile: str, problem: str) -> str:
+    """``skill_lift_reps in pytest.ini: 'two' is not a whole number; e.g. skill_lift_reps = 2``."""
+    example = o.default if o.default not in (None, "", ()) else {"int": 1, "float": 1.5}.get(
+        o.kind, "true")
+    if isinstance(example, bool):
+        example = "true"
+    return (f"{o.ini_name} in {inifile}: {problem}; write {_INI_SHAPES.get(o.kind, 'a value')},"
+            f" e.g. {o.ini_name} = {example}")
+
+
+def _coerce(o: Option, raw: Any, inifile: str = "the ini file") -> Any:
+    """Ini values arrive as strings (or bools for ``type='bool'``); a bad one is refused
+    naming the ini key and the shape it must have."""
     if o.kind == "bool":
         return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes", "on")
     if o.kind == "lines":
         lines = raw.splitlines() if isinstance(raw, str) else list(raw)
         return tuple(str(x).strip() for x in lines if str(x).strip())
-    if o.kind == "int":
+    if o.kind in ("int", "float"):
         try:
-            return int(raw)
+            return int(raw) if o.kind == "int" else float(raw)
         except ValueError:
-            raise SettingsError(f"ini {o.dest}: {raw!r} is not a whole number") from None
-    if o.kind == "float":
-        try:
-            return float(raw)
-        except ValueError:
-            raise SettingsError(f"ini {o.dest}: {raw!r} is not a number") from None
+            raise SettingsError(_ini_error(o, inifile, f"{raw!r} does not parse")) from None
     return str(raw)
 
 
@@ -527,13 +623,14 @@ def add_options(parser: pytest.Parser) -> None:
             continue
         if o.kind == "lines":
             group.addoption(o.flag, action="append", dest=o.dest, default=None,
-                            metavar="EXPR", help=o.help_text)
+                            metavar=o.shown_metavar, help=o.help_text)
         elif o.kind == "bool":
             group.addoption(o.flag, action="store_true", dest=o.dest, default=None,
                             help=o.help_text)
         else:
             conv: Callable[[str], Any] = {"int": int, "float": float}.get(o.kind, str)
-            group.addoption(o.flag, dest=o.dest, type=conv, default=None, metavar="VALUE",
+            group.addoption(o.flag, dest=o.dest, type=conv, default=None,
+                            metavar=o.shown_metavar,
                             choices=list(o.choices) if o.choices else None, help=o.help_text)
 
 

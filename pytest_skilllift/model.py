@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_skilllift.week.columns import SKILL_ARMS
+from pytest_skilllift.week.columns import SKILL_ARMS, arm_of
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,9 @@ class PromptSpec:
     sibling_families: tuple[str, ...] = ()
     #: Warnings about the file that do not stop it (unknown keys), shown at collection.
     warnings: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    #: Where the skill-installing arms take the families from when not the session's skills
+    #: root: the with-skill@REF arm's materialised revision (``run.revisions``).
+    skills_root: Path | None = None
 
     @property
     def family(self) -> str:
@@ -129,7 +132,7 @@ class RunSpec:
         """Whether this run installs skills: the with-skill arm, and the with-all arm (its
         prompt lists every other family as ``sibling_families``). The availability check
         and the invocation audit apply to both."""
-        return self.condition in SKILL_ARMS
+        return arm_of(self.condition) in SKILL_ARMS
 
 
 #: How a run is made unless told otherwise (qdrant/skills SCORING.md, "Weekly Run": the same

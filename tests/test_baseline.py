@@ -169,3 +169,51 @@ def test_an_errored_source_run_is_generated_again(tmp_path: Path) -> None:
     assert runner.calls == ["p-sonnet-no-skill-r2-20260808"]
     run = json.loads((week / "p-sonnet-no-skill-r2-20260808" / "run.json").read_text())
     assert run["baseline_reason"] == "its run in 20260801 errored"
+
+
+def test_a_ref_run_reuses_the_source_weeks_with_skill_run_of_the_same_family(
+        tmp_path: Path) -> None:
+    from pytest_skilllift.run.baseline import plan_arm_reuse, plan_summary
+    from pytest_skilllift.week import identity as ident
+    from tests.test_identity import make
+
+    src = source_week(tmp_path)
+    week = tmp_path / "weekly" / "20260808"
+    # the identities' prompt "bisect" (family git-bisect); the engine's prompt is "p"
+    fam, prompt = "git-bisect", "bisect"
+    then = make(skills={fam: "h-old"})
+    plan = BaselinePlan(source=src)
+    plan.decisions[(prompt, "sonnet")] = plan_reuse(
+        src, [(prompt, "sonnet")], lambda p, m: INPUTS, lambda p, m: INPUTS).decisions[
+        (prompt, "sonnet")]
+    for at_ref, reuse in (("h-old", True), ("h-new", False)):
+        now = dataclasses.replace(then, skills={fam: "h-now", f"{fam}@v1": at_ref},
+                                  revision={"ref": "v1", "kind": "git", "commit": "c",
+                                            "tree": "t"})
+        plan_arm_reuse(plan, now, then)
+        d = plan.arm_decisions[(prompt, "sonnet")]
+        assert plan.arm == "with-skill@v1" and d.reuse is reuse
+        if not reuse:
+            assert f"the family {fam!r} at v1 is not the one 20260801's" in d.reason
+    assert "with-skill@v1: 0 of 1 pairs reuse its with-skill runs" in plan_summary(plan)
+    assert isinstance(ident.Identity.from_json(now.to_json()).revision, dict)
+    # the engine takes the with-skill@v1 run from 20260801's with-skill run: no call at all
+    plan.arm_decisions[("p", "sonnet")] = dataclasses.replace(
+        plan.arm_decisions[(prompt, "sonnet")], prompt="p", reuse=True, reason="")
+    plan.save(week)
+    assert BaselinePlan.load(week).arm == "with-skill@v1"  # type: ignore[union-attr]
+    runner, grader = FakeRunner(), CountingGrader()
+    e = engine(week, runner, grader)
+    e.baseline = BaselineSource(week)
+    graded = e.result(week_spec("with-skill@v1", 1))
+    assert graded.status == "ok" and not graded.generated_now and not graded.judged_now
+    assert runner.calls == [] and grader.calls == 0
+    rid = "p-sonnet-with-skill@v1-r1-20260808"
+    run = json.loads((week / rid / "run.json").read_text())
+    assert run["condition"] == "with-skill@v1" and run["baseline_from"] == "20260801"
+    assert run["baseline_run_id"] == "p-sonnet-with-skill-r1-20260801"
+    rows = json.loads((week / rid / GRADES_FILE).read_text())["rows"]
+    assert {r["condition"] for r in rows} == {"with-skill@v1"}
+    Ledger(week).rebuild_csvs()
+    manifest = (week / "manifest.csv").read_text()
+    assert "with-skill@v1" in manifest

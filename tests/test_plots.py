@@ -69,3 +69,79 @@ def test_trend_plot_fits_its_text() -> None:
     fig = plots.trend_figure(rows, ["sonnet", "haiku"])
     assert fig is not None
     assert cut_off(fig) == []
+
+
+# --- plots a person reads: the banner's share, whole words, whole points, lift order --------
+
+
+def _demo_like(card: dict[str, Any], n_prompts: int) -> dict[str, Any]:
+    """The reference week cut to its first ``n_prompts`` prompts (the demo has 3), bannered."""
+    keep = sorted({r["prompt"] for r in card["prompts"]})[:n_prompts]
+    return dict(copy.deepcopy(card), banner=BANNER,
+                prompts=[r for r in copy.deepcopy(card["prompts"]) if r["prompt"] in keep])
+
+
+def _banner(fig: Figure) -> Text:
+    (text,) = [t for t in fig.findobj(Text) if t.get_gid() == "banner"]
+    return text
+
+
+@pytest.mark.parametrize("n_prompts", [1, 3, 26])
+def test_the_banner_takes_at_most_a_tenth_of_the_image(card: dict[str, Any],
+                                                         n_prompts: int) -> None:
+    fig = plots.forest_figure(_demo_like(card, n_prompts))  # type: ignore[arg-type]
+    assert fig is not None
+    fig.canvas.draw()
+    extent = _banner(fig).get_window_extent(fig.canvas.get_renderer())  # type: ignore[attr-defined]
+    assert extent.height / fig.bbox.height <= plots.MAX_BANNER_SHARE
+    assert cut_off(fig) == []
+
+
+def test_no_word_is_broken_across_lines(card: dict[str, Any]) -> None:
+    fig = plots.forest_figure(_demo_like(card, 3))  # type: ignore[arg-type]
+    assert fig is not None
+    lines = _banner(fig).get_text().split("\n")
+    assert len(lines) >= 2  # it did wrap
+    assert " ".join(lines).split() == BANNER.split()  # "stand-in" whole, nothing split
+    assert plots.wrap_words("a stand-in xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx b", 10) == [
+        "a stand-in", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "b"]
+
+
+def test_points_at_the_ends_of_the_axis_are_not_cut_off(card: dict[str, Any]) -> None:
+    d = _demo_like(card, 3)
+    for r in d["prompts"]:  # a prompt at each extreme: lift +1 and -1
+        if r["prompt"] == d["prompts"][0]["prompt"]:
+            r.update(must_lift=1.0, must_with_min=1.0, must_with_max=1.0, must_no_min=0.0,
+                     must_no_max=0.0)
+        elif r["prompt"] == d["prompts"][-1]["prompt"]:
+            r.update(must_lift=-1.0, must_with_min=0.0, must_with_max=0.0, must_no_min=1.0,
+                     must_no_max=1.0)
+    fig = plots.forest_figure(d)  # type: ignore[arg-type]
+    assert fig is not None
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    for ax in fig.axes:
+        lo, hi = ax.get_xlim()
+        # A margin of at least 5% of the axis beyond each extreme: the marker and the end of
+        # its rep range read clear of the panel's edge (1.05 left 2%: points touched the edge).
+        assert (-1.0 - lo) / (hi - lo) >= 0.05 and (hi - 1.0) / (hi - lo) >= 0.05
+        # Each marker drawn at ±1 lies wholly inside its panel.
+        for line in ax.get_lines():
+            if line.get_marker() in ("o",):
+                box = line.get_window_extent(renderer)
+                assert ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1
+
+
+def test_prompts_are_ordered_by_lift_largest_on_top(card: dict[str, Any]) -> None:
+    fig = plots.forest_figure(card)  # type: ignore[arg-type]
+    assert fig is not None
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()][::-1]  # top row first
+    models = plots.forest_models(card)  # type: ignore[arg-type]
+    mean = {}
+    for p in labels:
+        lifts = [r["must_lift"] for r in card["prompts"]
+                 if r["prompt"] == p and r["model"] in models and r["must_lift"] is not None]
+        mean[p] = sum(lifts) / len(lifts)
+    assert [mean[p] for p in labels] == sorted(mean.values(), reverse=True)
+    assert labels != sorted(labels)  # not the alphabet

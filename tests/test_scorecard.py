@@ -51,7 +51,8 @@ def test_all_sections_present_in_order(data: dict[str, Any]) -> None:
     assert titles == [
         "Lift per model (with-skill − no-skill)", "Noise floor (A/A)",
         "Week-over-week lift delta",
-        "Per-cell metrics", "Per-prompt (must_coverage; with-skill lift)",
+        "Per-cell metrics", "Reliability over reps: pass@k, pass^k, flakiness",
+        "Per-prompt (must_coverage; with-skill lift)",
         "Activation / trigger misses",
         "Trajectory audit — invocation, misuse, skill impact", "Suggested improvements",
         "Lift caveat — baseline self-served the skill",

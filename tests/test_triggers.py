@@ -216,6 +216,44 @@ def test_recall_precision_wilson_and_exclusions(tmp_path: Path) -> None:
     assert data["trigger_confusion"] == {}  # one family installed: no confusion table
 
 
+def test_dormancy_violations_by_query_per_family_and_as_a_gate(tmp_path: Path) -> None:
+    from pytest_skilllift.report import gates
+    from pytest_skilllift.report.verdicts import WeekMeasures
+    from pytest_skilllift.week.tables import Week
+
+    rows = [_row(query_index=1, query="should 1", should_trigger=1, triggered=1,
+                 fired="git-bisect")]
+    # should-not: q5 fires in 1 of 2 reps, q6 in both, q7 never → 2 queries violate dormancy
+    for q, fired in ((5, (1, 0)), (6, (1, 1)), (7, (0, 0))):
+        for rep, hit in enumerate(fired, start=1):
+            rows.append(_row(query_index=q, query=f"not {q}", should_trigger=0, rep=rep,
+                             triggered=hit, fired="git-bisect" if hit else ""))
+    # another family under the same model stays dormant
+    rows.append(_row(family="python-packaging", installed="python-packaging", query_index=1,
+                     query="not packaging", should_trigger=0, triggered=0))
+    _write_table(tmp_path, rows)
+    data = trigger_data(tmp_path)
+    bisect, packaging = (data["triggers"]["haiku"][f] for f in ("git-bisect", "python-packaging"))
+    assert bisect["dormancy_violations"] == 2 and bisect["n_false_triggers"] == 3
+    assert [(e["q"], e["runs"], e["of"]) for e in bisect["false_triggers"]] == [(5, 1, 2),
+                                                                                  (6, 2, 2)]
+    assert packaging["dormancy_violations"] == 0
+    md = "\n".join(render_triggering(data))
+    assert "dormancy violations" in md and "False triggers — dormancy violations" in md
+    assert 'git-bisect q6: "not 6" — 2 of 2 run(s)' in md
+    measures = WeekMeasures(Week(week_dir=tmp_path, prompts=[], models=["haiku"]), None, 0.7,
+                            card={"triggers": data["triggers"]})
+    assert measures.value("dormancy_violations", "haiku", None, None) == 2.0
+    scopes = gates.Scopes(models=("haiku",), prompts=())
+    loaded, _ = gates.load_gates(["dormancy_violations==0", "dormancy_violations<=2"], scopes)
+    report = gates.evaluate(loaded, measures, gates.CoverageGuard(1, 1, 0.5))
+    assert [r.passed for r in report.results] == [False, True]
+    # a model without trigger runs: not measured, never a pass
+    empty = WeekMeasures(Week(week_dir=tmp_path, prompts=[], models=["haiku"]), None, 0.7,
+                         card={"triggers": {}})
+    assert empty.value("dormancy_violations", "haiku", None, None) is None
+
+
 def test_two_files_for_one_family_stay_apart(tmp_path: Path) -> None:
     _write_table(tmp_path, [
         _row(query_index=1, query="a", should_trigger=0, triggered=1, fired="git-bisect",

@@ -70,29 +70,41 @@ def test_paired_test_degenerate_cases() -> None:
 
 
 def test_sign_test_counts_one_vote_per_prompt() -> None:
-    no = np.array([0.0, 0.5, 1.0, 0.5, np.nan, 0.2])
-    with_ = np.array([1.0, 0.5, 0.5, 0.75, 1.0, 0.2 + 1e-12])
-    st = verdicts.sign_test(no, with_, t_excludes_zero=False, t_lift=0.1)
-    # the NaN prompt is not a pair; a difference within 1e-9 is a tie
-    assert (st.n, st.wins, st.ties, st.losses) == (5, 2, 2, 1)
-    assert st.p_value == pytest.approx(sps.binomtest(2, 3, 0.5).pvalue)
-    assert st.verdict == "no change"  # 5 prompts, neither test significant
+    no = np.array([0.0, 0.5, 1.0, 0.5, np.nan, 0.2, 0.4])
+    with_ = np.array([1.0, 0.5, 0.5, 0.75, 1.0, 0.2 + 1e-12, 0.44])
+    st = verdicts.sign_test(no, with_)
+    # the NaN prompt is not a pair; a difference within the 0.05 epsilon is a tie (0.04 too)
+    assert (st.n, st.wins, st.ties, st.losses, st.voting) == (6, 2, 3, 1, 3)
+    # one-sided: P(X >= 2 | n=3) = (3 + 1) / 8
+    assert st.p_value == pytest.approx(0.5)
+    assert st.p_value == pytest.approx(sps.binomtest(2, 3, 0.5, alternative="greater").pvalue)
+    assert st.verdict == "underpowered"  # 3 voting prompts < 5: not a pass
+    assert "3 voting prompt(s) < 5" in st.reason
+    assert st.to_json()["voting"] == 3 and st.to_json()["epsilon"] == 0.05
 
 
-@pytest.mark.parametrize(("n", "wins", "losses", "t_excl", "t_lift", "verdict", "why"), [
-    (10, 9, 0, True, 0.3, "helps", "t agrees"),
-    (10, 9, 0, False, 0.3, "inconclusive", "disagree"),  # sign significant, t not
-    (10, 5, 4, True, 0.3, "inconclusive", "disagree"),  # t significant, sign not
-    (4, 4, 0, True, 0.5, "inconclusive", "too few prompts"),
-    (10, 3, 3, False, 0.0, "no change", "neither test"),
-    (10, 0, 9, True, -0.3, "no change", "worse"),
-    (100, 12, 1, True, 0.05, "no change", "net wins 11 < 20%"),  # p ≈ 0.003, small share
+def test_one_sided_binomial_tail_by_hand() -> None:
+    # P(X >= 5 | n=5) = 1/32; P(X >= 4 | n=5) = 6/32; P(X >= 8 | n=10) = 56/1024
+    assert verdicts.binomial_one_sided_p(5, 5) == pytest.approx(1 / 32)
+    assert verdicts.binomial_one_sided_p(4, 5) == pytest.approx(6 / 32)
+    assert verdicts.binomial_one_sided_p(8, 10) == pytest.approx(56 / 1024)
+    assert verdicts.binomial_one_sided_p(0, 10) == 1.0
+
+
+@pytest.mark.parametrize(("n", "wins", "losses", "verdict", "why"), [
+    (5, 5, 0, "helps", "p = 0.0312"),        # 1/32 <= 0.05, net 5 >= 1
+    (10, 4, 0, "underpowered", "4 voting"),  # 4 voting prompts < 5, whatever the sign
+    (10, 4, 1, "no change", "p = 0.188"),    # P(X>=4|5) = 6/32 > 0.05
+    (10, 0, 5, "hurts", "net 5"),            # the same rule for the losses
+    (6, 6, 0, "helps", "net 6 ≥ 20% of 6"),
+    # 8 of 10 voting: p = 56/1024 = 0.0547 > 0.05 (two-sided would be 0.109)
+    (10, 8, 2, "no change", "p = 0.0547"),
+    # 100 prompts, 12 voting wins of 13: p ≈ 0.0017 but net 11 < 20 (20% of 100)
+    (100, 12, 1, "no change", "net wins 11 < 20%"),
 ])
-def test_sign_verdict_rules(n: int, wins: int, losses: int, t_excl: bool, t_lift: float,
-                            verdict: str, why: str) -> None:
-    p = verdicts.binomial_two_sided_p(wins, wins + losses)
-    got, reason = verdicts.sign_verdict(n, wins, losses, p, t_excl, t_lift)
-    assert got == verdict and why in reason
+def test_vally_verdict_rules(n: int, wins: int, losses: int, verdict: str, why: str) -> None:
+    got, reason = verdicts.sign_verdict(n, wins, losses)
+    assert got == verdict and why in reason, reason
 
 
 # --- three states and pass rates on a week -------------------------------------------------------
@@ -153,7 +165,7 @@ def test_three_states_pass_rates_and_wilson(tmp_path: Path) -> None:
     row = next(ln for ln in md.splitlines() if ln.startswith("| sonnet | with-skill | 1.00 ["))
     lo, hi = wilson_interval(3, 3)
     assert f"1.00 [{lo:.2f}–{hi:.2f}]" in row and "| 3 of 3 " in row
-    assert "### Sign test — a robust second answer" in md
+    assert "### One vote per prompt — the sign test" in md
 
 
 def test_pass_threshold_comes_from_week_json(tmp_path: Path) -> None:
@@ -177,5 +189,9 @@ def test_sign_test_in_scorecard_json(reference_data: Path) -> None:
                        plots=False)
     st = s.data["models"]["haiku"]["sign_test"]
     assert (st["n_prompts"], st["wins"], st["ties"], st["losses"]) == (26, 19, 5, 2)
-    assert st["p_value"] == pytest.approx(sps.binomtest(19, 21, 0.5).pvalue)
-    assert st["verdict"] == "helps"
+    # one-sided over the 21 voting prompts: P(X >= 19) = (1 + 21 + 210) / 2^21
+    assert st["voting"] == 21
+    assert st["p_value"] == pytest.approx(232 / 2 ** 21)
+    assert st["p_value"] == pytest.approx(
+        sps.binomtest(19, 21, 0.5, alternative="greater").pvalue)
+    assert st["verdict"] == "helps"  # 21 voting ≥ 5, net 17 ≥ 20% of 26 = 5.2

@@ -48,9 +48,10 @@ def add_depth_arguments(p: argparse.ArgumentParser, *, certify: bool = False) ->
                         "runs another agent, e.g. codex:gpt-5.5 (docs/agents.md)")
     g.add_argument("--runner", choices=["local", "docker"], default="local",
                    help="where each CLI run executes, as in the weekly run (default local)")
-    g.add_argument("--image", default="skilllift:local",
+    g.add_argument("--image", default="skilllift:local", metavar="IMAGE",
                    help="docker image (--runner docker; default skilllift:local)")
-    g.add_argument("--docker-network", default="bridge", help="docker network (--runner docker)")
+    g.add_argument("--docker-network", default="bridge", metavar="MODE",
+                   help="docker network (--runner docker)")
     g.add_argument("--claude", default=None, metavar="PATH", help="Claude Code CLI (local runner)")
     g.add_argument("--max-turns", type=int, default=None, metavar="N", help="per-run --max-turns")
     g.add_argument("--timeout", type=float, default=600.0, metavar="S",
@@ -95,8 +96,10 @@ def add_parser(subparsers: Any) -> None:
         description="PluginEval's certification of a skill: every layer, Elo ranking against "
         "an indexed gold corpus, and a badge that needs both the composite and the Elo bound.",
     )
-    c.add_argument("path", type=Path, help="SKILL.md, a skill directory, or a tree of skills")
-    c.add_argument("--output", choices=["text", "json"], default="text")
+    c.add_argument("path", type=Path, metavar="PATH",
+                   help="SKILL.md, a skill directory, or a tree of skills")
+    c.add_argument("--output", choices=["text", "json"], default="text",
+                   help="report format on stdout (default text)")
     c.add_argument("--threshold", type=float, default=None, metavar="N",
                    help="exit 1 when any skill's composite is under N (0-100)")
     c.add_argument("--week", type=Path, default=None, metavar="DIR",
@@ -105,11 +108,13 @@ def add_parser(subparsers: Any) -> None:
     c.set_defaults(func=run_certify, depth="certify")
 
     k = subparsers.add_parser("corpus", help="gold corpus for Elo ranking (certify)")
-    ksub = k.add_subparsers(dest="corpus_command", metavar="ACTION")
+    ksub = k.add_subparsers(dest="corpus_command", metavar="ACTION",
+                            help="what to do with the corpus")
     init = ksub.add_parser("init", help="index every skill under DIR",
                            description="Index every SKILL.md under DIR (id, name, content hash, "
                            "static composite) for certify's Elo matches.")
-    init.add_argument("dir", type=Path)
+    init.add_argument("dir", type=Path, metavar="DIR",
+                      help="a directory of gold-standard skills (searched recursively)")
     init.add_argument("--out", type=Path, default=None, metavar="FILE",
                       help="index file (default DIR/skilllift-corpus.json)")
     init.set_defaults(func=run_corpus_init)

@@ -1,4 +1,4 @@
-"""``skilllift gate WEEKDIR [--gate EXPR ...] [--output text|json]``: a CI verdict on a week.
+"""``skilllift gate WEEK_DIR [--gate EXPR ...] [--output text|json]``: a CI verdict on a week.
 
 The same verdict ``pytest --skill-lift --skill-lift-gate=…`` gives at the end of a session,
 on a finished week directory (weeks written by the qdrant pipeline included). Without
@@ -31,12 +31,13 @@ def add_parser(subparsers: Any) -> None:
         "dots. Exit 0 all hard gates pass, 1 a hard gate failed or the coverage guard "
         "tripped, 2 usage error.",
     )
-    p.add_argument("week_dir", metavar="WEEKDIR", type=Path,
+    p.add_argument("week_dir", metavar="WEEK_DIR", type=Path,
                    help="the week directory (holds manifest.csv and scores.csv)")
     p.add_argument("--gate", action="append", default=None, metavar="EXPR",
                    help="a gate, e.g. must_lift_ci_low>0 or haiku.with-skill.pass_rate>=0.8:soft "
-                   "(repeatable; default: the gates recorded in WEEKDIR/week.json)")
-    p.add_argument("--output", choices=["text", "json"], default="text")
+                   "(repeatable; default: the gates recorded in WEEK_DIR/week.json)")
+    p.add_argument("--output", choices=["text", "json"], default="text",
+                   help="report format on stdout (default text)")
     p.add_argument("--min-coverage", type=float, default=None, metavar="SHARE",
                    help="coverage guard: least share of graded runs (default: the week's "
                    "recorded value, else 0.5)")
@@ -73,7 +74,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return _usage(f"--min-coverage must be within [0, 1], got {minimum}")
     summary = summarize_week(week_dir, write=False, plots=False)
     scopes = gatemod.Scopes(models=tuple(summary.week.models),
-                            prompts=tuple(summary.week.prompts))
+                            prompts=tuple(summary.week.prompts),
+                            conditions=tuple(c for c in summary.week.arm_names
+                                             if c != "with-skill@REF"))
     try:
         gates, warnings = gatemod.load_gates(texts, scopes)
     except gatemod.GateError as exc:

@@ -24,7 +24,8 @@ from pytest_skilllift.runners.image import (
 def add_parser(subparsers: Any) -> None:
     """Register ``image build`` and ``image check`` (the dispatch convention of cli.py)."""
     image = subparsers.add_parser("image", help="build or check the docker runner's image")
-    image_sub = image.add_subparsers(dest="image_command", metavar="ACTION")
+    image_sub = image.add_subparsers(dest="image_command", metavar="ACTION",
+                                     help="what to do with the image")
     image.set_defaults(func=lambda args: _help(image))
 
     build = image_sub.add_parser(
@@ -32,14 +33,15 @@ def add_parser(subparsers: Any) -> None:
         description="Build the image the docker runner uses. Without --from-local this builds "
                     "docker/Dockerfile (needs the base image registry and npm); with "
                     "--from-local it needs no registry at all.")
-    build.add_argument("--tag", required=True, help="image tag, e.g. skilllift:local")
+    build.add_argument("--tag", required=True, metavar="TAG",
+                       help="image tag, e.g. skilllift:local")
     build.add_argument("--from-local", action="store_true",
                        help="assemble the image from the Claude Code CLI on this machine "
                             "(docker import of a minimal root filesystem)")
     build.add_argument("--claude", metavar="PATH", default=None,
                        help="the CLI binary for --from-local (default: the one bundled in "
                             "claude-agent-sdk)")
-    build.add_argument("--cli-version", default=PINNED_CLI_VERSION,
+    build.add_argument("--cli-version", default=PINNED_CLI_VERSION, metavar="VERSION",
                        help=f"npm version for the Dockerfile build (default {PINNED_CLI_VERSION})")
     build.add_argument("--dockerfile", metavar="PATH", default=None,
                        help="a Dockerfile to build instead of the packaged one")
@@ -57,7 +59,8 @@ def add_parser(subparsers: Any) -> None:
     add.set_defaults(func=_add_agents)
 
     check = image_sub.add_parser("check", help="print an image's CLI version vs the pinned one")
-    check.add_argument("--tag", required=True)
+    check.add_argument("--tag", required=True, metavar="TAG",
+                       help="the image to check, e.g. skilllift:local")
     check.set_defaults(func=_check)
 
 

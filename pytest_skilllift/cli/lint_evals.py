@@ -42,13 +42,15 @@ def add_parser(subparsers: Any) -> None:
                    help="skills root (default: skills)")
     p.add_argument("--triggers", type=Path, default=None, metavar="DIR",
                    help="trigger files <family>.json (default: evals/triggers)")
-    p.add_argument("--site", default="", help="URL prefix stripped from skill_url")
+    p.add_argument("--site", default="", metavar="URL",
+                   help="URL prefix stripped from skill_url")
     p.add_argument("--weeks", type=Path, default=None, metavar="DIR",
                    help="the weekly folder (week directories holding scores.csv), or one week")
     p.add_argument("--last", type=int, default=None, metavar="N",
                    help="history: the last N weeks (default 4); an item is judged over at "
                    "least 2")
-    p.add_argument("--output", choices=["text", "json"], default="text")
+    p.add_argument("--output", choices=["text", "json"], default="text",
+                   help="report format on stdout (default text)")
     p.add_argument("--strict", action="store_true", help="exit 1 when there is any finding")
     p.set_defaults(func=run_lint_evals)
 

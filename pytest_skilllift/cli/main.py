@@ -34,6 +34,20 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+#: ``skilllift --help``'s epilog: the commands a first week needs, in the order it needs them.
+EXAMPLES = """\
+examples:
+  skilllift init .                          scaffold pytest.ini, prompt and trigger files
+  pytest --skill-lift --collect-only -q     list the runs and rubric items a week would grade
+  pytest --skill-lift -k git-bisect         one real week, for the prompts matching -k
+  skilllift summarize evals/weekly/20260808 rebuild the scorecard of a week directory
+  skilllift view evals/weekly/20260808      the week as an offline HTML site
+  skilllift score skills                    static quality of every skill under skills/
+  skilllift gate evals/weekly/20260808 --gate 'must_lift_ci_low>0'
+                                            exit 1 when a hard gate fails
+"""
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser: every subcommand module registers its own subparsers.
 
@@ -45,9 +59,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skilllift",
         description="Skill-lift tooling: summarize a week, score skills statically, build images.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the examples' lines
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                help="one of the commands below; skilllift COMMAND --help "
+                                "for its own options")
     for name in SUBCOMMAND_MODULES:
         module = importlib.import_module(name)
         module.add_parser(sub)

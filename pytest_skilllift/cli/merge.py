@@ -1,4 +1,4 @@
-"""``skilllift merge OUT_WEEKDIR SHARD_WEEKDIR...``: put a sharded week together, then summarize.
+"""``skilllift merge OUT_WEEK_DIR SHARD_WEEK_DIR...``: put a sharded week together, then summarize.
 
 The merge itself (checks, copies, what is missing) is :mod:`pytest_skilllift.week.merge`; this
 command then rebuilds ``manifest.csv``/``scores.csv`` from the run directories and writes the
@@ -23,19 +23,19 @@ def add_parser(subparsers: Any) -> None:
         "merge",
         help="merge the shard week directories of one week (--skill-lift-shard) and summarize",
         description="Copy the run directories of each shard (pytest --skill-lift "
-        "--skill-lift-shard=I/N) into OUT_WEEKDIR, after checking that the shards come from "
+        "--skill-lift-shard=I/N) into OUT_WEEK_DIR, after checking that the shards come from "
         "the same week (split and identity) and that no run appears twice with different "
         "content (identical duplicates, e.g. a retried shard, are fine). Reports the runs "
         "missing from every shard, rebuilds manifest.csv and scores.csv and writes the "
         "scorecard. Idempotent: run it again as more shards arrive.",
     )
-    p.add_argument("out", metavar="OUT_WEEKDIR", type=Path,
+    p.add_argument("out", metavar="OUT_WEEK_DIR", type=Path,
                    help="the merged week directory (created if needed; name it like the "
                         "shards' week directory, e.g. evals/weekly/20260808)")
-    p.add_argument("shards", metavar="SHARD_WEEKDIR", type=Path, nargs="+",
+    p.add_argument("shards", metavar="SHARD_WEEK_DIR", type=Path, nargs="+",
                    help="a shard's week directory")
-    p.add_argument("--history", type=Path, default=None,
-                   help="history CSV (default: OUT_WEEKDIR/../scorecard-history.csv)")
+    p.add_argument("--history", type=Path, default=None, metavar="CSV",
+                   help="history CSV (default: OUT_WEEK_DIR/../scorecard-history.csv)")
     p.add_argument("--no-plots", action="store_true", help="do not draw the PNG plots")
     p.set_defaults(func=run)
 

@@ -28,7 +28,8 @@ def add_parser(subparsers: Any) -> None:
         "assets). Each finding has a rule id, a severity, file:line, the matched text "
         "(secrets redacted) and a fix. Rules: docs/security-scan.md.",
     )
-    p.add_argument("path", type=Path, help="a skill family, a SKILL.md, or a skills root")
+    p.add_argument("path", type=Path, metavar="PATH",
+                   help="a skill family, a SKILL.md, or a skills root")
     p.add_argument("--output", choices=["text", "json", "sarif"], default="text",
                    help="sarif = SARIF 2.1.0 for GitHub code scanning (upload-sarif)")
     p.add_argument("--fail-on", choices=FAIL_ON_CHOICES, default="critical",

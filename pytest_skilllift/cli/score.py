@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from pytest_skilllift.cli.certify import add_depth_arguments, run_depth, unused_options
 from pytest_skilllift.lint.analyze import LintUsageError, SkillReport, score_path
-from pytest_skilllift.lint.composite import DIMENSION_WEIGHTS, grade
+from pytest_skilllift.lint.composite import DIMENSION_WEIGHTS, STATIC_TO_DIMENSION, grade
 from pytest_skilllift.lint.measured import WeekError, load_scorecard
 from pytest_skilllift.lint.output import stdout as _stdout
 from pytest_skilllift.lint.output import write_findings as _write_findings
@@ -36,7 +36,8 @@ def add_parser(subparsers: Any) -> None:
         "--depth quick needs no model; --week grounds triggering accuracy and output quality "
         "in a week of runs.",
     )
-    p.add_argument("path", type=Path, help="SKILL.md, a skill directory, or a tree of skills")
+    p.add_argument("path", type=Path, metavar="PATH",
+                   help="SKILL.md, a skill directory, or a tree of skills")
     p.add_argument(
         "--depth",
         choices=["quick", "standard", "deep"],
@@ -44,7 +45,8 @@ def add_parser(subparsers: Any) -> None:
         help="quick = static layer only (no model call); standard = + LLM judge; "
         "deep = + Monte Carlo runs of the real CLI (see also `skilllift certify`)",
     )
-    p.add_argument("--output", choices=["text", "json"], default="text")
+    p.add_argument("--output", choices=["text", "json"], default="text",
+                   help="report format on stdout (default text)")
     p.add_argument(
         "--threshold",
         type=float,
@@ -69,9 +71,12 @@ def add_parser(subparsers: Any) -> None:
         description="Two skills: a before/after table per dimension. Two week directories "
         "(holding manifest.csv or scores.csv): the week-over-week comparison.",
     )
-    c.add_argument("a", type=Path)
-    c.add_argument("b", type=Path)
-    c.add_argument("--output", choices=["text", "json"], default="text")
+    c.add_argument("a", type=Path, metavar="A",
+                   help="the skill (SKILL.md or its directory) or week directory before")
+    c.add_argument("b", type=Path, metavar="B",
+                   help="the skill or week directory after, of the same kind as A")
+    c.add_argument("--output", choices=["text", "json"], default="text",
+                   help="report format on stdout (default text)")
     c.add_argument("--fail-on-regression", action="store_true",
                    help="two weeks: exit 1 when a regression is found: a model's week-level "
                    "drop, or a prompt's drop beyond its own rep noise, after Holm's correction "
@@ -79,6 +84,10 @@ def add_parser(subparsers: Any) -> None:
     c.add_argument("--margin", type=float, default=1e-9, metavar="X",
                    help="two weeks: a prompt moved when its with-skill composite changed by "
                    "more than X (default 1e-9: any change)")
+    c.add_argument("--arm", default="with-skill", metavar="ARM",
+                   help="two weeks: the arm compared per prompt: with-skill (default), "
+                   "with-all, or with-skill@REF (an earlier revision's runs: did they drift "
+                   "between the weeks?; docs/versions.md)")
     c.set_defaults(func=run_compare)
 
 
@@ -129,7 +138,7 @@ def run_score(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if run.single:
             write_skill_text(run.reports[0], out)
         else:
-            write_tree_text(run.reports, run.walk_findings, out)
+            write_tree_text(run.reports, run.walk_findings, out, root=args.path)
         if threshold is not None:
             verdict = (
                 f"threshold {threshold:g}: {len(under)} of {len(run.reports)} skill(s) under"
@@ -205,8 +214,35 @@ def write_skill_text(r: SkillReport, out: TextIO) -> None:
 
 
 
-def write_tree_text(reports: list[SkillReport], walk: list[Finding], out: TextIO) -> None:
-    """One line per skill, then every skill's findings."""
+#: How many findings a tree's report shows per skill; the rest are counted, and the skill's
+#: own report (``skilllift score ROOT/<skill>``) shows every one.
+TOP_FINDINGS = 3
+
+
+def top_findings(r: SkillReport) -> list[str]:
+    """What costs the skill most, first: its anti-patterns and other findings (with their
+    fix), then the reasons its static sub-checks lost points, the heaviest sub-check first
+    (the points it lost times its dimension's weight)."""
+    items = [f"{f.flag}: {f.evidence}\n      fix: {f.fix}" for f in r.all_findings]
+
+    def cost(name: str) -> float:
+        weight = DIMENSION_WEIGHTS.get(STATIC_TO_DIMENSION.get(name, ""), 0.0)
+        return (1.0 - r.sub_scores[name].score) * weight
+
+    lowered = sorted((n for n, sub in r.sub_scores.items() if sub.reasons),
+                     key=lambda n: (-cost(n), n))
+    # Round robin over the sub-checks (each one's first reason, then each one's second …):
+    # the top lines name the different things to fix, not one check's whole list.
+    depth = max((len(r.sub_scores[n].reasons) for n in lowered), default=0)
+    items += [f"{name} {r.sub_scores[name].score:.2f}: {r.sub_scores[name].reasons[i]}"
+              for i in range(depth) for name in lowered if i < len(r.sub_scores[name].reasons)]
+    return items
+
+
+def write_tree_text(reports: list[SkillReport], walk: list[Finding], out: TextIO,
+                    root: Path | None = None) -> None:
+    """One line per skill, then each skill's top findings (``TOP_FINDINGS``; the count of
+    the others and the command that shows them)."""
     width = max([len(r.skill.rel_id) for r in reports] + [5])
     week = any(r.week is not None for r in reports)
     extra = "  activation (n)  must lift" if week else ""
@@ -229,13 +265,29 @@ def write_tree_text(reports: list[SkillReport], walk: list[Finding], out: TextIO
         f"{sum(1 for r in reports if r.all_findings)} with findings",
         file=out,
     )
-    for r in reports:
-        if r.all_findings:
-            print(f"\n{r.skill.rel_id}:", file=out)
-            for f in r.all_findings:
-                print(f"  {f.flag}: {f.evidence}\n    fix: {f.fix}", file=out)
+    shown_root = root if root is not None else Path("ROOT")
+    hidden = 0
+    for r in sorted(reports, key=lambda r: (r.composite.score, r.skill.rel_id)):
+        items = top_findings(r)
+        if not items:
+            continue
+        print(f"\n{r.skill.rel_id} ({r.composite.score:.1f}): top findings", file=out)
+        for item in items[:TOP_FINDINGS]:
+            print(f"  {item}", file=out)
+        more = len(items) - TOP_FINDINGS
+        if more > 0:
+            hidden += 1
+            print(f"  … {more} more: skilllift score {_skill_path(shown_root, r)}", file=out)
+    if hidden:
+        print(f"\nevery finding of a skill: skilllift score {shown_root}/<skill>; of all "
+              "skills at once: --output json", file=out)
     if walk:
         _write_findings("while walking the tree", walk, out)
+
+
+def _skill_path(root: Path, r: SkillReport) -> str:
+    """The path that scores one skill of the tree (``root`` as the user wrote it)."""
+    return str(root / r.skill.rel_id) if root.is_dir() else str(r.skill.dir)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -359,7 +411,7 @@ def _compare_weeks(args: argparse.Namespace, out: TextIO) -> int:
     return compare_weeks.run(args.a, args.b, output=args.output,
                              margin=getattr(args, "margin", 1e-9),
                              fail_on_regression=getattr(args, "fail_on_regression", False),
-                             out=out)
+                             out=out, arm=getattr(args, "arm", "with-skill"))
 
 
 def main(argv: list[str] | None = None) -> int:

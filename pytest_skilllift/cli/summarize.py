@@ -27,7 +27,7 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("week_dir", metavar="WEEK_DIR", type=Path,
                    help="the week directory (holds manifest.csv and scores.csv)")
-    p.add_argument("--history", type=Path, default=None,
+    p.add_argument("--history", type=Path, default=None, metavar="CSV",
                    help="history CSV (default: WEEK_DIR/../scorecard-history.csv)")
     p.add_argument("--no-plots", action="store_true", help="do not draw the PNG plots")
     p.add_argument("--print", action="store_true", dest="print_all",

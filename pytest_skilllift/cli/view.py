@@ -1,4 +1,4 @@
-"""``skilllift view WEEKDIR [--out DIR] [--compare WEEK_B] [--serve [--port N]]``."""
+"""``skilllift view WEEK_DIR [--out DIR] [--compare OTHER_WEEK_DIR] [--serve [--port N]]``."""
 
 from __future__ import annotations
 
@@ -47,25 +47,25 @@ def add_parser(subparsers: Any) -> None:
         "view",
         help="the week as an offline HTML site (answers, quotes, tool calls); --serve labels",
         description="Write a static, self-contained HTML site of the week (default "
-                    "WEEKDIR/view/index.html; open it from disk, nothing is fetched from the "
+                    "WEEK_DIR/view/index.html; open it from disk, nothing is fetched from the "
                     "network): the scorecard's headline numbers, every table sortable, a page "
                     "per prompt with its rubric × runs verdicts, each run's answer with the "
                     "judge's evidence quote marked, the two arms side by side and the run's "
                     "tool calls. --serve serves it on 127.0.0.1 and adds blind labelling into "
-                    "WEEKDIR/labels.csv, the file skilllift judge-check reads.",
+                    "WEEK_DIR/labels.csv, the file skilllift judge-check reads.",
     )
-    parser.add_argument("week_dir", metavar="WEEKDIR", help="the week directory")
+    parser.add_argument("week_dir", metavar="WEEK_DIR", help="the week directory")
     parser.add_argument("--out", metavar="DIR", default="",
-                        help="where to write the site (default WEEKDIR/view)")
-    parser.add_argument("--compare", metavar="WEEK_B", default=None,
-                        help="also write compare.html: skilllift compare WEEKDIR WEEK_B, "
+                        help="where to write the site (default WEEK_DIR/view)")
+    parser.add_argument("--compare", metavar="OTHER_WEEK_DIR", default=None,
+                        help="also write compare.html: skilllift compare WEEK_DIR OTHER_WEEK_DIR, "
                              "linked to both weeks' prompt pages")
     parser.add_argument("--serve", action="store_true",
                         help="serve the site on 127.0.0.1 and add the labelling page")
-    parser.add_argument("--port", type=int, default=None,
+    parser.add_argument("--port", type=int, default=None, metavar="PORT",
                         help="port for --serve (default: a free one)")
-    parser.add_argument("--sample", type=int, default=30,
+    parser.add_argument("--sample", type=int, default=30, metavar="N",
                         help="items in the labelling sample (as skilllift label; default 30)")
-    parser.add_argument("--seed", default="0",
+    parser.add_argument("--seed", default="0", metavar="SEED",
                         help="seed of the labelling sample (as skilllift label)")
     parser.set_defaults(func=_run)

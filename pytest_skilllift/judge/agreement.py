@@ -1,4 +1,4 @@
-"""``skilllift judge-check WEEKDIR --labels LABELS.csv``: the judge against people.
+"""``skilllift judge-check WEEK_DIR --labels LABELS.csv``: the judge against people.
 
 The qdrant/skills SCORING.md calls the judge the linchpin: *before trusting any number, confirm
 its grades match a human's; if the judge and a human disagree, the framework is measuring
@@ -23,7 +23,7 @@ marked met, the share the judge marked met) and TNR; for avoid the violation det
 (of the violations the person found, the share the judge found) and the false-alarm rate (of
 the items the person found clean, the share the judge called violated). Wilson 95% intervals.
 
-Trust state (written to ``WEEKDIR/judge-check.json``, shown in the scorecard's provenance):
+Trust state (written to ``WEEK_DIR/judge-check.json``, shown in the scorecard's provenance):
 
 * ``unmeasured`` — fewer than :data:`MIN_MUST_LABELS` labelled must items;
 * ``trusted`` — must agreement >= :data:`TRUSTED_MUST_AGREEMENT` and kappa (all labelled
@@ -224,7 +224,7 @@ def read_labels(path: Path) -> list[LabelRow]:
                 raise LabelError(
                     f"{path}: column(s) {', '.join(missing)} missing from the header; a label "
                     "file has prompt,model,condition,rep,item_type,item_index,verdict "
-                    "(skilllift label WEEKDIR writes one to fill in)")
+                    "(skilllift label WEEK_DIR writes one to fill in)")
             rows = []
             for n, raw in enumerate(reader, start=1):
                 row = {k.strip(): (v or "").strip() for k, v in raw.items() if k}
@@ -439,11 +439,11 @@ def add_parser(subparsers: Any) -> None:
                     "model,condition,rep,item_type,item_index|item_text,verdict). Reports raw "
                     "agreement, Cohen's kappa and per item type the judge's true-positive and "
                     "true-negative rates (avoid: violation detection and false alarms) with "
-                    "Wilson 95%% intervals, lists disagreements and unmatched rows, and writes "
-                    "WEEKDIR/judge-check.json with the trust state (trusted, provisional, "
+                    "Wilson 95% intervals, lists disagreements and unmatched rows, and writes "
+                    "WEEK_DIR/judge-check.json with the trust state (trusted, provisional, "
                     "untrusted, unmeasured) the scorecard shows.",
     )
-    parser.add_argument("week_dir", metavar="WEEKDIR", help="the graded week directory")
+    parser.add_argument("week_dir", metavar="WEEK_DIR", help="the graded week directory")
     parser.add_argument("--labels", required=True, metavar="LABELS.csv",
                         help="human verdicts, one row per item (skilllift label writes a sheet)")
     parser.add_argument("--output", choices=("text", "json"), default="text",

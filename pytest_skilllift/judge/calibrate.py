@@ -295,7 +295,7 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "calibrate",
         help="judge self-agreement: grade runs' answers N times, report per-item unanimity "
-             "and flip rates (kept in WEEKDIR/calibration.json for the scorecard)",
+             "and flip rates (kept in WEEK_DIR/calibration.json for the scorecard)",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     parser.add_argument("week_dir", metavar="WEEK_DIR", help="the week directory")
@@ -303,10 +303,11 @@ def add_parser(subparsers: Any) -> None:
                         help="a run to re-grade (repeat for several)")
     parser.add_argument("--runs", type=int, default=0, metavar="K",
                         help="also pick K graded runs of the week at random (see --seed)")
-    parser.add_argument("--seed", default="0", help="seed for --runs (default 0)")
-    parser.add_argument("--samples", type=int, default=3, help="judge samples (default 3)")
-    parser.add_argument("--model", default=None,
+    parser.add_argument("--seed", default="0", metavar="SEED", help="seed for --runs (default 0)")
+    parser.add_argument("--samples", type=int, default=3, metavar="N",
+                        help="judge samples (default 3)")
+    parser.add_argument("--model", default=None, metavar="MODEL",
                         help="judge model (default: newest non-deprecated Opus in the SDK)")
-    parser.add_argument("--bar", type=float, default=MUST_UNANIMITY_BAR,
+    parser.add_argument("--bar", type=float, default=MUST_UNANIMITY_BAR, metavar="SHARE",
                         help="required share of unanimous must items (default 0.95)")
     parser.set_defaults(func=_run)

@@ -1,4 +1,4 @@
-"""``skilllift label WEEKDIR --sample 30 --seed S > labels.csv``: a sheet for a person to fill.
+"""``skilllift label WEEK_DIR --sample 30 --seed S > labels.csv``: a sheet for a person to fill.
 
 The cheapest way to get the human labels ``skilllift judge-check`` needs: a stratified random
 sample of the week's graded items, with the run's final answer beside each, and an empty
@@ -188,8 +188,9 @@ def add_parser(subparsers: Any) -> None:
                     "for a person to fill in; feed it to skilllift judge-check. The judge's "
                     "verdicts are not shown, so the labels are blind.",
     )
-    parser.add_argument("week_dir", metavar="WEEKDIR", help="the graded week directory")
-    parser.add_argument("--sample", type=int, default=30, help="items to draw (default 30)")
-    parser.add_argument("--seed", default="0",
+    parser.add_argument("week_dir", metavar="WEEK_DIR", help="the graded week directory")
+    parser.add_argument("--sample", type=int, default=30, metavar="N",
+                        help="items to draw (default 30)")
+    parser.add_argument("--seed", default="0", metavar="SEED",
                         help="random seed; the same week and seed give the same sheet")
     parser.set_defaults(func=_run)

@@ -25,7 +25,7 @@ from pytest_skilllift.report import gates as gatemod
 from pytest_skilllift.run.triggers import skill_families
 from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week import identity as ident
-from pytest_skilllift.week.columns import ARMS, WITH_ALL
+from pytest_skilllift.week.columns import ARMS, WITH_ALL, WITH_REF, WITH_REF_PREFIX, arm_ref
 from pytest_skilllift.week.files import RUN_FILE
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class SessionVerdicts:
         # The session's valid prompt files (a bad one is a collection error, reported there).
         self._specs = list({run.prompt.name: run.prompt for run in self.state.matrix().runs}
                            .values())
-        scopes = gatemod.Scopes(models=tuple(m for m, _ in s.models),
+        scopes = gatemod.Scopes(models=tuple(m for m, _ in s.models), conditions=s.conditions,
                                 prompts=tuple(sp.name for sp in self._specs))
         try:
             self.gates, warnings = gatemod.load_gates(s.gates, scopes)
@@ -91,6 +91,10 @@ class SessionVerdicts:
             from pytest_skilllift.judge.client import default_judge_model
 
             judge = default_judge_model()
+        revision = self.state.revision()
+        revision_skills = ({f"{f}@{revision.ref}": ident.skill_family_hash(revision.root, f)
+                            for f in sorted({sp.family for sp in self._specs})}
+                           if revision else {})
         families = sorted({sp.family for sp in self._specs} | set(
             skill_families(s.skills_root) if WITH_ALL in s.conditions else ()))  # with-all
         return ident.Identity(
@@ -102,7 +106,9 @@ class SessionVerdicts:
             prompts={sp.name: ident.PromptIdentity.of(
                 sp.prompt, [(i.type, i.text) for i in sp.rubric], sp.family)
                 for sp in self._specs},
-            skills={f: ident.skill_family_hash(s.skills_root, f) for f in families},
+            skills={**{f: ident.skill_family_hash(s.skills_root, f) for f in families},
+                    **revision_skills},
+            revision=revision.to_json() if revision else None,
             agent_clis=agent_clis,
         )
 
@@ -150,16 +156,21 @@ class SessionVerdicts:
         all_prompts = {**base.prompts, **proposed.prompts}
         models = sorted(set(base.models) | set(proposed.models))
         reps = max(base.reps, proposed.reps)
+        session_arms = (*(a for a in ARMS if a != WITH_REF), *(
+            c for c in s.conditions if arm_ref(c) is not None))
 
         def has_runs(model: str | None = None, prompt: str | None = None,
                      with_skill_family: str | None = None) -> bool:
             if model is None and prompt is None and with_skill_family is None:
                 return next(out.glob(f"*/{RUN_FILE}"), None) is not None
+            # "<family>@<REF>": the with-skill@REF arm's copy of the family.
+            family, at, ref = (with_skill_family or "").partition("@")
             names = [p for p in all_prompts if (prompt is None or p == prompt) and (
-                with_skill_family is None or all_prompts[p].family == with_skill_family)]
-            conds: tuple[str, ...] = ("with-skill",) if with_skill_family else ARMS
+                not family or all_prompts[p].family == family)]
+            conds: tuple[str, ...] = ((f"{WITH_REF_PREFIX}{ref}",) if at else ("with-skill",)
+                                      ) if family else session_arms
             pairs = [(p, conds) for p in names]
-            if with_skill_family:  # with-all runs of every prompt installed the family too
+            if family and not at:  # with-all runs of every prompt installed the family too
                 pairs += [(p, (WITH_ALL,)) for p in all_prompts if prompt is None or p == prompt]
             for p, arms in pairs:
                 for m in ([model] if model else models):

@@ -37,7 +37,8 @@ ATTR = "skilllift_progress"
 #: A rubric item's test id (collect.py's nesting): the run is everything before the item. A
 #: skill-creator evals.json names its eval (the prompt) after the file.
 _RUBRIC_ID = re.compile(r"(?P<path>[^\[\]]+?\.json)(?:::(?P<eval>[^:\[\]]+))?::"
-                        r"(?P<label>[^:\[\]]+)::(?P<condition>no-skill|with-skill)::"
+                        r"(?P<label>[^:\[\]]+)::(?P<condition>no-skill-b|no-skill|"
+                        r"with-skill@[^:\[\]]+|with-skill|with-all)::"
                         r"r(?P<rep>\d+)::[^:\[\]]+")
 
 

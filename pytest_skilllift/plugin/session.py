@@ -297,9 +297,22 @@ class SkillLiftSession:
         return SkillLiftRun.load(self.week, spec, site_host=urlsplit(url).hostname if url
                                  else None)
 
+    def revision(self) -> Any:
+        """The with-skill@REF arm's resolved revision (``run.revisions.Revision``), or None;
+        ``SettingsError`` when its REF cannot be resolved."""
+        from pytest_skilllift.run.revisions import RevisionError, session_revision
+
+        s = self.settings
+        try:
+            return session_revision(s.conditions, s.skills_root, rootdir=s.rootdir,
+                                    week_dir=s.out_dir)
+        except RevisionError as exc:
+            raise SettingsError(str(exc)) from None
+
     def matrix(self) -> Matrix:
         """Every run of the configured week (what ``skill_lift_run`` is parametrized over)."""
         if self._matrix is None:
+            self.revision()  # a REF that cannot be resolved: the settings' error, named
             self._matrix = load_matrix(self.settings)
         return self._matrix
 

@@ -32,9 +32,11 @@ from pytest_skilllift.report.sections import (
     plots,
     prompts,
     provenance,
+    reliability,
     scale,
     selfserved,
     triggering,
+    versions,
     withall,
     wow,
 )
@@ -44,7 +46,8 @@ if TYPE_CHECKING:
 
 
 class Scorecard(
-    header.Data, lift.Data, withall.Data, noise.Data, wow.Data, cells.Data, prompts.Data,
+    header.Data, lift.Data, versions.Data, withall.Data, noise.Data, wow.Data, cells.Data,
+    reliability.Data, prompts.Data,
     activation.Data, audit.Data, improvements.Data, triggering.Data,
     selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data, scale.Data,
     health.Data, judge.Data, provenance.Data, baseline.Data,
@@ -66,10 +69,12 @@ class Section:
 SECTIONS: tuple[Section, ...] = (
     Section("header", header.build, header.render),
     Section("lift", lift.build, lift.render),
+    Section("versions", versions.build, versions.render),
     Section("with-all", withall.build, withall.render),
     Section("noise-floor", noise.build, noise.render),
     Section("week-over-week", wow.build, wow.render),
     Section("cells", cells.build, cells.render),
+    Section("reliability", reliability.build, reliability.render),
     Section("prompts", prompts.build, prompts.render),
     Section("activation", activation.build, activation.render),
     Section("audit", audit.build, audit.render),

@@ -37,22 +37,33 @@ import numpy as np
 
 from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
 from pytest_skilllift.report import stats
-from pytest_skilllift.report.verdicts import WeekMeasures, paired_test
+from pytest_skilllift.report.verdicts import (
+    CHANGE_MARGIN,
+    CHANGES,
+    IMPROVED,
+    REGRESSED,
+    UNCHANGED,
+    UNSCORED,
+    WITHIN_REP_NOISE,
+    WeekMeasures,
+    paired_test,
+    prompt_change,
+)
 from pytest_skilllift.week import history as hist
 from pytest_skilllift.week import identity as ident
+from pytest_skilllift.week.columns import WITH_SKILL, arm_code
 from pytest_skilllift.week.files import HISTORY_CSV
 
 DIRECT, SIDE_BY_SIDE, INSPECTION = "direct", "side-by-side", "inspection only"
-IMPROVED, REGRESSED, UNCHANGED, UNSCORED = "improved", "regressed", "unchanged", "unscored"
-WITHIN_REP_NOISE = "within rep noise"
-CHANGES = (IMPROVED, REGRESSED, WITHIN_REP_NOISE, UNCHANGED, UNSCORED)
+__all__ = ["CHANGES", "IMPROVED", "REGRESSED", "UNCHANGED", "UNSCORED", "WITHIN_REP_NOISE",
+           "compare", "render_text", "run"]
 #: The paired test's two-sided level in the one-sentence reading.
 PAIRED_ALPHA = 0.05
 #: Identity fields whose difference makes a comparison side-by-side (everything else is what
 #: a comparison examines: models, CLI version, skills, the agent's settings).
 DECIDING_FIELDS = frozenset({"prompt", "rubric", "judge_model", "judge_prompt_version",
                              "judge_samples", "evidence"})
-DEFAULT_MARGIN = 1e-9
+DEFAULT_MARGIN = CHANGE_MARGIN
 #: Between-week σ needs this many runs of history before week B.
 MIN_PRIOR_RUNS = 3
 #: Per-prompt lift movers shown per model in the text (JSON has all; the count is stated).
@@ -111,15 +122,16 @@ def comparison_kind(a: ident.WeekRecord | None, b: ident.WeekRecord | None,
     return (SIDE_BY_SIDE if deciding else DIRECT), deciding, examined
 
 
-def _prompt_value(w: _Week, prompt: str, model: str) -> float | None:
-    """The prompt's with-skill composite (reps averaged), None when unscored or errored."""
+def _prompt_value(w: _Week, prompt: str, model: str, arm: int = 1) -> float | None:
+    """The prompt's composite in ``arm`` (its code; with-skill by default), reps averaged;
+    None when unscored or errored."""
     agg = w.summary.aggregates
     pi, mi = w.prompt_index.get(prompt), w.model_index.get(model)
-    if agg is None or pi is None or mi is None:
+    if agg is None or pi is None or mi is None or arm >= agg.composite.shape[2]:
         return None
-    if w.measures.errored[pi, mi, 1] > 0:
+    if w.measures.errored[pi, mi, arm] > 0:
         return None  # an errored item leaves the pair unscored (the document's rule)
-    v = float(agg.composite[pi, mi, 1])
+    v = float(agg.composite[pi, mi, arm])
     return v if math.isfinite(v) else None
 
 
@@ -132,11 +144,13 @@ def _lifts(w: _Week, model: str) -> dict[str, float]:
     return {p: float(d[i]) for i, p in enumerate(w.summary.week.prompts) if math.isfinite(d[i])}
 
 
-def _rep_scores(w: _Week, prompts: list[str], models: list[str], reps: int) -> np.ndarray:
-    """(M, P, R) with-skill rep composites of the week (NaN: unscored, errored, absent)."""
+def _rep_scores(w: _Week, prompts: list[str], models: list[str], reps: int,
+                arm: int = 1) -> np.ndarray:
+    """(M, P, R) rep composites of the week in ``arm`` (with-skill by default; NaN:
+    unscored, errored, absent)."""
     out = np.full((len(models), len(prompts), reps), np.nan)
     agg = w.summary.aggregates
-    if agg is None:
+    if agg is None or arm >= agg.rep_composite.shape[2]:
         return out
     r = agg.rep_composite.shape[-1]
     for mi, m in enumerate(models):
@@ -145,9 +159,9 @@ def _rep_scores(w: _Week, prompts: list[str], models: list[str], reps: int) -> n
             continue
         for pi, p in enumerate(prompts):
             wp = w.prompt_index.get(p)
-            if wp is None or w.measures.errored[wp, wm, 1] > 0:
+            if wp is None or w.measures.errored[wp, wm, arm] > 0:
                 continue  # an errored item leaves the pair unscored (the document's rule)
-            out[mi, pi, :r] = agg.rep_composite[wp, wm, 1, :]
+            out[mi, pi, :r] = agg.rep_composite[wp, wm, arm, :]
     return out
 
 
@@ -156,22 +170,13 @@ def _reps_of(w: _Week) -> int:
     return 1 if agg is None else int(agg.rep_composite.shape[-1])
 
 
-def _change(before: float | None, after: float | None, margin: float, regressed: bool,
-            improved: bool) -> str:
-    """A prompt's label: a move counts only beyond the margin and its own rep noise."""
-    if before is None or after is None:
-        return UNSCORED
-    if abs(after - before) <= margin:
-        return UNCHANGED
-    if regressed and after < before:
-        return REGRESSED
-    if improved and after > before:
-        return IMPROVED
-    return WITHIN_REP_NOISE
-
-
-def compare(a: Path, b: Path, *, margin: float = DEFAULT_MARGIN) -> dict[str, Any]:
-    """The comparison of week ``a`` (before) with week ``b`` (after), as a JSON-able dict."""
+def compare(a: Path, b: Path, *, margin: float = DEFAULT_MARGIN,
+            arm: str = WITH_SKILL) -> dict[str, Any]:
+    """The comparison of week ``a`` (before) with week ``b`` (after), as a JSON-able dict;
+    per prompt in ``arm`` (with-skill, or with-skill@REF: an earlier revision's drift)."""
+    code = arm_code(arm)
+    if code < 0:
+        raise CompareError(f"--arm {arm!r}: use with-skill, with-all or with-skill@REF")
     wa, wb = _load(Path(a)), _load(Path(b))
     drift = {w.path.name: w.summary.data.get("provenance", {}).get("mismatches", [])
              for w in (wa, wb) if w.summary.data.get("provenance", {}).get("mismatches")}
@@ -179,15 +184,15 @@ def compare(a: Path, b: Path, *, margin: float = DEFAULT_MARGIN) -> dict[str, An
     order = list(dict.fromkeys(list(wa.summary.week.models) + list(wb.summary.week.models)))
     prompts = sorted(set(wa.summary.week.prompts) | set(wb.summary.week.prompts))
     reps = max(_reps_of(wa), _reps_of(wb))
-    alarm = stats.regression_alarm(_rep_scores(wa, prompts, order, reps),
-                                   _rep_scores(wb, prompts, order, reps))
+    alarm = stats.regression_alarm(_rep_scores(wa, prompts, order, reps, code),
+                                   _rep_scores(wb, prompts, order, reps, code))
     rows: list[dict[str, Any]] = []
     counts = {m: dict.fromkeys(CHANGES, 0) for m in order}
     for pi, p in enumerate(prompts):
         for mi, m in enumerate(order):
-            before, after = _prompt_value(wa, p, m), _prompt_value(wb, p, m)
+            before, after = _prompt_value(wa, p, m, code), _prompt_value(wb, p, m, code)
             t = alarm.prompts[mi]
-            change = _change(before, after, margin, bool(alarm.regressed[mi, pi]),
+            change = prompt_change(before, after, margin, bool(alarm.regressed[mi, pi]),
                              bool(alarm.improved[mi, pi]))
             counts[m][change] += 1
             rows.append({"prompt": p, "model": m, "change": change, "before": before,
@@ -245,7 +250,9 @@ def compare(a: Path, b: Path, *, margin: float = DEFAULT_MARGIN) -> dict[str, An
         "a": str(a), "b": str(b), "comparison": kind, "differences": deciding,
         "examined": examined,
         "without_week_json": [str(w.path) for w in (wa, wb) if w.record is None],
-        "margin": margin,
+        "margin": margin, "arm": arm,
+        "arms": {str(w.path): w.summary.week.ref_condition for w in (wa, wb)
+                 if w.summary.week.ref_condition},
         "regression_alarm": {"alarm": alarm.alarm, "alpha": alarm.alpha,
                              "method": alarm.method, "correction": "holm",
                              "tested_prompts": int(np.count_nonzero(
@@ -375,7 +382,10 @@ def render_text(result: dict[str, Any]) -> str:
         L.append("")
     L += _alarm_lines(result)
 
-    L.append(f"## Per prompt (with-skill composite, margin {result['margin']:g})\n")
+    arm = result.get("arm", WITH_SKILL)
+    L.append(f"## Per prompt ({arm} composite, margin {result['margin']:g})\n")
+    for week, ref in (result.get("arms") or {}).items():
+        L.append(f"- {week}: its with-skill@REF arm is `{ref}`")
     for m, v in result["models"].items():
         c = v["prompts"]
         L.append(f"- {m}: {c[IMPROVED]} improved, {c[REGRESSED]} regressed, "
@@ -397,7 +407,7 @@ def render_text(result: dict[str, Any]) -> str:
     L.append("_A prompt is improved or regressed only when its move is beyond its own rep "
              "noise after the multiplicity correction; a move that is not is **within rep "
              "noise** (always so with one rep on each side). unscored: the prompt has no "
-             "with-skill score in one of the weeks, or one of its items could not be graded "
+             f"{arm} score in one of the weeks, or one of its items could not be graded "
              "there — never counted as an improvement or a regression._\n")
     return "\n".join(L + _lift_movers(result, a, b)) + "\n"
 
@@ -456,7 +466,7 @@ def _lift_movers(result: dict[str, Any], a: str, b: str) -> list[str]:
 
 
 def run(a: Path, b: Path, *, output: str = "text", margin: float = DEFAULT_MARGIN,
-        fail_on_regression: bool = False, out: TextIO) -> int:
+        fail_on_regression: bool = False, out: TextIO, arm: str = WITH_SKILL) -> int:
     """``skilllift compare`` on two week directories: 0, or 1 with ``fail_on_regression``
     when any prompt regressed, 2 when the weeks cannot be read."""
     import sys
@@ -465,7 +475,7 @@ def run(a: Path, b: Path, *, output: str = "text", margin: float = DEFAULT_MARGI
         print(f"skilllift compare: --margin must be ≥ 0, got {margin}", file=sys.stderr)
         return 2
     try:
-        result = compare(a, b, margin=margin)
+        result = compare(a, b, margin=margin, arm=arm)
     except CompareError as exc:
         print(f"skilllift compare: {exc}", file=sys.stderr)
         return 2

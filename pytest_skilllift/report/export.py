@@ -1,4 +1,4 @@
-"""``skilllift export WEEKDIR --format skill-creator OUT``: a week in skill-creator's layout.
+"""``skilllift export WEEK_DIR --format skill-creator OUT``: a week in skill-creator's layout.
 
 Anthropic's skill-creator reads a benchmark directory per skill (``references/schemas.md``
 and ``scripts/aggregate_benchmark.py`` in anthropics/skills)::
@@ -349,7 +349,7 @@ def add_parser(subparsers: Any) -> None:
         description="Write a week directory in Anthropic skill-creator's benchmark layout: "
         "per run grading.json, per skill and model benchmark.json (configurations "
         "with_skill / without_skill), so its viewer and aggregate_benchmark.py read it.")
-    p.add_argument("week_dir", metavar="WEEKDIR", type=Path,
+    p.add_argument("week_dir", metavar="WEEK_DIR", type=Path,
                    help="the week directory (holds manifest.csv and scores.csv)")
     p.add_argument("out", metavar="OUT", type=Path, help="output directory (created)")
     p.add_argument("--format", choices=FORMATS, required=True, dest="fmt",
@@ -358,7 +358,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the subcommand; returns the exit status (2 when WEEKDIR is unusable)."""
+    """Run the subcommand; returns the exit status (2 when WEEK_DIR is unusable)."""
     week_dir: Path = args.week_dir
     missing = [n for n in (MANIFEST_CSV, SCORES_CSV) if not (week_dir / n).is_file()]
     if not week_dir.is_dir() or missing:

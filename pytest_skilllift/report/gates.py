@@ -31,8 +31,8 @@ from typing import Any, Protocol
 
 from pytest_skilllift.week.columns import CONDITIONS
 
-#: The vocabulary of the ``verdict`` metric (the sign-test verdict per model).
-VERDICTS: tuple[str, ...] = ("helps", "no change", "inconclusive")
+#: The vocabulary of the ``verdict`` metric (one vote per prompt, ``report.verdicts``).
+VERDICTS: tuple[str, ...] = ("helps", "no change", "hurts", "underpowered")
 OPS: tuple[str, ...] = (">=", "<=", "==", ">", "<")
 #: Comparisons two numbers are taken as equal within (composites are sums of tenths).
 EPS = 1e-9
@@ -56,6 +56,8 @@ class Metric:
     prompt_scope: bool = True
     #: Conditions it may be scoped to (``model``-level lifts compare the two, so none).
     conditions: tuple[str, ...] = CONDITIONS
+    #: A count: ``==`` is allowed too (``dormancy_violations==0``).
+    integer: bool = False
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
@@ -78,8 +80,19 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("trigger_miss_rate", "model", 0.0, 1.0, "share of with-skill runs that never "
            "reached the skill", conditions=("with-skill",)),
     Metric("coverage", "pooled", 0.0, 1.0, "share of runs graded"),
-    Metric("verdict", "verdict", 0.0, 0.0, f"sign-test verdict: {', '.join(VERDICTS)}",
-           prompt_scope=False, conditions=()),
+    Metric("verdict", "verdict", 0.0, 0.0, "one vote per prompt (dotnet/skills' Vally "
+           f"rule): {', '.join(VERDICTS)}", prompt_scope=False, conditions=()),
+    Metric("version_lift", "model", -1.0, 1.0, "must-coverage difference with-skill − "
+           "with-skill@REF (>0: the edit helped)", conditions=()),
+    Metric("version_lift_ci_low", "model", -math.inf, 1.0, "lower end of the version lift's "
+           "95% t interval (>-0.05: the edit did not make it worse)", prompt_scope=False,
+           conditions=()),
+    Metric("pass_at_k", "cell", 0.0, 1.0, "share of prompts with some rep passing (pass@k)"),
+    Metric("pass_hat_k", "cell", 0.0, 1.0, "share of prompts with every rep passing (pass^k)"),
+    Metric("flakiness", "cell", 0.0, 1.0, "share of prompts whose reps disagree on pass"),
+    Metric("dormancy_violations", "model", 0.0, math.inf, "should-not trigger queries that "
+           "fired the skill (must stay dormant: ==0)", prompt_scope=False, conditions=(),
+           integer=True),
 )}
 
 
@@ -138,14 +151,20 @@ def parse_gate(text: str) -> Gate:
             raise GateError(f"gate {text!r}: the verdict metric only takes ==, e.g. "
                             "'verdict==helps'")
         word = rhs.strip().strip("'\"").lower().replace("_", " ").replace("-", " ")
+        if word == "inconclusive":
+            raise GateError(f"gate {text!r}: the verdict follows the one-vote-per-prompt rule "
+                            "now (docs/ci-verdicts.md) and 'inconclusive' is gone: too few "
+                            "voting prompts is 'underpowered'; valid verdicts: "
+                            f"{', '.join(VERDICTS)}")
         if word not in VERDICTS:
             raise GateError(f"gate {text!r}: unknown verdict {rhs!r}; valid verdicts: "
                             f"{', '.join(VERDICTS)}")
         value = word
     else:
-        if op == "==":
-            raise GateError(f"gate {text!r}: == is only for the verdict metric; use >=, >, "
-                            "<= or < with a number")
+        if op == "==" and not spec.integer:
+            raise GateError(f"gate {text!r}: == is only for the verdict metric and counts "
+                            f"({', '.join(m.name for m in METRICS.values() if m.integer)}); "
+                            "use >=, >, <= or < with a number")
         try:
             value = float(rhs)
         except ValueError:
@@ -168,12 +187,15 @@ class Scopes:
 
     models: tuple[str, ...]
     prompts: tuple[str, ...]
+    #: Conditions a per-cell metric may be scoped to: the lift's two, and the week's other
+    #: arms (``with-all``, ``with-skill@HEAD~1``…).
+    conditions: tuple[str, ...] = CONDITIONS
 
     def describe(self) -> str:
         prompts = ", ".join(self.prompts[:20]) + (
             f" … ({len(self.prompts)} in all)" if len(self.prompts) > 20 else "")
         return (f"models: {', '.join(self.models) or 'none'}; conditions: "
-                f"{', '.join(CONDITIONS)}; prompts: {prompts or 'none'}")
+                f"{', '.join(self.conditions)}; prompts: {prompts or 'none'}")
 
 
 def resolve(gate: Gate, scopes: Scopes) -> Gate:
@@ -183,7 +205,8 @@ def resolve(gate: Gate, scopes: Scopes) -> Gate:
     matched greedily against the known names, longest first."""
     text = gate.scope
     found: dict[str, str] = {}
-    kinds = (("model", scopes.models), ("condition", CONDITIONS), ("prompt", scopes.prompts))
+    conditions = tuple(dict.fromkeys((*CONDITIONS, *scopes.conditions)))
+    kinds = (("model", scopes.models), ("condition", conditions), ("prompt", scopes.prompts))
     pos = 0
     while pos < len(text):
         best: tuple[int, str, str] | None = None
@@ -205,7 +228,9 @@ def resolve(gate: Gate, scopes: Scopes) -> Gate:
         pos += len(name) + 1
     spec = METRICS[gate.metric]
     cond = found.get("condition")
-    if cond is not None and cond not in spec.conditions:
+    # A per-cell metric is measured in every arm of the week; the others in their own.
+    allowed = (*spec.conditions, *conditions) if spec.level == "cell" else spec.conditions
+    if cond is not None and cond not in allowed:
         if spec.conditions:
             why = f"is measured on {', '.join(spec.conditions)} runs only"
         elif spec.level == "verdict":
@@ -227,8 +252,10 @@ def check_range(gate: Gate) -> str | None:
     if spec.level == "verdict" or isinstance(gate.value, str):
         return None
     v, lo, hi = float(gate.value), spec.lo, spec.hi
-    never = {">=": v > hi, ">": v >= hi, "<=": v < lo, "<": v <= lo}[gate.op]
-    always = {">=": v <= lo, ">": v < lo, "<=": v >= hi, "<": v > hi}[gate.op]
+    never = {">=": v > hi, ">": v >= hi, "<=": v < lo, "<": v <= lo,
+             "==": v < lo or v > hi or v != round(v)}[gate.op]
+    always = {">=": v <= lo, ">": v < lo, "<=": v >= hi, "<": v > hi, "==": lo == hi == v
+              }[gate.op]
     if never:
         raise GateError(f"gate {gate.expr!r} can never pass: {gate.metric} "
                         f"({spec.description}) — {_range_text(spec)}")
@@ -362,7 +389,8 @@ def _compare(measured: float | str, op: str, value: float | str) -> bool:
     if isinstance(value, str) or isinstance(measured, str):
         return op == "==" and measured == value
     m, v = float(measured), float(value)
-    return {">=": m >= v - EPS, ">": m > v + EPS, "<=": m <= v + EPS, "<": m < v - EPS}[op]
+    return {">=": m >= v - EPS, ">": m > v + EPS, "<=": m <= v + EPS, "<": m < v - EPS,
+            "==": abs(m - v) <= EPS}[op]
 
 
 def _units(gate: Gate, models: Sequence[str]) -> list[tuple[str | None, str | None]]:

@@ -53,3 +53,18 @@ def has_forest(data: Scorecard) -> bool:
 def has_trend(rows: Sequence[HistoryRow]) -> bool:
     """Whether the history gets a trend chart: at least two runs."""
     return len(run_order(rows)) >= 2
+
+
+def forest_order(data: Scorecard, prompts: Sequence[str]) -> list[str]:
+    """``prompts`` from the top row of the forest plot down: by the prompt's mean must lift
+    over the models with a panel, largest first (ties and the prompts with no lift by name),
+    so the eye reads the lift's ranking instead of the alphabet."""
+    lifts: dict[str, list[float]] = {}
+    for r, lift in _forest_lifts(data):
+        lifts.setdefault(r["prompt"], []).append(lift)
+
+    def key(p: str) -> tuple[float, str]:
+        got = lifts.get(p)
+        return (-(sum(got) / len(got)) if got else float("inf"), p)
+
+    return sorted(prompts, key=key)

@@ -23,7 +23,12 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from pytest_skilllift.report.plot_inputs import forest_models, forest_rows, has_trend
+from pytest_skilllift.report.plot_inputs import (
+    forest_models,
+    forest_order,
+    forest_rows,
+    has_trend,
+)
 from pytest_skilllift.week.history import HistoryRow, run_order
 
 if TYPE_CHECKING:
@@ -44,7 +49,21 @@ def _line_height_in(points: float) -> float:
     return 1.3 * points / 72
 
 
-_TITLE_PT, _LABEL_PT, _TICK_PT = 10.0, 7.0, 8.0
+_TITLE_PT, _LABEL_PT, _TICK_PT, _BANNER_PT = 10.0, 7.0, 8.0, 8.0
+
+#: The banner (the demo's "scripted models" notice) takes at most this share of the image's
+#: height: the figure grows rather than let a notice crowd out the plot it qualifies.
+MAX_BANNER_SHARE = 0.1
+
+#: Lifts live in [-1, 1]; the axis reaches past both ends so a point (its marker and its rep
+#: range) at exactly ±1 is drawn whole instead of cut in half by the panel's edge.
+FOREST_XLIM = 1.15
+
+
+def wrap_words(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken only between words: a word
+    longer than a line gets a line of its own, and a hyphenated word ("stand-in") stays whole."""
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -70,7 +89,9 @@ def forest_figure(data: Scorecard) -> Figure | None:
     (and its label is drawn once).  Above ``MAX_FOREST_PROMPTS`` prompts the rows are those
     with the largest |lift| in any model, and the title says how many of how many.  The
     figure grows to fit its text: the left margin to the longest prompt name, the title
-    (wrapped, the banner on lines of its own) to the figure's width.
+    (wrapped between words) to the figure's width; the banner gets lines of its own at the
+    top and at most ``MAX_BANNER_SHARE`` of the height (the plot grows to keep it so).
+    Prompts are ordered by lift, the largest at the top (``plot_inputs.forest_order``).
     """
     models = forest_models(data)
     by_key, biggest = forest_rows(data)
@@ -81,7 +102,8 @@ def forest_figure(data: Scorecard) -> Figure | None:
     if total > MAX_FOREST_PROMPTS:
         keep = set(sorted(prompts, key=lambda p: (-biggest[p], p))[:MAX_FOREST_PROMPTS])
         prompts = [p for p in prompts if p in keep]
-    prompts.reverse()  # alphabetical from the top
+    prompts = forest_order(data, prompts)
+    prompts.reverse()  # row 0 is the bottom one: the largest lift ends up at the top
     n = len(prompts)
     y = np.arange(n)
 
@@ -91,13 +113,16 @@ def forest_figure(data: Scorecard) -> Figure | None:
     width = left_in + panel_in * len(models) + right_in
     shown = (f"{n} of {total} prompts, largest |lift|" if total > n else f"{total} prompts")
     per_line = max(20, int((width - 0.3) / _text_width_in(1, _TITLE_PT)))
-    title = textwrap.wrap(f"Per-prompt must-coverage lift — {data.get('week', '')} ({shown})",
-                          per_line)
-    if data.get("banner"):
-        title += textwrap.wrap(str(data["banner"]), per_line)
-    top_in = 0.15 + _line_height_in(_TITLE_PT) * len(title) + 0.35  # + the panel titles
+    title = wrap_words(f"Per-prompt must-coverage lift — {data.get('week', '')} ({shown})",
+                       per_line)
+    banner = wrap_words(str(data.get("banner") or ""),
+                        max(20, int((width - 0.3) / _text_width_in(1, _BANNER_PT))))
+    banner_in = 0.1 + _line_height_in(_BANNER_PT) * len(banner) if banner else 0.0
+    top_in = (0.15 + banner_in + _line_height_in(_TITLE_PT) * len(title)
+              + 0.35)  # + the panel titles
     bottom_in = 0.2 + _line_height_in(_TICK_PT) + 2 * _line_height_in(_LABEL_PT) + 0.1
-    height = top_in + max(1.0, 0.22 * n + 0.3) + bottom_in
+    height = max(top_in + max(1.0, 0.22 * n + 0.3) + bottom_in,
+                 (banner_in + 0.1) / MAX_BANNER_SHARE)
     fig = _figure(width, height)
     # The panels share the prompt rows by their limits, not by sharey: a shared y axis gives
     # every panel all the prompts' ticks (drawn without labels) — most of the drawing time.
@@ -123,7 +148,7 @@ def forest_figure(data: Scorecard) -> Figure | None:
         if m.get("must_lift") is not None:
             ax.axvline(m["must_lift"], color="#c55a11", lw=1.5)
         ax.axvline(0.0, color="black", lw=0.8)
-        ax.set_xlim(-1.05, 1.05)
+        ax.set_xlim(-FOREST_XLIM, FOREST_XLIM)
         ax.set_xticks([-1.0, -0.5, 0.0, 0.5, 1.0])
         ax.tick_params(axis="x", labelsize=_TICK_PT)
         # An explicit y skips matplotlib's title auto-positioning, which measures every
@@ -139,7 +164,11 @@ def forest_figure(data: Scorecard) -> Figure | None:
             ax.set_yticks([])
     axes[0][0].set_yticks(y)
     axes[0][0].set_yticklabels(prompts, fontsize=_LABEL_PT)
-    fig.suptitle("\n".join(title), fontsize=_TITLE_PT, y=1 - 0.12 / height, va="top")
+    if banner:
+        fig.text(0.5, 1 - 0.1 / height, "\n".join(banner), fontsize=_BANNER_PT, ha="center",
+                 va="top", color="#9c2a00", gid="banner")
+    fig.suptitle("\n".join(title), fontsize=_TITLE_PT, y=1 - (0.12 + banner_in) / height,
+                 va="top")
     fig.subplots_adjust(left=left_in / width, right=1 - right_in / width, wspace=0.12,
                         top=1 - top_in / height, bottom=bottom_in / height)
     return fig

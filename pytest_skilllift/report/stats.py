@@ -731,3 +731,38 @@ def digits_for(mc_se: float | None, *, most: int = 3) -> int:
     if mc_se is None or not math.isfinite(mc_se) or mc_se <= 0:
         return most
     return max(0, min(most, math.floor(-math.log10(2.0 * mc_se))))
+
+
+@dataclass(frozen=True)
+class PassK:
+    """pass@k and pass^k per (prompt, model, condition) from the k scored reps.
+
+    A rep passes when its composite reaches the threshold; ``at_k`` is 1.0 when some scored
+    rep passes, ``hat_k`` 1.0 when every scored rep does, ``flaky`` 1.0 when the reps disagree;
+    all three NaN where no rep was scored. ``k`` is the scored reps."""
+
+    at_k: np.ndarray
+    hat_k: np.ndarray
+    flaky: np.ndarray
+    k: np.ndarray
+
+
+def pass_k(rep_composite: np.ndarray, threshold: float, *, eps: float = 1e-9) -> PassK:
+    """pass@k / pass^k / flakiness of ``rep_composite`` (…, R), NaN = an unscored rep."""
+    comp = np.asarray(rep_composite, float)
+    scored = ~np.isnan(comp)
+    passed = scored & (np.nan_to_num(comp, nan=-np.inf) >= threshold - eps)
+    k = scored.sum(axis=-1)
+    n_pass = passed.sum(axis=-1)
+    none = k == 0
+    at_k = np.where(none, np.nan, (n_pass > 0).astype(float))
+    hat_k = np.where(none, np.nan, (n_pass == k).astype(float))
+    flaky = np.where(none, np.nan, ((n_pass > 0) & (n_pass < k)).astype(float))
+    return PassK(at_k, hat_k, flaky, k)
+
+
+def nan_mean(values: np.ndarray) -> float | None:
+    """Mean over the finite values, None when there are none."""
+    v = np.asarray(values, float)
+    v = v[~np.isnan(v)]
+    return float(v.mean()) if v.size else None

@@ -23,7 +23,7 @@ from pytest_skilllift.report.markdown import ci_flag, fmt, signed
 from pytest_skilllift.report.plot_drawing import PLOTS_MODULE, Drawer, PlotJob, start_drawer
 from pytest_skilllift.report.plot_inputs import PLOT_INPUTS_BUILT, has_forest, has_trend
 from pytest_skilllift.week import history as hist
-from pytest_skilllift.week.columns import ARMS, CONDITIONS
+from pytest_skilllift.week.columns import ARMS, CONDITIONS, WITH_REF
 from pytest_skilllift.week.files import (
     FOREST_PNG,
     HISTORY_CSV,
@@ -183,7 +183,10 @@ def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, w
         present_conds = set(np.unique(week.s_cond[week.s_cond >= 0]).tolist())
         for c in (0, 1):
             # An A/A or with-all week has no with-skill arm by design: its own sections say so.
-            if c not in present_conds and (c == 0 or present_conds <= {0, 1}):
+            # A version comparison (with-skill and with-skill@REF) needs no no-skill arm.
+            versions_only = c == 0 and {1, ARMS.index(WITH_REF)} <= present_conds
+            if c not in present_conds and (c == 0 or present_conds <= {0, 1}) and not (
+                    versions_only):
                 problems.append(Problem(
                     "scores.csv", f"no {CONDITIONS[c]} rows at all: this week has one arm "
                     "only, so no lift can be computed (the other arm's cells are shown)",

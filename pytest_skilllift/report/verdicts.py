@@ -36,7 +36,7 @@ import numpy as np
 
 from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
 from pytest_skilllift.report import stats
-from pytest_skilllift.week.columns import ACTIVATIONS, ARMS, CONDITIONS
+from pytest_skilllift.week.columns import ACTIVATIONS, ARMS, CONDITIONS, WITH_REF, arm_code
 from pytest_skilllift.week.files import COMPLETED, RUN_STATUSES, STATUS_OK
 from pytest_skilllift.week.identity import WeekFileError, read_week_record
 from pytest_skilllift.week.tables import Week
@@ -46,11 +46,18 @@ if TYPE_CHECKING:
 
 #: Equal within this (must coverage is a ratio of small integers; composites sums of tenths).
 EPS = 1e-9
-#: Sign-test verdict rules.
+#: The one-vote-per-prompt verdict (dotnet/skills' Vally rule): per model each prompt's reps
+#: collapse to one win / tie / loss of with-skill against no-skill (mean must coverage; a
+#: difference within ``VOTE_EPSILON`` is a tie); the exact one-sided sign test over the votes
+#: at ``SIGN_ALPHA``, at least ``SIGN_MIN_PROMPTS`` voting (non-tied) prompts and a net win of
+#: at least ``SIGN_MIN_NET_SHARE`` of the prompts give ``helps``.
 SIGN_ALPHA = 0.05
 SIGN_MIN_PROMPTS = 5
 SIGN_MIN_NET_SHARE = 0.20
-HELPS, NO_CHANGE, INCONCLUSIVE = "helps", "no change", "inconclusive"
+#: Two mean must coverages this close are a tie (below one item of a 5-item rubric averaged
+#: over 3 reps, 0.067: a one-rep wobble of one item on a long rubric does not vote).
+VOTE_EPSILON = 0.05
+HELPS, NO_CHANGE, HURTS, UNDERPOWERED = "helps", "no change", "hurts", "underpowered"
 
 
 # --------------------------------------------------------------------------- pure statistics
@@ -64,6 +71,14 @@ def binomial_two_sided_p(k: int, n: int) -> float:
     return min(1.0, 2.0 * tail)
 
 
+def binomial_one_sided_p(k: int, n: int) -> float:
+    """Exact one-sided p, P(X ≥ k) for X ~ Bin(n, ½) (``binomtest(k, n, 0.5,
+    alternative="greater")``)."""
+    if n <= 0 or k <= 0:
+        return 1.0
+    return min(1.0, float(stats.scipy_special().bdtrc(k - 1, n, 0.5)))
+
+
 class SignTestData(TypedDict):
     """``models.<label>.sign_test`` in scorecard.json."""
 
@@ -71,14 +86,18 @@ class SignTestData(TypedDict):
     wins: int
     ties: int
     losses: int
+    #: wins + losses: the prompts that vote.
+    voting: int
+    #: One-sided exact p of the wins (P(X ≥ wins) over the voting prompts).
     p_value: float | None
+    epsilon: float
     verdict: str
     reason: str
 
 
 @dataclass(frozen=True)
 class SignTest:
-    """Exact sign test of the with-skill arm over prompts, and the per-model verdict."""
+    """One vote per prompt of the with-skill arm, the exact sign test and the verdict."""
 
     n: int
     wins: int
@@ -87,52 +106,84 @@ class SignTest:
     p_value: float | None
     verdict: str
     reason: str
+    epsilon: float = VOTE_EPSILON
+
+    @property
+    def voting(self) -> int:
+        """Prompts that voted (not tied)."""
+        return self.wins + self.losses
 
     def to_json(self) -> SignTestData:
         return {"n_prompts": self.n, "wins": self.wins, "ties": self.ties,
-                "losses": self.losses, "p_value": self.p_value, "verdict": self.verdict,
-                "reason": self.reason}
+                "losses": self.losses, "voting": self.voting, "p_value": self.p_value,
+                "epsilon": self.epsilon, "verdict": self.verdict, "reason": self.reason}
 
 
-def sign_test(no: np.ndarray, with_: np.ndarray, *, t_excludes_zero: bool | None,
-              t_lift: float | None) -> SignTest:
-    """Wins/ties/losses of ``with_`` over ``no`` per prompt (NaN pairs skipped; reps must
-    already be averaged), the exact two-sided p over the non-tied prompts, and the verdict
-    next to the paired t answer (``t_excludes_zero``, ``t_lift``)."""
-    d = np.asarray(with_, float) - np.asarray(no, float)
+def votes(before: np.ndarray, after: np.ndarray, epsilon: float = VOTE_EPSILON
+          ) -> tuple[int, int, int, int]:
+    """(prompts, wins, ties, losses) of ``after`` over ``before`` per prompt (NaN pairs
+    skipped; reps already averaged; a difference within ``epsilon`` is a tie)."""
+    d = np.asarray(after, float) - np.asarray(before, float)
     d = d[~np.isnan(d)]
     n = int(d.size)
-    wins = int(np.count_nonzero(d > EPS))
-    losses = int(np.count_nonzero(d < -EPS))
-    ties = n - wins - losses
-    p = binomial_two_sided_p(wins, wins + losses) if n else None
-    verdict, reason = sign_verdict(n, wins, losses, p, t_excludes_zero, t_lift)
-    return SignTest(n, wins, ties, losses, p, verdict, reason)
+    wins = int(np.count_nonzero(d > epsilon + EPS))
+    losses = int(np.count_nonzero(d < -epsilon - EPS))
+    return n, wins, n - wins - losses, losses
 
 
-def sign_verdict(n: int, wins: int, losses: int, p: float | None,
-                 t_excludes_zero: bool | None, t_lift: float | None) -> tuple[str, str]:
-    """``helps`` / ``no change`` / ``inconclusive`` with the reason, by the rules above."""
-    if n < SIGN_MIN_PROMPTS or p is None:
-        return INCONCLUSIVE, f"too few prompts ({n} < {SIGN_MIN_PROMPTS})"
-    s_dir = 0 if p > SIGN_ALPHA + EPS or wins == losses else (1 if wins > losses else -1)
-    t_dir = 0
-    if t_excludes_zero and t_lift is not None:
-        t_dir = 1 if t_lift > 0 else -1
-    if s_dir != t_dir:
-        words = {1: "with-skill better", -1: "with-skill worse", 0: "no difference"}
-        return INCONCLUSIVE, (f"the t interval and the sign test disagree (t: {words[t_dir]}, "
-                              f"sign: {words[s_dir]})")
-    net = wins - losses
-    if s_dir > 0 and net >= SIGN_MIN_NET_SHARE * n - EPS:
-        return HELPS, (f"p = {p:.3g} ≤ {SIGN_ALPHA}, net wins {net} ≥ "
-                       f"{SIGN_MIN_NET_SHARE:.0%} of {n} prompts, t agrees")
-    if s_dir > 0:
-        return NO_CHANGE, (f"significant but net wins {net} < {SIGN_MIN_NET_SHARE:.0%} of "
-                           f"{n} prompts")
-    if s_dir < 0:
-        return NO_CHANGE, "both tests say with-skill is worse: the skill does not help"
-    return NO_CHANGE, f"neither test finds a difference (sign p = {p:.3g})"
+def sign_test(no: np.ndarray, with_: np.ndarray, *, epsilon: float = VOTE_EPSILON) -> SignTest:
+    """The one-vote-per-prompt verdict of ``with_`` against ``no`` (the Vally rule above)."""
+    n, wins, ties, losses = votes(no, with_, epsilon)
+    p = binomial_one_sided_p(wins, wins + losses) if n else None
+    verdict, reason = sign_verdict(n, wins, losses)
+    return SignTest(n, wins, ties, losses, p, verdict, reason, epsilon)
+
+
+def sign_verdict(n: int, wins: int, losses: int) -> tuple[str, str]:
+    """``helps`` / ``hurts`` / ``no change`` / ``underpowered`` with the reason: fewer than
+    ``SIGN_MIN_PROMPTS`` voting prompts is underpowered (never a pass); ``helps`` needs the
+    one-sided p of the wins ≤ ``SIGN_ALPHA`` and wins − losses ≥ ``SIGN_MIN_NET_SHARE`` of the
+    ``n`` prompts; ``hurts`` is the same rule for the losses."""
+    voting = wins + losses
+    if voting < SIGN_MIN_PROMPTS:
+        return UNDERPOWERED, (f"{voting} voting prompt(s) < {SIGN_MIN_PROMPTS} "
+                              f"({n - voting} of {n} tied)")
+    need = SIGN_MIN_NET_SHARE * n - EPS
+    for verdict, k, other in ((HELPS, wins, losses), (HURTS, losses, wins)):
+        p = binomial_one_sided_p(k, voting)
+        if p <= SIGN_ALPHA + EPS and k - other >= need:
+            return verdict, (f"{k} of {voting} voting prompts, one-sided p = {p:.3g} ≤ "
+                             f"{SIGN_ALPHA}, net {k - other} ≥ {SIGN_MIN_NET_SHARE:.0%} of {n}")
+    p = binomial_one_sided_p(wins, voting)
+    if p <= SIGN_ALPHA + EPS:
+        return NO_CHANGE, (f"p = {p:.3g} but net wins {wins - losses} < "
+                           f"{SIGN_MIN_NET_SHARE:.0%} of {n} prompts")
+    return NO_CHANGE, f"wins {wins} vs losses {losses}: one-sided p = {p:.3g} > {SIGN_ALPHA}"
+
+
+#: A prompt's change between two measurements of it (``skilllift compare``'s two weeks, the
+#: Version comparison's two arms): its composite, reps averaged, beyond the margin *and*
+#: beyond its own rep noise (``stats.regression_alarm``), else within rep noise.
+IMPROVED, REGRESSED, UNCHANGED, UNSCORED = "improved", "regressed", "unchanged", "unscored"
+WITHIN_REP_NOISE = "within rep noise"
+CHANGES = (IMPROVED, REGRESSED, WITHIN_REP_NOISE, UNCHANGED, UNSCORED)
+CHANGE_MARGIN = 1e-9
+
+
+def prompt_change(before: float | None, after: float | None, margin: float, regressed: bool,
+                  improved: bool) -> str:
+    """A prompt's label: a move counts only beyond the margin and its own rep noise
+    (``regressed`` / ``improved``: the alarm's decision for it); unscored when either side
+    is None (never an improvement or a regression)."""
+    if before is None or after is None:
+        return UNSCORED
+    if abs(after - before) <= margin:
+        return UNCHANGED
+    if regressed and after < before:
+        return REGRESSED
+    if improved and after > before:
+        return IMPROVED
+    return WITHIN_REP_NOISE
 
 
 @dataclass(frozen=True)
@@ -221,6 +272,7 @@ class WeekMeasures:
         self.scored = np.zeros((P, M, C), np.int64)
         self.errored = np.zeros((P, M, C), np.int64)
         self.unscored = np.zeros((P, M, C), np.int64)
+        self._pk: stats.PassK | None = None
         self._states()
         self._runs()
 
@@ -294,7 +346,7 @@ class WeekMeasures:
                 return None
             mask &= w.m_model == self._m[model]
         if condition is not None:
-            mask &= w.m_cond == ARMS.index(condition)
+            mask &= w.m_cond == arm_code(condition)
         if prompt is not None:
             if prompt not in self._p:
                 return None
@@ -322,7 +374,7 @@ class WeekMeasures:
         condition: the lift's two arms, so an extra arm never changes a pooled gate)."""
         p: Any = slice(None) if prompt is None else self._p.get(prompt)
         m: Any = slice(None) if model is None else self._m.get(model)
-        c: Any = slice(0, len(CONDITIONS)) if condition is None else ARMS.index(condition)
+        c: Any = slice(0, len(CONDITIONS)) if condition is None else arm_code(condition)
         if p is None or m is None:
             return None
         return p, m, c
@@ -392,6 +444,15 @@ class WeekMeasures:
             return pc["passed"] / pc["scored"] if pc["scored"] else None
         if metric == "pass_rate_ci_low":  # the cluster-aware bound, not Wilson's
             return _num(self.pass_rate_cluster(model, condition)[0])
+        if metric == "dormancy_violations":
+            fams = (self.data.get("triggers") or {}).get(model)
+            return None if not fams else float(sum(
+                int(f.get("dormancy_violations", 0)) for f in fams.values()))
+        if metric == "version_lift_ci_low":
+            return _num(((self.data.get("versions") or {}).get("models", {}).get(model)
+                         or {}).get("ci_low"))
+        if metric in ("pass_at_k", "pass_hat_k", "flakiness"):
+            return self._pass_k(metric, mi, condition, prompt)
         agg = self.agg
         if agg is None:
             return None
@@ -405,7 +466,14 @@ class WeekMeasures:
                 return _num(m.get(key))
             arr = agg.must if metric == "must_lift" else agg.composite
             return _num(arr[pi, mi, 1] - arr[pi, mi, 0])
-        ci = ARMS.index(condition) if condition else None
+        if metric == "version_lift":
+            if pi is None:
+                return _num(((self.data.get("versions") or {}).get("models", {}).get(model)
+                             or {}).get("version_lift"))
+            ref = ARMS.index(WITH_REF)
+            return (_num(agg.must[pi, mi, 1] - agg.must[pi, mi, ref])
+                    if agg.must.shape[2] > ref else None)
+        ci = arm_code(condition) if condition else None
         if ci is None:
             return None
         per_prompt = {"must_coverage": agg.must, "bonus_rate": agg.bonus,
@@ -417,6 +485,23 @@ class WeekMeasures:
         if pi is None:
             return _num(per_cell[metric][mi, ci])
         return _num(per_prompt[metric][pi, mi, ci])
+
+
+    def _pass_k(self, metric: str, mi: int, condition: str | None,
+                prompt: str | None) -> float | None:
+        """pass@k / pass^k / flakiness of one (model, arm), or of one prompt there."""
+        if self.agg is None or condition is None or (prompt is not None and prompt not in self._p):
+            return None
+        if self._pk is None:
+            self._pk = stats.pass_k(self.agg.rep_composite, self.threshold)
+        ci = arm_code(condition)
+        if ci < 0 or ci >= self._pk.k.shape[2]:
+            return None
+        values = {"pass_at_k": self._pk.at_k, "pass_hat_k": self._pk.hat_k,
+                  "flakiness": self._pk.flaky}[metric][:, mi, ci]
+        if prompt is not None:
+            return _num(values[self._p[prompt]])
+        return stats.nan_mean(values)
 
 
 def _num(x: Any) -> float | None:

@@ -24,6 +24,11 @@ scorecard, the spend cap and ``spend.json`` leave it out of this week's spend (a
 window), and the scorecard says that a reused baseline shares the source week's sampling
 noise.
 
+The with-skill@REF arm is reused the same way (docs/versions.md): its run of a (prompt, model)
+comes from the source week's **with-skill** run when the baseline inputs are equal and the
+family's files at REF hash the same as the family the source week installed (``<family>@<REF>``
+and ``<family>`` in the two identities' ``skills``) — the earlier version was measured then.
+
 No pytest; the only I/O is reading the two weeks' ``week.json`` and the run directories, and
 copying a reused run.
 """
@@ -40,7 +45,7 @@ from typing import Any
 from pytest_skilllift.model import RunSpec
 from pytest_skilllift.run.engine import make_run_id
 from pytest_skilllift.week import identity as ident
-from pytest_skilllift.week.columns import NO_SKILL
+from pytest_skilllift.week.columns import NO_SKILL, WITH_REF_PREFIX, WITH_SKILL, arm_ref
 from pytest_skilllift.week.files import (
     BASELINE_FILE,
     GRADES_FILE,
@@ -113,6 +118,10 @@ class BaselinePlan:
     source: Path
     decisions: dict[tuple[str, str], Decision] = field(default_factory=dict)
     created_utc: str = ""
+    #: The with-skill@REF arm (``with-skill@HEAD~1``) and its decisions: taken from the
+    #: source week's with-skill runs where the family at REF is the family measured there.
+    arm: str = ""
+    arm_decisions: dict[tuple[str, str], Decision] = field(default_factory=dict)
 
     @property
     def source_week(self) -> str:
@@ -122,17 +131,19 @@ class BaselinePlan:
     def to_json(self) -> dict[str, Any]:
         return {"source": str(self.source), "source_week": self.source_week,
                 "created_utc": self.created_utc,
-                "pairs": [{"prompt": d.prompt, "model": d.model, "reuse": d.reuse,
-                           "reason": d.reason}
-                          for _, d in sorted(self.decisions.items())]}
+                "pairs": _pairs(self.decisions),
+                **({"arm": self.arm, "arm_pairs": _pairs(self.arm_decisions)}
+                   if self.arm else {})}
 
     @classmethod
     def from_json(cls, data: Any) -> BaselinePlan:
-        plan = cls(source=Path(str(data["source"])), created_utc=str(data.get("created_utc", "")))
-        for p in data.get("pairs", []):
-            d = Decision(str(p["prompt"]), str(p["model"]), bool(p["reuse"]),
-                         str(p.get("reason", "")))
-            plan.decisions[(d.prompt, d.model)] = d
+        plan = cls(source=Path(str(data["source"])), created_utc=str(data.get("created_utc", "")),
+                   arm=str(data.get("arm", "")))
+        for key, into in (("pairs", plan.decisions), ("arm_pairs", plan.arm_decisions)):
+            for p in data.get(key, []):
+                d = Decision(str(p["prompt"]), str(p["model"]), bool(p["reuse"]),
+                             str(p.get("reason", "")))
+                into[(d.prompt, d.model)] = d
         return plan
 
     def save(self, week_dir: Path) -> Path:
@@ -148,6 +159,11 @@ class BaselinePlan:
             return cls.from_json(data)
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+
+def _pairs(decisions: Mapping[tuple[str, str], Decision]) -> list[dict[str, Any]]:
+    return [{"prompt": d.prompt, "model": d.model, "reuse": d.reuse, "reason": d.reason}
+            for _, d in sorted(decisions.items())]
 
 
 def check_source(source: Path, out_dir: Path) -> None:
@@ -212,7 +228,31 @@ def prepare(source: Path, out_dir: Path, current: ident.Identity, models: Iterab
     def then(prompt: str, model: str) -> Mapping[str, Any]:
         return ident.baseline_inputs(before, prompt, model)
 
-    return plan_reuse(source, pairs, now, then)
+    plan = plan_reuse(source, pairs, now, then)
+    if current.revision:
+        plan_arm_reuse(plan, current, before)
+    return plan
+
+
+def plan_arm_reuse(plan: BaselinePlan, current: ident.Identity,
+                   before: ident.Identity) -> None:
+    """The with-skill@REF decisions: a (prompt, model) whose baseline inputs are reusable and
+    whose family at REF has the files the source week's with-skill arm installed."""
+    ref = (current.revision or {}).get("ref", "")
+    plan.arm = f"{WITH_REF_PREFIX}{ref}"
+    for (prompt, model), d in plan.decisions.items():
+        family = current.prompts[prompt].family
+        at_ref, then = current.skills.get(f"{family}@{ref}"), before.skills.get(family)
+        if not d.reuse:
+            reason = d.reason
+        elif not at_ref or not then:
+            reason = f"{plan.source_week} recorded no hash of the family {family!r}"
+        elif at_ref != then:
+            reason = (f"the family {family!r} at {ref} is not the one {plan.source_week}'s "
+                      "with-skill arm installed")
+        else:
+            reason = ""
+        plan.arm_decisions[(prompt, model)] = Decision(prompt, model, not reason, reason)
 
 
 def plan_summary(plan: BaselinePlan) -> str:
@@ -223,6 +263,10 @@ def plan_summary(plan: BaselinePlan) -> str:
     why = next((d for d in plan.decisions.values() if not d.reuse), None)
     if why is not None:
         line += f"; e.g. {why.prompt} on {why.model} does not: {why.reason}"
+    if plan.arm:
+        arm_reusable = sum(d.reuse for d in plan.arm_decisions.values())
+        line += (f"; {plan.arm}: {arm_reusable} of {len(plan.arm_decisions)} pairs reuse its "
+                 "with-skill runs (the family unchanged since)")
     return line
 
 
@@ -247,29 +291,35 @@ class BaselineSource:
         Returns (the run's record, "") when it was copied, else (None, why not). Call under
         the run's lock, with its directory empty (a fresh or reset run).
         """
-        if spec.condition != NO_SKILL:
+        is_ref = arm_ref(spec.condition) is not None
+        if spec.condition != NO_SKILL and not is_ref:
             return None, ""
         plan = self.plan
         if plan is None:
             return None, f"no baseline plan ({BASELINE_FILE}) in this week"
-        d = plan.decisions.get((spec.prompt.name, spec.model_label))
+        if is_ref and plan.arm != spec.condition:
+            return None, f"the baseline plan has no decision for {spec.condition}"
+        decisions = plan.arm_decisions if is_ref else plan.decisions
+        d = decisions.get((spec.prompt.name, spec.model_label))
         if d is None:
             return None, "not in the baseline plan (the prompt or model was added after it)"
         if not d.reuse:
             return None, d.reason
-        old_id = make_run_id(spec.prompt.name, spec.model_label, NO_SKILL, spec.rep,
+        source_arm = WITH_SKILL if is_ref else NO_SKILL  # the earlier version, measured then
+        old_id = make_run_id(spec.prompt.name, spec.model_label, source_arm, spec.rep,
                              plan.source_week)
         src = plan.source / old_id
         record = _read(src / RUN_FILE)
         if not isinstance(record, dict):
-            return None, f"{plan.source_week} has no finished no-skill run r{spec.rep}"
+            return None, f"{plan.source_week} has no finished {source_arm} run r{spec.rep}"
         if record.get("run_status") in RETRY_ON_RERUN:
             return None, f"its run in {plan.source_week} {record.get('run_status')}"
-        return self._copy(src, old_id, record, spec.run_id, plan, ledger), ""
+        return self._copy(src, old_id, record, spec, plan, ledger), ""
 
     @staticmethod
-    def _copy(src: Path, old_id: str, record: dict[str, Any], new_id: str,
+    def _copy(src: Path, old_id: str, record: dict[str, Any], spec: RunSpec,
               plan: BaselinePlan, ledger: Ledger) -> dict[str, Any]:
+        new_id = spec.run_id
         dest = ledger.run_dir(new_id)
         dest.mkdir(parents=True, exist_ok=True)
         for path in sorted(src.iterdir()):
@@ -286,9 +336,12 @@ class BaselineSource:
             for row in grades.get("rows") or []:
                 if isinstance(row, dict) and "run_id" in row:
                     row["run_id"] = new_id
+                if isinstance(row, dict) and "condition" in row:
+                    row["condition"] = spec.condition
             atomic_write_json(dest / GRADES_FILE, grades)
         # run.json last: it is what marks the run finished.
-        out = {**record, "run_id": new_id, REUSED_FROM: plan.source_week,
+        out = {**record, "run_id": new_id, "condition": spec.condition,
+               REUSED_FROM: plan.source_week,
                REUSED_RUN_ID: old_id, REUSE_REASON: ""}
         ledger.save_run(new_id, out)
         return out

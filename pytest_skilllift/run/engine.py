@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -22,10 +23,12 @@ from urllib.parse import urlsplit
 
 from pytest_skilllift.judge.protocol import PROMPT_VERSION, Grader
 from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, JudgeResult, RunOutcome, RunSpec
+from pytest_skilllift.run.revisions import revision_commit
 from pytest_skilllift.run.skill_creator import judge_prompt_text
 from pytest_skilllift.runners.base import Runner
+from pytest_skilllift.runners.install import install_root
 from pytest_skilllift.warm import Warmed
-from pytest_skilllift.week.columns import NO_SKILL
+from pytest_skilllift.week.columns import NO_SKILL, arm_ref
 from pytest_skilllift.week.files import (
     BUDGET_CAPPED,
     COMPLETED,
@@ -68,12 +71,22 @@ class NotStarted(Exception):
 
 
 def make_run_id(prompt: str, label: str, condition: str, rep: int, week: str) -> str:
-    """Deterministic per week, so a rerun finds its own runs (qdrant's naming, week-stamped)."""
-    return f"{prompt}-{label}-{condition}-r{rep}-{week}"
+    """Deterministic per week, so a rerun finds its own runs (qdrant's naming, week-stamped).
+
+    A with-skill@REF condition's REF may hold characters a directory name cannot (a
+    directory REF's ``/``): those become ``_``."""
+    return f"{prompt}-{label}-{_RUN_ID_UNSAFE.sub('_', condition)}-r{rep}-{week}"
+
+
+_RUN_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._@~^+=-]")
 
 
 def skills_sha(skills_root: Path, family: str) -> str:
-    """The skills commit (``git rev-parse --short HEAD``), else a content hash of the family."""
+    """The skills commit (``git rev-parse --short HEAD``), else a content hash of the family;
+    a with-skill@REF revision (``run.revisions``) gives the commit it was written from."""
+    commit = revision_commit(skills_root)
+    if commit:
+        return commit[:7]
     try:
         out = subprocess.run(["git", "-C", str(skills_root), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, timeout=10, check=False)
@@ -108,7 +121,7 @@ class WeekRun:
         self._runner: Runner | None = None
         self.site = site
         self._cache: dict[str, GradedRun] = {}
-        self._sha: dict[str, str] = {}
+        self._sha: dict[tuple[Path, str], str] = {}
         self._grader: Warmed[Grader] = Warmed(grader)
         self._grader.warm("skilllift-judge-warmup")
         #: Asked before a run is generated (never for one already in the week): a reason not
@@ -177,7 +190,8 @@ class WeekRun:
         # reads) belongs to an answer that is about to be replaced: the new one is regraded.
         self.week.reset_run(spec.run_id)
         reuse_reason = None
-        if self.baseline is not None and spec.condition == NO_SKILL:
+        if self.baseline is not None and (spec.condition == NO_SKILL
+                                          or arm_ref(spec.condition) is not None):
             adopted, reuse_reason = self.baseline.adopt(spec, self.week)
             if adopted is not None:
                 return adopted, False
@@ -207,8 +221,9 @@ class WeekRun:
                                   sig.is_error, sig.final_answer, sig.result_subtype,
                                   init_seen=parsed.init is not None)
         family = spec.prompt.family
-        if family not in self._sha:
-            self._sha[family] = skills_sha(self.agent.skills_root, family)
+        root = install_root(spec.prompt, self.agent.skills_root)
+        if (root, family) not in self._sha:
+            self._sha[root, family] = skills_sha(root, family)
         inv = None
         if spec.with_skill and status in COMPLETED:
             inv = audit.audit_invocation(parsed, family=family)
@@ -221,7 +236,7 @@ class WeekRun:
             "model": spec.model_label, "condition": spec.condition, "rep": spec.rep,
             "run_id": spec.run_id,
             "exit_code": "" if outcome.exit_code is None else outcome.exit_code,
-            "skills_sha": self._sha[family], "timestamp": outcome.ended_utc,
+            "skills_sha": self._sha[root, family], "timestamp": outcome.ended_utc,
             "skill_available": int(sig.skill_available),
             "skill_activation": sig.skill_activation, "reached_leaf": int(sig.reached_leaf),
             "fetched_site": int(sig.fetched_site), "fetched_count": sig.fetched_count,

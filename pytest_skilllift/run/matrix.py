@@ -22,8 +22,9 @@ from pytest_skilllift.run.arms import arm_prompt
 from pytest_skilllift.run.engine import make_run_id
 from pytest_skilllift.run.prompt_names import check_unique, declared_names, prompt_files
 from pytest_skilllift.run.prompts import PromptError, is_heldout, load_prompt
+from pytest_skilllift.run.revisions import session_revision
 from pytest_skilllift.run.triggers import skill_families
-from pytest_skilllift.week.columns import ARMS, WITH_ALL
+from pytest_skilllift.week.columns import ARMS, WITH_ALL, WITH_REF, WITH_REF_PREFIX
 
 __all__ = ["NARROWING_KEYS", "Matrix", "keywords_of", "load_matrix", "narrow", "run_key",
            "run_scope"]
@@ -83,6 +84,9 @@ def load_matrix(settings: Settings) -> Matrix:
     folder = settings.prompts_dir
     paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
     families = skill_families(settings.skills_root) if WITH_ALL in settings.conditions else ()
+    revision = session_revision(settings.conditions, settings.skills_root,
+                                rootdir=settings.rootdir, week_dir=settings.out_dir)
+    revision_root = revision.root if revision else None
     # A name declared by two files belongs to the first (as in collection): the second is a
     # problem, so no two prompts share runs.
     owners = declared_names(prompt_files(folder, settings.heldout))
@@ -100,7 +104,7 @@ def load_matrix(settings: Settings) -> Matrix:
             for condition in settings.conditions:  # the arms of the session, as collected
                 for rep in range(1, settings.reps + 1):
                     runs.append(RunSpec(
-                        prompt=arm_prompt(prompt, condition, families),
+                        prompt=arm_prompt(prompt, condition, families, revision_root),
                         model_label=label, model_id=model_id,
                         condition=condition, rep=rep,
                         run_id=make_run_id(prompt.name, label, condition, rep, settings.week)))
@@ -125,7 +129,9 @@ def narrow(runs: Iterable[RunSpec], options: Mapping[str, Any]) -> list[RunSpec]
                          f"{', '.join(NARROWING_KEYS)} (each a glob or a list of globs)")
     pats = {k: _patterns(k, v) for k, v in options.items()}
     for cond in pats.get("conditions", ()):
-        if not any(fnmatch.fnmatchcase(c, cond) for c in ARMS):
+        arms = [a for a in ARMS if a != WITH_REF]
+        if not any(fnmatch.fnmatchcase(c, cond) for c in arms) and not cond.startswith(
+                WITH_REF_PREFIX):
             raise ValueError(f"skill_lift(conditions={cond!r}) matches no condition; use "
                              f"{' or '.join(ARMS)}")
 
@@ -138,7 +144,8 @@ def narrow(runs: Iterable[RunSpec], options: Mapping[str, Any]) -> list[RunSpec]
             and hit("agents", r.agent)]
 
 
-_ARM_ALTERNATIVES = "|".join(re.escape(a) for a in sorted(ARMS, key=len, reverse=True))
+_ARM_ALTERNATIVES = "|".join([re.escape(WITH_REF_PREFIX) + r"[^:\[\]]+", *(
+    re.escape(a) for a in sorted(ARMS, key=len, reverse=True) if a != WITH_REF)])
 _RUN_TAIL = re.compile(rf"::([^:\[\]]+)::({_ARM_ALTERNATIVES})::r(\d+)")
 
 

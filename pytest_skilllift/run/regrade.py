@@ -1,4 +1,4 @@
-"""``skilllift judge WEEKDIR``: grade a generated week again, without regenerating a run.
+"""``skilllift judge WEEK_DIR``: grade a generated week again, without regenerating a run.
 
 The qdrant/skills SCORING.md keeps judging a separate, resumable step ("re-running skips runs
 already graded, so an interrupted judge pass continues without re-grading (or re-paying for)
@@ -439,7 +439,7 @@ def add_parser(subparsers: Any) -> None:
                     "judge model other than the one that graded the week writes to a copy "
                     "(--out DIR) unless --fresh regrades the week in place.",
     )
-    parser.add_argument("week_dir", metavar="WEEKDIR", help="the week directory")
+    parser.add_argument("week_dir", metavar="WEEK_DIR", help="the week directory")
     parser.add_argument("--fresh", action="store_true",
                         help="discard every grade and regrade all runs (resumable: rerun the "
                              "same command after an interruption)")
@@ -461,7 +461,7 @@ def add_parser(subparsers: Any) -> None:
                              f"{_DEFAULTS['evidence']})")
     parser.add_argument("--batch", action="store_true",
                         help="grade through the Message Batches API: half the price, results "
-                             "within 24 h; the batch ids are kept in WEEKDIR/judge-batches.json "
+                             "within 24 h; the batch ids are kept in WEEK_DIR/judge-batches.json "
                              "so an interrupted command resumes polling instead of paying again")
     parser.add_argument("--batch-poll", type=float, default=_DEFAULTS["judge-batch-poll"],
                         metavar="SECONDS",

@@ -73,7 +73,7 @@ from pytest_skilllift.runners.image import (
     cli_version_mismatch,
     image_cli_version,
 )
-from pytest_skilllift.runners.install import check_family, family_entries
+from pytest_skilllift.runners.install import check_family, family_entries, install_root
 from pytest_skilllift.runners.local import redact, secret_values
 from pytest_skilllift.week.files import AGENT_SKILLS_FILE, STDERR_FILE, STDOUT_FILE, utc_stamp
 
@@ -390,7 +390,8 @@ class DockerRunner:
                              "NEW` (docs/agents.md)")
                 if error is None:
                     container_id = self._create(spec, cfg)
-                    families = ([cfg.skills_root / f for f in spec.prompt.installed_families]
+                    families = ([install_root(spec.prompt, cfg.skills_root) / f
+                                 for f in spec.prompt.installed_families]
                                 if spec.with_skill else [])
                     self._install(container_id, families, spec.prompt.prompt, spec.agent, inv)
                     if spec.prompt.files:
@@ -439,7 +440,7 @@ class DockerRunner:
         if not spec.with_skill:
             return None
         for family in spec.prompt.installed_families:
-            error = check_family(Path(cfg.skills_root) / family,
+            error = check_family(install_root(spec.prompt, cfg.skills_root) / family,
                                  allow_unsafe=cfg.allow_unsafe)
             if error is not None:
                 return error

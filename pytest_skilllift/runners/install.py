@@ -25,6 +25,7 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: Never installed (version-control and bytecode noise).
 IGNORED: frozenset[str] = frozenset({".git", "__pycache__"})
@@ -95,6 +96,13 @@ def _link_entry(family: str, root: Path, link: Path, rel: str) -> Entry:
             f"{target}); links are installed only when they stay inside the family. Fix: "
             "copy the file into the family, or point the link at a file inside it")
     return Entry(rel, "link", link, os.path.relpath(target, link.parent.resolve()))
+
+
+def install_root(prompt: Any, skills_root: Path) -> Path:
+    """Where a run's families are installed from: the prompt's own root (the with-skill@REF
+    arm's materialised revision) when it has one, else the session's skills root."""
+    own = getattr(prompt, "skills_root", None)
+    return Path(own) if own is not None else Path(skills_root)
 
 
 def check_family(family_dir: Path, *, allow_unsafe: bool = False) -> str | None:

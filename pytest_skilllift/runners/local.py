@@ -32,7 +32,7 @@ from pytest_skilllift.runners import agents
 from pytest_skilllift.runners.agents import skill_root
 from pytest_skilllift.runners.base import transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env
-from pytest_skilllift.runners.install import InstallError, check_family, copy_family
+from pytest_skilllift.runners.install import InstallError, check_family, copy_family, install_root
 from pytest_skilllift.week.files import AGENT_SKILLS_FILE, STDERR_FILE, STDOUT_FILE, utc_stamp
 
 #: Environment variable names whose values are treated as secrets and redacted from output.
@@ -116,7 +116,7 @@ class LocalRunner:
         # Each family is checked before any is copied: one refused link refuses the install.
         families = spec.prompt.installed_families
         for family in families:
-            error = check_family(Path(cfg.skills_root) / family,
+            error = check_family(install_root(spec.prompt, cfg.skills_root) / family,
                                  allow_unsafe=cfg.allow_unsafe)
             if error is not None:
                 return error
@@ -126,7 +126,7 @@ class LocalRunner:
             dest.parent.mkdir(parents=True, exist_ok=True)
             # Whole family: sub-skills and references are part of what is being measured.
             try:
-                copy_family(Path(cfg.skills_root) / family, dest)
+                copy_family(install_root(spec.prompt, cfg.skills_root) / family, dest)
             except InstallError as exc:
                 return str(exc)
         return None

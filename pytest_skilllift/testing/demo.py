@@ -9,6 +9,8 @@ so a weaker description shows up as a real trigger miss in its numbers.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.testing.agent_script import make_agent
@@ -27,3 +29,42 @@ def demo_agent() -> Handler:
         return (small if "haiku" in str(body.get("model", "")) else large)(body)
 
     return route
+
+
+#: The demo's earlier revision of its skills (``skills-v1`` beside the demo project's
+#: ``skills``, in ``config.DEMO_PROJECT``): the git-bisect skill without its ``git bisect
+#: run`` and ``git bisect skip`` lines, the other families unchanged. Where the scripted agent
+#: (which answers from the skill's lines) loads git-bisect, the current version meets more of
+#: git-bisect-regression's must items than this one, and the other prompts' answers are the
+#: same: a version comparison whose effect is known.
+DEMO_SKILLS_BEFORE = "skills-v1"
+
+
+def write_skills_history(repo: Path, before: Path, after: Path) -> tuple[str, str]:
+    """Make ``repo`` a git repository whose first commit holds ``before``'s families and whose
+    second (HEAD) holds ``after``'s: ``with-skill@HEAD~1`` is then ``before``. Returns the two
+    commits. For the demo and its tests (git with a fixed, local identity)."""
+    import shutil
+    import subprocess
+
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull,
+           "GIT_AUTHOR_NAME": "demo", "GIT_AUTHOR_EMAIL": "demo@example.org",
+           "GIT_COMMITTER_NAME": "demo", "GIT_COMMITTER_EMAIL": "demo@example.org"}
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, env=env,
+                              capture_output=True, text=True).stdout.strip()
+
+    repo.mkdir(parents=True, exist_ok=True)
+    git("init", "-q")
+    commits = []
+    for label, source in (("before", before), ("after", after)):
+        for child in repo.iterdir():
+            if child.name != ".git":
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+        for family in sorted(p for p in source.iterdir() if (p / "SKILL.md").is_file()):
+            shutil.copytree(family, repo / family.name)
+        git("add", "-A")
+        git("commit", "-q", "--allow-empty", "-m", f"skills: {label}")
+        commits.append(git("rev-parse", "HEAD"))
+    return commits[0], commits[1]

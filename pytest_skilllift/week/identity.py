@@ -166,6 +166,9 @@ class Identity:
     #: The CLI version of every agent beside Claude Code that the labels name (``codex`` →
     #: ``0.169.0``); absent from week.json when the week runs Claude Code only.
     agent_clis: Mapping[str, str] = field(default_factory=dict)
+    #: The with-skill@REF arm's revision (``run.revisions.Revision.to_json``: ref, kind,
+    #: commit, tree), or None. Its families' hashes are in ``skills`` as ``<family>@<REF>``.
+    revision: Mapping[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``identity`` object of week.json."""
@@ -181,6 +184,7 @@ class Identity:
                                "family": p.family}
                         for name, p in sorted(self.prompts.items())},
             "skills": dict(sorted(self.skills.items())),
+            **({"revision": dict(self.revision)} if self.revision else {}),
         }
 
     @classmethod
@@ -229,6 +233,8 @@ class Identity:
             skills={str(k): str(v) for k, v in need("skills", (dict,)).items()},
             agent_clis={str(k): str(v) for k, v in
                         (need("agent_clis", (dict,), optional=True) or {}).items()},
+            revision=({str(k): str(v) for k, v in need("revision", (dict,)).items()}
+                      if data.get("revision") is not None else None),
         )
 
 
@@ -264,6 +270,10 @@ class Difference:
                                               "only in the first")
         if self.field == "models":
             return f"model {self.key!r}: {_show(self.before)} → {_show(self.after)}"
+        if self.field == "skill" and "@" in self.key:
+            family, _, ref = self.key.partition("@")
+            return (f"skill family {family!r} at with-skill@{ref}: its files changed (the REF "
+                    "now names another revision)")
         if self.field == "skill":
             return f"skill family {self.key!r}: its files changed"
         if self.field == "agent_cli":
@@ -544,6 +554,7 @@ def open_week(
         **{name: getattr(proposed, name) for name in SCALAR_FIELDS},
         prompts={**current.identity.prompts, **proposed.prompts},
         skills={**current.identity.skills, **proposed.skills},
+        revision=proposed.revision or current.identity.revision,
     )
     for d in diffs:
         if d.kind == "removed":

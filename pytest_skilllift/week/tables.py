@@ -36,6 +36,8 @@ from pytest_skilllift.week.columns import (
     ITEM_TYPES,
     SKILL_ARMS,
     VERDICTS,
+    WITH_REF,
+    arm_ref,
 )
 from pytest_skilllift.week.files import (
     BUDGET_CAPPED,
@@ -149,6 +151,8 @@ class Week:
     prompts: list[str]
     models: list[str]
     problems: list[Problem] = field(default_factory=list)
+    #: The week's with-skill@REF condition as written (``with-skill@HEAD~1``), or None.
+    ref_condition: str | None = None
     # -- scores.csv (one entry per row) --
     scores_present: bool = False
     s_prompt: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
@@ -220,6 +224,13 @@ class Week:
     m_reused: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     m_baseline_from: pa.Array | None = None
     m_baseline_reason: pa.Array | None = None
+
+    @property
+    def arm_names(self) -> tuple[str, ...]:
+        """Each condition code's name as the week writes it: ``columns.ARMS`` with the
+        with-skill@REF placeholder replaced by the week's REF (when it has one)."""
+        ref = self.ref_condition
+        return tuple(ref if a == WITH_REF and ref else a for a in ARMS)
 
     def judge_error(self, run_id: str) -> str | None:
         """First line of ``<run_id>/judge_error.txt`` (our ledger's record of a failed judge
@@ -523,14 +534,26 @@ def load_week(week_dir: Path) -> Week:
     return week
 
 
-def _cond_codes(table: pa.Table, file: str, problems: list[Problem]) -> np.ndarray:
+def _cond_codes(table: pa.Table, file: str, problems: list[Problem],
+                week: Week) -> np.ndarray:
     idx, vals = _dict_parts(table, "condition")
-    codes = _codes(idx, _lookup(vals, {c: i for i, c in enumerate(ARMS)}))
+    # with-skill@REF: any REF has the arm's code; a week holds one REF (the first seen),
+    # rows of another are excluded and named.
+    refs = [v.strip() for v in vals if arm_ref(v.strip()) is not None]
+    if week.ref_condition is None and refs:
+        week.ref_condition = refs[0]
+    mapping = {c: i for i, c in enumerate(ARMS) if c != WITH_REF}
+    if week.ref_condition is not None:
+        mapping[week.ref_condition] = ARMS.index(WITH_REF)
+    codes = _codes(idx, _lookup(vals, mapping))
     bad = np.flatnonzero(codes < 0)
     if bad.size:
+        others = sorted({r for r in refs if r != week.ref_condition})
+        why = (f" (a week holds one with-skill@REF arm, {week.ref_condition}; also found "
+               f"{', '.join(others)}: run the other REF in its own week)" if others else "")
         problems.append(Problem(
-            file, f"condition must be one of {', '.join(ARMS)}; {_row_list(bad)} "
-            "excluded", row=int(bad[0]) + 1, column="condition"))
+            file, f"condition must be one of {', '.join(ARMS[:-1])} or with-skill@REF{why}; "
+            f"{_row_list(bad)} excluded", row=int(bad[0]) + 1, column="condition"))
     return codes.astype(np.int8)
 
 
@@ -556,7 +579,7 @@ def _fill_scores(
     week.n_items = n
     week.s_prompt = _codes(p_idx, _lookup(p_vals, p_map)).astype(np.int32)
     week.s_model = _codes(m_idx, _lookup(m_vals, mo_map)).astype(np.int32)
-    week.s_cond = _cond_codes(t, file, probs)
+    week.s_cond = _cond_codes(t, file, probs, week)
     week.s_rep = _rep_codes(_float_col(t, "rep"), file, probs)
     for name, codes in (("prompt", week.s_prompt), ("model", week.s_model)):
         bad = np.flatnonzero(codes < 0)
@@ -663,7 +686,7 @@ def _fill_scores(
         week.violations = Violations(
             prompt=np.array(week.prompts, dtype=object)[week.s_prompt[viol]].tolist(),
             model=np.array(week.models, dtype=object)[week.s_model[viol]].tolist(),
-            condition=np.array(ARMS, dtype=object)[week.s_cond[viol]].tolist(),
+            condition=np.array(week.arm_names, dtype=object)[week.s_cond[viol]].tolist(),
             rep=week.s_rep[viol].tolist(),
             item_text=_strings_at(t, "item_text", viol),
             evidence=_strings_at(t, "evidence_quote", viol),
@@ -735,7 +758,7 @@ def _fill_manifest(
     week.n_runs = n
     week.m_prompt = _codes(p_idx, _lookup(p_vals, p_map)).astype(np.int32)
     week.m_model = _codes(m_idx, _lookup(m_vals, mo_map)).astype(np.int32)
-    week.m_cond = _cond_codes(t, file, probs)
+    week.m_cond = _cond_codes(t, file, probs, week)
     week.m_rep = _rep_codes(_float_col(t, "rep"), file, probs)
     week.m_num = {c: _float_col(t, c) for c in _MANIFEST_NUMERIC}
     week.m_exit_code = week.m_num["exit_code"]
@@ -805,9 +828,19 @@ def _fill_manifest(
             setattr(week, attr, sorted(vals - {""}))
     if "skills_sha" in t.column_names and n:
         shas: dict[str, set[str]] = {}
-        for f, s in _distinct_pairs(_dict_parts(t, "skill_family"), _dict_parts(t, "skills_sha")):
-            if (sha := (s or "").strip()):
-                shas.setdefault((f or "").strip(), set()).add(sha)
+        # The with-skill@REF arm's runs install the family at another commit by design:
+        # they are keyed ``<family>@<REF>``, so only a change within one arm is a mismatch.
+        is_ref = week.m_cond == ARMS.index(WITH_REF)
+        parts = ((t, ""),) if not is_ref.any() else (
+            (t.filter(pa.array(~is_ref)), ""), (t.filter(pa.array(is_ref)),
+                                                 f"@{arm_ref(week.ref_condition or '')}"))
+        for sub, suffix in parts:
+            if not sub.num_rows:
+                continue
+            for f, s in _distinct_pairs(_dict_parts(sub, "skill_family"),
+                                        _dict_parts(sub, "skills_sha")):
+                if (sha := (s or "").strip()):
+                    shas.setdefault((f or "").strip() + suffix, set()).add(sha)
         week.skills_shas_by_family = {f: sorted(v) for f, v in sorted(shas.items())}
     i_idx, i_vals = _dict_parts(t, "invocation_status")
     inv_map = {v: i for i, v in enumerate(INVOCATION_STATUSES)}

@@ -150,7 +150,9 @@ class ConditionNode(pytest.Collector):
         state = self.config.stash[SESSION_KEY]
         families = (skill_families(state.settings.skills_root) if self.condition == WITH_ALL
                     else ())
-        prompt = arm_prompt(model.spec, self.condition, families)
+        revision = state.revision()
+        prompt = arm_prompt(model.spec, self.condition, families,
+                            revision.root if revision else None)
         for rep in range(1, state.settings.reps + 1):
             run = RunSpec(prompt=prompt, model_label=model.name, model_id=model.model_id,
                           condition=self.condition, rep=rep,

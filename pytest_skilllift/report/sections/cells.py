@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, TypedDict
 from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import fmt, md_table
-from pytest_skilllift.week.columns import ARMS
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.card import Scorecard
@@ -60,7 +59,7 @@ def build(ctx: Context) -> Data:
     if agg is not None:
         measures = ctx.shared(verdicts.measures_of)
         for mi, label in enumerate(ctx.week.models):
-            for c, cond in enumerate(ARMS):
+            for c, cond in enumerate(ctx.week.arm_names):
                 if agg.cell_n[mi, c] == 0 and ctx.cost_n[mi, c] == 0:
                     continue
                 pc = measures.pass_counts(label, cond)

@@ -10,7 +10,6 @@ import numpy as np
 from pytest_skilllift.report import verdicts
 from pytest_skilllift.report.markdown import cap_note, cell, md_table
 from pytest_skilllift.report.sections import scale
-from pytest_skilllift.week.columns import ARMS
 from pytest_skilllift.week.files import DROP_REASONS, OK, RUN_STATUSES, STATUS_ERRORED, STATUS_OK
 
 if TYPE_CHECKING:
@@ -98,7 +97,7 @@ def build(ctx: Context) -> Data:
                 "status": RUN_STATUSES[int(week.m_status[r])],
                 "prompt": week.prompts[p] if p >= 0 else "",
                 "model": week.models[mo] if mo >= 0 else "",
-                "condition": ARMS[c] if c >= 0 else "",
+                "condition": week.arm_names[c] if c >= 0 else "",
                 "rep": int(week.m_rep[r]),
             })
     return {"coverage": {

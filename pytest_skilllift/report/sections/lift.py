@@ -3,9 +3,9 @@
 The lift table follows qdrant/skills SCORING.md ("Skill Lift Scorecard"): must-coverage no →
 with, the paired lift ± one within-week SE, whether the 95% t interval excludes zero, and the
 deltas of bonus, avoid, cost and turns.  Beyond it: a paired bootstrap interval beside the t
-interval, the minimum detectable lift at this week's n, and the exact sign test over prompts
-with its verdict (helps / no change / inconclusive, ``report.verdicts``) — the Drupal ai_eval
-scoring document's robust second answer.
+interval, the minimum detectable lift at this week's n, and one vote per prompt (the exact
+one-sided sign test, dotnet/skills' Vally rule) with its verdict (helps / no change / hurts /
+underpowered, ``report.verdicts``).
 """
 
 from __future__ import annotations
@@ -124,8 +124,7 @@ def build(ctx: Context) -> Data:
         hr = ctx.hist_rows[mi]
         m_mdl = stats.min_detectable_lift(lf.sd, lf.n)
         n_need = stats.prompts_needed(lf.sd, TARGET_LIFT)
-        sign = verdicts.sign_test(agg.must[:, mi, 0], agg.must[:, mi, 1],
-                                  t_excludes_zero=lf.ci_excludes_zero, t_lift=f(lf.lift))
+        sign = verdicts.sign_test(agg.must[:, mi, 0], agg.must[:, mi, 1])
         models[label] = {
             "must_no": f(agg.cell_must[mi, 0]), "must_with": f(agg.cell_must[mi, 1]),
             "must_lift": f(lf.lift), "must_lift_se": f(lf.se),
@@ -309,7 +308,7 @@ def mdl_text(mdl: float | None, n: int) -> str:
 
 
 def _sign_test(card: Scorecard) -> list[str]:
-    """The sign test next to the paired t interval, with the verdict per model."""
+    """One vote per prompt (the Vally rule) next to the paired t interval, per model."""
     rows = []
     for label, m in card["models"].items():
         st = m["sign_test"]
@@ -318,14 +317,15 @@ def _sign_test(card: Scorecard) -> list[str]:
                 if lo is not None else "n/a")
         p = "n/a" if st["p_value"] is None else f"{st['p_value']:.3g}"
         rows.append([label, st["n_prompts"], f"{st['wins']} / {st['ties']} / {st['losses']}",
-                     p, t_ci, f"**{st['verdict']}**", st["reason"]])
-    L = ["### Sign test — a robust second answer\n"]
-    L += md_table(["model", "n prompts", "wins / ties / losses", "sign p (two-sided)",
-                   "95% CI (t)", "verdict", "why"], rows)
-    L.append("\n_Each prompt is one vote (its reps averaged first): a win when the with-skill "
-             "must coverage is higher, a loss when lower. Exact binomial p over the non-tied "
-             f"prompts. **helps** needs p ≤ {verdicts.SIGN_ALPHA}, at least "
-             f"{verdicts.SIGN_MIN_PROMPTS} prompts, net wins ≥ "
-             f"{verdicts.SIGN_MIN_NET_SHARE:.0%} of prompts and a t interval that agrees; "
-             "**inconclusive** when there are too few prompts or the two tests disagree._\n")
+                     st["voting"], p, t_ci, f"**{st['verdict']}**", st["reason"]])
+    L = ["### One vote per prompt — the sign test\n"]
+    L += md_table(["model", "n prompts", "wins / ties / losses", "voting",
+                   "sign p (one-sided)", "95% CI (t)", "verdict", "why"], rows)
+    L.append("\n_Each prompt is one vote (its reps averaged first; dotnet/skills' Vally rule): "
+             "a win when the with-skill must coverage is higher by more than "
+             f"{verdicts.VOTE_EPSILON:g}, a loss when lower by more, else a tie. Exact "
+             "one-sided binomial p over the voting prompts. **helps** needs p ≤ "
+             f"{verdicts.SIGN_ALPHA}, at least {verdicts.SIGN_MIN_PROMPTS} voting prompts and "
+             f"net wins ≥ {verdicts.SIGN_MIN_NET_SHARE:.0%} of prompts; fewer voting prompts "
+             "is **underpowered** (never a pass); **hurts** is the same rule for losses._\n")
     return L

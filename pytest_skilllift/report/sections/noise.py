@@ -190,7 +190,8 @@ def render(card: Scorecard) -> list[str]:
 
 
 def terminal_lines(card: Scorecard) -> list[str]:
-    """The A/A week's and the with-all arm's numbers under the terminal's lift table."""
+    """The A/A week's, the with-all arm's and the version comparison's numbers under the
+    terminal's lift table."""
     L = []
     aa = card.get("aa")
     if aa is not None:
@@ -206,4 +207,12 @@ def terminal_lines(card: Scorecard) -> list[str]:
             L.append(f"  with-all − no-skill {label}: {signed(w['must_lift'])} ± "
                      f"{fmt(w['must_lift_se'])} (with-all − with-skill "
                      f"{signed(w['vs_with_skill'])}), n {w['n_prompts']}")
+    v = card.get("versions")
+    if v:
+        for label, vm in v["models"].items():
+            st, pc = vm["sign_test"], vm["prompts"]
+            L.append(f"  with-skill − {v['arm']} {label}: {signed(vm['version_lift'])} ± "
+                     f"{fmt(vm['version_lift_se'])}, votes {st['wins']}/{st['ties']}/"
+                     f"{st['losses']} → {st['verdict']}; {pc['improved']} improved, "
+                     f"{pc['regressed']} regressed, n {vm['n_prompts']}")
     return L

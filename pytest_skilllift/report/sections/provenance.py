@@ -42,6 +42,8 @@ class Provenance(TypedDict):
     agents: dict[str, list[str]]
     #: agent → distinct CLI versions its labels' runs report.
     cli_versions_by_agent: dict[str, list[str]]
+    #: week.json's record of the with-skill@REF arm's revision (ref, kind, commit, tree).
+    skills_revision: dict[str, str] | None
 
 
 class Data(TypedDict):
@@ -103,7 +105,20 @@ def build(ctx: Context) -> Data:
         "skills_commits_by_family": week.skills_shas_by_family,
         "window": ({"start": week.window[0], "end": week.window[1]} if week.window else None),
         "mismatches": mismatches, "agents": agents, "cli_versions_by_agent": agent_clis,
+        "skills_revision": recorded_revision(ctx),
     }}
+
+
+def recorded_revision(ctx: Context) -> dict[str, str] | None:
+    """week.json's record of the with-skill@REF revision (None: none, or unreadable)."""
+    from pytest_skilllift.week.identity import WeekFileError, read_week_record
+
+    try:
+        record = read_week_record(ctx.week.week_dir)
+    except WeekFileError:
+        return None
+    rev = record.identity.revision if record else None
+    return dict(rev) if rev else None
 
 
 def render(card: Scorecard) -> list[str]:
@@ -127,6 +142,11 @@ def render(card: Scorecard) -> list[str]:
     sha = p.get("skills_commits", [])
     L.append(f"- CLI version(s): {', '.join(f'`{v}`' for v in cli) or '_(unknown)_'}")
     L.append(f"- skills commit(s): {', '.join(f'`{v}`' for v in sha) or '_(unknown)_'}")
+    rev = p.get("skills_revision")
+    if rev:
+        what = (f"commit `{rev.get('commit', '')}`, skills tree `{rev.get('tree', '')}`"
+                if rev.get("kind") == "git" else f"a directory, content `{rev.get('tree', '')}`")
+        L.append(f"- with-skill@{rev.get('ref', '')}: {what}")
     w = p.get("window")
     if w:
         lo, hi = w["start"], w["end"]

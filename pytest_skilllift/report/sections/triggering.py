@@ -6,7 +6,9 @@ per model and skill family, over the trigger runs that ended in a measurement:
 - recall = triggered should-trigger runs / should-trigger runs;
 - precision = triggered should-trigger runs / all triggered runs;
 - false-trigger rate (should-not runs that fired) and miss rate (should runs that did not),
-  each rate with its 95% Wilson interval; the false triggers and misses by query.
+  each rate with its 95% Wilson interval; the false triggers and misses by query;
+- dormancy violations: should-not queries that fired at least once (a skill must stay
+  dormant there: dotnet/skills' Vally contract, gate ``dormancy_violations==0``).
 
 With several families installed at once (``--skill-lift-triggers-all``) it adds a confusion
 table per model: which skill fired for queries that expected which skill.  Trigger runs
@@ -88,6 +90,9 @@ class FamilyTriggers(TypedDict):
     n_false_triggers: int
     n_misses: int
     false_triggers: list[FalseTrigger]
+    #: Must stay dormant (the dotnet/skills Vally contract): should-not queries with at least
+    #: one run that fired the skill (``false_triggers`` lists them by query).
+    dormancy_violations: int
     misses: list[MissedQuery]
     #: Triggered runs whose first tool call was something else (they count as triggers).
     triggered_after_other_tools: int
@@ -245,6 +250,7 @@ def _family_numbers(group: list[Row]) -> FamilyTriggers:
         "n_should": len(should), "n_should_not": len(should_not),
         "true_triggers": tp, "n_false_triggers": fp, "n_misses": fn,
         "false_triggers": _false_triggers(should_not),
+        "dormancy_violations": len(_false_triggers(should_not)),
         "misses": _misses(should),
         # Evidence that a load after other tool calls counts: triggered runs whose first
         # tool call was something else.
@@ -381,16 +387,22 @@ def render_triggering(data: Data) -> list[str]:
                 + _ci(m.get("precision_cluster95", [None, None]), "q"),
                 _pct(m["false_trigger_rate"]) + _ci(m["false_trigger_rate_wilson95"]),
                 _pct(m["miss_rate"]) + _ci(m["miss_rate_wilson95"]),
-                m["n_should"], m["n_should_not"], len(m["excluded"]),
+                m["n_should"], m["n_should_not"], m["dormancy_violations"],
+                len(m["excluded"]),
             ))
     L += md_table(("model", "skill", "recall", "precision", "false-trigger rate",
-                   "miss rate", "n should", "n should-not", "excluded"), table)
+                   "miss rate", "n should", "n should-not", "dormancy violations",
+                   "excluded"), table)
+    L.append("\n_Dormancy violations: should-not queries (`should_trigger: false`) that fired "
+             "the skill in at least one run — each must stay dormant (dotnet/skills' Vally "
+             "contract; gate `dormancy_violations==0`). They are listed by query under False "
+             "triggers._")
     after = sum(m["triggered_after_other_tools"] for fam in trig.values() for m in fam.values())
     if after:
         L.append(f"\n{after} triggered run(s) loaded the skill after calling another tool "
                  "first; they count as triggers.")
     found: tuple[tuple[str, list[tuple[str, str, MissedQuery, list[str]]]], ...] = (
-        ("False triggers (should not have fired)",
+        ("False triggers — dormancy violations (should not have fired)",
          [(label, family, e, e["fired"]) for label in sorted(trig)
           for family, m in sorted(trig[label].items()) for e in m["false_triggers"]]),
         ("Misses (should have fired, did not)",

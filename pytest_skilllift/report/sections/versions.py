@@ -1,0 +1,200 @@
+"""Version comparison: did the edit of the skill help? ``with-skill − with-skill@REF``.
+
+A week with a ``with-skill@REF`` arm runs each prompt with its family as it is and as it was at
+REF, in the same week, paired by prompt, judged blind — so the answer is not mixed with a
+model build or docs drift across weeks (docs/versions.md). Per model: the must-coverage
+difference ± paired SE with its 95% t interval, the one-vote-per-prompt sign test (the lift
+section's Vally rule, with the current version in the with-skill seat), per prompt improved /
+regressed / within rep noise / unchanged by ``skilllift compare``'s rule (composite, reps
+averaged, beyond the margin and the prompt's own rep noise; an errored side is unscored), Δcost
+and Δturns; with a no-skill arm too, both lifts.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, TypedDict
+
+import numpy as np
+
+from pytest_skilllift.report import stats, verdicts
+from pytest_skilllift.report.context import json_float
+from pytest_skilllift.report.markdown import cap_note, ci_flag, fmt, md_table, signed
+from pytest_skilllift.report.sections.provenance import recorded_revision
+from pytest_skilllift.report.verdicts import (
+    CHANGE_MARGIN,
+    CHANGES,
+    IMPROVED,
+    REGRESSED,
+    UNCHANGED,
+    UNSCORED,
+    WITHIN_REP_NOISE,
+    prompt_change,
+)
+from pytest_skilllift.week.columns import ARMS, NO_SKILL, WITH_REF, WITH_SKILL
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.context import Context
+
+_NO, _WITH, _REF = ARMS.index(NO_SKILL), ARMS.index(WITH_SKILL), ARMS.index(WITH_REF)
+MAX_ROWS = 50
+
+
+class VersionModel(TypedDict):
+    """``versions.models.<label>``: the current version against REF, paired by prompt."""
+
+    must_ref: float | None
+    must_with: float | None
+    #: with-skill − with-skill@REF (>0: the edit helped).
+    version_lift: float | None
+    version_lift_se: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_excludes_zero: bool | None
+    n_prompts: int
+    sign_test: verdicts.SignTestData
+    #: Per-prompt changes (compare's rule): improved / regressed / within rep noise /
+    #: unchanged / unscored.
+    prompts: dict[str, int]
+    cost_delta: float | None
+    turns_delta: float | None
+    #: With a no-skill arm: with-skill − no-skill and with-skill@REF − no-skill.
+    lift_with: float | None
+    lift_ref: float | None
+
+
+class VersionPrompt(TypedDict):
+    prompt: str
+    model: str
+    ref: float | None
+    current: float | None
+    change: str
+
+
+class Versions(TypedDict):
+    #: The arm as the week writes it (``with-skill@HEAD~1``).
+    arm: str
+    ref: str
+    #: week.json's record of the revision (kind, commit, tree), or None.
+    revision: dict[str, str] | None
+    margin: float
+    models: dict[str, VersionModel]
+    prompts: list[VersionPrompt]
+
+
+class Data(TypedDict):
+    versions: Versions | None
+
+
+def _delta(a: float, b: float) -> float | None:
+    return None if math.isnan(a) or math.isnan(b) else float(b - a)
+
+
+def build(ctx: Context) -> Data:
+    agg, week, f = ctx.agg, ctx.week, json_float
+    arm = week.ref_condition
+    if agg is None or arm is None or agg.must.shape[2] <= _REF:
+        return {"versions": None}
+    measures = ctx.shared(verdicts.measures_of)
+    # compare's rule: a move beyond the margin and beyond the prompt's own rep noise (the
+    # moderated per-prompt test, Holm-corrected); an errored side is unscored.
+    errored = measures.errored[:, :, [_REF, _WITH]] > 0
+    reps = agg.rep_composite[:, :, [_REF, _WITH], :].copy()
+    reps[np.broadcast_to(errored[..., None], reps.shape)] = np.nan
+    alarm = stats.regression_alarm(np.moveaxis(reps[:, :, 0], 1, 0),
+                                   np.moveaxis(reps[:, :, 1], 1, 0))
+    models: dict[str, VersionModel] = {}
+    rows: list[VersionPrompt] = []
+    for mi, label in enumerate(week.models):
+        ref, cur = agg.must[:, mi, _REF], agg.must[:, mi, _WITH]
+        lf = stats.paired_lift(ref, cur)
+        if lf.n == 0:
+            continue
+        counts = dict.fromkeys(CHANGES, 0)
+        for pi, prompt in enumerate(week.prompts):
+            before = _composite(ctx, measures, pi, mi, _REF)
+            after = _composite(ctx, measures, pi, mi, _WITH)
+            if before is None and after is None:
+                continue
+            change = prompt_change(before, after, CHANGE_MARGIN,
+                                   bool(alarm.regressed[mi, pi]), bool(alarm.improved[mi, pi]))
+            counts[change] += 1
+            rows.append({"prompt": prompt, "model": label, "ref": before, "current": after,
+                         "change": change})
+        has_no = bool(agg.cell_n[mi, _NO] > 0)
+        models[label] = {
+            "must_ref": f(agg.cell_must[mi, _REF]), "must_with": f(agg.cell_must[mi, _WITH]),
+            "version_lift": f(lf.lift), "version_lift_se": f(lf.se),
+            "ci_low": f(lf.ci_low), "ci_high": f(lf.ci_high),
+            "ci_excludes_zero": lf.ci_excludes_zero, "n_prompts": lf.n,
+            "sign_test": verdicts.sign_test(ref, cur).to_json(),
+            "prompts": counts,
+            "cost_delta": _delta(ctx.cost_mean[mi, _REF], ctx.cost_mean[mi, _WITH]),
+            "turns_delta": _delta(ctx.turns_mean[mi, _REF], ctx.turns_mean[mi, _WITH]),
+            "lift_with": f(stats.paired_lift(agg.must[:, mi, _NO], cur).lift) if has_no else None,
+            "lift_ref": f(stats.paired_lift(agg.must[:, mi, _NO], ref).lift) if has_no else None,
+        }
+    order = {REGRESSED: 0, IMPROVED: 1, WITHIN_REP_NOISE: 2, UNSCORED: 3, UNCHANGED: 4}
+    rows.sort(key=lambda r: (order[r["change"]], r["prompt"], r["model"]))
+    return {"versions": {"arm": arm, "ref": arm.partition("@")[2],
+                         "revision": recorded_revision(ctx), "margin": CHANGE_MARGIN,
+                         "models": models, "prompts": rows}}
+
+
+def _composite(ctx: Context, measures: verdicts.WeekMeasures, pi: int, mi: int,
+               c: int) -> float | None:
+    """The prompt's composite in arm ``c`` (reps averaged); None when unscored or errored
+    (compare's rule: an errored item leaves the pair unscored)."""
+    agg = ctx.agg
+    if agg is None or measures.errored[pi, mi, c] > 0:
+        return None
+    v = float(agg.composite[pi, mi, c])
+    return v if math.isfinite(v) else None
+
+
+def render(card: Scorecard) -> list[str]:
+    v = card.get("versions")
+    if not v:
+        return []
+    rev = v["revision"] or {}
+    where = (f"commit `{rev.get('commit', '')[:12]}`, tree `{rev.get('tree', '')[:12]}`"
+             if rev.get("kind") == "git" else
+             f"directory, content `{rev.get('tree', '')[:12]}`" if rev else "not recorded")
+    L = [f"## Version comparison (with-skill − {v['arm']})\n",
+         f"`{v['arm']}`: the prompt's family as it was at `{v['ref']}` ({where}), installed "
+         "and judged exactly like with-skill, in this week, paired by prompt.\n"]
+    rows = []
+    for label, m in v["models"].items():
+        st, pc = m["sign_test"], m["prompts"]
+        rows.append([
+            label, f"{fmt(m['must_ref'])} → {fmt(m['must_with'])}",
+            f"{signed(m['version_lift'])} ± {fmt(m['version_lift_se'])}",
+            ci_flag({"must_lift_se": m["version_lift_se"],
+                     "ci_excludes_zero": m["ci_excludes_zero"]}),
+            f"{st['wins']} / {st['ties']} / {st['losses']} → **{st['verdict']}**",
+            f"{pc[IMPROVED]} / {pc[REGRESSED]} / {pc[WITHIN_REP_NOISE]} / {pc[UNCHANGED]} / "
+            f"{pc[UNSCORED]}",
+            signed(m["cost_delta"]), signed(m["turns_delta"]),
+            (f"{signed(m['lift_ref'])} → {signed(m['lift_with'])}"
+             if m["lift_with"] is not None else "no no-skill arm"),
+            m["n_prompts"]])
+    L += md_table(["model", "must_coverage REF → now", "version lift ± SE", "95% CI != 0?",
+                   "votes w / t / l → verdict",
+                   "improved / regressed / within rep noise / unchanged / unscored",
+                   "Δcost $", "Δturns", "lift vs no-skill REF → now", "n"], rows)
+    L.append(f"\n_Version lift = with-skill − {v['arm']} must coverage, paired by prompt "
+             "(>0: the edit helped; gate `version_lift_ci_low>-0.05`: the edit did not make "
+             "it worse). Votes: one per prompt, as the lift's sign test. Per prompt: "
+             "`skilllift compare`'s rule on the composite (reps averaged): improved or "
+             "regressed only beyond its own rep noise after the Holm correction, else within "
+             "rep noise (always so with one rep); an errored side is unscored._\n")
+    moved = [r for r in v["prompts"] if r["change"] in (IMPROVED, REGRESSED, WITHIN_REP_NOISE)]
+    if moved:
+        shown = moved[:MAX_ROWS]
+        L += md_table(["prompt", "model", "composite REF → now", "change"],
+                      [[r["prompt"], r["model"], f"{fmt(r['ref'])} → {fmt(r['current'])}",
+                        r["change"]] for r in shown])
+        L += cap_note(len(shown), len(moved), "changed prompts")
+        L.append("")
+    return L

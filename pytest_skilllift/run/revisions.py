@@ -1,0 +1,171 @@
+"""The with-skill@REF arm's skills: the skills root as it was at revision REF.
+
+``REF`` is a git revision of the repository holding the skills root (``HEAD~1``, a tag, a
+sha: anything ``git rev-parse`` takes) or a directory of earlier skills (absolute, relative to
+the rootdir, or beside the skills root). A git REF is resolved to its commit and the skills
+root's tree at that commit, and that tree is written once (``git archive``) into the week's
+own ``.revisions/<commit>/`` directory, which then serves as the arm's skills root; a directory
+REF is used as it is. Either way the runners install from it through the same
+``runners/install.py`` path as with-skill, so the two arms differ only in the files of the
+family (docs/versions.md).
+
+Pure apart from git and the week's ``.revisions`` directory; no pytest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The week's subdirectory holding materialised revisions (a dot name: never a run directory).
+REVISIONS_DIR = ".revisions"
+#: Written last into a materialised revision: its presence says the copy is whole.
+_DONE = ".skilllift-revision"
+GIT_TIMEOUT_S = 60
+
+
+class RevisionError(ValueError):
+    """A REF that cannot be resolved or materialised; the message names it and the fix."""
+
+
+@dataclass(frozen=True)
+class Revision:
+    """A resolved with-skill@REF."""
+
+    #: The REF as written (``HEAD~1``).
+    ref: str
+    #: ``git`` or ``directory``.
+    kind: str
+    #: The resolved commit (git), else "".
+    commit: str
+    #: The skills root's git tree hash at the commit; for a directory, a SHA-256 of its files.
+    tree: str
+    #: The skills root the arm installs families from.
+    root: Path
+
+    def to_json(self) -> dict[str, str]:
+        """What week.json and Provenance record of the revision."""
+        return {"ref": self.ref, "kind": self.kind, "commit": self.commit, "tree": self.tree}
+
+
+def _git(skills_root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(["git", "-C", str(skills_root), *args], capture_output=True,
+                              timeout=GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RevisionError(f"with-skill@…: git could not be run in {skills_root} ({exc}); "
+                            "install git or give a directory of earlier skills as REF"
+                            ) from None
+
+
+def _out(proc: subprocess.CompletedProcess[bytes]) -> str:
+    return proc.stdout.decode("utf-8", "replace").strip()
+
+
+def _dir_hash(root: Path) -> str:
+    """SHA-256 over every file under ``root`` (relative path + bytes; links as their text)."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink():
+            data = os.readlink(path).encode()
+        elif path.is_file():
+            data = path.read_bytes()
+        else:
+            continue
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + data + b"\0")
+    return digest.hexdigest()
+
+
+def resolve(skills_root: Path, ref: str, *, rootdir: Path, week_dir: Path) -> Revision:
+    """Resolve ``ref`` and make its skills root available (raises :class:`RevisionError`)."""
+    # A directory: absolute, under the rootdir, or beside the skills root (the demo's
+    # packaged skills-v1 sits beside its skills).
+    for as_dir in ([Path(ref)] if Path(ref).is_absolute() else
+                   [rootdir / ref, skills_root.parent / ref]):
+        if as_dir.is_dir():
+            return Revision(ref, "directory", "", _dir_hash(as_dir), as_dir.resolve())
+    if not skills_root.is_dir():
+        raise RevisionError(f"with-skill@{ref}: the skills root {skills_root} does not exist")
+    commit = _git(skills_root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    if commit.returncode != 0 or not _out(commit):
+        raise RevisionError(
+            f"with-skill@{ref}: {ref!r} is neither a revision of the git repository holding "
+            f"the skills root {skills_root} nor a directory under the rootdir {rootdir} or beside "
+            "the skills root; fix: "
+            "give a commit, tag or HEAD~N that `git rev-parse` knows there, or the path of a "
+            "directory of earlier skills")
+    sha = _out(commit)
+    prefix = _out(_git(skills_root, "rev-parse", "--show-prefix")).rstrip("/")
+    treeish = f"{sha}:{prefix}" if prefix else f"{sha}^{{tree}}"
+    tree = _git(skills_root, "rev-parse", "--verify", "--quiet", treeish)
+    if tree.returncode != 0 or not _out(tree):
+        raise RevisionError(f"with-skill@{ref}: commit {sha[:12]} has no {prefix or 'root'} "
+                            "directory (the skills root did not exist then); fix: pick a "
+                            "later revision")
+    root = _materialise(skills_root, treeish, week_dir / REVISIONS_DIR / sha, ref)
+    return Revision(ref, "git", sha, _out(tree), root)
+
+
+def _materialise(skills_root: Path, treeish: str, dest: Path, ref: str) -> Path:
+    """The tree ``treeish`` written under ``dest`` once; concurrent sessions (xdist workers,
+    shards) each write a temporary copy and the first rename wins."""
+    if (dest / _DONE).is_file():
+        return dest
+    archive = _git(skills_root, "archive", "--format=tar", treeish)
+    if archive.returncode != 0:
+        raise RevisionError(f"with-skill@{ref}: git archive {treeish} failed "
+                            f"({archive.stderr.decode('utf-8', 'replace').strip()[:200]})")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.parent / f".tmp-{uuid.uuid4().hex}"
+    tmp.mkdir()
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            # git writes no device files nor a file beneath a link; the 'tar' filter still
+            # refuses absolute or '..' member names. Links are kept as links: the install
+            # refuses one that leaves its family, as it does for the working tree.
+            if hasattr(tarfile, "tar_filter"):
+                tar.extractall(tmp, filter="tar")
+            else:  # pragma: no cover - Python < 3.11.4
+                tar.extractall(tmp)
+        (tmp / _DONE).write_text(treeish + "\n")
+        try:
+            tmp.rename(dest)
+        except OSError:
+            if not (dest / _DONE).is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def revision_commit(root: Path) -> str:
+    """The commit a materialised revision was written from ("" for any other directory)."""
+    try:
+        return (Path(root) / _DONE).read_text().split(":", 1)[0].split("^", 1)[0].strip()
+    except OSError:
+        return ""
+
+
+_RESOLVED: dict[tuple[str, str, str, str], Revision] = {}
+
+
+def session_revision(conditions: tuple[str, ...], skills_root: Path, *, rootdir: Path,
+                     week_dir: Path) -> Revision | None:
+    """The with-skill@REF arm's revision among ``conditions`` (None without one), resolved
+    once per process (collection, the matrix and the week identity all ask)."""
+    from pytest_skilllift.week.columns import arm_ref
+
+    ref = next((r for r in map(arm_ref, conditions) if r is not None), None)
+    if ref is None:
+        return None
+    key = (str(skills_root), ref, str(rootdir), str(week_dir))
+    if key not in _RESOLVED:
+        _RESOLVED[key] = resolve(skills_root, ref, rootdir=rootdir, week_dir=week_dir)
+    return _RESOLVED[key]
