@@ -54,8 +54,9 @@ def add_parser(subparsers: Any) -> None:
         description="Build TAG from BASE (a skilllift image) with the npm agent CLIs found on "
                     "this machine's PATH added, so the docker runner runs labels naming "
                     "those agents (docs/agents.md). Needs no registry.")
-    add.add_argument("--base", required=True, help="the skilllift image to build on")
-    add.add_argument("--tag", required=True, help="the new image's tag")
+    add.add_argument("--base", required=True, metavar="IMAGE",
+                     help="the skilllift image to build on")
+    add.add_argument("--tag", required=True, metavar="TAG", help="the new image's tag")
     add.set_defaults(func=_add_agents)
 
     check = image_sub.add_parser("check", help="print an image's CLI version vs the pinned one")
