@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift.judge import calibrate as judge_cli
+from pytest_skilllift.cli import calibrate as judge_cli
 from pytest_skilllift.testing import Reply, StandIn
 from pytest_skilllift.testing.judge_script import keyword_judge
 

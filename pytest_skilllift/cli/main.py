@@ -1,7 +1,8 @@
 """The ``skilllift`` console script: side doors on a week directory and on skills.
 
-Each subcommand lives in the module that owns it and registers itself through
-``add_parser(subparsers)``; this file only dispatches.
+Each subcommand is a module of this package that registers itself through
+``add_parser(subparsers)`` and calls the core package that owns the work; this file only
+dispatches.
 """
 
 from __future__ import annotations
@@ -20,16 +21,16 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.cli.summarize",  # summarize
     "pytest_skilllift.cli.merge",  # merge
     "pytest_skilllift.cli.gate",  # gate
-    "pytest_skilllift.judge.calibrate",  # calibrate
-    "pytest_skilllift.run.regrade",  # judge
-    "pytest_skilllift.judge.agreement",  # judge-check
-    "pytest_skilllift.judge.labels",  # label
+    "pytest_skilllift.cli.calibrate",  # calibrate
+    "pytest_skilllift.cli.judge",  # judge
+    "pytest_skilllift.cli.judge_check",  # judge-check
+    "pytest_skilllift.cli.label",  # label
     "pytest_skilllift.cli.score",  # score, compare (skills or weeks)
     "pytest_skilllift.cli.certify",  # certify, corpus init
     "pytest_skilllift.cli.scan",  # scan (security)
     "pytest_skilllift.cli.lint_evals",  # lint-evals
     "pytest_skilllift.cli.image",  # image build
-    "pytest_skilllift.report.export",  # export (skill-creator layout)
+    "pytest_skilllift.cli.export",  # export (skill-creator layout)
     "pytest_skilllift.cli.view",  # view (the offline HTML site, labelling)
 )
 

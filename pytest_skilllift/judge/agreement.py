@@ -39,11 +39,9 @@ matched, 1 when some did not (or had an invalid verdict), 2 when the inputs are 
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,19 +49,18 @@ from typing import Any
 
 from pytest_skilllift.judge.graded import (
     GradedItem,
-    GradedWeekError,
     ItemKey,
     read_graded_items,
     rep_key,
     text_key,
 )
 from pytest_skilllift.week.columns import ITEM_TYPES, VERDICTS
-from pytest_skilllift.week.files import JUDGE_CHECK_FILE, atomic_write_json, utc_stamp
+from pytest_skilllift.week.files import JUDGE_CHECK_FILE, utc_stamp
 
 __all__ = [
     "CHECK_FILE", "MIN_MUST_LABELS", "PROVISIONAL_KAPPA", "PROVISIONAL_MUST_AGREEMENT",
     "TRUSTED_KAPPA", "TRUSTED_MUST_AGREEMENT", "TRUST_STATES", "Confusion", "LabelError",
-    "LabelRow", "add_parser", "check_week", "cohens_kappa", "confusion_stats", "match_labels",
+    "LabelRow", "check_week", "cohens_kappa", "confusion_stats", "match_labels",
     "read_labels", "trust_state",
 ]
 
@@ -407,45 +404,3 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         out.append(f"label rows not used ({len(report['unmatched'])}):")
         out += [f"  - row {u['row']} ({u['item']}): {u['reason']}" for u in report["unmatched"]]
     return out
-
-
-def _run(args: argparse.Namespace) -> int:
-    week = Path(args.week_dir)
-    if not week.is_dir():
-        print(f"skilllift judge-check: {week}: not a directory", file=sys.stderr)
-        return 2
-    try:
-        report = check_week(week, Path(args.labels))
-    except (LabelError, GradedWeekError) as err:
-        print(f"skilllift judge-check: {err}", file=sys.stderr)
-        return 2
-    atomic_write_json(week / CHECK_FILE, report)
-    if args.output == "json":
-        sys.stdout.write(json.dumps(report, indent=2) + "\n")
-    else:
-        for line in report_lines(report):
-            print(line)
-    print(f"wrote {week / CHECK_FILE} (the next summarize shows the trust state)",
-          file=sys.stderr)
-    return 1 if report["unmatched"] else 0
-
-
-def add_parser(subparsers: Any) -> None:
-    """Register ``skilllift judge-check``."""
-    parser = subparsers.add_parser(
-        "judge-check",
-        help="agreement of the judge with human labels: kappa, TPR/TNR, trust state",
-        description="Compare a week's judge verdicts with human labels (LABELS.csv: prompt,"
-                    "model,condition,rep,item_type,item_index|item_text,verdict). Reports raw "
-                    "agreement, Cohen's kappa and per item type the judge's true-positive and "
-                    "true-negative rates (avoid: violation detection and false alarms) with "
-                    "Wilson 95% intervals, lists disagreements and unmatched rows, and writes "
-                    "WEEK_DIR/judge-check.json with the trust state (trusted, provisional, "
-                    "untrusted, unmeasured) the scorecard shows.",
-    )
-    parser.add_argument("week_dir", metavar="WEEK_DIR", help="the graded week directory")
-    parser.add_argument("--labels", required=True, metavar="LABELS.csv",
-                        help="human verdicts, one row per item (skilllift label writes a sheet)")
-    parser.add_argument("--output", choices=("text", "json"), default="text",
-                        help="report format on stdout (default text)")
-    parser.set_defaults(func=_run)

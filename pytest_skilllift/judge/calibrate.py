@@ -20,10 +20,10 @@ could not be done (missing inputs, fewer than two samples graded).
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,6 @@ from pytest_skilllift.week.files import (
     RUN_FILE,
     STDOUT_FILE,
     atomic_write_json,
-    atomic_write_text,
 )
 
 #: Share of must items that must come back unanimous for one judge sample to stand.
@@ -138,7 +137,13 @@ def read_prompt(path: Path) -> tuple[str, tuple[RubricItem, ...]]:
         raise CalibrationError(f"cannot read the prompt file {path}: {err!r}") from None
 
 
-def read_answer(run_dir: Path, record: dict[str, Any]) -> str:
+#: The final answer parsed from a run's transcript (``run.transcript.final_answer``: the
+#: commands hand it in, so the judge never imports the run layer).
+TranscriptAnswer = Callable[[Path], str]
+
+
+def read_answer(run_dir: Path, record: dict[str, Any],
+                transcript_answer: TranscriptAnswer) -> str:
     """The run's final answer: from ``run.json``, else parsed from the transcript."""
     answer = record.get("final_answer")
     if isinstance(answer, str) and answer.strip():
@@ -147,16 +152,15 @@ def read_answer(run_dir: Path, record: dict[str, Any]) -> str:
     if not stdout.is_file():
         raise CalibrationError(f"{run_dir} has no final_answer in {RUN_FILE} and no "
                                f"{STDOUT_FILE}")
-    from pytest_skilllift.run.transcript import extract_signals, parse_transcript
-
-    signals = extract_signals(parse_transcript(stdout), family="", leaf="", site_host=None)
-    if not signals.final_answer.strip():
+    answer = transcript_answer(stdout)
+    if not answer.strip():
         raise CalibrationError(f"{stdout} holds no final answer to grade")
-    return signals.final_answer
+    return answer
 
 
 def calibrate(week_dir: Path, run_id: str, samples: int, judge: Grader,
-              bar: float = MUST_UNANIMITY_BAR) -> Calibration:
+              bar: float = MUST_UNANIMITY_BAR, *,
+              transcript_answer: TranscriptAnswer) -> Calibration:
     """Grade the run's answer ``samples`` times and tally agreement per item."""
     if samples < 2:
         raise CalibrationError(f"--samples must be at least 2, not {samples}")
@@ -169,7 +173,7 @@ def calibrate(week_dir: Path, run_id: str, samples: int, judge: Grader,
     if not prompt_path:
         raise CalibrationError(f"{run_dir / RUN_FILE} records no prompt_path")
     prompt_text, items = read_prompt(Path(prompt_path))
-    answer = read_answer(run_dir, record)
+    answer = read_answer(run_dir, record, transcript_answer)
 
     agreement = [ItemAgreement(item) for item in items]
     errors: list[str] = []
@@ -246,68 +250,3 @@ def pick_runs(week: Path, count: int, seed: str) -> list[str]:
                 and (path.parent / GRADES_FILE).is_file()):
             eligible.append(path.parent.name)
     return sorted(random.Random(seed).sample(eligible, min(count, len(eligible))))
-
-
-def _run(args: argparse.Namespace) -> int:
-    from pytest_skilllift.judge.client import Judge
-
-    week = Path(args.week_dir)
-    run_ids = list(args.run or [])
-    if args.runs:
-        run_ids += [r for r in pick_runs(week, args.runs, args.seed) if r not in run_ids]
-    if not run_ids:
-        print("skilllift calibrate: name a run (--run RUN_ID) or how many to pick (--runs K); "
-              f"{week} has no graded run to pick" if args.runs else
-              "skilllift calibrate: name a run (--run RUN_ID) or how many to pick (--runs K)",
-              file=sys.stderr)
-        return 2
-    judge = Judge(args.model)
-    data: dict[str, Any] = {}
-    for run_id in run_ids:
-        try:
-            result = calibrate(week, run_id, args.samples, judge, bar=args.bar)
-        except CalibrationError as err:
-            print(f"skilllift calibrate: {err}", file=sys.stderr)
-            return 2
-        for line in result.lines():
-            print(line)
-        atomic_write_text(week / run_id / CALIBRATION_FILE,
-                          json.dumps(result.to_json(), indent=2) + "\n")
-        if result.graded_samples < 2:
-            print(f"skilllift calibrate: fewer than two samples of {run_id} were graded; no "
-                  "agreement to report", file=sys.stderr)
-            return 2
-        data = record_week_calibration(week, result)
-    summary = data["summary"]
-    share = summary["must_unanimous_share"]
-    flips = ", ".join(
-        f"{t} {'n/a' if s['flip_rate'] is None else format(s['flip_rate'], '.0%')} "
-        f"({s['split']}/{s['items']})" for t, s in summary["by_type"].items())
-    print(f"week {week.name}: {summary['runs']} run(s) calibrated; flip rate {flips}; musts "
-          f"unanimous {'n/a' if share is None else format(share, '.0%')} (bar >= "
-          f"{summary['bar']:.0%}) -> {'PASS' if summary['passed'] else 'FAIL'}; "
-          f"written to {week / CALIBRATION_FILE}")
-    return 0 if summary["passed"] else 1
-
-
-def add_parser(subparsers: Any) -> None:
-    """Register ``skilllift calibrate``."""
-    parser = subparsers.add_parser(
-        "calibrate",
-        help="judge self-agreement: grade runs' answers N times, report per-item unanimity "
-             "and flip rates (kept in WEEK_DIR/calibration.json for the scorecard)",
-        description=__doc__.split("\n\n")[1] if __doc__ else None,
-    )
-    parser.add_argument("week_dir", metavar="WEEK_DIR", help="the week directory")
-    parser.add_argument("--run", action="append", metavar="RUN_ID",
-                        help="a run to re-grade (repeat for several)")
-    parser.add_argument("--runs", type=int, default=0, metavar="K",
-                        help="also pick K graded runs of the week at random (see --seed)")
-    parser.add_argument("--seed", default="0", metavar="SEED", help="seed for --runs (default 0)")
-    parser.add_argument("--samples", type=int, default=3, metavar="N",
-                        help="judge samples (default 3)")
-    parser.add_argument("--model", default=None, metavar="MODEL",
-                        help="judge model (default: newest non-deprecated Opus in the SDK)")
-    parser.add_argument("--bar", type=float, default=MUST_UNANIMITY_BAR, metavar="SHARE",
-                        help="required share of unanimous must items (default 0.95)")
-    parser.set_defaults(func=_run)

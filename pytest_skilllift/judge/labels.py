@@ -19,20 +19,19 @@ allowed for the item's type) and ``final_answer``; rows of one answer sit togeth
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import random
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from pytest_skilllift.judge.graded import GradedItem, GradedWeekError, read_graded_items
+from pytest_skilllift.judge.calibrate import CalibrationError, TranscriptAnswer, read_answer
+from pytest_skilllift.judge.graded import GradedItem
 from pytest_skilllift.week.columns import ITEM_TYPES, VERDICTS
 from pytest_skilllift.week.files import MANIFEST_CSV, RUN_FILE
 
-__all__ = ["SHEET_COLUMNS", "add_parser", "allocate", "stratified_sample", "write_sheet"]
+__all__ = ["SHEET_COLUMNS", "allocate", "stratified_sample", "write_sheet"]
 
 SHEET_COLUMNS: tuple[str, ...] = (
     "prompt", "model", "condition", "rep", "item_type", "item_index", "item_text", "choices",
@@ -90,11 +89,10 @@ def stratified_sample(items: Sequence[GradedItem], size: int,
 RunKey = tuple[str, str, str, int]  # (prompt, model, condition, rep)
 
 
-def _answers(week_dir: Path, items: Sequence[GradedItem]) -> dict[RunKey, str]:
+def _answers(week_dir: Path, items: Sequence[GradedItem],
+             transcript_answer: TranscriptAnswer) -> dict[RunKey, str]:
     """The final answer of each run of ``items``; a run is found by its scores.csv run_id,
     else through manifest.csv (a qdrant week's scores carry no run_id)."""
-    from pytest_skilllift.judge.calibrate import CalibrationError, read_answer
-
     manifest: dict[tuple[str, str, str, int], str] = {}
     path = week_dir / MANIFEST_CSV
     if path.is_file():
@@ -121,15 +119,17 @@ def _answers(week_dir: Path, items: Sequence[GradedItem]) -> dict[RunKey, str]:
         except (OSError, ValueError):
             record = {}
         try:
-            out[run] = read_answer(run_dir, record if isinstance(record, dict) else {})
+            out[run] = read_answer(run_dir, record if isinstance(record, dict) else {},
+                                   transcript_answer)
         except CalibrationError as err:
             out[run] = f"(final answer not found: {err})"
     return out
 
 
-def write_sheet(out: TextIO, week_dir: Path, sample: Sequence[GradedItem]) -> int:
+def write_sheet(out: TextIO, week_dir: Path, sample: Sequence[GradedItem],
+                transcript_answer: TranscriptAnswer) -> int:
     """Write the label sheet as CSV; returns how many answers could not be found."""
-    answers = _answers(week_dir, sample)
+    answers = _answers(week_dir, sample, transcript_answer)
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(SHEET_COLUMNS)
     missing = 0
@@ -141,56 +141,3 @@ def write_sheet(out: TextIO, week_dir: Path, sample: Sequence[GradedItem]) -> in
         writer.writerow([item.prompt, item.model, item.condition, item.rep, item.item_type,
                          item.item_index, item.item_text, f"{positive}|{negative}", "", answer])
     return missing
-
-
-def _run(args: argparse.Namespace) -> int:
-    week = Path(args.week_dir)
-    if not week.is_dir():
-        print(f"skilllift label: {week}: not a directory", file=sys.stderr)
-        return 2
-    if args.sample < 1:
-        print(f"skilllift label: --sample must be at least 1, not {args.sample}",
-              file=sys.stderr)
-        return 2
-    try:
-        items = read_graded_items(week)
-    except GradedWeekError as err:
-        print(f"skilllift label: {err}", file=sys.stderr)
-        return 2
-    sample, counts = stratified_sample(items, args.sample, args.seed)
-    if not sample:
-        print(f"skilllift label: {week / 'scores.csv'} has no graded item to sample",
-              file=sys.stderr)
-        return 2
-    missing = write_sheet(sys.stdout, week, sample)
-    available = sum(n for _t, n in counts.values())
-    per = ", ".join(f"{t} {v} {k}/{n}" for (t, v), (k, n) in counts.items())
-    print(f"sampled {len(sample)} of {available} graded items (seed {args.seed}): {per}",
-          file=sys.stderr)
-    if len(sample) < args.sample:
-        print(f"only {len(sample)} graded items exist; all of them are on the sheet",
-              file=sys.stderr)
-    if missing:
-        print(f"{missing} row(s) have no final answer (run directory missing)", file=sys.stderr)
-    print("fill the verdict column (one of the choices), then: skilllift judge-check "
-          f"{week} --labels <this file>", file=sys.stderr)
-    return 0
-
-
-def add_parser(subparsers: Any) -> None:
-    """Register ``skilllift label``."""
-    parser = subparsers.add_parser(
-        "label",
-        help="a stratified sample of graded items, with answers, for a person to label",
-        description="Print a CSV sheet of a stratified random sample of the week's graded "
-                    "items (equal shares of must met/missing, bonus met/absent, avoid "
-                    "violated/clean) with each run's final answer and an empty verdict column "
-                    "for a person to fill in; feed it to skilllift judge-check. The judge's "
-                    "verdicts are not shown, so the labels are blind.",
-    )
-    parser.add_argument("week_dir", metavar="WEEK_DIR", help="the graded week directory")
-    parser.add_argument("--sample", type=int, default=30, metavar="N",
-                        help="items to draw (default 30)")
-    parser.add_argument("--seed", default="0", metavar="SEED",
-                        help="random seed; the same week and seed give the same sheet")
-    parser.set_defaults(func=_run)

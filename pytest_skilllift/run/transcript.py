@@ -437,3 +437,9 @@ def extract_signals(
         fetched_urls=fetched_urls,
         is_error=bool(res.get("is_error")),
     )
+
+
+def final_answer(stdout: Path) -> str:
+    """The final answer of a run's transcript file (empty when it holds none)."""
+    signals = extract_signals(parse_transcript(stdout), family="", leaf="", site_host=None)
+    return signals.final_answer

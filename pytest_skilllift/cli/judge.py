@@ -1,0 +1,217 @@
+"""``skilllift judge WEEK_DIR``: the command of :mod:`pytest_skilllift.run.regrade` (grade a
+generated week again, without regenerating a run); the planning and grading stay there, this
+module parses the arguments, prints the progress and writes the scorecard at the end."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pytest_skilllift.config import OPTIONS
+from pytest_skilllift.judge.protocol import EVIDENCE_POLICIES, Grader
+from pytest_skilllift.run.engine import GradedRun
+from pytest_skilllift.run.regrade import (
+    FreshPass,
+    RegradeError,
+    RegradePlan,
+    copy_week,
+    grade_direct,
+    plan_regrade,
+    same_judge,
+    week_judge_models,
+)
+from pytest_skilllift.week.files import HISTORY_CSV, OK
+from pytest_skilllift.week.ledger import Ledger
+
+#: The pytest options' defaults (stated once, in ``config.OPTIONS``) for the same settings.
+_DEFAULTS = {o.name: o.default for o in OPTIONS}
+
+
+def finish(week_dir: Path, *, history: Path | None = None) -> Any:
+    """Rebuild the CSVs from the run directories and write the scorecard; the Summary."""
+    from pytest_skilllift.report.summarize import summarize_week
+
+    Ledger(Path(week_dir)).rebuild_csvs()
+    return summarize_week(Path(week_dir), history=history)
+
+
+def _make_grader(args: argparse.Namespace, model: str) -> Grader:
+    from pytest_skilllift.judge.client import Judge
+    from pytest_skilllift.judge.samples import SampledJudge
+
+    return SampledJudge(Judge(model, evidence=args.evidence), samples=args.samples)
+
+
+def _grade_in_batches(args: argparse.Namespace, plan: RegradePlan, target: Path, model: str,
+                      fresh: FreshPass | None, progress: Callable[[GradedRun], None]) -> None:
+    """``--batch``: the planned runs in Message Batches (half price; an interrupted command
+    resumes polling the batches on file instead of submitting them again)."""
+    from pytest_skilllift.judge.batch import BatchJudge, forget_batches
+    from pytest_skilllift.run.batch_grade import grade_plan_in_batches
+
+    if fresh is not None and not fresh.resumed:
+        forget_batches(target)  # a new --fresh pass reuses no earlier batch result
+    judge = BatchJudge(target, model, evidence=args.evidence, poll_s=args.batch_poll,
+                       log=lambda line: print(f"  {line}", file=sys.stderr))
+    try:
+        grade_plan_in_batches(Ledger(target), plan.specs, judge, samples=args.samples,
+                              on_graded=progress)
+    finally:
+        judge.close()
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pytest_skilllift.judge.client import default_judge_model
+
+    week_dir = Path(args.week_dir)
+    err = sys.stderr
+    if not week_dir.is_dir():
+        print(f"skilllift judge: {week_dir}: not a directory", file=err)
+        return 2
+    if args.samples < 1 or args.jobs < 1:
+        print("skilllift judge: --samples and -j must be at least 1", file=err)
+        return 2
+    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+        print("skilllift judge: the judge needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) "
+              "in the environment", file=err)
+        return 2
+    model = args.judge_model or default_judge_model()
+    graded_by = week_judge_models(week_dir)
+    other = sorted(m for m in graded_by if not same_judge(m, model))
+    target, history = week_dir, None
+    try:
+        if args.out:
+            target = Path(args.out)
+            copied = copy_week(week_dir, target)
+            # The copy is a judge trial, not a week: its history stays inside it.
+            history = target / HISTORY_CSV
+            print(f"copied {copied} generated run(s) into {target} (grades not copied)",
+                  file=err)
+        elif other and not args.fresh:
+            raise RegradeError(
+                f"{week_dir} was graded by {', '.join(other)}; grading it with {model} would "
+                "mix two judges in one week. Write to a copy with --out DIR (the week keeps "
+                "its judge), or pass --fresh to regrade every run of this week with "
+                f"{model}")
+        plan = plan_regrade(target, fresh=args.fresh,
+                            prompts_dir=Path(args.prompts) if args.prompts else None)
+    except RegradeError as exc:
+        print(f"skilllift judge: {exc}", file=err)
+        return 2
+    fresh = FreshPass(target, model) if args.fresh else None
+    if fresh is not None:
+        fresh.start(plan)
+        if fresh.resumed:
+            print(f"resuming an interrupted --fresh pass: {plan.kept} run(s) already regraded "
+                  "are kept", file=err)
+    total = len(plan.specs)
+    print(f"grading {total} run(s) of {target} with {model} ({args.samples} sample(s) per "
+          f"run, {'in Message Batches' if args.batch else f'{args.jobs} at a time'}); "
+          f"{plan.kept} already graded, "
+          f"{len(plan.skipped)} not gradeable, {len(plan.unreadable)} without a readable "
+          "prompt file", file=err)
+    for run_id, reason in plan.skipped:
+        print(f"  skipped {run_id}: {reason}", file=err)
+    for run_id, reason in plan.unreadable:
+        print(f"  NOT GRADED {run_id}: {reason}", file=err)
+    done = {"n": 0, "failed": 0}
+    lock = threading.Lock()
+
+    def progress(graded: GradedRun) -> None:
+        with lock:
+            done["n"] += 1
+            if graded.judge_error or graded.status != OK:
+                done["failed"] += 1
+                print(f"  [{done['n']}/{total}] {graded.run_id}: ungraded "
+                      f"({graded.judge_error or graded.reason})", file=err)
+            else:
+                print(f"  [{done['n']}/{total}] {graded.run_id}: graded", file=err)
+        if fresh is not None and not graded.judge_error and graded.status == OK:
+            fresh.graded(graded.run_id)
+
+    if args.batch:  # the Message Batches API takes the grading step's place
+        _grade_in_batches(args, plan, target, model, fresh, progress)
+    else:
+        grade_direct(plan, _make_grader(args, model), jobs=args.jobs, on_graded=progress)
+    if fresh is not None:
+        fresh.finish(complete=done["failed"] == 0)
+    if args.out or (fresh is not None and done["failed"] == 0):
+        # Every run of the target is now this judge's: its week.json says so.
+        _record_grading(target, model, args, source=week_dir if args.out else None)
+    summary = finish(target, history=history)
+    for line in summary.terminal_lines():
+        print(line)
+    if done["failed"]:
+        print(f"{done['failed']} run(s) are still ungraded; run the same command again to "
+              "grade them", file=err)
+    return 1 if done["failed"] or plan.unreadable else 0
+
+
+def _record_grading(target: Path, model: str, args: argparse.Namespace,
+                    source: Path | None) -> None:
+    """Record the judge that graded ``target`` in its week.json (``week.identity``)."""
+    from pytest_skilllift.judge.protocol import PROMPT_VERSION
+    from pytest_skilllift.week import identity
+
+    try:
+        notes = identity.record_grading(target, judge_model=model,
+                                        judge_prompt_version=PROMPT_VERSION,
+                                        judge_samples=args.samples, evidence=args.evidence,
+                                        source=source)
+    except identity.WeekFileError as exc:
+        print(f"skilllift judge: graded, but the week's identity was not updated: {exc}",
+              file=sys.stderr)
+        return
+    for note in notes:
+        print(f"week.json: {note}", file=sys.stderr)
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``skilllift judge``."""
+    parser = subparsers.add_parser(
+        "judge",
+        help="grade a generated week's runs (ungraded ones, or all with --fresh) without "
+             "regenerating, then rebuild its CSVs and scorecard",
+        description="Grade every generated, ungraded run of a week (with --fresh, every run) "
+                    "with the blind judge, concurrently and resumably, then rebuild "
+                    "manifest.csv, scores.csv and the scorecard. No run is regenerated. A "
+                    "judge model other than the one that graded the week writes to a copy "
+                    "(--out DIR) unless --fresh regrades the week in place.",
+    )
+    parser.add_argument("week_dir", metavar="WEEK_DIR", help="the week directory")
+    parser.add_argument("--fresh", action="store_true",
+                        help="discard every grade and regrade all runs (resumable: rerun the "
+                             "same command after an interruption)")
+    parser.add_argument("--judge-model", default="", metavar="M",
+                        help="judge model (default: the newest non-deprecated Opus id the "
+                             "installed anthropic SDK lists)")
+    parser.add_argument("--samples", type=int, default=_DEFAULTS["judge-samples"], metavar="N",
+                        help="independent judge samples per run; with 2, items whose samples "
+                             "disagree get a tie-breaking third and are flagged contested "
+                             f"(default {_DEFAULTS['judge-samples']})")
+    parser.add_argument("-j", "--jobs", type=int, default=4, metavar="CONCURRENCY",
+                        help="runs graded at the same time (default 4)")
+    parser.add_argument("--out", default="", metavar="DIR",
+                        help="grade a copy of the week in DIR (its generated runs, no grades); "
+                             "required for a different judge model unless --fresh")
+    parser.add_argument("--evidence", choices=EVIDENCE_POLICIES, default=_DEFAULTS["evidence"],
+                        help="a met/violated whose quote is not in the answer: reject (scored "
+                             "as missing/absent/clean) or flag (kept, evidence_ok=0) (default "
+                             f"{_DEFAULTS['evidence']})")
+    parser.add_argument("--batch", action="store_true",
+                        help="grade through the Message Batches API: half the price, results "
+                             "within 24 h; the batch ids are kept in WEEK_DIR/judge-batches.json "
+                             "so an interrupted command resumes polling instead of paying again")
+    parser.add_argument("--batch-poll", type=float, default=_DEFAULTS["judge-batch-poll"],
+                        metavar="SECONDS",
+                        help="seconds between polls of a pending batch (default "
+                             f"{_DEFAULTS['judge-batch-poll']:g})")
+    parser.add_argument("--prompts", default="", metavar="DIR",
+                        help="directory of the prompt files, when they moved since the week "
+                             "was generated (default: each run's recorded prompt_path)")
+    parser.set_defaults(func=_run)
