@@ -205,6 +205,11 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
+def option_default(name: str) -> Any:
+    """The default of the option ``name`` (as stated in :data:`OPTIONS`, once)."""
+    return next(o.default for o in OPTIONS if o.name == name)
+
+
 def parse_models(text: str, *, where: str = "--skill-lift-models") -> tuple[tuple[str, str], ...]:
     """``"sonnet=claude-sonnet-4-5,haiku"`` → ``(("sonnet", "claude-sonnet-4-5"),
     ("haiku", "haiku"))``. ``where`` names the setting in errors (the flag or the ini key)."""

@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-DEFAULT_OUT = Path(".skilllift") / "depth"
+from pytest_skilllift.config import option_default
+from pytest_skilllift.lint.depth_context import DEFAULT_OUT, make_context
+
+#: The weekly run's defaults (``config.OPTIONS``), which the Monte Carlo runs share.
+_IMAGE, _NETWORK = option_default("image"), option_default("docker-network")
+_TIMEOUT = option_default("timeout")
 
 
 def add_depth_arguments(p: argparse.ArgumentParser, *, certify: bool = False) -> None:
@@ -48,14 +52,14 @@ def add_depth_arguments(p: argparse.ArgumentParser, *, certify: bool = False) ->
                         "runs another agent, e.g. codex:gpt-5.5 (docs/agents.md)")
     g.add_argument("--runner", choices=["local", "docker"], default="local",
                    help="where each CLI run executes, as in the weekly run (default local)")
-    g.add_argument("--image", default="skilllift:local", metavar="IMAGE",
-                   help="docker image (--runner docker; default skilllift:local)")
-    g.add_argument("--docker-network", default="bridge", metavar="MODE",
+    g.add_argument("--image", default=_IMAGE, metavar="IMAGE",
+                   help=f"docker image (--runner docker; default {_IMAGE})")
+    g.add_argument("--docker-network", default=_NETWORK, metavar="MODE",
                    help="docker network (--runner docker)")
     g.add_argument("--claude", default=None, metavar="PATH", help="Claude Code CLI (local runner)")
     g.add_argument("--max-turns", type=int, default=None, metavar="N", help="per-run --max-turns")
-    g.add_argument("--timeout", type=float, default=600.0, metavar="S",
-                   help="per-run timeout in seconds (default 600)")
+    g.add_argument("--timeout", type=float, default=_TIMEOUT, metavar="S",
+                   help=f"per-run timeout in seconds (default {_TIMEOUT:g})")
     if certify:
         g.add_argument("--corpus", type=Path, default=None, metavar="INDEX",
                        help="gold corpus index from `skilllift corpus init` (the file or its "
@@ -72,11 +76,11 @@ _DEPTH_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("--mc-runs", "mc_runs", 50, "deep"),
     ("--model", "model", "sonnet", "deep"),
     ("--runner", "runner", "local", "deep"),
-    ("--image", "image", "skilllift:local", "deep"),
-    ("--docker-network", "docker_network", "bridge", "deep"),
+    ("--image", "image", _IMAGE, "deep"),
+    ("--docker-network", "docker_network", _NETWORK, "deep"),
     ("--claude", "claude", None, "deep"),
     ("--max-turns", "max_turns", None, "deep"),
-    ("--timeout", "timeout", 600.0, "deep"),
+    ("--timeout", "timeout", _TIMEOUT, "deep"),
 )
 _ORDER = {"quick": 0, "standard": 1, "deep": 2, "certify": 3}
 
@@ -142,10 +146,6 @@ def run_corpus_init(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return 2
     print(f"indexed {len(entries)} skill(s) into {index}", file=out)
     return 0
-
-
-def _progress(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def run_depth(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -217,105 +217,3 @@ def build_context(args: argparse.Namespace) -> Any:
         runner=args.runner, image=args.image, docker_network=args.docker_network,
         claude=args.claude, max_turns=args.max_turns, timeout=args.timeout, week=args.week,
         corpus=getattr(args, "corpus", None))
-
-
-def make_context(
-    depth: str,
-    *,
-    judges: int = 1,
-    judge_model: str | None = None,
-    max_spend: float | None = None,
-    out: Path | None = None,
-    mc_prompts: Path | None = None,
-    mc_runs: int = 50,
-    model: str = "sonnet",
-    runner: str = "local",
-    image: str = "skilllift:local",
-    docker_network: str = "bridge",
-    claude: str | None = None,
-    max_turns: int | None = None,
-    timeout: float = 600.0,
-    week: Path | None = None,
-    corpus: Path | None = None,
-    progress: Any = _progress,
-) -> Any:
-    """A :class:`~pytest_skilllift.lint.depth.DepthContext` (raises DepthUsageError and the
-    loaders' errors on bad input). Used by the commands and by ``pytest --skill-lint``."""
-    from pytest_skilllift.lint.depth import DepthContext, DepthUsageError, agent_config
-    from pytest_skilllift.lint.elo import load_corpus
-    from pytest_skilllift.lint.measured import load_scorecard
-    from pytest_skilllift.lint.montecarlo import MCConfig, load_mc_prompts
-    from pytest_skilllift.lint.spend import Budget, Store
-
-    if judges < 1:
-        raise DepthUsageError(f"--judges must be 1 or more, not {judges}")
-    if mc_runs < 1:
-        raise DepthUsageError(f"--mc-runs must be 1 or more, not {mc_runs}")
-    if max_spend is not None and not max_spend >= 0:
-        raise DepthUsageError(f"--max-spend must be 0 or more dollars, not {max_spend}")
-    budget = Budget(max_spend)
-    ctx = DepthContext(depth=depth, budget=budget, store=Store(out if out is not None
-                                                               else DEFAULT_OUT),
-                       judges=judges, progress=progress)
-    ctx.client_factory = lambda: _client(judge_model)
-    if week is not None:
-        ctx.week_dir = week
-        if depth in ("quick", "standard"):
-            ctx.week_data = load_scorecard(week)
-        elif not Path(week).is_dir():
-            raise DepthUsageError(f"--week {week}: not a directory")
-    if depth in ("deep", "certify") and week is None:
-        if mc_prompts is not None:
-            ctx.mc_prompts = load_mc_prompts(mc_prompts)
-        from pytest_skilllift.model import CLAUDE_CODE, split_agent
-
-        claude_path = "claude"  # the docker image's own CLI
-        agent = split_agent(model)[0]  # --model AGENT:MODEL runs another agent's CLI
-        agent_paths: dict[str, str] = {}
-        if runner == "local" and agent != CLAUDE_CODE:
-            from pytest_skilllift.runners import agents
-
-            path = agents.find_cli(agent)
-            if path is None:
-                raise DepthUsageError(agents.missing_cli_message(agent))
-            agent_paths[agent] = path
-        elif runner == "local":
-            from pytest_skilllift.runners.claude import find_claude
-
-            found = find_claude(claude)
-            if found is None:
-                raise DepthUsageError(
-                    "Claude Code CLI not found for the Monte Carlo runs: pass --claude PATH, "
-                    "put claude on PATH, or install claude-agent-sdk (it bundles the CLI)")
-            claude_path = found
-        mc_agent = replace(agent_config(claude_path, Path("."), max_turns=max_turns,
-                                        timeout_s=timeout), agent_paths=agent_paths)
-        ctx.mc = MCConfig(agent=mc_agent, model_id=model, runs=mc_runs)
-        ctx.runner_factory = _runner_factory(runner, image, docker_network)
-    if depth == "certify":
-        if corpus is None:
-            raise DepthUsageError("certify needs --corpus INDEX (build one with `skilllift "
-                                  "corpus init DIR`)")
-        ctx.corpus = load_corpus(corpus)
-    return ctx
-
-
-def _client(model: str | None) -> Any:
-    from pytest_skilllift.lint.skill_judge import SkillJudgeClient
-
-    return SkillJudgeClient(model=model)
-
-
-def _runner_factory(runner: str, image: str, network: str) -> Any:
-    if runner == "docker":
-        def docker_runner() -> Any:
-            from pytest_skilllift.runners.docker import DockerRunner
-
-            return DockerRunner(image, network=network)
-        return docker_runner
-
-    def local_runner() -> Any:
-        from pytest_skilllift.runners.local import LocalRunner
-
-        return LocalRunner()
-    return local_runner

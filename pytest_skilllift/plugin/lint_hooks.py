@@ -313,7 +313,7 @@ def _depth_context(config: pytest.Config, depth: str) -> DepthContext:
     """One depth context per process (judge client, spend, store under the rootdir)."""
     ctx = config.stash.get(_DEPTH_KEY, None)
     if ctx is None:
-        from pytest_skilllift.cli.certify import make_context
+        from pytest_skilllift.lint.depth_context import make_context
 
         try:
             ctx = make_context(depth, out=config.rootpath / ".skilllift" / "depth",
