@@ -14,6 +14,7 @@ import pluggy
 import pytest
 
 from pytest_skilllift.config import OPTIONS, Settings
+from pytest_skilllift.intervals import newcombe_interval
 from pytest_skilllift.judge.protocol import PROMPT_VERSION
 from pytest_skilllift.judge.samples import SampledJudge
 from pytest_skilllift.judge.session_judge import FixtureGrader, SessionJudge, as_rubric
@@ -167,9 +168,9 @@ def test_merge_upserts_by_check_and_run(tmp_path: Path) -> None:
 def test_newcombe_interval_matches_the_published_example() -> None:
     # Newcombe (1998), Table II, example (a): 56/70 vs 48/80 → difference 0.2,
     # method 10 interval 0.0524 to 0.3339.
-    low, high = custom_checks.newcombe_interval(48, 80, 56, 70)
+    low, high = newcombe_interval(48, 80, 56, 70)
     assert (round(low, 4), round(high, 4)) == (0.0524, 0.3339)
-    assert all(math.isnan(x) for x in custom_checks.newcombe_interval(0, 0, 1, 2))
+    assert all(math.isnan(x) for x in newcombe_interval(0, 0, 1, 2))
 
 
 def test_custom_checks_section(tmp_path: Path) -> None:

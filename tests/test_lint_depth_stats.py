@@ -6,12 +6,12 @@ import math
 
 import pytest
 
+from pytest_skilllift.intervals import cohen_kappa
 from pytest_skilllift.lint.depth_stats import (
     band,
     bootstrap_ci,
     clopper_pearson,
     coefficient_of_variation,
-    cohen_kappa,
     efficiency_norm,
     elo_bootstrap_ci,
     elo_expected,

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_skilllift.intervals import kappa, wilson_interval
 from pytest_skilllift.judge.graded import (
     GradedItem,
     ItemKey,
@@ -126,14 +127,10 @@ def cohens_kappa(c: Confusion) -> float | None:
     observed = (c.tp + c.tn) / n
     judge_pos, human_pos = (c.tp + c.fp) / n, (c.tp + c.fn) / n
     expected = judge_pos * human_pos + (1 - judge_pos) * (1 - human_pos)
-    if math.isclose(expected, 1.0):
-        return None
-    return (observed - expected) / (1 - expected)
+    return kappa(observed, expected)
 
 
 def _wilson(k: int, n: int) -> list[float | None]:
-    from pytest_skilllift.report.stats import wilson_interval
-
     lo, hi = wilson_interval(k, n)
     return [None if math.isnan(lo) else lo, None if math.isnan(hi) else hi]
 

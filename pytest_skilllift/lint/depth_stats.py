@@ -63,25 +63,6 @@ def band(score: float) -> int:
     return len(BAND_BOUNDS)
 
 
-def cohen_kappa(a: Sequence[int], b: Sequence[int]) -> float | None:
-    """Cohen's kappa of two raters' categories over the same items.
-
-    ``(p_o − p_e) / (1 − p_e)``; None when undefined (no items, or both raters used one and
-    the same category for everything, so chance agreement is already 1).
-    """
-    if len(a) != len(b):
-        raise ValueError(f"kappa needs paired ratings; got {len(a)} and {len(b)}")
-    n = len(a)
-    if n == 0:
-        return None
-    po = sum(1 for x, y in zip(a, b, strict=True) if x == y) / n
-    cats = set(a) | set(b)
-    pe = sum((list(a).count(c) / n) * (list(b).count(c) / n) for c in cats)
-    if pe >= 1.0 - 1e-12:
-        return None
-    return (po - pe) / (1.0 - pe)
-
-
 def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
     """Clopper–Pearson exact interval for k successes in n trials; (nan, nan) when n == 0."""
     if n <= 0:

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from pytest_skilllift.lint.depth_stats import QUALITY_BOOTSTRAP, cohen_kappa, t_interval
+from pytest_skilllift.intervals import cohen_kappa
+from pytest_skilllift.lint.depth_stats import QUALITY_BOOTSTRAP, t_interval
 from pytest_skilllift.lint.skill_judge import (
     ASSESS_TOOL,
     JUDGE_DIMENSIONS,

@@ -36,7 +36,7 @@ def _wilson(successes: int, n: int) -> tuple[float, float] | None:
     and the lint report); None when there are no runs to bound."""
     if n <= 0:
         return None
-    from pytest_skilllift.report.stats import wilson_interval  # scipy import: only paid with --week
+    from pytest_skilllift.intervals import wilson_interval  # scipy: imported on first use
 
     lo, hi = wilson_interval(successes, n)
     return (float(lo), float(hi))

@@ -324,7 +324,7 @@ class MCFigures:
 def _wilson(k: int, n: int) -> tuple[float, float] | None:
     if n <= 0:
         return None
-    from pytest_skilllift.report.stats import wilson_interval
+    from pytest_skilllift.intervals import wilson_interval  # scipy: imported on first use
 
     lo, hi = wilson_interval(k, n)
     return (float(lo), float(hi))

@@ -15,7 +15,7 @@ The computing lives in ``week.identity``, ``report.gates`` and ``report.verdicts
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,15 +29,18 @@ from pytest_skilllift.week.columns import ARMS, WITH_ALL, WITH_REF, WITH_REF_PRE
 from pytest_skilllift.week.files import RUN_FILE
 
 if TYPE_CHECKING:
+    from pytest_skilllift.config import Settings
     from pytest_skilllift.model import PromptSpec
-    from pytest_skilllift.plugin.session import SkillLiftSession
+    from pytest_skilllift.run.matrix import Matrix
 
 
 class SessionVerdicts:
-    """Identity at the start, gates at the end, for the session ``state``."""
+    """Identity at the start, gates at the end, of a session with ``settings`` whose runs are
+    ``matrix()`` (read when the gates are validated, not before)."""
 
-    def __init__(self, state: SkillLiftSession) -> None:
-        self.state = state
+    def __init__(self, settings: Settings, matrix: Callable[[], Matrix]) -> None:
+        self.settings = settings
+        self._matrix = matrix
         self.gates: list[gatemod.Gate] = []
         self.notes: list[str] = []
         self.report: gatemod.GateReport | None = None
@@ -52,9 +55,9 @@ class SessionVerdicts:
         """Validate the gates (``SettingsError`` on the first bad one) and, with ``identity``,
         start computing the week's identity (not when only listing tests: it runs the CLI for
         its version). Returns warnings (gates that always pass)."""
-        s = self.state.settings
+        s = self.settings
         # The session's valid prompt files (a bad one is a collection error, reported there).
-        self._specs = list({run.prompt.name: run.prompt for run in self.state.matrix().runs}
+        self._specs = list({run.prompt.name: run.prompt for run in self._matrix().runs}
                            .values())
         scopes = gatemod.Scopes(models=tuple(m for m, _ in s.models), conditions=s.conditions,
                                 prompts=tuple(sp.name for sp in self._specs))
@@ -70,7 +73,7 @@ class SessionVerdicts:
     def _build_identity(self) -> ident.Identity:
         from pytest_skilllift.judge.protocol import PROMPT_VERSION
 
-        s = self.state.settings
+        s = self.settings
         image_id, cli = None, ""
         agent_clis: dict[str, str] = {}
         if s.runner == "docker":
@@ -141,7 +144,7 @@ class SessionVerdicts:
 
         if self._identity is None:
             return
-        s = self.state.settings
+        s = self.settings
         try:
             proposed = self._identity.get()
         except Exception as exc:  # e.g. the judge SDK cannot be imported
@@ -198,7 +201,7 @@ class SessionVerdicts:
     def finish(self, summary: Any) -> None:
         """Record the run count and the judge overrides, measure the gates, append the CI job
         summary."""
-        s = self.state.settings
+        s = self.settings
         if self.record is not None and summary is not None:
             data = summary.data
             self.notes += ident.record_session_end(

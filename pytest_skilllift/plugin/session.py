@@ -128,7 +128,7 @@ class SkillLiftSession:
             SessionVerdicts,  # week identity at start, gates at end
         )
 
-        self.ci = SessionVerdicts(self)
+        self.ci = SessionVerdicts(settings, self.matrix)
         #: Docker only: the controller's start-up and end-of-session container sweeps.
         self.sweeps = SweepLog() if settings.runner == "docker" and not worker else None
 

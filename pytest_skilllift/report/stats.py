@@ -14,25 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from types import ModuleType
-
-
-def scipy_special() -> ModuleType:
-    """scipy.special, imported on first use.
-
-    scipy.special, not scipy.stats: the same distribution functions (stdtrit = t quantile,
-    ndtri = normal quantile, nctdtr = noncentral t CDF) at a third of the import time.  Still
-    ≈ 0.25 s of CPU, so it is not imported with this module: not by whoever only needs the
-    aggregation, and a pytest session imports it while its runs go (``summarize.warm_imports``).
-    """
-    from scipy import special
-
-    return special
+# Re-exported for the sections (``stats.scipy_special()``); their home is ``intervals``.
+from pytest_skilllift.intervals import scipy_special as scipy_special
+from pytest_skilllift.intervals import wilson_interval as wilson_interval
 
 #: composite = clamp(must + BONUS_WEIGHT·bonus − AVOID_PENALTY·avoid, 0, 1)  (Scoring Math)
 BONUS_WEIGHT = 0.10
@@ -285,18 +272,6 @@ def paired_bootstrap(
     lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
     return Bootstrap(float(lo), float(hi), bool(lo > 0 or hi < 0), n_boot, seed,
                      bootstrap_mc_se(means, level))
-
-
-def wilson_interval(k: int, n: int, *, level: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a proportion k/n; (nan, nan) when n == 0."""
-    if n <= 0:
-        return (math.nan, math.nan)
-    z = float(scipy_special().ndtri(0.5 + level / 2.0))
-    p = k / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def _paired_t_power(delta: float, sd: float, n: int, alpha: float) -> float:

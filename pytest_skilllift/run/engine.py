@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from pytest_skilllift.judge.protocol import PROMPT_VERSION, Grader
@@ -47,8 +47,17 @@ from pytest_skilllift.week.files import (
 from pytest_skilllift.week.ledger import Ledger
 
 if TYPE_CHECKING:
-    from pytest_skilllift.run.baseline import BaselineSource
     from pytest_skilllift.run.transcript import Transcript
+
+
+class BaselineSource(Protocol):
+    """Where no-skill runs come from instead of being generated (``run.baseline``'s
+    ``BaselineSource``, ``--skill-lift-baseline-from``); a protocol here, so the engine does
+    not import the module that imports it."""
+
+    def adopt(self, spec: RunSpec, ledger: Ledger) -> tuple[dict[str, Any] | None, str]:
+        """Copy ``spec``'s run in: (its record, "") when copied, else (None, why not)."""
+        ...
 
 
 @dataclass(frozen=True)

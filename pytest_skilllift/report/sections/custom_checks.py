@@ -11,7 +11,6 @@ when reps > 1. A week that ran no check has empty lists and no markdown section.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from pytest_skilllift.intervals import newcombe_interval
 from pytest_skilllift.report import stats
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.week.checks import read_checks
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
-__all__ = ["Data", "build", "from_week_dir", "newcombe_interval", "render"]
+__all__ = ["Data", "build", "from_week_dir", "render"]
 
 NO, WITH = CONDITIONS
 
@@ -72,18 +72,6 @@ class Data(TypedDict):
     custom_checks: list[CheckRate]
     custom_checks_lift: list[CheckLift]
     custom_checks_skipped: list[CheckSkip]
-
-
-def newcombe_interval(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float]:
-    """95% interval of p2 − p1 (Newcombe's hybrid score method); (nan, nan) if n1 or n2 is 0."""
-    if n1 <= 0 or n2 <= 0:
-        return (math.nan, math.nan)
-    p1, p2 = k1 / n1, k2 / n2
-    l1, u1 = stats.wilson_interval(k1, n1)
-    l2, u2 = stats.wilson_interval(k2, n2)
-    d = p2 - p1
-    return (d - math.sqrt((p2 - l2) ** 2 + (u1 - p1) ** 2),
-            d + math.sqrt((u2 - p2) ** 2 + (p1 - l1) ** 2))
 
 
 def build(ctx: Context) -> Data:

@@ -1,0 +1,90 @@
+"""Intervals and agreement, the one home of each formula (pure: no I/O, no pytest, no numpy).
+
+* :func:`wilson_interval` — a proportion's Wilson score interval (the scorecard's trigger and
+  activation rates, the judge-check rates, the lint report's Monte Carlo rates);
+* :func:`newcombe_interval` — a difference of two proportions (Newcombe's hybrid score method,
+  built on two Wilson intervals; the custom checks' lift);
+* :func:`cohen_kappa` / :func:`kappa` — Cohen's kappa of two raters (the judge against
+  people in ``skilllift judge-check``, judges against each other in ``skilllift score``).
+
+**Kappa's undefined case, decided once.** ``(p_o − p_e) / (1 − p_e)`` has no value when there
+is nothing to rate or when the chance agreement ``p_e`` is 1 — both raters gave one and the
+same category to every item, so agreement cannot tell skill from chance. Both are ``None``
+(reported as "n/a", never as 1 or 0), with ``p_e`` counted as 1 within :data:`KAPPA_EPS`.
+The bootstraps stay with the statistic they resample (``report.stats`` for the paired lift,
+``lint.depth_stats`` for the quality and Elo bounds).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+#: Chance agreement this close to 1 counts as 1 (kappa undefined): float noise, not data.
+KAPPA_EPS = 1e-12
+
+
+def scipy_special() -> ModuleType:
+    """scipy.special, imported on first use.
+
+    scipy.special, not scipy.stats: the same distribution functions (stdtrit = t quantile,
+    ndtri = normal quantile, nctdtr = noncentral t CDF) at a third of the import time.  Still
+    ≈ 0.25 s of CPU, so it is not imported with this module: not by whoever only needs the
+    aggregation, and a pytest session imports it while its runs go (``summarize.warm_imports``).
+    """
+    from scipy import special
+
+    return special
+
+
+def wilson_interval(k: int, n: int, *, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a proportion k/n; (nan, nan) when n == 0."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    z = float(scipy_special().ndtri(0.5 + level / 2.0))
+    p = k / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def newcombe_interval(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float]:
+    """95% interval of p2 − p1 (Newcombe's hybrid score method); (nan, nan) if n1 or n2 is 0."""
+    if n1 <= 0 or n2 <= 0:
+        return (math.nan, math.nan)
+    p1, p2 = k1 / n1, k2 / n2
+    l1, u1 = wilson_interval(k1, n1)
+    l2, u2 = wilson_interval(k2, n2)
+    d = p2 - p1
+    return (d - math.sqrt((p2 - l2) ** 2 + (u1 - p1) ** 2),
+            d + math.sqrt((u2 - p2) ** 2 + (p1 - l1) ** 2))
+
+
+def kappa(observed: float, expected: float) -> float | None:
+    """Cohen's kappa from the observed and the chance agreement; None when undefined
+    (chance agreement 1, see the module docstring)."""
+    if expected >= 1.0 - KAPPA_EPS:
+        return None
+    return (observed - expected) / (1.0 - expected)
+
+
+def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
+    """Cohen's kappa of two raters' categories over the same items.
+
+    ``(p_o − p_e) / (1 − p_e)``; None when undefined (no items, or both raters used one and
+    the same category for everything, so chance agreement is already 1).
+    """
+    if len(a) != len(b):
+        raise ValueError(f"kappa needs paired ratings; got {len(a)} and {len(b)}")
+    n = len(a)
+    if n == 0:
+        return None
+    po = sum(1 for x, y in zip(a, b, strict=True) if x == y) / n
+    cats = set(a) | set(b)
+    pe = sum((list(a).count(c) / n) * (list(b).count(c) / n) for c in cats)
+    return kappa(po, pe)
