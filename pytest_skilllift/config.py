@@ -135,8 +135,9 @@ OPTIONS: tuple[Option, ...] = (
            "reported.", "float", DEFAULT_MAX_BUDGET_USD, metavar="USD"),
     Option("timeout", "Per-run timeout in seconds.", "float", DEFAULT_TIMEOUT_S,
            metavar="SECONDS"),
-    Option("judge-model", "Judge model.", default="", default_text="the newest "
-           "non-deprecated Opus id known to the installed anthropic SDK", metavar="MODEL"),
+    Option("judge-model", "Judge model (a pinned id: changing it is a release note, "
+           "never a side effect of upgrading the anthropic SDK).", default="claude-opus-5-5",
+           metavar="MODEL"),
     Option("judge-samples", "Independent judge samples per run, each with its own rubric "
            "shuffle (2 is the escalation: items whose samples disagree get a third, "
            "tie-breaking sample and are flagged contested).", "int", 1, metavar="N"),

@@ -291,37 +291,19 @@ def test_cost_table() -> None:
     assert cost == 30.0 and note and "newer than the price table" in note
 
 
-def test_default_judge_model() -> None:
-    ids = ["claude-sonnet-5-5", "claude-opus-4-5", "claude-opus-4-5-20251101", "claude-opus-4-7",
-           "claude-opus-4-10", "claude-fable-9"]
-    assert default_judge_model(ids, {}) == "claude-opus-4-10"
-    assert default_judge_model(ids, {"claude-opus-4-10": "soon"}) == "claude-opus-4-7"
-    # a dated snapshot beats its floating alias at equal version
-    assert default_judge_model(["claude-opus-4-5", "claude-opus-4-5-20251101"], {}) == (
-        "claude-opus-4-5-20251101")
-    installed = default_judge_model()
-    assert installed.startswith("claude-opus-")
-    from anthropic._data import DEPRECATED_MODELS
-
-    assert installed not in DEPRECATED_MODELS
-    assert Judge().model == installed
-
-
-def test_sdk_models_are_read_without_importing_the_sdk() -> None:
-    """The default judge model comes from the SDK's files, not its import (≈ 1.5 s before a
-    session's first run): the same ids and deprecation table as the imported SDK's."""
+def test_default_judge_model_is_pinned_in_the_option_table() -> None:
+    """The default judge is a literal id in ``config.OPTIONS`` (not "the newest Opus the
+    installed SDK lists", read from the SDK's source): one that the SDK's public ``Model``
+    type names, used by the client when no model is given."""
     import typing
 
-    from anthropic._data import DEPRECATED_MODELS
     from anthropic.types.model import Model
 
-    from pytest_skilllift.judge import client
+    from pytest_skilllift.config import OPTIONS
 
-    imported = tuple(a for arg in typing.get_args(Model) for a in typing.get_args(arg)
-                     if isinstance(a, str))
-    assert client._sdk_source("types", "model.py") is not None  # the fast path is taken
-    assert client._sdk_model_ids() == imported and imported
-    assert client._sdk_deprecated() == dict(DEPRECATED_MODELS)
+    pinned = next(o.default for o in OPTIONS if o.name == "judge-model")
+    assert pinned == default_judge_model() == Judge().model
+    assert pinned in {a for arg in typing.get_args(Model) for a in typing.get_args(arg)}
 
 
 def test_keyword_rule() -> None:

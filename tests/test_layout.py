@@ -110,7 +110,7 @@ def test_no_type_only_import_cycles(typed_graph: dict[str, set[str]]) -> None:
 #: above the plain data types. ``cli/`` is on top: no other package imports a command.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("week.columns", "week.files"),  # the vocabulary
-    ("__init__", "model", "warm", "intervals"),  # data types, warm-ups, the formulas
+    ("model", "warm", "intervals"),  # data types, warm-ups, the formulas
     ("week.",),  # the ledger, its tables, identity, history
     ("config",),  # options and Settings
     ("runners.",),  # where a run executes
@@ -121,7 +121,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("testing.",),  # the scripted stand-in
     ("plugin.",),  # the pytest glue
     ("cli.",),  # the skilllift commands
+    ("__init__",),  # the public names, each imported from its home on first use
 )
+#: The one name the package's own modules read from its ``__init__``.
+ROOT_NAMES_READ_INSIDE = {"__version__"}
 
 
 def _layer(module: str) -> int:
@@ -141,8 +144,17 @@ def test_packages_import_only_lower_layers(typed_graph: dict[str, set[str]]) -> 
     """The package-level order: ``judge/`` never imports ``run/``, ``run/`` never ``report/``,
     nothing imports ``cli/`` or ``plugin/`` but what is above them."""
     upward = sorted(f"{m} -> {d}" for m, deps in typed_graph.items() for d in deps
-                    if d in typed_graph and _layer(d) > _layer(m))
+                    if d in typed_graph and d != "pytest_skilllift" and _layer(d) > _layer(m))
     assert upward == []
+
+
+def test_package_modules_read_only_the_version_from_the_root() -> None:
+    """``pytest_skilllift/__init__.py`` is the facade on top; inside, only its version is read."""
+    read = {f"{f.relative_to(REPO)}: {a.name}" for f in PACKAGE.rglob("*.py")
+            for node in ast.walk(ast.parse(f.read_text(encoding="utf-8")))
+            if isinstance(node, ast.ImportFrom) and node.module == "pytest_skilllift"
+            for a in node.names if a.name not in ROOT_NAMES_READ_INSIDE}
+    assert read == set()
 
 
 def test_report_never_imports_runners(graph: dict[str, set[str]]) -> None:
@@ -157,6 +169,36 @@ def test_pure_layers_never_import_pytest(graph: dict[str, set[str]], layer: str)
     for m, deps in graph.items():
         if m.startswith(f"pytest_skilllift.{layer}"):
             assert not any(d == "pytest" or d.startswith(("pytest.", "_pytest")) for d in deps), m
+
+
+#: Other projects' private state the package once reached into, and what replaced it.
+PRIVATE_APIS = {
+    "_must_rewrite": "pytest's rewrite hook: PYTEST_DONT_REWRITE in a docstring",
+    "_marked_for_rewrite_cache": "pytest's rewrite hook: PYTEST_DONT_REWRITE in a docstring",
+    "_split_scope": "xdist's scheduler internals",
+    "_sdk_source": "the anthropic SDK's source files: the judge model pinned in config.OPTIONS",
+}
+
+
+def test_only_public_apis_of_other_projects() -> None:
+    found = []
+    for f in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            name = (node.attr if isinstance(node, ast.Attribute) else node.name
+                    if isinstance(node, ast.FunctionDef) else None)
+            if name in PRIVATE_APIS:
+                found.append(f"{f.relative_to(PACKAGE)}:{node.lineno}: {PRIVATE_APIS[name]}")
+    assert found == []
+
+
+def test_no_gc_freeze_in_the_pytest_process() -> None:
+    """The garbage collector of the user's pytest process is left as the user had it."""
+    found = [f"{f.relative_to(PACKAGE)}:{node.lineno}"
+             for f in [*(PACKAGE / "plugin").rglob("*.py"), PACKAGE / "config.py"]
+             for node in ast.walk(ast.parse(f.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Attribute) and node.attr == "freeze"
+             and getattr(node.value, "id", None) == "gc"]
+    assert found == []
 
 
 REPO = PACKAGE.parent

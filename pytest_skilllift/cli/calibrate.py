@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pytest_skilllift.config import option_default
 from pytest_skilllift.judge import calibrate as core
 from pytest_skilllift.judge.calibrate import (
     MUST_UNANIMITY_BAR,
@@ -81,7 +82,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--samples", type=int, default=3, metavar="N",
                         help="judge samples (default 3)")
     parser.add_argument("--model", default=None, metavar="MODEL",
-                        help="judge model (default: newest non-deprecated Opus in the SDK)")
+                        help=f"judge model (default {option_default('judge-model')})")
     parser.add_argument("--bar", type=float, default=MUST_UNANIMITY_BAR, metavar="SHARE",
                         help="required share of unanimous must items (default 0.95)")
     parser.set_defaults(func=_run)

@@ -188,8 +188,7 @@ def add_parser(subparsers: Any) -> None:
                         help="discard every grade and regrade all runs (resumable: rerun the "
                              "same command after an interruption)")
     parser.add_argument("--judge-model", default="", metavar="M",
-                        help="judge model (default: the newest non-deprecated Opus id the "
-                             "installed anthropic SDK lists)")
+                        help=f"judge model (default {_DEFAULTS['judge-model']})")
     parser.add_argument("--samples", type=int, default=_DEFAULTS["judge-samples"], metavar="N",
                         help="independent judge samples per run; with 2, items whose samples "
                              "disagree get a tie-breaking third and are flagged contested "

@@ -32,17 +32,13 @@ result (error texts are scrubbed of it as a second line of defence).
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import importlib.util
 import logging
 import os
 import random
 import re
 import time
-import typing
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.judge.protocol import (
@@ -65,8 +61,6 @@ log = logging.getLogger("pytest_skilllift.judge.protocol")
 
 #: File in a run directory holding the judge's spend for that run (qdrant name).
 
-#: Used only when the installed SDK lists no usable Opus model at all.
-FALLBACK_JUDGE_MODEL = "claude-opus-4-5"
 
 # ---------------------------------------------------------------------------------------------
 # Prices
@@ -154,93 +148,13 @@ def estimate_cost(model: str, usage: Any) -> tuple[float, str | None]:
 # Model choice
 
 
-def _sdk_source(*parts: str) -> ast.Module | None:
-    """A module of the installed anthropic SDK, parsed from its file without importing the
-    SDK (whose import is ≈ 1.5 s of CPU: a session needs the default judge model for the
-    week's identity before its first run, long before it needs a client)."""
-    try:
-        spec = importlib.util.find_spec("anthropic")
-        locations = list(spec.submodule_search_locations or []) if spec else []
-        if not locations:
-            return None
-        return ast.parse(Path(locations[0], *parts).read_text(encoding="utf-8"))
-    except (ImportError, ValueError, OSError, SyntaxError):
-        return None
+def default_judge_model() -> str:
+    """The judge model when none is given: the id pinned in ``config.OPTIONS``
+    (``judge-model``). A pinned id, not "the newest the installed SDK lists": a measurement
+    must not change its judge because a dependency was upgraded."""
+    from pytest_skilllift.config import option_default
 
-
-def _sdk_model_ids() -> tuple[str, ...]:
-    """Model ids the installed SDK lists in its ``Model`` literal type (read from the SDK's
-    ``types/model.py``; imported when that file does not hold them as literals)."""
-    tree = _sdk_source("types", "model.py")
-    if tree is not None:
-        found = tuple(
-            elt.value for node in ast.walk(tree)
-            if isinstance(node, ast.Subscript) and (
-                getattr(node.value, "id", None) == "Literal"
-                or getattr(node.value, "attr", None) == "Literal")
-            for elt in (node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice])
-            if isinstance(elt, ast.Constant) and isinstance(elt.value, str))
-        if found:
-            return found
-    try:
-        from anthropic.types.model import Model
-    except ImportError:  # pragma: no cover - an SDK without the type
-        return ()
-    ids: list[str] = []
-    for arg in typing.get_args(Model):
-        ids.extend(a for a in typing.get_args(arg) if isinstance(a, str))
-    return tuple(ids)
-
-
-def _sdk_deprecated() -> Mapping[str, str]:
-    """The SDK's own deprecation table (model id -> end-of-life date), if it ships one (read
-    from ``_data/deprecated_models.py`` like :func:`_sdk_model_ids`)."""
-    tree = _sdk_source("_data", "deprecated_models.py")
-    for node in tree.body if tree is not None else ():
-        target: ast.expr
-        if isinstance(node, ast.AnnAssign):
-            target, value = node.target, node.value
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        else:
-            continue
-        if getattr(target, "id", None) == "DEPRECATED_MODELS" and value is not None:
-            try:
-                table = ast.literal_eval(value)
-            except ValueError:
-                break
-            if isinstance(table, dict):
-                return {str(k): str(v) for k, v in table.items()}
-    try:
-        from anthropic._data import DEPRECATED_MODELS
-    except ImportError:  # pragma: no cover - older SDKs keep no table
-        return {}
-    return dict(DEPRECATED_MODELS)
-
-
-def default_judge_model(
-    model_ids: Sequence[str] | None = None,
-    deprecated: Mapping[str, str] | None = None,
-) -> str:
-    """The newest Opus model id the installed SDK lists and does not mark deprecated.
-
-    Ordered by version (major, minor), then snapshot date; at equal version a dated snapshot
-    wins over its floating alias, because a pinned judge keeps weeks comparable. Both inputs
-    default to the installed SDK (``anthropic.types.model.Model`` and its
-    ``DEPRECATED_MODELS``); falls back to :data:`FALLBACK_JUDGE_MODEL` if none qualifies.
-    """
-    ids = _sdk_model_ids() if model_ids is None else tuple(model_ids)
-    dead = _sdk_deprecated() if deprecated is None else deprecated
-    candidates: list[tuple[tuple[int, int], str, str]] = []
-    for model_id in ids:
-        parsed = _parse_model(model_id)
-        if parsed is None or parsed[0] != "opus" or model_id in dead:
-            continue
-        candidates.append((parsed[1], parsed[2], model_id))
-    if not candidates:
-        return FALLBACK_JUDGE_MODEL
-    # max over (version, date, id): "" < "20251101", and the id breaks any remaining tie.
-    return max(candidates)[2]
+    return str(option_default("judge-model"))
 
 
 # ---------------------------------------------------------------------------------------------

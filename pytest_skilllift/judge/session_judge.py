@@ -21,13 +21,13 @@ from __future__ import annotations
 import inspect
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_skilllift.judge.protocol import PROMPT_VERSION
 from pytest_skilllift.model import JudgeResult, PromptSpec, RubricItem
 from pytest_skilllift.week.columns import ITEM_TYPES
 
-__all__ = ["FixtureGrader", "SessionJudge", "as_rubric", "describe"]
+__all__ = ["FixtureGrader", "SessionJudge", "SkillLiftJudge", "as_rubric", "describe"]
 
 
 def as_rubric(rubric: Sequence[RubricItem | Mapping[str, Any]]) -> tuple[RubricItem, ...]:
@@ -51,6 +51,17 @@ def as_rubric(rubric: Sequence[RubricItem | Mapping[str, Any]]) -> tuple[RubricI
         counters[kind] += 1
         items.append(RubricItem(type=kind, text=text.strip(), index=counters[kind]))
     return tuple(items)
+
+
+class SkillLiftJudge(Protocol):
+    """What a ``skill_lift_judge`` fixture gives: at least ``grade(prompt, answer, rubric)``
+    returning a :class:`~pytest_skilllift.model.JudgeResult` (a ``seed`` keyword is passed
+    when ``grade`` accepts one). :class:`SessionJudge`, the default, is one; so is a
+    ``conftest.py`` replacement or wrapper."""
+
+    def grade(self, prompt: str, answer: str, rubric: Sequence[RubricItem], /) -> JudgeResult:
+        """Grade ``answer`` to ``prompt`` against ``rubric``."""
+        ...
 
 
 class SessionJudge:

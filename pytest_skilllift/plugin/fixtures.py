@@ -9,9 +9,8 @@
 - ``skill_lift_week`` (session): the week directory and its numbers, every run of the
   session finished first.
 
-Loaded by ``plugin.py`` (``pytest_plugins``); nothing here computes.  PYTEST_DONT_REWRITE:
-this package opts out of assertion rewriting (see ``_rewrite.py``), and this marker tells
-pytest so when ``pytest_plugins`` names this module after it was imported.
+Loaded by ``plugin/hooks.py`` (``pytest_plugins``); nothing here computes.
+PYTEST_DONT_REWRITE: pytest's documented marker — this module has no asserts to rewrite.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift.judge.session_judge import SessionJudge, SkillLiftJudge
 from pytest_skilllift.model import RunSpec
 from pytest_skilllift.plugin.collect.invoked import InvokedTest
 from pytest_skilllift.plugin.collect.items import SESSION_KEY, RubricTest, report_hook_errors
@@ -45,7 +45,7 @@ def _state(config: pytest.Config, what: str) -> SkillLiftSession:
 
 
 @pytest.fixture(scope="session")
-def skill_lift_judge(request: pytest.FixtureRequest) -> Any:
+def skill_lift_judge(request: pytest.FixtureRequest) -> SessionJudge:
     """The session's judge: ``grade(prompt, answer, rubric) -> JudgeResult``.
 
     The configured judge model with the blind, shuffled protocol, the evidence check,
@@ -57,7 +57,8 @@ def skill_lift_judge(request: pytest.FixtureRequest) -> Any:
 
 
 @pytest.fixture
-def skill_lift_run(request: pytest.FixtureRequest, skill_lift_judge: Any) -> SkillLiftRun:
+def skill_lift_run(request: pytest.FixtureRequest,
+                   skill_lift_judge: SkillLiftJudge) -> SkillLiftRun:
     """One run of the week (final answer, transcript and events, signals, audit, cost,
     grades), generated and graded once and shared with its rubric items. An excluded run
     skips the test with the reason."""
@@ -97,7 +98,8 @@ class SkillLiftWeek:
 
 
 @pytest.fixture(scope="session")
-def skill_lift_week(request: pytest.FixtureRequest, skill_lift_judge: Any) -> SkillLiftWeek:
+def skill_lift_week(request: pytest.FixtureRequest,
+                    skill_lift_judge: SkillLiftJudge) -> SkillLiftWeek:
     """The week directory and its numbers for whole-week assertions (your own gate in
     Python). Every run this session collected is finished first — generated and graded
     exactly once, by whichever process gets to it — so the numbers cover them all.

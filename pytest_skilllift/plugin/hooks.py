@@ -6,7 +6,6 @@ from ``summarize``. The ``skilllift`` pytest11 entry point loads this module.
 
 from __future__ import annotations
 
-import atexit
 import gc
 import json
 from collections.abc import Generator
@@ -15,10 +14,6 @@ from typing import Any
 
 import pytest
 
-# First of this package: keeps pytest from assertion-rewriting the modules imported next.
-from pytest_skilllift.plugin import _rewrite  # noqa: F401
-
-# isort: split
 from pytest_skilllift.config import Settings, SettingsError, add_options
 from pytest_skilllift.judge.batch import forget_batches
 from pytest_skilllift.plugin import findings, progress_hooks, scale
@@ -76,10 +71,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if not settings.enabled:
         return
     state = SkillLiftSession(settings, worker=_is_worker(config))
-    # At interpreter exit, collect nothing more: finalizing the anthropic SDK's and
-    # matplotlib's object graphs took ~1 s after the session had ended (atexit runs this
-    # last, after every other plugin's handler; the OS frees the memory anyway).
-    atexit.register(gc.freeze)
     scale.register(config, state)  # shards, spend cap, batch judging (every process)
     if _is_worker(config):
         workerinput = config.workerinput  # type: ignore[attr-defined]
@@ -167,32 +158,25 @@ def pytest_configure_node(node: Any) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Keep all items of one run on one worker (loadscope: scope = id up to the last ``::``)."""
+    """Keep all items of one run on one worker (``plugin/scheduling.py``); other tests are
+    grouped as loadscope groups them (module or class)."""
     if SESSION_KEY not in config.stash or config.getvalue("dist") not in ("load", "no"):
         return None
-    from xdist.scheduler import LoadScopeScheduling
-
+    from pytest_skilllift.plugin.scheduling import RunScopeScheduling
     from pytest_skilllift.run.matrix import run_scope
 
     matrix = config.stash[SESSION_KEY].matrix()
     by_path = matrix.names_by_path(config.rootpath)
     names = sorted({spec.prompt.name for spec in matrix.runs})
-
-    class RunScopeScheduling(LoadScopeScheduling):
-        """A run's rubric items and its custom checks are one unit of work."""
-
-        def _split_scope(self, nodeid: str) -> str:
-            return run_scope(nodeid, by_path, names) or super()._split_scope(nodeid)
-
-    return RunScopeScheduling(config, log)
+    return RunScopeScheduling(config, log, lambda nodeid: run_scope(nodeid, by_path, names))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
     """A week collects ~10^5 nodes: the cyclic garbage collector is off while they are made
-    (it would rescan the growing tree again and again), and the tree is frozen afterwards (it
-    lives until the session ends, so no collection ever needs to scan it again — pytest's own
-    at exit included). A third of a large collection's time (benchmarks/README.md)."""
+    (it would rescan the growing tree again and again) and back as it was afterwards. The
+    tree is not frozen (``gc.freeze`` would change the user's process for the rest of its
+    life); what that costs is in benchmarks/README.md."""
     if SESSION_KEY not in session.config.stash:
         return (yield)
     enabled = gc.isenabled()
@@ -200,7 +184,6 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
     try:
         return (yield)
     finally:
-        gc.freeze()
         if enabled:
             gc.enable()
 

@@ -29,10 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-# First of this package: keeps pytest from assertion-rewriting the modules imported next.
-from pytest_skilllift.plugin import _rewrite  # noqa: F401
-
-# isort: split
 from pytest_skilllift.config import LintSettings, SettingsError
 
 if TYPE_CHECKING:  # the model layers (numpy, scipy, the SDK) load only when a depth test runs
