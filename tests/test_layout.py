@@ -222,3 +222,17 @@ def test_text_cites_public_sources_and_no_machine_paths() -> None:
                                                or ABSOLUTE_MACHINE_PATH.search(line)):
                 found.append(f"{f.relative_to(REPO)}:{n}: {line.strip()}")
     assert found == []
+
+
+def test_the_architecture_diagram_is_the_layer_order() -> None:
+    """docs/architecture.md draws ``LAYERS`` top-down: each line of its layer diagram starts
+    with the first entry of a layer (a package as ``name/``), in this order."""
+    doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = doc.split("## The layers", 1)[1].split("```", 2)[1]
+    drawn = [line.split()[0] for line in block.splitlines()  # continuation lines: deeper
+             if line.strip() and line.split()[0][0].isalpha()
+             and len(line) - len(line.lstrip()) <= 8]
+    expected = ["pytest_skilllift/__init__.py", *(
+        layer[0].replace(".", "/").rstrip("/") + ("/" if layer[0].endswith(".") else "")
+        for layer in reversed(LAYERS[:-1]))]
+    assert drawn == expected
