@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from types import ModuleType
 
+#: Two scores are equal within this: composites are sums of tenths, coverages ratios of small
+#: integers (0.1 + 0.7 is 0.7999999999999999; float noise must not flip a verdict or a gate).
+EPS = 1e-9
 #: Chance agreement this close to 1 counts as 1 (kappa undefined): float noise, not data.
 KAPPA_EPS = 1e-12
 

@@ -236,3 +236,45 @@ def test_the_architecture_diagram_is_the_layer_order() -> None:
         layer[0].replace(".", "/").rstrip("/") + ("/" if layer[0].endswith(".") else "")
         for layer in reversed(LAYERS[:-1]))]
     assert drawn == expected
+
+
+#: Constants with one home: each is assigned at module level in exactly one module (the
+#: others import it), and each of these values is written in that module only.
+DEFINED_ONCE = ("HELDOUT_PREFIX", "JUDGE_MARKER", "CUSTOM_ID_PATTERN", "GRADING_FILES",
+                "KAPPA_EPS")
+WRITTEN_ONCE = ("discord-", "[skilllift-judge]", r"^[A-Za-z0-9_-]{1,64}$", "skilllift:local",
+                "bridge", "claude-opus-5-5")
+
+
+def _module_constants(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AnnAssign) else [])
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name):
+                    names.add(n.id)
+    return names
+
+
+def _string_values(tree: ast.Module) -> set[str]:
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef))
+                  and n.body and isinstance(n.body[0], ast.Expr)}
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+            and isinstance(n.value, str) and id(n) not in docstrings}
+
+
+def test_each_constant_is_defined_once() -> None:
+    where_named: dict[str, list[str]] = {name: [] for name in DEFINED_ONCE}
+    where_written: dict[str, list[str]] = {value: [] for value in WRITTEN_ONCE}
+    for f in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        rel = str(f.relative_to(PACKAGE))
+        for name in _module_constants(tree) & set(DEFINED_ONCE):
+            where_named[name].append(rel)
+        for value in _string_values(tree) & set(WRITTEN_ONCE):
+            where_written[value].append(rel)
+    assert {k: v for k, v in where_named.items() if len(v) != 1} == {}
+    assert {k: v for k, v in where_written.items() if len(v) != 1} == {}

@@ -62,8 +62,8 @@ BATCH_PRICE_FACTOR = 0.5
 #: Limits of one Message Batch: 100,000 requests or 256 MB, whichever is reached first.
 MAX_BATCH_REQUESTS = 100_000
 MAX_BATCH_BYTES = 256 * 1024 * 1024
-#: What the API accepts as a ``custom_id``.
-_CUSTOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+#: What the API accepts as a ``custom_id`` (the stand-in, ``testing.batches``, enforces it).
+CUSTOM_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _LOCK_SUFFIX = ".lock"
 
 
@@ -76,7 +76,7 @@ def custom_id(run_id: str, sample: int | str = 1) -> str:
     two runs never share one; the batch file keeps the mapping either way."""
     base = (run_id if sample == 1 else f"{run_id}__s{sample}" if isinstance(sample, int)
             else f"{run_id}__{sample}")
-    if _CUSTOM_ID.match(base):
+    if CUSTOM_ID_PATTERN.match(base):
         return base
     digest = hashlib.sha256(base.encode()).hexdigest()[:12]
     clean = re.sub(r"[^A-Za-z0-9_-]", "-", base)[: 64 - len(digest) - 1]

@@ -72,9 +72,8 @@ __all__ = [
     "section_tags",
 ]
 
-#: Routing marker in the judge's system prompt. This module is the source of truth;
-#: ``pytest_skilllift.testing.server`` must carry the identical string (the stand-in routes a
-#: request to its judge handler when the system prompt contains it).
+#: Routing marker in the judge's system prompt (the stand-in, ``testing.server``, routes a
+#: request that carries it to its judge handler).
 JUDGE_MARKER = "[skilllift-judge]"
 
 #: Bumped whenever the wording of the judge prompt changes, so a week can record which

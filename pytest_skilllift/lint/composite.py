@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_skilllift.intervals import EPS  # float noise never drops a grade
+
 DIMENSION_WEIGHTS: dict[str, float] = {
     "triggering_accuracy": 0.25,
     "orchestration_fitness": 0.20,
@@ -73,7 +75,6 @@ BADGES: tuple[tuple[str, float, float], ...] = (
     ("Silver", 70.0, 1400.0),
     ("Bronze", 60.0, 1300.0),
 )
-_EPS = 1e-9  # 0.1 + 0.7 is 0.7999999999999999: never let float noise drop a grade
 
 
 def anti_pattern_penalty(count: int) -> float:
@@ -84,7 +85,7 @@ def anti_pattern_penalty(count: int) -> float:
 def grade(score: float) -> str:
     """Letter grade of a [0, 1] score: A ≥ 0.90, B ≥ 0.80, C ≥ 0.70, D ≥ 0.60, else F."""
     for letter, lo in GRADES:
-        if score + _EPS >= lo:
+        if score + EPS >= lo:
             return letter
     return "F"
 
@@ -94,7 +95,7 @@ def badge(composite: float, elo: float | None = None) -> str | None:
     exists, whose Elo bound is met too. Without Elo (every static run) composite alone
     decides, as the methodology specifies. None below Bronze."""
     for name, c_min, e_min in BADGES:
-        if composite + _EPS >= c_min and (elo is None or elo + _EPS >= e_min):
+        if composite + EPS >= c_min and (elo is None or elo + EPS >= e_min):
             return name
     return None
 

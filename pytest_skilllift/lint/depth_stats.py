@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from pytest_skilllift.intervals import EPS
+
 #: Upper bounds of the anchored rubric bands (F 0–0.19, 0.20–0.39, 0.40–0.59, 0.60–0.79,
 #: 0.80–1.00): a score's band is the first bound it stays under.
 BAND_BOUNDS: tuple[float, ...] = (0.20, 0.40, 0.60, 0.80)
@@ -58,7 +60,7 @@ def f1_score(predictions: Sequence[tuple[bool, bool]]) -> tuple[float | None, fl
 def band(score: float) -> int:
     """Anchored-rubric band of a [0, 1] score: 0 (0–0.19) … 4 (0.80–1.00)."""
     for i, bound in enumerate(BAND_BOUNDS):
-        if score < bound - 1e-9:
+        if score < bound - EPS:
             return i
     return len(BAND_BOUNDS)
 

@@ -59,14 +59,13 @@ from pytest_skilllift.lint.skill_judge import (
 from pytest_skilllift.lint.skillfile import SkillFile
 from pytest_skilllift.lint.spend import Budget, LayerCost, Store, slug
 from pytest_skilllift.model import AgentConfig, PromptSpec, RubricItem, RunSpec
+from pytest_skilllift.run.prompts import HELDOUT_PREFIX  # never loaded from a directory
 
 DEFAULT_RUNS = 50
 #: Where a skill keeps prompt files this layer reads by default (skill-creator's layout).
 SKILL_PROMPT_GLOBS: tuple[str, ...] = ("evals/evals.json", "evals/*.json")
 #: Status of a run the harness could not start: excluded from the rates, retried next time.
 HARNESS_ERROR = "harness_error"
-#: The reserved held-out prompt set (qdrant/skills SCORING.md): never loaded from a directory.
-HELDOUT_PREFIX = "discord-"
 #: The project's prompt directory (the weekly run's default), searched when the skill has none.
 PROJECT_PROMPTS = Path("evals") / "test-prompts"
 

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from pytest_skilllift.model import PromptSpec, RubricItem
 from pytest_skilllift.week.columns import ITEM_TYPES
 
+#: The reserved held-out prompt set (qdrant/skills SCORING.md, "Prompt Sets").
 HELDOUT_PREFIX = "discord-"
 
 #: A prompt ``name`` becomes part of every run id and so of a directory name in the week

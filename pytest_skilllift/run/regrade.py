@@ -41,9 +41,9 @@ from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.skill_creator import EVALS_NAME, eval_for_regrade
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.week.files import (
-    CALIBRATION_FILE,
     FRESH_MARKER,
     GRADES_FILE,
+    GRADING_FILES,
     JUDGE_COST_FILE,
     JUDGE_ERROR_FILE,
     LOCK_FILE,
@@ -58,9 +58,8 @@ __all__ = [
     "grade_direct", "plan_regrade", "same_judge", "week_judge_models",
 ]
 
-#: Per-run files that belong to a grading, not to the generation (not copied by ``--out``).
-GRADING_FILES = frozenset({GRADES_FILE, JUDGE_COST_FILE, JUDGE_ERROR_FILE, LOCK_FILE,
-                           CALIBRATION_FILE})
+#: Per-run files ``--out`` does not copy: the grading's, and the run's lock.
+NOT_COPIED = GRADING_FILES | {LOCK_FILE}
 
 
 class RegradeError(Exception):
@@ -235,7 +234,7 @@ def copy_week(src: Path, dst: Path) -> int:
             continue
         target.mkdir(parents=True, exist_ok=True)
         for child in run_dir.iterdir():
-            if child.name in GRADING_FILES:
+            if child.name in NOT_COPIED:
                 continue
             if child.is_dir():
                 shutil.copytree(child, target / child.name, dirs_exist_ok=True)

@@ -51,6 +51,7 @@ from urllib.parse import urlsplit, urlunsplit
 import docker.client
 import docker.errors
 
+from pytest_skilllift.config import option_default
 from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, RunOutcome, RunSpec
 from pytest_skilllift.runners import agents
 from pytest_skilllift.runners.agent_image import image_agent_versions
@@ -312,7 +313,7 @@ class DockerRunner:
         self,
         image: str,
         *,
-        network: str = "bridge",
+        network: str = option_default("docker-network"),
         memory: str = "2g",
         pids_limit: int = 512,
         cpus: float = 1.0,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 import threading
 import uuid
 from collections import Counter
@@ -25,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-_CUSTOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+from pytest_skilllift.judge.batch import CUSTOM_ID_PATTERN
 
 
 @dataclass
@@ -84,7 +83,7 @@ class BatchQueue:
         if not isinstance(requests, list) or not requests:
             return 400, _error("invalid_request_error", "requests: must be a non-empty list")
         ids = [r.get("custom_id") if isinstance(r, dict) else None for r in requests]
-        bad = [i for i in ids if not isinstance(i, str) or not _CUSTOM_ID.match(i)]
+        bad = [i for i in ids if not isinstance(i, str) or not CUSTOM_ID_PATTERN.match(i)]
         if bad:
             return 400, _error("invalid_request_error",
                                f"custom_id {bad[0]!r} must match ^[a-zA-Z0-9_-]{{1,64}}$")

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+# The marker the judge puts in its system prompt: requests carrying it go to the judge.
+from pytest_skilllift.judge.protocol import JUDGE_MARKER
 from pytest_skilllift.testing.agent_script import skill_agent
 from pytest_skilllift.testing.batches import BatchQueue, BatchScript
 from pytest_skilllift.testing.dialects import (
@@ -48,9 +50,6 @@ from pytest_skilllift.testing.dialects import (
     responses_events,
 )
 from pytest_skilllift.testing.replies import Handler, Reply, new_tool_id
-
-#: Marker the judge puts in its system prompt; requests carrying it are routed to the judge.
-JUDGE_MARKER = "[skilllift-judge]"
 
 #: Every fault kind the stand-in can inject.
 FAULT_KINDS: tuple[str, ...] = ("429", "529", "500", "reset", "truncate", "timeout")

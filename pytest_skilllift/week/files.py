@@ -69,6 +69,10 @@ CALIBRATION_FILE: Final = "calibration.json"
 #: not (``--skill-lift-baseline-from``).
 BASELINE_FILE: Final = "baseline.json"
 LOCK_FILE: Final = ".lock"
+#: Per-run files that record a grading, not the generation (a regrade replaces them; a merge
+#: takes them from the shard that graded the run).
+GRADING_FILES: frozenset[str] = frozenset({GRADES_FILE, JUDGE_COST_FILE, JUDGE_ERROR_FILE,
+                                           CALIBRATION_FILE})
 #: Week-level files of a sharded, spend-capped or batch-judged week (``week/shards.py``,
 #: ``week/spend.py``, ``judge/batch.py``, ``week/merge.py``).
 SHARD_FILE: Final = "shard.json"

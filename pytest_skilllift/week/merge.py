@@ -32,10 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.week.files import (
-    CALIBRATION_FILE,
     GRADES_FILE,
-    JUDGE_COST_FILE,
-    JUDGE_ERROR_FILE,
+    GRADING_FILES,
     LOCK_FILE,
     MERGE_FILE,
     RUN_FILE,
@@ -47,8 +45,6 @@ from pytest_skilllift.week.files import (
 from pytest_skilllift.week.shards import ShardPlan, ShardPlanError, read_plan
 from pytest_skilllift.week.spend import read_spend, update_spend
 
-#: Per-run files that record a grading, not the generation.
-GRADING_FILES = frozenset({GRADES_FILE, JUDGE_COST_FILE, JUDGE_ERROR_FILE, CALIBRATION_FILE})
 _TMP_PREFIX = ".merge-"
 #: At most this many run ids are listed per shard in messages (all are in merge.json).
 SHOWN = 10
