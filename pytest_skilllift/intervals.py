@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -41,7 +41,7 @@ def scipy_special() -> ModuleType:
     """
     from scipy import special
 
-    return special
+    return cast("ModuleType", special)
 
 
 def wilson_interval(k: int, n: int, *, level: float = 0.95) -> tuple[float, float]:

@@ -54,6 +54,13 @@ def test_every_imported_third_party_module_is_declared() -> None:
     assert missing == {}
 
 
+def test_the_package_is_type_checked_strictly() -> None:
+    """mypy runs in strict mode over the package (``.ci/run``), whose hints ship (PEP 561)."""
+    mypy = PYPROJECT["tool"]["mypy"]
+    assert mypy["strict"] is True and mypy["packages"] == ["pytest_skilllift"]
+    assert (REPO / "pytest_skilllift" / "py.typed").is_file()
+
+
 def test_version_is_stated_once_and_shown(capsys: pytest.CaptureFixture[str]) -> None:
     assert "version" in PYPROJECT["project"]["dynamic"]
     assert PYPROJECT["tool"]["hatch"]["version"]["path"] == "pytest_skilllift/__init__.py"

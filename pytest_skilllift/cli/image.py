@@ -11,8 +11,8 @@ import argparse
 import sys
 from typing import Any
 
+from pytest_skilllift.model import PINNED_CLI_VERSION
 from pytest_skilllift.runners.image import (
-    PINNED_CLI_VERSION,
     ImageBuildError,
     build_from_dockerfile,
     build_from_local,

@@ -408,10 +408,11 @@ def _compare_weeks(args: argparse.Namespace, out: TextIO) -> int:
 
     # import_module reads sys.modules, so a test can stand in for the report side.
     compare_weeks = importlib.import_module("pytest_skilllift.report.compare_weeks")
-    return compare_weeks.run(args.a, args.b, output=args.output,
-                             margin=getattr(args, "margin", 1e-9),
-                             fail_on_regression=getattr(args, "fail_on_regression", False),
-                             out=out, arm=getattr(args, "arm", "with-skill"))
+    code: int = compare_weeks.run(args.a, args.b, output=args.output,
+                                  margin=getattr(args, "margin", 1e-9),
+                                  fail_on_regression=getattr(args, "fail_on_regression", False),
+                                  out=out, arm=getattr(args, "arm", "with-skill"))
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -389,7 +389,7 @@ class Judge:
     def _delay(self, retry: int, retry_after: float | None) -> float:
         """Seconds to wait before retry number ``retry`` (1-based)."""
         backoff = min(self.backoff_max_s, self.backoff_base_s * 2 ** (retry - 1))
-        delay = backoff * (0.5 + 0.5 * self._rng.random())
+        delay: float = backoff * (0.5 + 0.5 * self._rng.random())
         if retry_after is not None:
             delay = max(delay, min(retry_after, self.max_retry_after_s))
         return delay

@@ -193,7 +193,7 @@ def mc_score(
 
 def elo_expected(ra: float, rb: float) -> float:
     """``E(A vs B) = 1 / (1 + 10^((R_b − R_a) / 400))``."""
-    return 1.0 / (1.0 + 10.0 ** ((rb - ra) / 400.0))
+    return 1.0 / (1.0 + float(10.0 ** ((rb - ra) / 400.0)))
 
 
 def elo_update(ra: float, rb: float, actual: float, k: float = ELO_K) -> tuple[float, float]:

@@ -102,7 +102,7 @@ def init_corpus(directory: Path, out: Path | None = None) -> tuple[Path, list[Co
         "root": _relpath(directory, index.parent),
         "entries": [e.__dict__ for e in entries],
     }
-    from pytest_skilllift.week.ledger import atomic_write_json
+    from pytest_skilllift.week.files import atomic_write_json
 
     atomic_write_json(index, data)
     return index, entries

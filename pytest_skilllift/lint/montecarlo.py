@@ -579,7 +579,7 @@ def _out_tokens(usage: Any) -> int:
 
 
 def _save(path: Path, rec: SimRun) -> None:
-    from pytest_skilllift.week.ledger import atomic_write_json
+    from pytest_skilllift.week.files import atomic_write_json
 
     atomic_write_json(path, asdict(rec))
 
@@ -622,7 +622,8 @@ def runs_from_week(week_dir: Path, family: str) -> tuple[list[SimRun], list[str]
 
     from pytest_skilllift.run.transcript import parse_transcript
     from pytest_skilllift.week.columns import ACTIVATIONS
-    from pytest_skilllift.week.tables import RUN_STATUSES, load_week
+    from pytest_skilllift.week.files import RUN_STATUSES
+    from pytest_skilllift.week.tables import load_week
 
     week = load_week(Path(week_dir))
     problems = [str(p) for p in week.problems]

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.week.files import file_lock
-from pytest_skilllift.week.ledger import atomic_write_json
+from pytest_skilllift.week.files import atomic_write_json, file_lock
 
 
 @dataclass

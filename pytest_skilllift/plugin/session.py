@@ -392,7 +392,8 @@ class SkillLiftSession:
 
     def _make_grader(self) -> Grader:
         if self.settings.judge_batch:  # graded by the batch step (scale.py), never directly
-            return self.batch_results
+            grader: Grader = self.batch_results
+            return grader
         if self.worker and self.settings.judge_url:
             from pytest_skilllift.judge.service import RemoteGrader
 

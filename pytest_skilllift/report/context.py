@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
@@ -86,12 +86,12 @@ class Context:
         """
         w = self.week
         completed = [RUN_STATUSES.index(s) for s in sorted(COMPLETED)]
-        return (w.m_cond == 1) & np.isin(w.m_status, completed)
+        return cast("np.ndarray", (w.m_cond == 1) & np.isin(w.m_status, completed))
 
     @cached_property
     def excluded_with_skill(self) -> np.ndarray:
         """With-skill runs that did not complete: left out of activation and the audit."""
-        return (self.week.m_cond == 1) & ~self.with_skill_runs
+        return cast("np.ndarray", (self.week.m_cond == 1) & ~self.with_skill_runs)
 
     def run_column(self, name: str) -> np.ndarray:
         """A numeric manifest column per run (all NaN when the week does not have it)."""
@@ -103,4 +103,4 @@ class Context:
         key = f"{compute.__module__}.{compute.__qualname__}"
         if key not in self._shared:
             self._shared[key] = compute(self)
-        return self._shared[key]
+        return cast(T, self._shared[key])

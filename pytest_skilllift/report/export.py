@@ -271,7 +271,7 @@ def _prompt_text(row: dict[str, str], record: dict[str, Any]) -> str:
     except (OSError, ValueError):
         data = None
     if isinstance(data, dict) and isinstance(data.get("prompt"), str):
-        return data["prompt"]
+        return str(data["prompt"])
     if isinstance(data, dict):  # an evals.json: find the eval by its id suffix
         suffix = row.get("prompt", "").rpartition("-eval-")[2]
         for entry in data.get("evals") or []:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -116,9 +117,9 @@ def sign_flip_means(d: np.ndarray, *, draws: int = MC_DRAWS, seed: int = MC_SEED
 def _popcount(words: np.ndarray) -> np.ndarray:
     """Set bits per uint64 word (numpy ≥ 2 counts them natively; older numpy unpacks)."""
     if hasattr(np, "bitwise_count"):
-        return np.bitwise_count(words).astype(np.int64)
+        return cast("np.ndarray", np.bitwise_count(words).astype(np.int64))
     as_bits = np.unpackbits(words.view(np.uint8), axis=-1)
-    return as_bits.reshape(*words.shape, 64).sum(axis=-1, dtype=np.int64)
+    return cast("np.ndarray", as_bits.reshape(*words.shape, 64).sum(axis=-1, dtype=np.int64))
 
 
 def exceed_rates(d: np.ndarray, bars: dict[str, float | None]) -> tuple[dict[str, float | None],

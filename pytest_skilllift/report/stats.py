@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -40,7 +41,7 @@ def composite(must: np.ndarray, bonus: np.ndarray, avoid: np.ndarray) -> np.ndar
     A NaN ``bonus`` (the rubric has no bonus items) contributes 0, as in the reference.
     """
     raw = must + BONUS_WEIGHT * np.nan_to_num(bonus, nan=0.0) - AVOID_PENALTY * avoid
-    return np.clip(raw, 0.0, 1.0)
+    return cast("np.ndarray", np.clip(raw, 0.0, 1.0))
 
 
 @dataclass(frozen=True)

@@ -216,7 +216,7 @@ def _skill_path(path: Path, data: dict[str, Any], skills_root: Path, site: str) 
         raise PromptError(path, key, f"resolves to {target}, which is not a file",
                           f"check the path, or set skill_lift_skills (now {skills_root}) "
                           "to the directory that holds the skill families")
-    return target.relative_to(root).as_posix()
+    return str(target.relative_to(root).as_posix())
 
 
 def _is_file(path: Path) -> bool:

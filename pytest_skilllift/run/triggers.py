@@ -43,7 +43,7 @@ from pytest_skilllift.run.transcript import (
     extract_signals,
 )
 from pytest_skilllift.runners.base import Runner
-from pytest_skilllift.week.columns import WITH_SKILL
+from pytest_skilllift.week.columns import NOT_INVOKED, WITH_SKILL
 from pytest_skilllift.week.files import (
     BUDGET_CAPPED,
     ERRORED,
@@ -273,7 +273,7 @@ def fired_skills(transcript: Transcript, installed: Sequence[str]) -> tuple[
     other skills (the CLI's built-ins) were launched, the first tool called, and how many
     tool calls came before the first installed skill was loaded."""
     fired = [f for f in installed
-             if audit.audit_invocation(transcript, family=f).status != audit.NOT_INVOKED]
+             if audit.audit_invocation(transcript, family=f).status != NOT_INVOKED]
     uses = [u for u in transcript.tool_uses if u.parent_tool_use_id is None]
     first_at = {f: next((i for i, u in enumerate(uses)
                          if _invokes(u, f, transcript.skill_root)), len(uses))

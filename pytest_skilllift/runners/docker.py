@@ -70,8 +70,6 @@ from pytest_skilllift.runners.image import (
     LABEL_INIT,
     LABEL_USER,
     LABEL_WORKDIR,
-    PINNED_CLI_VERSION,
-    cli_version_mismatch,
     image_cli_version,
 )
 from pytest_skilllift.runners.install import check_family, family_entries, install_root

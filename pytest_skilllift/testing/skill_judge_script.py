@@ -51,7 +51,7 @@ import yaml
 
 from pytest_skilllift.lint.skill_judge import ASSESS_TOOL, PREFERENCE_TOOL, QUALITY_TOOL
 from pytest_skilllift.testing.judge_script import content_stems, decide, keyword_judge
-from pytest_skilllift.testing.server import Handler, Reply
+from pytest_skilllift.testing.replies import Handler, Reply
 
 __all__ = ["ASSESS_MODES", "UNRELATED_PROMPTS", "make_skill_judge", "mc_agent", "skill_judge"]
 

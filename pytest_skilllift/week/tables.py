@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -484,7 +485,7 @@ def _codes(idx: np.ndarray, table: np.ndarray) -> np.ndarray:
 
     Plain fancy indexing does it: index -1 *is* the last (null) entry.
     """
-    return table[idx]
+    return cast("np.ndarray", table[idx])
 
 
 MODEL_ORDER: tuple[str, ...] = ("opus", "sonnet", "haiku")
