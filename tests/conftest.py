@@ -13,6 +13,37 @@ import pytest
 import yaml  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
+
+#: The rule that splits the suite: a test is ``slow`` (end to end) when it runs pytest inside
+#: pytest (``pytester``), the real Claude Code CLI (``cli``) or docker (``docker``); every
+#: other test is a unit test, ``pytest -m "not slow" tests`` runs them in seconds. A unit test
+#: whose call takes longer than UNIT_BUDGET_S is named at the end of the session, so the rule
+#: stays true (make the test faster, or let it use one of the slow parts).
+SLOW_FIXTURES = frozenset({"pytester"})
+SLOW_MARKS = frozenset({"cli", "docker", "browser"})
+UNIT_BUDGET_S = 1.0
+_over_budget: list[tuple[str, float]] = []
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the end-to-end tests ``slow`` by the rule above."""
+    for item in items:
+        marks = {m.name for m in item.iter_markers()}
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or SLOW_MARKS & marks:
+            item.add_marker(pytest.mark.slow)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" and "slow" not in report.keywords and (
+            report.duration > UNIT_BUDGET_S):
+        _over_budget.append((report.nodeid, report.duration))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _over_budget:
+        terminalreporter.section(f"unit tests over {UNIT_BUDGET_S:g} s (not marked slow)")
+        for nodeid, duration in sorted(_over_budget, key=lambda x: -x[1]):
+            terminalreporter.write_line(f"{duration:6.2f} s  {nodeid}")
 #: Real material from outside this project (qdrant/skills, Apache-2.0; CLI transcripts), kept
 #: in the repository so a fresh clone runs every test. Its README names the sources.
 REFERENCE_DATA = Path(__file__).resolve().parent / "fixtures" / "data"
