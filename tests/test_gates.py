@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from pytest_skilllift.cli import gate as gate_cli
-from pytest_skilllift.plugin.ci import measure
 from pytest_skilllift.report import gates as g
+from pytest_skilllift.report.gates import measure
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.week import identity as ident
 

@@ -111,6 +111,7 @@ def test_no_type_only_import_cycles(typed_graph: dict[str, set[str]]) -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("week.columns", "week.files"),  # the vocabulary
     ("model", "warm", "intervals"),  # data types, warm-ups, the formulas
+    ("lint.skillfile", "lint.security."),  # a SKILL.md read, and its security scan
     ("week.",),  # the ledger, its tables, identity, history
     ("config",),  # options and Settings
     ("runners.",),  # where a run executes
@@ -119,8 +120,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report.",),  # the scorecard
     ("lint.",),  # static analysis and the model layers on a skill
     ("testing.",),  # the scripted stand-in
+    ("view.",),  # skilllift view: the week as an offline site
     ("plugin.",),  # the pytest glue
-    ("cli.",),  # the skilllift commands
+    ("cli.", "demo."),  # the skilllift commands; the demo project (a user's, shipped as data)
     ("__init__",),  # the public names, each imported from its home on first use
 )
 #: The one name the package's own modules read from its ``__init__``.

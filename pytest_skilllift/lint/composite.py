@@ -133,7 +133,7 @@ class Composite:
     @property
     def provisional(self) -> bool:
         """Whether the grade and badge rest on part of the dimension weight only."""
-        return self.weight_covered < 1.0 - _EPS
+        return self.weight_covered < 1.0 - EPS
 
     @property
     def qualifier(self) -> str:

@@ -15,13 +15,13 @@ The computing lives in ``week.identity``, ``report.gates`` and ``report.verdicts
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_skilllift.config import SettingsError
-from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
 from pytest_skilllift.report import gates as gatemod
+from pytest_skilllift.report.gates import measure
 from pytest_skilllift.run.triggers import skill_families
 from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week import identity as ident
@@ -224,36 +224,6 @@ class SessionVerdicts:
     def failed(self) -> bool:
         """A hard gate failed or the coverage guard tripped (exit status 1)."""
         return self.report is not None and not self.report.passed
-
-
-def measure(gates: Sequence[gatemod.Gate], summary: Any, min_coverage: float,
-            week: str) -> gatemod.GateReport:
-    """Measure ``gates`` on a ``report.summarize.Summary`` (None: nothing was measured)."""
-    from pytest_skilllift.report.verdicts import WeekMeasures
-
-    if summary is None:
-        guard = gatemod.CoverageGuard(0, 0, min_coverage)
-        return gatemod.evaluate(gates, _Nothing(), guard, week=week)
-    data = summary.data
-    threshold = float(data.get("pass_threshold", DEFAULT_PASS_THRESHOLD))
-    measures = WeekMeasures(summary.week, summary.aggregates, threshold, card=data)
-    graded, total = measures.coverage(None, None, None)
-    guard = gatemod.CoverageGuard(graded, total, min_coverage)
-    return gatemod.evaluate(gates, measures, guard, week=data.get("week", week))
-
-
-class _Nothing:
-    """Measures of a session that produced no run."""
-
-    models: Sequence[str] = ()
-
-    def value(self, metric: str, model: str | None, condition: str | None,
-              prompt: str | None) -> float | str | None:
-        return None
-
-    def coverage(self, model: str | None, condition: str | None,
-                 prompt: str | None) -> tuple[int, int]:
-        return 0, 0
 
 
 def append_step_summary(path: Path, report: gatemod.GateReport | None,

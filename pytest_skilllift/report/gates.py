@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
 from pytest_skilllift.week.columns import CONDITIONS
 
 #: The vocabulary of the ``verdict`` metric (one vote per prompt, ``report.verdicts``).
@@ -528,5 +529,36 @@ def lift_markdown(data: Mapping[str, Any]) -> list[str]:
 __all__ = [
     "METRICS", "OPS", "VERDICTS", "CoverageGuard", "Gate", "GateError", "GateReport",
     "GateResult", "Measures", "Metric", "Scopes", "check_range", "evaluate", "lift_markdown",
-    "load_gates", "markdown", "parse_gate", "resolve", "scope_name", "summary_line", "text_lines",
+    "load_gates", "markdown", "measure", "parse_gate", "resolve", "scope_name", "summary_line",
+    "text_lines",
 ]
+
+
+def measure(gates: Sequence[Gate], summary: Any, min_coverage: float,
+            week: str) -> GateReport:
+    """Measure ``gates`` on a ``report.summarize.Summary`` (None: nothing was measured)."""
+    from pytest_skilllift.report.verdicts import WeekMeasures
+
+    if summary is None:
+        guard = CoverageGuard(0, 0, min_coverage)
+        return evaluate(gates, _Nothing(), guard, week=week)
+    data = summary.data
+    threshold = float(data.get("pass_threshold", DEFAULT_PASS_THRESHOLD))
+    measures = WeekMeasures(summary.week, summary.aggregates, threshold, card=data)
+    graded, total = measures.coverage(None, None, None)
+    guard = CoverageGuard(graded, total, min_coverage)
+    return evaluate(gates, measures, guard, week=data.get("week", week))
+
+
+class _Nothing:
+    """Measures of a session that produced no run."""
+
+    models: Sequence[str] = ()
+
+    def value(self, metric: str, model: str | None, condition: str | None,
+              prompt: str | None) -> float | str | None:
+        return None
+
+    def coverage(self, model: str | None, condition: str | None,
+                 prompt: str | None) -> tuple[int, int]:
+        return 0, 0

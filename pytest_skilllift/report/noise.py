@@ -264,7 +264,7 @@ def _shrunk(x: np.ndarray, noise_var: float) -> np.ndarray:
     if v <= 0:
         return x.copy()
     factor = math.sqrt(max(v - noise_var, 0.0) / v)
-    return x.mean() + factor * (x - x.mean())
+    return cast("np.ndarray", x.mean() + factor * (x - x.mean()))
 
 
 def simulated_reference(rep_no: np.ndarray, rep_with: np.ndarray, rep_values: np.ndarray, *,

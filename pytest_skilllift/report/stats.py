@@ -588,11 +588,11 @@ class RegressionAlarm:
     @property
     def regressed(self) -> np.ndarray:
         """(M, P): prompts whose drop survives the correction."""
-        return np.nan_to_num(self.drop_p_adj, nan=2.0) <= self.alpha
+        return cast("np.ndarray", np.nan_to_num(self.drop_p_adj, nan=2.0) <= self.alpha)
 
     @property
     def improved(self) -> np.ndarray:
-        return np.nan_to_num(self.rise_p_adj, nan=2.0) <= self.alpha
+        return cast("np.ndarray", np.nan_to_num(self.rise_p_adj, nan=2.0) <= self.alpha)
 
     @property
     def week_regressed(self) -> list[bool]:

@@ -1,8 +1,8 @@
 """The week's recorded gates, measured the way ``skilllift gate WEEKDIR`` measures them.
 
 The gates a session started with are in ``week.json`` (``week.identity``); their results are
-not in scorecard.json, so the overview asks ``skilllift gate``'s own code (``ci.measure`` on
-the week's summary, written nowhere) rather than re-deriving a verdict.
+not in scorecard.json, so the overview asks ``skilllift gate``'s own code
+(``report.gates.measure`` on the week's summary, written nowhere) rather than re-deriving a verdict.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ def gate_results(week_dir: Path) -> dict[str, Any]:
         return {"recorded": [], "report": None, "error": str(err)}
     if record is None or not record.gates:
         return {"recorded": [], "report": None, "error": ""}
-    from pytest_skilllift.plugin.ci import measure
     from pytest_skilllift.report import gates as gatemod
+    from pytest_skilllift.report.gates import measure
     from pytest_skilllift.report.summarize import summarize_week
 
     summary = summarize_week(week_dir, write=False, plots=False)

@@ -71,10 +71,11 @@ class LabelSession:
 
     def _answer(self, item: GradedItem) -> str:
         from pytest_skilllift.judge.labels import _answers  # the sheet's own answer lookup
+        from pytest_skilllift.run.transcript import final_answer
 
         run = (item.prompt, item.model, item.condition, item.rep)
         if run not in self._answers:
-            self._answers.update(_answers(self.week_dir, [item]))
+            self._answers.update(_answers(self.week_dir, [item], final_answer))
         return self._answers[run]
 
     def _prompt_text(self, item: GradedItem) -> str:

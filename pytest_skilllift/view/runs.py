@@ -64,6 +64,7 @@ def trajectory(run_dir: Path) -> tuple[list[dict[str, Any]], str]:
 def read_run(week_dir: Path, run_id: str) -> dict[str, Any]:
     """The answer, trajectory and audit of one run (``answer`` None with ``answer_note``)."""
     from pytest_skilllift.judge.calibrate import CalibrationError, read_answer
+    from pytest_skilllift.run.transcript import final_answer
 
     run_dir = week_dir / run_id
     if not run_id or not run_dir.is_dir():
@@ -72,7 +73,7 @@ def read_run(week_dir: Path, run_id: str) -> dict[str, Any]:
                 "trajectory_note": note, "audit": None}
     record = _json_file(run_dir / RUN_FILE)
     try:
-        answer: str | None = read_answer(run_dir, record)
+        answer: str | None = read_answer(run_dir, record, final_answer)
         answer_note = ""
     except CalibrationError as err:
         answer, answer_note = None, str(err).replace(str(week_dir), "WEEKDIR")
