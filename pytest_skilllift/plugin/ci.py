@@ -38,9 +38,13 @@ class SessionVerdicts:
     """Identity at the start, gates at the end, of a session with ``settings`` whose runs are
     ``matrix()`` (read when the gates are validated, not before)."""
 
-    def __init__(self, settings: Settings, matrix: Callable[[], Matrix]) -> None:
+    def __init__(self, settings: Settings, matrix: Callable[[], Matrix], *,
+                 other_agents: Callable[[], list[str]] = list,
+                 revision: Callable[[], Any] = lambda: None) -> None:
         self.settings = settings
         self._matrix = matrix
+        self._other_agents = other_agents  # the agents beside Claude Code the labels name
+        self._revision = revision  # the with-skill@REF arm's resolved revision, or None
         self.gates: list[gatemod.Gate] = []
         self.notes: list[str] = []
         self.report: gatemod.GateReport | None = None
@@ -78,7 +82,7 @@ class SessionVerdicts:
         agent_clis: dict[str, str] = {}
         if s.runner == "docker":
             image_id, cli = self._docker_image(s.image)
-            for agent in self.state.other_agents():  # the image's own agent CLIs
+            for agent in self._other_agents():  # the image's own agent CLIs
                 agent_clis[agent] = self._image_agents.get(agent, "")
         else:
             from pytest_skilllift.runners import agents
@@ -86,7 +90,7 @@ class SessionVerdicts:
 
             claude = find_claude(s.claude or None)
             cli = cli_version(claude) if claude else ""
-            for agent in self.state.other_agents():  # the labels' other agents, pinned too
+            for agent in self._other_agents():  # the labels' other agents, pinned too
                 path = agents.find_cli(agent)
                 agent_clis[agent] = agents.cli_version(path) if path else ""
         judge = s.judge_model
@@ -94,7 +98,7 @@ class SessionVerdicts:
             from pytest_skilllift.judge.client import default_judge_model
 
             judge = default_judge_model()
-        revision = self.state.revision()
+        revision = self._revision()
         revision_skills = ({f"{f}@{revision.ref}": ident.skill_family_hash(revision.root, f)
                             for f in sorted({sp.family for sp in self._specs})}
                            if revision else {})

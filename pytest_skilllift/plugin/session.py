@@ -128,7 +128,8 @@ class SkillLiftSession:
             SessionVerdicts,  # week identity at start, gates at end
         )
 
-        self.ci = SessionVerdicts(settings, self.matrix)
+        self.ci = SessionVerdicts(settings, self.matrix, other_agents=self.other_agents,
+                                  revision=self.revision)
         #: Docker only: the controller's start-up and end-of-session container sweeps.
         self.sweeps = SweepLog() if settings.runner == "docker" and not worker else None
 

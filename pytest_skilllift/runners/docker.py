@@ -52,7 +52,14 @@ import docker.client
 import docker.errors
 
 from pytest_skilllift.config import option_default
-from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, RunOutcome, RunSpec
+from pytest_skilllift.model import (
+    CLAUDE_CODE,
+    PINNED_CLI_VERSION,
+    AgentConfig,
+    RunOutcome,
+    RunSpec,
+    cli_version_mismatch,
+)
 from pytest_skilllift.runners import agents
 from pytest_skilllift.runners.agent_image import image_agent_versions
 from pytest_skilllift.runners.agents import skill_root
