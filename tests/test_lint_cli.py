@@ -181,7 +181,8 @@ def test_compare_two_weeks_delegates(
     rc, out, _ = run(capsys, "compare", str(a), str(b), "--fail-on-regression",
                      "--margin", "0.05", "--output", "json")
     assert rc == 1 and out == "week-over-week table\n"
-    assert calls == [(a, b, {"output": "json", "margin": 0.05, "fail_on_regression": True})]
+    assert calls == [(a, b, {"output": "json", "margin": 0.05, "fail_on_regression": True,
+                                 "arm": "with-skill"})]
 
 
 # --- --week -----------------------------------------------------------------------------------
