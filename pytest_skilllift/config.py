@@ -192,6 +192,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("allow-unsafe", "Run the with-skill arm even when the skill family has a critical "
            "security finding (skilllift scan, docs/security-scan.md); without it such a run "
            "is an invalid install naming the finding.", "bool", False),
+    Option("breaker", "Circuit breaker: after this many consecutive runs fail with the same "
+           "infrastructure cause (API unreachable, key refused, model not found) no new run "
+           "starts; the rest are reported 'not run: <cause>'. 0 turns it off.", "int", 3),
     Option("progress-interval", "Seconds between progress lines when the output is not a "
            "terminal (CI logs; 0 = one per finished run). A terminal gets one "
            "live line; -q silences both.", "float", 60.0, metavar="SECONDS"),
@@ -327,6 +330,8 @@ class Settings:
     progress_interval_s: float
     #: ``--skill-lift-allow-unsafe``: install a family despite a critical security finding.
     allow_unsafe: bool
+    #: Consecutive runs with one infrastructure cause before no new run starts (0: never).
+    breaker: int
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""
     #: The controller's shared judge (set under xdist): workers grade through it.
@@ -482,6 +487,7 @@ class Settings:
             pass_threshold=pass_threshold,
             progress_interval_s=float(v["progress-interval"]),
             allow_unsafe=bool(v["allow-unsafe"]),
+            breaker=_breaker(v["breaker"]),
         )
 
     @classmethod
@@ -666,3 +672,15 @@ def _skill_dirs_in_args(config: pytest.Config) -> list[Path]:
         if path.is_dir() and next(path.rglob("SKILL.md"), None) is not None:
             out.append(path)
     return out
+
+
+def _breaker(value: Any) -> int:
+    """``--skill-lift-breaker``: a whole number of runs, at least 0."""
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        n = -1
+    if n < 0:
+        raise SettingsError(f"--skill-lift-breaker must be a whole number of runs, at least 0 "
+                            f"(0 turns the circuit breaker off), got {value!r}")
+    return n

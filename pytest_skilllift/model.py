@@ -145,6 +145,10 @@ class RunOutcome:
     #: The skill could not be installed as given (e.g. a symlink leaving the family): the
     #: run is invalid, not errored — rerunning cannot change it. ``error`` says why.
     invalid_install: bool = False
+    #: The API could not be used at all (unreachable, key refused, model not found), in
+    #: words (``runners.outage``): an infrastructure failure, not the skill's; ``error``
+    #: says the same. Empty otherwise.
+    outage: str = ""
 
 
 @dataclass(frozen=True)

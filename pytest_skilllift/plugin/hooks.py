@@ -21,7 +21,7 @@ from pytest_skilllift.plugin import _rewrite  # noqa: F401
 # isort: split
 from pytest_skilllift.config import Settings, SettingsError, add_options
 from pytest_skilllift.judge.batch import forget_batches
-from pytest_skilllift.plugin import findings, progress_hooks, scale
+from pytest_skilllift.plugin import findings, interrupts, progress_hooks, scale
 from pytest_skilllift.plugin.collect import extra as collect_extra
 from pytest_skilllift.plugin.collect.items import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
 from pytest_skilllift.plugin.fixtures import CHECK_PROP
@@ -91,6 +91,8 @@ def pytest_configure(config: pytest.Config) -> None:
         _controller_setup(config, state)
         config.pluginmanager.register(ControllerPlugin(state), "skilllift-controller")
     config.stash[SESSION_KEY] = state
+    # SIGTERM/SIGHUP stop the session's agents like Ctrl-C (every process).
+    interrupts.register(config, state, controller=not _is_worker(config))
     progress_hooks.register(config, state)
     # One bad prompt file must not stop the others: report it as a collection error, go on.
     config.option.continue_on_collection_errors = True

@@ -20,11 +20,13 @@ from pytest_skilllift.config import Settings, SettingsError
 from pytest_skilllift.judge.protocol import Grader
 from pytest_skilllift.judge.session_judge import FixtureGrader, SessionJudge
 from pytest_skilllift.model import AgentConfig, JudgeResult, RunSpec
+from pytest_skilllift.run.breaker import CircuitBreaker
 from pytest_skilllift.run.engine import GradedRun, WeekRun
 from pytest_skilllift.run.matrix import Matrix, load_matrix
 from pytest_skilllift.run.view import SkillLiftRun
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import find_claude
+from pytest_skilllift.runners.inflight import Inflight
 from pytest_skilllift.runners.sweep import SweepLog
 from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week.checks import CheckTally, merge_checks
@@ -130,6 +132,26 @@ class SkillLiftSession:
         self.ci = SessionVerdicts(self)
         #: Docker only: the controller's start-up and end-of-session container sweeps.
         self.sweeps = SweepLog() if settings.runner == "docker" and not worker else None
+        #: Runs an interrupt stopped (any process of the session), once the session ends.
+        self.stopped_runs: list[str] | None = None
+
+    @property
+    def inflight(self) -> Inflight:
+        """The session's runs in flight, shared by its processes (``runners.inflight``)."""
+        return Inflight.for_session(self.session_id)
+
+    def interrupt(self) -> list[str]:
+        """Stop every agent CLI of the session (every process's); the runs stopped now."""
+        return self.inflight.stop_all()
+
+    def interrupted_line(self) -> str:
+        """What an interrupted session says it stopped (controller, after the workers)."""
+        runs = self.stopped_runs or []
+        if not runs:
+            return "interrupted: no run was in flight; the week resumes where it stopped"
+        return (f"interrupted: {len(runs)} run{'s' * (len(runs) != 1)} in flight "
+                f"{'were' if len(runs) != 1 else 'was'} stopped and will be retried: "
+                + ", ".join(runs))
 
     # -- controller set-up --------------------------------------------------------------
     def start_demo(self) -> None:
@@ -216,7 +238,15 @@ class SkillLiftSession:
             self._weekrun.on_generated = self._run_generated
             self._weekrun.on_graded = self._run_graded
             self._weekrun.start_gate = self.spend_gate()
+            self._weekrun.breaker = self.breaker()
         return self._weekrun
+
+    def breaker(self) -> CircuitBreaker | None:
+        """``--skill-lift-breaker``: the session's circuit breaker (shared by its processes
+        through the in-flight registry's directory), or None when it is off."""
+        if self.settings.breaker <= 0:
+            return None
+        return CircuitBreaker(self.inflight.root / "outcomes.log", self.settings.breaker)
 
     def plan_baseline(self) -> None:
         """``--skill-lift-baseline-from``, before the first run (controller): decide which
@@ -351,10 +381,11 @@ class SkillLiftSession:
         if s.runner == "docker":
             from pytest_skilllift.runners.docker import DockerRunner
 
-            return DockerRunner(s.image, network=s.docker_network, week=s.week)
+            return DockerRunner(s.image, network=s.docker_network, week=s.week,
+                                inflight=self.inflight)
         from pytest_skilllift.runners.local import LocalRunner
 
-        return LocalRunner()
+        return LocalRunner(inflight=self.inflight)
 
     def _make_grader(self) -> Grader:
         if self.settings.judge_batch:  # graded by the batch step (scale.py), never directly

@@ -69,6 +69,7 @@ from pytest_skilllift.runners.image import (
     cli_version_mismatch,
     image_cli_version,
 )
+from pytest_skilllift.runners.inflight import Inflight, RunInterrupted
 from pytest_skilllift.runners.install import check_family, family_entries, install_root
 from pytest_skilllift.runners.local import redact, secret_values
 from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE, utc_stamp
@@ -293,7 +294,12 @@ class DockerRunner:
         cpus: float = 1.0,
         client: Any | None = None,
         week: str = "",
+        inflight: Inflight | None = None,
     ) -> None:
+        #: The session's runs in flight (``runners.inflight``): each container is listed
+        #: there while it exists, so an interrupt in any process of the session removes it.
+        self.inflight = inflight
+        self._tokens: dict[str, Path] = {}
         self.image = image
         self.network = network
         self.memory = memory
@@ -352,6 +358,9 @@ class DockerRunner:
         out = _LineSink(run_dir / STDOUT_FILE, secrets)
         err = _LineSink(run_dir / STDERR_FILE, secrets)
         invalid_install = False
+        interrupted = False
+        if self.inflight is not None:
+            self.inflight.check_not_stopping()
         try:
             try:
                 error = self._install_error(spec, cfg)
@@ -376,9 +385,12 @@ class DockerRunner:
                                  "the transcript may be incomplete")
             except Exception as exc:  # a harness failure is a run outcome, not a crash
                 error = f"docker: {type(exc).__name__}: {exc}"
+            except KeyboardInterrupt:  # Ctrl-C, SIGTERM/SIGHUP, or the session stopping
+                interrupted = True
+                raise
             finally:
                 if container_id is not None:
-                    self._cleanup(container_id)
+                    self._cleanup(container_id, interrupted=interrupted)
             if error:
                 # Like the local runner: the reason is in stderr.txt too, for whoever reads it.
                 err.write(f"skilllift: {error}\n".encode())
@@ -465,6 +477,8 @@ class DockerRunner:
         container_id = str(created["Id"])
         with self._lock:
             self._active[container_id] = name
+            if self.inflight is not None:
+                self._tokens[container_id] = self.inflight.add(spec.run_id, container=name)
         return container_id
 
     def _install(self, container_id: str, families: Sequence[Path], prompt: str) -> None:
@@ -521,6 +535,9 @@ class DockerRunner:
         deadline = t0 + cfg.timeout_s
         # Short slices: a Ctrl-C that does not interrupt the wait itself still raises in 0.25 s.
         while not done.wait(max(0.0, min(0.25, deadline - time.monotonic()))):
+            if self.inflight is not None and self.inflight.stopping:
+                self._kill(container_id, reader)
+                raise RunInterrupted("the session was interrupted while the run was in flight")
             if time.monotonic() >= deadline:
                 self._kill(container_id, reader)
                 return None, True, None
@@ -563,10 +580,16 @@ class DockerRunner:
             return False
         return any(int(n) > 0 for n in re.findall(r"^oom_kill (\d+)$", text, re.MULTILINE))
 
-    def _cleanup(self, container_id: str) -> None:
+    def _cleanup(self, container_id: str, *, interrupted: bool = False) -> None:
         _remove(self.client, container_id)
         with self._lock:
             self._active.pop(container_id, None)
+            token = self._tokens.pop(container_id, None)
+        if token is not None and self.inflight is not None:
+            if interrupted:
+                self.inflight.mark_stopped(token)
+            else:
+                self.inflight.done(token)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
