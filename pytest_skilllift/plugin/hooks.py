@@ -266,6 +266,8 @@ class ControllerPlugin:
         self._collected_nodes = 0
         #: The session's exit status once decided (the closing line's colour).
         self.exitstatus: int | None = None
+        #: What the circuit breakers held back (read before the registry is removed).
+        self.breaker_lines: list[str] = []
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Any) -> None:
@@ -359,7 +361,8 @@ class ControllerPlugin:
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
                           pytest.ExitCode.USAGE_ERROR):
             return
-        if not enough or self.state.tally.hook_errors:
+        self.breaker_lines = self.state.breaker_lines()
+        if not enough or self.state.tally.hook_errors or self.breaker_lines:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         elif self.state.tally.other_failures == 0 and exitstatus == pytest.ExitCode.TESTS_FAILED:
             # Rubric failures are findings for the scorecard, not a broken run.
@@ -398,7 +401,7 @@ class ControllerPlugin:
             tr.write_line(f"{state.tally.invocation_findings} invocation findings (with-skill "
                           "runs whose skill was not VERIFIED; -k invoked lists them) are "
                           "reported, not a failed run")
-        for line in scale.summary_lines(state):
+        for line in [*scale.summary_lines(state), *self.breaker_lines]:
             tr.write_line(line)
         counted = findings.count_line(tr.stats)
         if counted:

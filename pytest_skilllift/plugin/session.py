@@ -20,7 +20,7 @@ from pytest_skilllift.config import Settings, SettingsError
 from pytest_skilllift.judge.protocol import Grader
 from pytest_skilllift.judge.session_judge import FixtureGrader, SessionJudge
 from pytest_skilllift.model import AgentConfig, JudgeResult, RunSpec
-from pytest_skilllift.run.breaker import CircuitBreaker
+from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker
 from pytest_skilllift.run.engine import GradedRun, WeekRun
 from pytest_skilllift.run.matrix import Matrix, load_matrix
 from pytest_skilllift.run.view import SkillLiftRun
@@ -239,14 +239,35 @@ class SkillLiftSession:
             self._weekrun.on_graded = self._run_graded
             self._weekrun.start_gate = self.spend_gate()
             self._weekrun.breaker = self.breaker()
+            self._weekrun.judge_breaker = self.breaker("judge")
         return self._weekrun
 
-    def breaker(self) -> CircuitBreaker | None:
-        """``--skill-lift-breaker``: the session's circuit breaker (shared by its processes
-        through the in-flight registry's directory), or None when it is off."""
+    def breaker(self, side: str = "runs") -> CircuitBreaker | None:
+        """``--skill-lift-breaker``: the session's circuit breaker for its runs (or its
+        judge), shared by its processes through the in-flight registry's directory; None
+        when it is off."""
         if self.settings.breaker <= 0:
             return None
-        return CircuitBreaker(self.inflight.root / "outcomes.log", self.settings.breaker)
+        return CircuitBreaker(self.inflight.root / f"{side}-outcomes.log",
+                              self.settings.breaker)
+
+    def breaker_lines(self) -> list[str]:
+        """What the circuit breakers held back this session (controller, at the end)."""
+        lines = []
+        held = sorted(r for r, st in self.tally.runs.items() if st == NOT_RUN_OUTAGE)
+        runs, judge = self.breaker(), self.breaker("judge")
+        cause = runs.open_cause() if runs is not None else None
+        if held and runs is not None:
+            lines.append(f"circuit breaker: {len(held)} run(s) not run: {cause} — "
+                         f"{runs.threshold} consecutive runs failed with it, so no further "
+                         "run was started; fix it and run again (the next session runs "
+                         "them): exit status 1")
+        judge_cause = judge.open_cause() if judge is not None else None
+        if judge_cause and judge is not None:
+            lines.append(f"circuit breaker: judging stopped: {judge_cause} — "
+                         f"{judge.threshold} consecutive judge calls failed with it; the runs "
+                         "left stay ungraded (never scored zero) and are graded next session")
+        return lines
 
     def plan_baseline(self) -> None:
         """``--skill-lift-baseline-from``, before the first run (controller): decide which

@@ -56,3 +56,16 @@ class CircuitBreaker:
         """What a run the breaker holds back reports (``not run: <cause>``), or None."""
         cause = self.open_cause()
         return None if cause is None else f"not run: {cause}"
+
+
+def judge_cause(error: str) -> str:
+    """The infrastructure cause in a judge error (``judge.client``'s words), or ``""``: a
+    refused key, a judge model that does not exist, an API that cannot be reached. A bad
+    reply or a rate limit is no outage."""
+    for marker, words in (("HTTP 401", "the judge's API refused the key"),
+                          ("HTTP 403", "the judge's API refused the key"),
+                          ("HTTP 404", "the judge model was not found"),
+                          ("connection error", "the judge's API is unreachable")):
+        if marker in error:
+            return f"{words} ({error})"
+    return ""

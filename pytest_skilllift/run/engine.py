@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from pytest_skilllift.judge.protocol import PROMPT_VERSION, Grader
 from pytest_skilllift.model import AgentConfig, JudgeResult, RunOutcome, RunSpec
-from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker
+from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker, judge_cause
 from pytest_skilllift.run.revisions import revision_commit
 from pytest_skilllift.run.skill_creator import judge_prompt_text
 from pytest_skilllift.runners.base import Runner
@@ -135,6 +135,9 @@ class WeekRun:
         #: The circuit breaker (``run.breaker``): fed each generated run's infrastructure
         #: cause; once open, no run is started (``NotStarted``, ``not run: <cause>``).
         self.breaker: CircuitBreaker | None = None
+        #: The judge's breaker: fed each judge call's infrastructure cause; once open, no
+        #: judge call is made (the runs stay ungraded, never scored zero).
+        self.judge_breaker: CircuitBreaker | None = None
         #: Marks the runs this session generated: another process of the same session (an
         #: xdist worker holding a custom check of the run) must not retry an errored one.
         self.session_id = session_id
@@ -293,12 +296,18 @@ class WeekRun:
         rows = self.week.load_grades(spec.run_id)
         judged = False
         if rows is None:
+            held = self.judge_breaker.open_cause() if self.judge_breaker else None
+            if held:
+                return GradedRun(reason=f"{DROP_REASONS[OK]}: judge not called",
+                                 judge_error=f"not graded: {held}", **base)
             grader = grader if grader is not None else self._grader.get()
             started = time.monotonic()
             # skill-creator evals: expected_output reaches the judge as context, not an item.
             result = grader.grade(judge_prompt_text(spec.prompt), record.get("final_answer", ""),
                                         spec.prompt.rubric, spec.run_id)
             judge_ms = int((time.monotonic() - started) * 1000)
+            if self.judge_breaker is not None:
+                self.judge_breaker.record(judge_cause(result.error or ""))
             if result.error is not None:
                 self.week.save_judge_error(spec.run_id, result.error)
                 return GradedRun(reason=f"{DROP_REASONS[OK]}: judge failed",
