@@ -110,9 +110,9 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
         raise pytest.UsageError(
             f"--skill-lift found no prompt files in {s.prompts_dir}: the prompts directory "
             f"(skill_lift_prompts) {what} (rootdir {s.rootdir}, ini file "
-            f"{s.inifile or 'none'}). Set skill_lift_prompts in your ini file, or run from your project's root. Write "
-            "path options as --skill-lift-claude=PATH: a bare path after an option is read "
-            "as a test path when pytest picks the rootdir."
+            f"{s.inifile or 'none'}). Set skill_lift_prompts in your ini file, or run from "
+            "your project's root. Write path options as --skill-lift-claude=PATH: a bare path "
+            "after an option is read as a test path when pytest picks the rootdir."
         )
     _check_paths(s)
     try:  # gates validated; the week identity computed unless only listing tests
