@@ -178,3 +178,14 @@ def _remove_containers(names: list[str]) -> None:
                     client.api.remove_container(name, force=True, v=True)
         finally:
             client.close()
+
+
+_PROCESS: Inflight | None = None
+
+
+def process_inflight() -> Inflight:
+    """The registry of a ``skilllift`` command's own agent runs (one per process)."""
+    global _PROCESS
+    if _PROCESS is None:
+        _PROCESS = Inflight.for_session(f"cli-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    return _PROCESS

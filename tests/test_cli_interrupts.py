@@ -1,0 +1,70 @@
+"""``skilllift`` commands interrupted by SIGTERM / SIGHUP / Ctrl-C: no further paid call,
+what was written kept, pytest's interrupted status, and the same command resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_skilllift.testing import StandIn
+from pytest_skilllift.testing.judge_script import keyword_judge
+from tests.test_judge_client import ANSWER, ITEMS, KEY, MODEL
+
+RUNS = 6
+
+
+def make_week(tmp_path: Path) -> Path:
+    prompt = tmp_path / "fusion.json"
+    prompt.write_text(json.dumps({"name": "fusion", "prompt": "Q?", "rubric": [
+        {"type": i.type, "text": i.text} for i in ITEMS]}))
+    week = tmp_path / "week"
+    for rep in range(1, RUNS + 1):
+        run_id = f"fusion-haiku-no-skill-r{rep}-week"
+        (week / run_id).mkdir(parents=True)
+        (week / run_id / "run.json").write_text(json.dumps({
+            "run_id": run_id, "prompt": "fusion", "model": "haiku", "condition": "no-skill",
+            "rep": rep, "run_status": "ok", "final_answer": ANSWER,
+            "prompt_path": str(prompt), "skill_leaf": "fusion/SKILL.md"}))
+    return week
+
+
+def judge_cmd(week: Path, api: StandIn) -> subprocess.Popen[str]:
+    env = {**os.environ, "ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": KEY}
+    return subprocess.Popen([sys.executable, "-m", "pytest_skilllift.cli.main", "judge",
+                             str(week), "--judge-model", MODEL, "-j", "1"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT],
+                         ids=lambda s: s.name)
+def test_skilllift_judge_interrupted_stops_paying_and_resumes(tmp_path: Path,
+                                                               sig: signal.Signals) -> None:
+    week = make_week(tmp_path)
+    with StandIn(judge=keyword_judge, judge_latency_s=1.0) as api:
+        proc = judge_cmd(week, api)
+        deadline = time.monotonic() + 60
+        while api.count("judge", ok_only=False) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=15)
+        assert proc.returncode == pytest.ExitCode.INTERRUPTED, err
+        assert "skilllift judge: interrupted" in err and "run the same command again" in err
+        calls = api.count("judge", ok_only=False)
+        time.sleep(2.5)  # no queued judge call starts after the interrupt
+        assert api.count("judge", ok_only=False) == calls
+        graded = len(list(week.glob("*/grades.json")))
+        assert graded < RUNS
+        api.judge_latency_s = 0.0
+        again = judge_cmd(week, api)
+        _, err2 = again.communicate(timeout=120)
+        assert again.returncode == 0, err2
+        assert len(list(week.glob("*/grades.json"))) == RUNS
+        # the runs graded before the interrupt were not graded again
+        assert api.count("judge", ok_only=False) - calls == RUNS - graded
