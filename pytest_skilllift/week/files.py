@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import tempfile
@@ -136,6 +137,14 @@ def utc_stamp(ts: float | None = None) -> str:
 # -- the atomic writer -----------------------------------------------------------------------
 
 
+@functools.cache
+def _umask() -> int:
+    """The process's umask (read once: reading it means setting it for a moment)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so readers see the old or the new content, never a mix.
 
@@ -146,6 +155,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes 0600; the file gets the mode any other would (0666 less the umask).
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
