@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_skilllift.model import (
     DEFAULT_ALLOWED_TOOLS,
+    DEFAULT_JUDGE_MODEL,
     DEFAULT_MAX_BUDGET_USD,
     DEFAULT_MIN_COVERAGE,
     DEFAULT_PASS_THRESHOLD,
@@ -131,8 +132,9 @@ OPTIONS: tuple[Option, ...] = (
            "reported.", "float", DEFAULT_MAX_BUDGET_USD, metavar="USD"),
     Option("timeout", "Per-run timeout in seconds.", "float", DEFAULT_TIMEOUT_S,
            metavar="SECONDS"),
-    Option("judge-model", "Judge model.", default="", default_text="the newest "
-           "non-deprecated Opus id known to the installed anthropic SDK", metavar="MODEL"),
+    Option("judge-model", "Judge model, pinned: it changes only with a release note, never "
+           "because the anthropic SDK was upgraded.", default=DEFAULT_JUDGE_MODEL,
+           metavar="MODEL"),
     Option("judge-samples", "Independent judge samples per run, each with its own rubric "
            "shuffle (2 is the escalation: items whose samples disagree get a third, "
            "tie-breaking sample and are flagged contested).", "int", 1, metavar="N"),

@@ -68,3 +68,41 @@ def test_skilllift_judge_interrupted_stops_paying_and_resumes(tmp_path: Path,
         assert len(list(week.glob("*/grades.json"))) == RUNS
         # the runs graded before the interrupt were not graded again
         assert api.count("judge", ok_only=False) - calls == RUNS - graded
+
+
+# -- a regrade keeps the week's recorded judging protocol -----------------------------------
+
+def test_judge_fresh_regrades_with_the_recorded_protocol(tmp_path: Path) -> None:
+    from pytest_skilllift.judge.protocol import PROMPT_VERSION
+    from pytest_skilllift.week import identity as ident
+    from tests.test_identity import make
+
+    week = make_week(tmp_path)
+    ident.write_week_record(week, ident.WeekRecord(identity=make(
+        judge_model=MODEL, judge_samples=2, evidence="flag",
+        judge_prompt_version=PROMPT_VERSION)))
+    with StandIn(judge=keyword_judge) as api:
+        env = {**os.environ, "ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": KEY}
+        done = subprocess.run([sys.executable, "-m", "pytest_skilllift.cli.main", "judge",
+                               str(week), "--fresh"], env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert f"with {MODEL} (2 sample(s) per run" in done.stderr
+        models = {r.model for r in api.requests if r.kind == "judge"}
+        assert models == {MODEL}
+        assert api.count("judge") >= 2 * RUNS  # two samples of every run
+    after = ident.read_week_record(week)
+    assert after is not None
+    assert (after.identity.judge_samples, after.identity.evidence) == (2, "flag")
+    grades = json.loads(next(week.glob("*/grades.json")).read_text())
+    assert grades["judge_samples"] == 2 and grades["evidence_policy"] == "flag"
+    # An option that differs is named, and then recorded.
+    with StandIn(judge=keyword_judge) as api:
+        env = {**os.environ, "ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": KEY}
+        done = subprocess.run([sys.executable, "-m", "pytest_skilllift.cli.main", "judge",
+                               str(week), "--fresh", "--samples", "1"], env=env,
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "judging protocol: --samples 1 instead of the week's recorded 2" in done.stderr
+    after = ident.read_week_record(week)
+    assert after is not None and after.identity.judge_samples == 1

@@ -15,6 +15,7 @@ from pytest_skilllift.judge.client import (
     _classify,
     default_judge_model,
     estimate_cost,
+    newest_opus,
 )
 from pytest_skilllift.judge.protocol import JUDGE_MARKER, TOOL_NAME
 from pytest_skilllift.model import JudgeResult, RubricItem
@@ -291,20 +292,31 @@ def test_cost_table() -> None:
     assert cost == 30.0 and note and "newer than the price table" in note
 
 
-def test_default_judge_model() -> None:
+def test_newest_opus() -> None:
     ids = ["claude-sonnet-5-5", "claude-opus-4-5", "claude-opus-4-5-20251101", "claude-opus-4-7",
            "claude-opus-4-10", "claude-fable-9"]
-    assert default_judge_model(ids, {}) == "claude-opus-4-10"
-    assert default_judge_model(ids, {"claude-opus-4-10": "soon"}) == "claude-opus-4-7"
+    assert newest_opus(ids, {}) == "claude-opus-4-10"
+    assert newest_opus(ids, {"claude-opus-4-10": "soon"}) == "claude-opus-4-7"
     # a dated snapshot beats its floating alias at equal version
-    assert default_judge_model(["claude-opus-4-5", "claude-opus-4-5-20251101"], {}) == (
+    assert newest_opus(["claude-opus-4-5", "claude-opus-4-5-20251101"], {}) == (
         "claude-opus-4-5-20251101")
-    installed = default_judge_model()
-    assert installed.startswith("claude-opus-")
+
+
+def test_default_judge_model_is_pinned_in_the_option_table(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_skilllift import config
+    from pytest_skilllift.judge import client
+
+    row = next(o for o in config.OPTIONS if o.name == "judge-model")
+    assert row.default == default_judge_model() == "claude-opus-5-5"
+    assert "claude-opus-5-5" in row.help_text
+    # An SDK upgrade listing a newer Opus does not change the judge.
+    monkeypatch.setattr(client, "_sdk_model_ids", lambda: ("claude-opus-9-9",))
+    assert default_judge_model() == "claude-opus-5-5"
+    assert Judge(api_key=KEY, base_url="http://127.0.0.1:9").model == "claude-opus-5-5"
     from anthropic._data import DEPRECATED_MODELS
 
-    assert installed not in DEPRECATED_MODELS
-    assert Judge().model == installed
+    assert default_judge_model() not in DEPRECATED_MODELS
 
 
 def test_sdk_models_are_read_without_importing_the_sdk() -> None:

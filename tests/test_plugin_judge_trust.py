@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-ant-test-judge-trust"
 PROMPT = "git-bisect-regression.json"
 FLAKY = "Skips commits that do not build with git bisect skip"
-#: The judge a session uses by default (the newest Opus the installed SDK lists).
+#: The judge a session uses by default (pinned in the option table).
 JUDGE = default_judge_model()
 
 pytestmark = [

@@ -29,8 +29,7 @@ def add_depth_arguments(p: argparse.ArgumentParser, *, certify: bool = False) ->
     g.add_argument("--judges", type=int, default=1, metavar="N",
                    help="independent LLM judges, averaged; Cohen's kappa between them (default 1)")
     g.add_argument("--judge-model", default=None, metavar="MODEL",
-                   help="judge model (default: the newest non-deprecated Opus the anthropic "
-                        "SDK lists)")
+                   help="judge model (default: --skill-lift-judge-model's, pinned)")
     g.add_argument("--max-spend", type=float, default=None, metavar="USD",
                    help="stop starting paid calls and runs once this many dollars are spent; "
                         "what was not run is counted in the report")

@@ -307,7 +307,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--samples", type=int, default=3, metavar="N",
                         help="judge samples (default 3)")
     parser.add_argument("--model", default=None, metavar="MODEL",
-                        help="judge model (default: newest non-deprecated Opus in the SDK)")
+                        help="judge model (default: the pinned --skill-lift-judge-model default)")
     parser.add_argument("--bar", type=float, default=MUST_UNANIMITY_BAR, metavar="SHARE",
                         help="required share of unanimous must items (default 0.95)")
     parser.set_defaults(func=_run)

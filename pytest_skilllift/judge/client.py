@@ -218,11 +218,20 @@ def _sdk_deprecated() -> Mapping[str, str]:
     return dict(DEPRECATED_MODELS)
 
 
-def default_judge_model(
+def default_judge_model() -> str:
+    """The default judge: the pinned :data:`~pytest_skilllift.model.DEFAULT_JUDGE_MODEL`
+    (never whatever the installed SDK lists newest: weeks stay comparable across upgrades)."""
+    from pytest_skilllift.model import DEFAULT_JUDGE_MODEL
+
+    return DEFAULT_JUDGE_MODEL
+
+
+def newest_opus(
     model_ids: Sequence[str] | None = None,
     deprecated: Mapping[str, str] | None = None,
 ) -> str:
-    """The newest Opus model id the installed SDK lists and does not mark deprecated.
+    """The newest Opus model id the installed SDK lists and does not mark deprecated (what
+    to consider pinning next; never chosen silently).
 
     Ordered by version (major, minor), then snapshot date; at equal version a dated snapshot
     wins over its floating alias, because a pinned judge keeps weeks comparable. Both inputs
