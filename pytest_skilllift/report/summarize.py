@@ -29,11 +29,13 @@ from pytest_skilllift.week.files import (
     HISTORY_CSV,
     SCORECARD_JSON,
     SCORECARD_MD,
+    SCORECARD_OURS_MD,
     STATUS_OK,
     TREND_PNG,
     WEEK_JSON,
     atomic_write_bytes,
     atomic_write_text,
+    scorecard_md,
 )
 from pytest_skilllift.week.tables import Problem, Week, load_week
 
@@ -88,7 +90,7 @@ class Summary:
             lines.append(f"  ⚠ {len(self.problems)} input problem(s): {self.problems[0]}"
                          + (" …" if len(self.problems) > 1 else ""))
         for p in self.written if scorecard_path else ():
-            if p.name == SCORECARD_MD:
+            if p.name in (SCORECARD_MD, SCORECARD_OURS_MD):
                 lines.append(f"  scorecard: {p}")
         return lines
 
@@ -306,7 +308,12 @@ def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, w
         if failed:
             markdown, card_json = render()
     if write:
-        md, js = week_dir / SCORECARD_MD, week_dir / SCORECARD_JSON
+        md, js = scorecard_md(week_dir), week_dir / SCORECARD_JSON
+        if md.name != SCORECARD_MD:  # another tool's scorecard.md stays as it is
+            title, _, rest = markdown.partition("\n")
+            markdown = (f"{title}\n\n> {SCORECARD_MD} in this directory was written by "
+                        "another tool (the qdrant pipeline?) and is kept byte for byte; this "
+                        f"summary is {md.name}.\n{rest}")
         atomic_write_text(md, markdown)
         atomic_write_bytes(js, card_json)
         written[:0] = [md, js]
