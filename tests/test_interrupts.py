@@ -131,7 +131,9 @@ def test_interrupt_stops_every_agent_and_the_week_resumes(
             time.sleep(random.Random(seed).uniform(0.2, 3.0))
             victim = proc.pid
             if target == "worker":
-                workers = [c for c in children(proc.pid) if c not in processes_under(tmp)]
+                # The xdist workers: the controller's python children (not a CLI it ran).
+                workers = [c for c in children(proc.pid) if c not in processes_under(tmp)
+                           and b"python" in Path(f"/proc/{c}/cmdline").read_bytes()]
                 assert workers, "no xdist worker found"
                 victim = random.Random(seed).choice(workers)
             os.kill(victim, sig)
