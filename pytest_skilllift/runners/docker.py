@@ -42,7 +42,7 @@ import tarfile
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -72,6 +72,7 @@ from pytest_skilllift.runners.image import (
 from pytest_skilllift.runners.inflight import Inflight, RunInterrupted
 from pytest_skilllift.runners.install import check_family, family_entries, install_root
 from pytest_skilllift.runners.local import redact, secret_values
+from pytest_skilllift.runners.outage import OutageWatch
 from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE, utc_stamp
 
 LABEL_RUN_ID = "skilllift.run_id"
@@ -355,7 +356,11 @@ class DockerRunner:
         exit_code: int | None = None
         timed_out = False
         error: str | None = None
-        out = _LineSink(run_dir / STDOUT_FILE, secrets)
+        # The host's view of the API (what a probe from here can check); the events are the
+        # container's CLI's own.
+        watch = OutageWatch(build_env(cfg, home=self.home).get("ANTHROPIC_BASE_URL", ""),
+                            spec.model_id)
+        out = _LineSink(run_dir / STDOUT_FILE, secrets, on_line=watch.feed)
         err = _LineSink(run_dir / STDERR_FILE, secrets)
         invalid_install = False
         interrupted = False
@@ -375,8 +380,10 @@ class DockerRunner:
                         self._put_files(container_id, spec)
                     self.client.api.start(container_id)
                     exit_code, timed_out, broken = self._exec(container_id, spec, cfg, env,
-                                                              out, err, t0)
-                    if timed_out:
+                                                              out, err, t0, watch)
+                    if watch.cause is not None:
+                        error = f"{watch.cause}; container killed"
+                    elif timed_out:
                         error = f"timed out after {cfg.timeout_s:g}s; container killed"
                     elif exit_code == 137 and self._oom_killed(container_id):
                         error = f"out of memory: the CLI was killed at the {self.memory} limit"
@@ -405,7 +412,7 @@ class DockerRunner:
             runner=self.name,
             # What actually ran (the init event) beats what the image says it holds.
             cli_version=transcript_cli_version(run_dir / STDOUT_FILE) or self.cli_version,
-            invalid_install=invalid_install,
+            invalid_install=invalid_install, outage=watch.cause or "",
         )
 
     @staticmethod
@@ -499,7 +506,7 @@ class DockerRunner:
             raise RuntimeError(f"put_archive of the input files into {self.workdir} failed")
 
     def _exec(self, container_id: str, spec: RunSpec, cfg: AgentConfig, env: dict[str, str],
-              out: _LineSink, err: _LineSink, t0: float,
+              out: _LineSink, err: _LineSink, t0: float, watch: OutageWatch | None = None,
               ) -> tuple[int | None, bool, str | None]:
         """Run the CLI; returns (exit code, timed out, stream error). Output is written as it
         arrives; the container is killed at the deadline."""
@@ -538,10 +545,16 @@ class DockerRunner:
             if self.inflight is not None and self.inflight.stopping:
                 self._kill(container_id, reader)
                 raise RunInterrupted("the session was interrupted while the run was in flight")
+            if watch is not None and watch.cause is not None:  # an outage: stop waiting
+                self._kill(container_id, reader)
+                return None, False, None
             if time.monotonic() >= deadline:
                 self._kill(container_id, reader)
                 return None, True, None
         reader.join(10)
+        if self.inflight is not None and self.inflight.stopping:
+            # The session's stop removed the container (the stream ended with it).
+            raise RunInterrupted("the session was interrupted while the run was in flight")
         broken = f"{type(failure[0]).__name__}: {failure[0]}" if failure else None
         # The stream normally closes as the CLI exits and the engine records the exit code a
         # moment later; a stream that broke early leaves the CLI running, so keep to the
@@ -622,10 +635,12 @@ class _LineSink:
     runner does) means a secret split across two chunks cannot slip through.
     """
 
-    def __init__(self, path: Path, secrets: list[bytes]) -> None:
+    def __init__(self, path: Path, secrets: list[bytes],
+                 on_line: Callable[[bytes], object] | None = None) -> None:
         self._fh = open(path, "wb")  # noqa: SIM115 - closed by close(), after the stream
         self._secrets = secrets
         self._pending = b""
+        self._on_line = on_line  # sees each whole line (the outage watch)
 
     def write(self, chunk: bytes) -> None:
         data = self._pending + chunk
@@ -634,6 +649,9 @@ class _LineSink:
         if cut:
             self._fh.write(redact(data[:cut], self._secrets))
             self._fh.flush()
+            if self._on_line is not None:
+                for line in data[:cut].splitlines(keepends=True):
+                    self._on_line(line)
 
     def close(self) -> None:
         if self._pending:
