@@ -106,3 +106,22 @@ def test_judge_fresh_regrades_with_the_recorded_protocol(tmp_path: Path) -> None
     assert "judging protocol: --samples 1 instead of the week's recorded 2" in done.stderr
     after = ident.read_week_record(week)
     assert after is not None and after.identity.judge_samples == 1
+
+
+def test_a_commands_registry_of_agent_runs_is_removed_at_its_end(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``score --depth deep`` / ``certify`` list their agent runs in a registry: gone when the
+    command ends, so no ``skilllift-*`` directory is left in the temp dir."""
+    from pytest_skilllift.cli import main as cli_main
+    from pytest_skilllift.runners import inflight
+
+    monkeypatch.setattr(inflight, "_PROCESS", None)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    registry = inflight.process_inflight()
+    registry.done(registry.add("run-1"))
+    assert registry.root.parent == tmp_path and registry.root.is_dir()
+    cli_main._forget_registry()
+    assert list(tmp_path.iterdir()) == []

@@ -93,6 +93,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(func(args))
         except KeyboardInterrupt as exc:
             return _interrupted(str(args.command), exc)
+        finally:
+            _forget_registry()
+
+
+def _forget_registry() -> None:
+    """Remove the command's registry of agent runs, when it made one (no temp dir left)."""
+    inflight = sys.modules.get("pytest_skilllift.runners.inflight")
+    registry = getattr(inflight, "_PROCESS", None)
+    if registry is not None:
+        registry.remove()
 
 
 #: pytest's "interrupted" exit status (``pytest.ExitCode.INTERRUPTED``), for every command.
