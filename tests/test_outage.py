@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift.config import DEMO_PROJECT
 from pytest_skilllift.run.breaker import CircuitBreaker, judge_cause
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.runners.outage import OutageWatch, probe
@@ -26,7 +27,6 @@ from pytest_skilllift.testing.agent_script import skill_agent
 from pytest_skilllift.testing.judge_script import keyword_judge
 from pytest_skilllift.testing.server import StandIn
 
-REPO = Path(__file__).resolve().parents[1]
 PROMPTS = ("git-bisect-regression.json", "python-packaging-pyproject.json")
 KEY = "sk-ant-test-outage-0123456789"
 needs_cli = pytest.mark.skipif(bundled_claude() is None,
@@ -41,10 +41,10 @@ def dead_port() -> int:
 
 
 def make_project(root: Path) -> None:
-    shutil.copytree(REPO / "skills", root / "skills")
+    shutil.copytree(DEMO_PROJECT / "skills", root / "skills")
     (root / "evals" / "test-prompts").mkdir(parents=True)
     for name in PROMPTS:
-        shutil.copy(REPO / "evals" / "test-prompts" / name, root / "evals" / "test-prompts")
+        shutil.copy(DEMO_PROJECT / "evals" / "test-prompts" / name, root / "evals" / "test-prompts")
     (root / "pytest.ini").write_text("[pytest]\nskill_lift_models = haiku=claude-haiku-4-5\n"
                                      "skill_lift_reps = 1\nskill_lift_out = week\n"
                                      "skill_lift_timeout = 300\n")

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from pytest_skilllift.config import DEMO_PROJECT
 from tests.test_lint_depth_judge import DEMO, score, standard
 
-REPO = Path(__file__).resolve().parents[1]
 PROMPT = "git-bisect-regression.json"
 
 
 def project(root: Path, ini: str = "") -> Path:
-    shutil.copytree(REPO / "skills", root / "skills")
+    shutil.copytree(DEMO_PROJECT / "skills", root / "skills")
     (root / "evals" / "test-prompts").mkdir(parents=True)
-    shutil.copy(REPO / "evals" / "test-prompts" / PROMPT, root / "evals" / "test-prompts")
+    shutil.copy(DEMO_PROJECT / "evals" / "test-prompts" / PROMPT, root / "evals" / "test-prompts")
     (root / "pytest.ini").write_text("[pytest]\nskill_lift_models = haiku=claude-haiku-4-5\n"
                                      "skill_lift_reps = 1\nskill_lift_out = week\n" + ini)
     return root
@@ -86,7 +86,7 @@ def test_a_named_prompts_dir_without_prompts_is_refused_despite_evals_json(
 
 def test_a_missing_skills_root_is_one_error(tmp_path: Path) -> None:
     root = project(tmp_path, "skill_lift_skills = skilz\n")
-    shutil.copy(REPO / "evals" / "test-prompts" / "python-packaging-pyproject.json",
+    shutil.copy(DEMO_PROJECT / "evals" / "test-prompts" / "python-packaging-pyproject.json",
                 root / "evals" / "test-prompts")
     result = pytest_run(root, "--collect-only", "-q")
     assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout

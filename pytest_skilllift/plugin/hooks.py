@@ -104,7 +104,7 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
     prompts = sorted(s.prompts_dir.glob("*.json")) if s.prompts_dir.is_dir() else []
     # A prompts directory the ini names must hold prompts: a typo must not silently collect
     # only the skill-creator evals.json files found elsewhere.
-    named = "skill_lift_prompts" in getattr(config, "inicfg", {})
+    named = config.getini("skill_lift_prompts") not in (None, "")
     if not prompts and (named or not collect_extra.has_inputs(s)):
         what = "does not exist" if not s.prompts_dir.is_dir() else "holds no prompt file (*.json)"
         raise pytest.UsageError(
