@@ -196,7 +196,8 @@ OPTIONS: tuple[Option, ...] = (
            "is an invalid install naming the finding.", "bool", False),
     Option("breaker", "Circuit breaker: after this many consecutive runs fail with the same "
            "infrastructure cause (API unreachable, key refused, model not found) no new run "
-           "starts; the rest are reported 'not run: <cause>'. 0 turns it off.", "int", 3),
+           "starts; the rest are reported 'not run: <cause>'. 0 turns it off.", "int", 3,
+           metavar="N"),
     Option("progress-interval", "Seconds between progress lines when the output is not a "
            "terminal (CI logs; 0 = one per finished run). A terminal gets one "
            "live line; -q silences both.", "float", 60.0, metavar="SECONDS"),
