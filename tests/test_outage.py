@@ -152,6 +152,8 @@ def test_probe_names_a_dns_failure() -> None:
 
 def test_breaker_opens_after_n_same_causes_and_only_then(tmp_path: Path) -> None:
     breaker = CircuitBreaker(tmp_path / "log", threshold=3)
+    breaker.record("")
+    assert not (tmp_path / "log").exists()  # a clean session writes nothing
     for cause in ["down", "", "down", "down"]:
         breaker.record(cause)
         assert breaker.open_cause() is None

@@ -30,8 +30,8 @@ class CircuitBreaker:
 
     def record(self, cause: str) -> None:
         """One finished run's (or judge call's) infrastructure cause; ``""`` when none."""
-        if self.threshold <= 0:
-            return
+        if self.threshold <= 0 or (not cause and not self.path.exists()):
+            return  # a clean session writes nothing (a streak starts with a cause)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = (" ".join(cause.split()) + "\n").encode()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
