@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_skilllift.model import (
+    AGENTS,
+    CLAUDE_CODE,
     DEFAULT_ALLOWED_TOOLS,
     DEFAULT_JUDGE_MODEL,
     DEFAULT_MAX_BUDGET_USD,
@@ -24,6 +26,7 @@ from pytest_skilllift.model import (
     DEFAULT_PASS_THRESHOLD,
     DEFAULT_PERMISSION_MODE,
     DEFAULT_TIMEOUT_S,
+    split_agent,
 )
 from pytest_skilllift.week.columns import (
     ARMS,
@@ -108,7 +111,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("site", "URL prefix stripped from skill_url, e.g. https://skills.qdrant.tech/.",
            default="", cli=False, default_text="scheme and host of each skill_url"),
     Option("models", "Models as label=model_id[,label=model_id…]; a bare label is passed to "
-           "the CLI as is.", default=DEFAULT_MODELS,
+           "the CLI as is. label=AGENT:MODEL runs another agent's CLI (codex, gemini-cli, "
+           "opencode; no prefix = claude-code), e.g. gpt=codex:gpt-5.5.", default=DEFAULT_MODELS,
            metavar="LABEL=MODEL[,…]"),
     Option("reps", "Repetitions per (prompt, model, condition).", "int", 2,
            metavar="N"),
@@ -145,6 +149,9 @@ OPTIONS: tuple[Option, ...] = (
            "coverage guard).", "float", DEFAULT_MIN_COVERAGE, metavar="SHARE"),
     Option("image", "Docker image for --skill-lift-runner=docker.", default="skilllift:local",
            metavar="IMAGE"),
+    Option("agent-install", "Install the npm CLIs of the agents the labels name (codex, "
+           "gemini-cli, opencode) at their pinned versions into a per-user cache when they "
+           "are not on PATH (needs npm; docs/agents.md).", "bool", False),
     Option("docker-network", "Docker network mode (host reaches a stand-in on loopback).",
            default="bridge", metavar="MODE"),
     Option("demo-latency", "Demo only: seconds of scripted latency per agent call.",
@@ -223,6 +230,7 @@ def parse_models(text: str, *, where: str = "--skill-lift-models") -> tuple[tupl
         if any(c in label for c in ":/ "):
             raise SettingsError(f"{where}: bad label {label!r} in {text!r}; {shape}, with a "
                                 "label free of ':', '/' and spaces")
+        model_id = _agent_model(label, model_id or label, where)
         if label in {m[0] for m in models}:
             raise SettingsError(f"{where}: label {label!r} is given twice in {text!r} (each "
                                 f"label names one column of the scorecard); {shape}")
@@ -230,6 +238,24 @@ def parse_models(text: str, *, where: str = "--skill-lift-models") -> tuple[tupl
     if not models:
         raise SettingsError(f"{where}: no model given; {shape}")
     return tuple(models)
+
+
+def _agent_model(label: str, model_id: str, where: str = "--skill-lift-models") -> str:
+    """The label's model id with its agent checked: ``codex:gpt-5.5`` stays, a
+    ``claude-code:`` prefix is dropped (no prefix means Claude Code, so a week keeps its
+    identity), an unknown agent-like prefix (``gemini:…``) is an error naming the agents."""
+    agent, bare = split_agent(model_id)
+    prefix = model_id.partition(":")[0]
+    if agent == CLAUDE_CODE and ":" in model_id and re.fullmatch(r"[a-z][a-z-]*", prefix) \
+            and not model_id.startswith(CLAUDE_CODE + ":"):
+        raise SettingsError(
+            f"{where}: label {label!r} names agent {prefix!r}, which is not one of "
+            f"{', '.join(AGENTS)}; write {label}=AGENT:MODEL (e.g. {label}=codex:gpt-5.5) or "
+            "a Claude model id without a prefix")
+    if not bare.strip():
+        raise SettingsError(f"{where}: label {label!r} names agent {agent!r} but "
+                            f"no model; write {label}={agent}:MODEL")
+    return bare if agent == CLAUDE_CODE else f"{agent}:{bare}"
 
 
 def parse_conditions(text: str, *, aa: bool = False,
@@ -323,6 +349,8 @@ class Settings:
     max_spend_usd: float | None
     judge_batch: bool
     judge_batch_poll_s: float
+    #: ``--skill-lift-agent-install``: npm-install the labels' agent CLIs when missing.
+    agent_install: bool
     triggers_dir: Path
     triggers_all: bool
     triggers_max_turns: int
@@ -480,6 +508,7 @@ class Settings:
             shard=shard,
             max_spend_usd=None if spend in (None, "") else float(spend),
             judge_batch=bool(v["judge-batch"]),
+            agent_install=bool(v["agent-install"]),
             judge_batch_poll_s=float(v["judge-batch-poll"]),
             triggers_dir=project.get("triggers") or _resolve(rootdir, v["triggers"]),
             triggers_all=bool(v["triggers-all"]),

@@ -7,6 +7,7 @@ the judge returns one ``ItemVerdict`` per rubric item.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,6 +72,40 @@ class PromptSpec:
         return (self.family, *(f for f in self.sibling_families if f != self.family))
 
 
+#: The agent CLIs a model label may name (``AGENT:MODEL`` in ``--skill-lift-models``), each
+#: reading Agent Skills (SKILL.md) its own way: docs/agents.md.
+CLAUDE_CODE = "claude-code"
+AGENTS: tuple[str, ...] = (CLAUDE_CODE, "codex", "gemini-cli", "opencode")
+#: The registry package each agent's CLI is installed from (npm; Claude Code comes in the
+#: ``claude-agent-sdk`` wheel).
+AGENT_PACKAGES: dict[str, str] = {
+    CLAUDE_CODE: "claude-agent-sdk (pip)",
+    "codex": "@openai/codex",
+    "gemini-cli": "@google/gemini-cli",
+    "opencode": "opencode-ai",
+}
+#: The CLI versions the agents were verified with (docs/agents.md), installed by
+#: ``--skill-lift-agent-install`` and flagged by provenance when a run reports another.
+PINNED_AGENT_VERSIONS: dict[str, str] = {
+    "codex": "0.169.0",
+    "gemini-cli": "0.61.0",
+    "opencode": "1.18.33",
+}
+_AGENT_PREFIX = re.compile(r"^([a-z][a-z0-9-]*):(.*)$", re.S)
+
+
+def split_agent(model_id: str) -> tuple[str, str]:
+    """``"codex:gpt-5.5"`` → ``("codex", "gpt-5.5")``; no known agent prefix → Claude Code.
+
+    Only a known agent name counts as a prefix, so a Claude model id that contains ``:``
+    (Bedrock's ``…-v2:0``) stays whole.
+    """
+    m = _AGENT_PREFIX.match(model_id)
+    if m and m.group(1) in AGENTS:
+        return m.group(1), m.group(2)
+    return CLAUDE_CODE, model_id
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """One generation: a prompt under one model, one condition, one repetition."""
@@ -81,6 +116,16 @@ class RunSpec:
     condition: str  # one of columns.ARMS
     rep: int
     run_id: str
+
+    @property
+    def agent(self) -> str:
+        """The agent CLI that makes this run (``claude-code`` unless the label names one)."""
+        return split_agent(self.model_id)[0]
+
+    @property
+    def agent_model(self) -> str:
+        """The model id handed to the agent's CLI (the label's model without its agent)."""
+        return split_agent(self.model_id)[1]
 
     @property
     def with_skill(self) -> bool:
@@ -123,10 +168,13 @@ class AgentConfig:
     max_budget_usd: float | None = DEFAULT_MAX_BUDGET_USD
     timeout_s: float = DEFAULT_TIMEOUT_S
     #: Extra environment variables passed to the CLI (e.g. ANTHROPIC_BASE_URL). Never written.
+    #: Each agent gets only its own key and base-URL variables from it (runners/agents.py).
     env: dict[str, str] = field(default_factory=dict)
     #: Install a family even when the security scan has a critical finding in it
     #: (``--skill-lift-allow-unsafe``); by default such a with-skill run is an invalid install.
     allow_unsafe: bool = False
+    #: The CLI of every other agent the week's labels name (``codex`` → its path).
+    agent_paths: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.config import OPTIONS, Option, Settings, SettingsError, parse_models
+from pytest_skilllift.model import split_agent
 
 
 def build(**overrides: Any) -> Settings:
@@ -117,3 +118,30 @@ def test_conditions_default_to_the_lift_arms_and_keep_their_order() -> None:
 def test_bad_conditions_say_what_to_write(conditions: str, aa: bool, match: str) -> None:
     with pytest.raises(SettingsError, match=match):
         build(conditions=conditions, aa=aa)
+
+
+def test_a_label_names_its_agent_and_no_prefix_is_claude_code() -> None:
+    models = parse_models("sonnet=claude-sonnet-4-5,gpt=codex:gpt-5.5,"
+                          "flash=gemini-cli:gemini-2.5-flash,"
+                          "oc=opencode:anthropic/claude-sonnet-4-5,"
+                          "cc=claude-code:claude-haiku-4-5,br=us.anthropic.claude-v2:0")
+    assert models == (("sonnet", "claude-sonnet-4-5"), ("gpt", "codex:gpt-5.5"),
+                      ("flash", "gemini-cli:gemini-2.5-flash"),
+                      ("oc", "opencode:anthropic/claude-sonnet-4-5"),
+                      # an explicit claude-code prefix means the same week as none
+                      ("cc", "claude-haiku-4-5"),
+                      # a Bedrock id's ':' is not an agent
+                      ("br", "us.anthropic.claude-v2:0"))
+    assert [split_agent(m) for _, m in models][1:3] == [("codex", "gpt-5.5"),
+                                                        ("gemini-cli", "gemini-2.5-flash")]
+
+
+@pytest.mark.parametrize("text,message", [
+    ("g=gemini:gemini-2.5-flash", "names agent 'gemini', which is not one of claude-code, "
+                                  "codex, gemini-cli, opencode"),
+    ("g=codex:", "names agent 'codex' but no model; write g=codex:MODEL"),
+])
+def test_a_bad_agent_prefix_names_the_agents(text: str, message: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        parse_models(text)
+    assert message in str(err.value)

@@ -111,7 +111,8 @@ def test_narrow_by_globs_and_lists() -> None:
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({"prompt": "x"}, "unknown argument(s) prompt; use prompts, families, models, conditions"),
+    ({"prompt": "x"},
+     "unknown argument(s) prompt; use prompts, families, models, conditions, agents"),
     ({"conditions": "with_skill"}, "matches no condition; use no-skill or with-skill"),
     ({"prompts": 3}, "must be a glob or a list of globs"),
     ({"models": []}, "must be a glob or a list of globs"),

@@ -358,3 +358,24 @@ def test_the_session_end_records_judge_overrides(tmp_path: Path) -> None:
     bare.mkdir()
     assert ident.record_session_end(bare, runs=1, judge_overrides={"x": 1}) == []
     assert not (bare / "week.json").exists()
+
+
+def test_agent_cli_versions_are_part_of_the_identity_only_when_agents_run() -> None:
+    plain = make()
+    assert "agent_clis" not in plain.to_json()  # a Claude Code week's week.json is unchanged
+    agents = make(models={"haiku": "claude-haiku-4-5", "gpt": "codex:gpt-5.5"},
+                  agent_clis={"codex": "0.169.0"})
+    data = agents.to_json()
+    assert data["agent_clis"] == {"codex": "0.169.0"}
+    assert Identity.from_json(json.loads(json.dumps(data))) == agents
+    moved = dataclasses.replace(agents, agent_clis={"codex": "0.170.0"})
+    diffs = ident.differences(agents, moved)
+    assert [(d.field, d.key) for d in diffs] == [("agent_cli", "codex")]
+    assert diffs[0].describe() == "codex CLI version: '0.169.0' → '0.170.0'"
+    # The codex label's no-skill answer depends on the codex CLI, not Claude Code's.
+    assert ident.baseline_key(agents, "edge", "gpt") != ident.baseline_key(moved, "edge", "gpt")
+    assert ident.baseline_key(agents, "edge", "haiku") == ident.baseline_key(moved, "edge",
+                                                                              "haiku")
+    other_claude = dataclasses.replace(agents, cli_version="2.2.0")
+    assert ident.baseline_key(agents, "edge", "gpt") == ident.baseline_key(other_claude, "edge",
+                                                                            "gpt")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -43,7 +44,8 @@ def add_depth_arguments(p: argparse.ArgumentParser, *, certify: bool = False) ->
     g.add_argument("--mc-runs", type=int, default=50, metavar="N",
                    help="Monte Carlo runs; prompts are repeated in order to reach N (default 50)")
     g.add_argument("--model", default="sonnet", metavar="MODEL",
-                   help="model the CLI runs for Monte Carlo (default sonnet)")
+                   help="model the CLI runs for Monte Carlo (default sonnet); AGENT:MODEL "
+                        "runs another agent, e.g. codex:gpt-5.5 (docs/agents.md)")
     g.add_argument("--runner", choices=["local", "docker"], default="local",
                    help="where each CLI run executes, as in the weekly run (default local)")
     g.add_argument("--image", default="skilllift:local", metavar="IMAGE",
@@ -272,8 +274,19 @@ def make_context(
     if depth in ("deep", "certify") and week is None:
         if mc_prompts is not None:
             ctx.mc_prompts = load_mc_prompts(mc_prompts)
+        from pytest_skilllift.model import CLAUDE_CODE, split_agent
+
         claude_path = "claude"  # the docker image's own CLI
-        if runner == "local":
+        agent = split_agent(model)[0]  # --model AGENT:MODEL runs another agent's CLI
+        agent_paths: dict[str, str] = {}
+        if runner == "local" and agent != CLAUDE_CODE:
+            from pytest_skilllift.runners import agents
+
+            path = agents.find_cli(agent)
+            if path is None:
+                raise DepthUsageError(agents.missing_cli_message(agent))
+            agent_paths[agent] = path
+        elif runner == "local":
             from pytest_skilllift.runners.claude import find_claude
 
             found = find_claude(claude)
@@ -282,9 +295,9 @@ def make_context(
                     "Claude Code CLI not found for the Monte Carlo runs: pass --claude PATH, "
                     "put claude on PATH, or install claude-agent-sdk (it bundles the CLI)")
             claude_path = found
-        ctx.mc = MCConfig(agent=agent_config(claude_path, Path("."), max_turns=max_turns,
-                                             timeout_s=timeout),
-                          model_id=model, runs=mc_runs)
+        mc_agent = replace(agent_config(claude_path, Path("."), max_turns=max_turns,
+                                        timeout_s=timeout), agent_paths=agent_paths)
+        ctx.mc = MCConfig(agent=mc_agent, model_id=model, runs=mc_runs)
         ctx.runner_factory = _runner_factory(runner, image, docker_network)
     if depth == "certify":
         if corpus is None:

@@ -49,6 +49,16 @@ def add_parser(subparsers: Any) -> None:
                        help="skip running `claude --version` in the new image")
     build.set_defaults(func=_build)
 
+    add = image_sub.add_parser(
+        "add-agents", help="add the Codex CLI, Gemini CLI and OpenCode installed here",
+        description="Build TAG from BASE (a skilllift image) with the npm agent CLIs found on "
+                    "this machine's PATH added, so the docker runner runs labels naming "
+                    "those agents (docs/agents.md). Needs no registry.")
+    add.add_argument("--base", required=True, metavar="IMAGE",
+                     help="the skilllift image to build on")
+    add.add_argument("--tag", required=True, metavar="TAG", help="the new image's tag")
+    add.set_defaults(func=_add_agents)
+
     check = image_sub.add_parser("check", help="print an image's CLI version vs the pinned one")
     check.add_argument("--tag", required=True, metavar="TAG",
                        help="the image to check, e.g. skilllift:local")
@@ -91,6 +101,30 @@ def _build(args: argparse.Namespace) -> int:
           f"{info.size_bytes / 1e6:.0f} MB, {info.seconds:.1f}s, id {info.image_id[:19]}")
     for warning in info.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _add_agents(args: argparse.Namespace) -> int:
+    import docker.errors
+
+    from pytest_skilllift.runners import agents
+    from pytest_skilllift.runners.agent_image import build_agents_image
+
+    clis = {a: agents.find_cli(a) for a in agents.BINARIES}
+    found = {a: p for a, p in clis.items() if p}
+    for agent in sorted(set(clis) - set(found)):
+        print(f"note: {agents.missing_cli_message(agent)}; left out", file=sys.stderr)
+    if not found:
+        print("skilllift image add-agents: no agent CLI found", file=sys.stderr)
+        return 1
+    try:
+        versions = build_agents_image(_client(), args.base, args.tag, found,
+                                      log=lambda line: print(line, file=sys.stderr))
+    except (ImageBuildError, docker.errors.DockerException, OSError) as exc:
+        print(f"skilllift image add-agents: {exc}", file=sys.stderr)
+        return 1
+    print(f"built {args.tag} from {args.base}: "
+          + ", ".join(f"{a} {v}" for a, v in versions.items()))
     return 0
 
 

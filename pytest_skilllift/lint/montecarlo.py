@@ -479,8 +479,9 @@ def run_monte_carlo(
     progress: Callable[[str], None] | None = None,
 ) -> MCLayer:
     """Run (or reuse) the scheduled prompts through the real CLI and judge the answers."""
+    from pytest_skilllift.run.agent_streams import parse_run
     from pytest_skilllift.run.engine import classify
-    from pytest_skilllift.run.transcript import extract_signals, parse_transcript
+    from pytest_skilllift.run.transcript import extract_signals
     from pytest_skilllift.week.files import STDOUT_FILE as STDOUT_NAME
 
     layer = MCLayer(source="cli", planned=cfg.runs)
@@ -528,7 +529,8 @@ def run_monte_carlo(
                     0.01, min(cfg.per_run_budget_usd, remaining))
                 agent = replace(cfg.agent, skills_root=skill.root, max_budget_usd=per_run)
                 outcome = runner.run(spec, agent, run_dir)
-                tr = parse_transcript(run_dir / STDOUT_NAME)
+                tr = parse_run(spec, run_dir / STDOUT_NAME, cli_version=outcome.cli_version,
+                               skills_root=skill.root)  # any agent (docs/agents.md)
                 sig = extract_signals(tr, family=skill.family, leaf=leaf, site_host=None,
                                       leaf_names=(skill.name,) if skill.name else ())
                 if outcome.error and not outcome.timed_out:

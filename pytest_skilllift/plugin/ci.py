@@ -44,6 +44,8 @@ class SessionVerdicts:
         self.record: ident.WeekRecord | None = None
         self._specs: list[PromptSpec] = []
         self._identity: Warmed[ident.Identity] | None = None
+        #: The agent CLIs the docker image carries (its skilllift.agents label).
+        self._image_agents: dict[str, str] = {}
 
     # -- configure ----------------------------------------------------------------------
     def prepare(self, *, identity: bool = True) -> list[str]:
@@ -70,13 +72,20 @@ class SessionVerdicts:
 
         s = self.state.settings
         image_id, cli = None, ""
+        agent_clis: dict[str, str] = {}
         if s.runner == "docker":
             image_id, cli = self._docker_image(s.image)
+            for agent in self.state.other_agents():  # the image's own agent CLIs
+                agent_clis[agent] = self._image_agents.get(agent, "")
         else:
+            from pytest_skilllift.runners import agents
             from pytest_skilllift.runners.claude import cli_version, find_claude
 
             claude = find_claude(s.claude or None)
             cli = cli_version(claude) if claude else ""
+            for agent in self.state.other_agents():  # the labels' other agents, pinned too
+                path = agents.find_cli(agent)
+                agent_clis[agent] = agents.cli_version(path) if path else ""
         judge = s.judge_model
         if not judge:
             from pytest_skilllift.judge.client import default_judge_model
@@ -100,17 +109,21 @@ class SessionVerdicts:
             skills={**{f: ident.skill_family_hash(s.skills_root, f) for f in families},
                     **revision_skills},
             revision=revision.to_json() if revision else None,
+            agent_clis=agent_clis,
         )
 
     def _docker_image(self, image: str) -> tuple[str | None, str]:
         try:
             import docker.client
 
+            from pytest_skilllift.runners.agent_image import image_agent_versions
             from pytest_skilllift.runners.image import image_cli_version
 
             client = docker.client.from_env()
             try:
-                return client.images.get(image).id, image_cli_version(client, image)
+                img = client.images.get(image)
+                self._image_agents = image_agent_versions(dict(img.labels or {}))
+                return img.id, image_cli_version(client, image)
             finally:
                 client.close()
         except Exception as exc:  # the runner reports an unusable engine or image itself

@@ -163,7 +163,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     for spec in runs:
         family, leaf = keywords_of(spec.prompt)
         params.append(pytest.param(spec, id=run_key(spec), marks=pytest.mark.skill_lift(
-            family=family, skill=leaf, prompt=spec.prompt.name)))
+            family=family, skill=leaf, prompt=spec.prompt.name, agent=spec.agent)))
     metafunc.parametrize("skill_lift_run", params, indirect=True)
 
 
@@ -173,7 +173,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     spec = run_of(item) if not isinstance(item, (RubricTest, InvokedTest)) else None
     if spec is None:
         return
-    item.extra_keyword_matches.update(keywords_of(spec.prompt))
+    item.extra_keyword_matches.update((*keywords_of(spec.prompt), spec.agent))
     callspec = item.callspec  # type: ignore[attr-defined]
     rest = callspec.id.replace(run_key(spec), "", 1).strip("-")
     test = item.nodeid.split("[", 1)[0] + (f"[{rest}]" if rest else "")

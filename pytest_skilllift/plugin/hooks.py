@@ -60,9 +60,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "invoked: a with-skill run's skill reached (VERIFIED)")
     config.addinivalue_line("markers", "trigger: a trigger test (skill invoked iff it should)")
     config.addinivalue_line(
-        "markers", "skill_lift(prompts=, families=, models=, conditions=): on a test using "
-        "skill_lift_run, the runs it checks (globs). pytest-skilllift puts "
-        "skill_lift(family=, skill=, prompt=) on every item of a run, for -m.")
+        "markers", "skill_lift(prompts=, families=, models=, conditions=, agents=): on a test "
+        "using skill_lift_run, the runs it checks (globs). pytest-skilllift puts "
+        "skill_lift(family=, skill=, prompt=, agent=) on every item of a run, for -m.")
     try:
         if _is_worker(config):
             wire = config.workerinput.get(WIRE_KEY)  # type: ignore[attr-defined]

@@ -19,11 +19,12 @@ from urllib.parse import urlsplit
 from pytest_skilllift.config import Settings, SettingsError
 from pytest_skilllift.judge.protocol import Grader
 from pytest_skilllift.judge.session_judge import FixtureGrader, SessionJudge
-from pytest_skilllift.model import AgentConfig, JudgeResult, RunSpec
+from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, JudgeResult, RunSpec, split_agent
 from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker
 from pytest_skilllift.run.engine import GradedRun, WeekRun
 from pytest_skilllift.run.matrix import Matrix, load_matrix
 from pytest_skilllift.run.view import SkillLiftRun
+from pytest_skilllift.runners import agents
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import find_claude
 from pytest_skilllift.runners.inflight import Inflight
@@ -165,7 +166,8 @@ class SkillLiftSession:
                                judge_latency_s=self.settings.demo_judge_latency_s)
         url = self._server.start()
         self.settings = dataclasses.replace(
-            self.settings, base_url=url, extra_env={"ANTHROPIC_API_KEY": DEMO_KEY})
+            self.settings, base_url=url, extra_env={
+                var: DEMO_KEY for var in ("ANTHROPIC_API_KEY", *agents.KEY_VARS.values())})
 
     def start_judge_service(self, *, warm: bool = True) -> None:
         """Under xdist: one judge client in the controller, served to every worker; built
@@ -208,6 +210,12 @@ class SkillLiftSession:
         """A real run needs a key before the first paid call, not after 200 runs failed."""
         if self.settings.demo or self.settings.base_url:
             return
+        keys = [agents.KEY_VARS[a] for a in self.other_agents()
+                if not os.environ.get(agents.KEY_VARS[a])]
+        if keys:
+            raise SettingsError(
+                f"--skill-lift: the labels' agents need {', '.join(keys)} in the environment "
+                "(each agent gets only its own key; docs/agents.md), and it is not set.")
         if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
             raise SettingsError(
                 "--skill-lift: the runs need ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the "
@@ -376,22 +384,48 @@ class SkillLiftSession:
         s = self.settings
         env = dict(s.extra_env)
         if s.base_url:
-            env["ANTHROPIC_BASE_URL"] = s.base_url
+            # Every agent reaches the same endpoint through its own variable (the demo).
+            env.update(ANTHROPIC_BASE_URL=s.base_url, OPENAI_BASE_URL=s.base_url + "/v1",
+                       GOOGLE_GEMINI_BASE_URL=s.base_url)
+        others = self.other_agents()
         if s.runner == "docker":
             claude = "claude"  # the image's own CLI
+            paths = {a: agents.BINARIES[a] for a in others}
         else:
             found = find_claude(s.claude or None)
-            if found is None:
+            if found is None and len(others) < len(s.models):
                 raise SettingsError(
                     "Claude Code CLI not found: install it with pip install "
                     "'pytest-skilllift[agent]' (the claude-agent-sdk wheel bundles it), put "
                     "claude on PATH, or pass --skill-lift-claude=PATH"
                 )
-            claude = found
+            claude = found or "claude"
+            paths = self._agent_paths(others)
         return AgentConfig(claude_path=claude, skills_root=s.skills_root,
                            allowed_tools=s.allowed_tools, permission_mode=s.permission_mode,
                            max_turns=s.max_turns, max_budget_usd=s.max_budget_usd,
-                           timeout_s=s.timeout_s, env=env, allow_unsafe=s.allow_unsafe)
+                           timeout_s=s.timeout_s, env=env, allow_unsafe=s.allow_unsafe,
+                           agent_paths=paths)
+
+    def other_agents(self) -> list[str]:
+        """The agents beside Claude Code that the labels name, in label order."""
+        found = (split_agent(m)[0] for _, m in self.settings.models)
+        return list(dict.fromkeys(a for a in found if a != CLAUDE_CODE))
+
+    def _agent_paths(self, wanted: list[str]) -> dict[str, str]:
+        """Each agent's CLI; a missing one is installed (``--skill-lift-agent-install``) or
+        a usage error naming its npm package."""
+        paths = {a: agents.find_cli(a) for a in wanted}
+        missing = [a for a, p in paths.items() if p is None]
+        if missing and self.settings.agent_install:
+            error = agents.npm_install(missing, agents.default_install_dir())
+            if error:
+                raise SettingsError(f"--skill-lift-agent-install: {error}")
+            paths.update({a: agents.find_cli(a) for a in missing})
+            missing = [a for a, p in paths.items() if p is None]
+        if missing:
+            raise SettingsError("; ".join(agents.missing_cli_message(a) for a in missing))
+        return {a: p for a, p in paths.items() if p is not None}
 
     def _make_runner(self) -> Runner:
         s = self.settings

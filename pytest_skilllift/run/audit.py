@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_skilllift.run.transcript import ToolUse, Transcript
+from pytest_skilllift.run.transcript import CLAUDE_SKILL_ROOT, ToolUse, Transcript
 from pytest_skilllift.week.columns import NOT_INVOKED, PARTIAL, VERIFIED
 
 _SKILL_BODY_PREFIX = "Base directory for this skill:"
@@ -41,10 +41,11 @@ class InvocationAudit:
     evidence: str
 
 
-def _skill_dir(path: str) -> str | None:
-    """``.claude/skills/<family>`` prefix of a path, or None when not under a skills dir."""
+def _skill_dir(path: str, root: str = CLAUDE_SKILL_ROOT) -> str | None:
+    """``<root>/<family>`` prefix of a path (root ``.claude/skills`` for Claude Code), or
+    None when not under a skills dir."""
     norm = path.replace("\\", "/")
-    m = re.search(r"(^|.*/)(\.claude/skills/[^/]+)/", norm)
+    m = re.search(rf"(^|.*/)({re.escape(root)}/[^/]+)/", norm)
     return m.group(2) if m else None
 
 
@@ -73,25 +74,26 @@ def _linked_files(transcript: Transcript) -> set[str]:
     return links
 
 
-def _matches_family(use: ToolUse, family: str | None) -> bool:
+def _matches_family(use: ToolUse, family: str | None, root: str = CLAUDE_SKILL_ROOT) -> bool:
     if family is None:
         return True
     if use.name == "Skill":
         name = str(use.input.get("skill") or "").lstrip("/")
         return name == family or name.endswith(":" + family)
-    return f".claude/skills/{family}/" in use.file_path.replace("\\", "/")
+    return f"{root}/{family}/" in use.file_path.replace("\\", "/")
 
 
 def audit_invocation(transcript: Transcript, *, family: str | None = None) -> InvocationAudit:
     """Invocation status of a run; ``family`` restricts it to the skill under test."""
-    skill_calls = [u for u in transcript.calls("Skill") if _matches_family(u, family)]
+    root = transcript.skill_root
+    skill_calls = [u for u in transcript.calls("Skill") if _matches_family(u, family, root)]
     loaded_by_tool = [u for u in skill_calls if u.effective]
     failed = len(skill_calls) - len(loaded_by_tool)
     reads = [
         u for u in transcript.calls("Read")
-        if u.effective and _skill_dir(u.file_path) and _matches_family(u, family)
+        if u.effective and _skill_dir(u.file_path, root) and _matches_family(u, family, root)
     ]
-    top_reads = [u for u in reads if _is_top_skill_md(u.file_path)]
+    top_reads = [u for u in reads if _is_top_skill_md(u.file_path, root)]
     sub_reads = [u for u in reads if u not in top_reads]
 
     skills_read = tuple(
@@ -109,7 +111,7 @@ def audit_invocation(transcript: Transcript, *, family: str | None = None) -> In
     if method == "none":
         return InvocationAudit(
             NOT_INVOKED, (), (), "none", False, failed,
-            "no successful Skill call or Read under .claude/skills/"
+            f"no successful Skill call or Read under {root}/"
             + (f" ({failed} failed Skill call(s))" if failed else ""),
         )
     links = _linked_files(transcript)
@@ -129,9 +131,9 @@ def audit_invocation(transcript: Transcript, *, family: str | None = None) -> In
                            evidence)
 
 
-def _is_top_skill_md(path: str) -> bool:
-    """``…/.claude/skills/<family>/SKILL.md`` exactly (not a nested sub-skill)."""
-    return re.search(r"\.claude/skills/[^/]+/SKILL\.md$", path.replace("\\", "/")) is not None
+def _is_top_skill_md(path: str, root: str = CLAUDE_SKILL_ROOT) -> bool:
+    """``…/<root>/<family>/SKILL.md`` exactly (not a nested sub-skill)."""
+    return re.search(rf"{re.escape(root)}/[^/]+/SKILL\.md$", path.replace("\\", "/")) is not None
 
 
 def audit_record(audit: InvocationAudit) -> dict[str, object]:

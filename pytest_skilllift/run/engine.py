@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pytest_skilllift.judge.protocol import PROMPT_VERSION, Grader
-from pytest_skilllift.model import AgentConfig, JudgeResult, RunOutcome, RunSpec
+from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, JudgeResult, RunOutcome, RunSpec
 from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker, judge_cause
 from pytest_skilllift.run.revisions import revision_commit
 from pytest_skilllift.run.skill_creator import judge_prompt_text
@@ -49,6 +49,7 @@ from pytest_skilllift.week.ledger import Ledger
 
 if TYPE_CHECKING:
     from pytest_skilllift.run.baseline import BaselineSource
+    from pytest_skilllift.run.transcript import Transcript
 
 
 @dataclass(frozen=True)
@@ -236,11 +237,13 @@ class WeekRun:
 
     def _record(self, spec: RunSpec, outcome: RunOutcome, transcript: Path) -> dict[str, Any]:
         from pytest_skilllift.run import audit
-        from pytest_skilllift.run.transcript import extract_signals, parse_transcript
+        from pytest_skilllift.run.transcript import extract_signals
 
-        parsed = parse_transcript(transcript)
+        parsed = self._parse(spec, outcome, transcript)
         sig = extract_signals(parsed, family=spec.prompt.family, leaf=spec.prompt.leaf,
                               site_host=self._site_host(spec))
+        if sig.duration_ms is None and spec.agent != CLAUDE_CODE:
+            sig = dataclasses.replace(sig, duration_ms=outcome.wall_ms)  # Codex: not reported
         status, reason = classify(spec, outcome, sig.skill_available, sig.budget_hit,
                                   sig.is_error, sig.final_answer, sig.result_subtype,
                                   init_seen=parsed.init is not None)
@@ -280,6 +283,14 @@ class WeekRun:
             "prompt_path": str(spec.prompt.path),
             "final_answer": sig.final_answer,
         }
+
+    def _parse(self, spec: RunSpec, outcome: RunOutcome, transcript: Path) -> Transcript:
+        """The run's transcript: Claude Code's stream-json, or another agent's event stream
+        with its skill listing (``run/agent_streams.py``)."""
+        from pytest_skilllift.run.agent_streams import parse_run
+
+        return parse_run(spec, transcript, cli_version=outcome.cli_version,
+                         skills_root=Path(self.agent.skills_root))
 
     def _site_host(self, spec: RunSpec) -> str | None:
         url = self.site or spec.prompt.skill_url

@@ -30,7 +30,7 @@ __all__ = ["NARROWING_KEYS", "Matrix", "keywords_of", "load_matrix", "narrow", "
            "run_scope"]
 
 #: Keyword arguments of ``@pytest.mark.skill_lift(...)`` on a check, each a glob or a list.
-NARROWING_KEYS = ("prompts", "families", "models", "conditions")
+NARROWING_KEYS = ("prompts", "families", "models", "conditions", "agents")
 
 
 def run_key(spec: RunSpec) -> str:
@@ -140,7 +140,8 @@ def narrow(runs: Iterable[RunSpec], options: Mapping[str, Any]) -> list[RunSpec]
 
     return [r for r in runs
             if hit("prompts", r.prompt.name) and hit("families", r.prompt.family)
-            and hit("models", r.model_label) and hit("conditions", r.condition)]
+            and hit("models", r.model_label) and hit("conditions", r.condition)
+            and hit("agents", r.agent)]
 
 
 _ARM_ALTERNATIVES = "|".join([re.escape(WITH_REF_PREFIX) + r"[^:\[\]]+", *(

@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 
 from pytest_skilllift.model import Signals
 
+#: Where Claude Code finds installed skills, relative to HOME.
+CLAUDE_SKILL_ROOT = ".claude/skills"
 #: The CLI's text for a tool call refused by the permission mode (2.1.x).
 _DENIED = re.compile(r"Permission to use \S+ has been denied")
 
@@ -76,6 +78,12 @@ class Transcript:
     #: Tool results whose tool_use was never seen (partial captures).
     orphan_results: int = 0
     path: Path | None = None
+    #: Where the run's agent finds installed skills, relative to HOME: a ``Read`` under
+    #: ``<skill_root>/<family>/`` is a file read of the skill (``run/agent_streams.py``
+    #: sets the other agents' root).
+    skill_root: str = CLAUDE_SKILL_ROOT
+    #: The agent that wrote the stream (``model.AGENTS``).
+    agent: str = "claude-code"
 
     @property
     def ok(self) -> bool:
@@ -287,12 +295,12 @@ def _norm_path(path: str) -> str:
     return path.replace("\\", "/")
 
 
-def _under_family(path: str, family: str) -> bool:
-    return f".claude/skills/{family}/" in _norm_path(path)
+def _under_family(path: str, family: str, root: str = CLAUDE_SKILL_ROOT) -> bool:
+    return f"{root}/{family}/" in _norm_path(path)
 
 
-def _is_leaf_path(path: str, leaf: str) -> bool:
-    return _norm_path(path).endswith(f".claude/skills/{leaf.strip('/')}")
+def _is_leaf_path(path: str, leaf: str, root: str = CLAUDE_SKILL_ROOT) -> bool:
+    return _norm_path(path).endswith(f"{root}/{leaf.strip('/')}")
 
 
 def leaf_skill_names(family: str, leaf: str) -> tuple[str, ...]:
@@ -363,7 +371,8 @@ def extract_signals(
 
     - ``skill_available``: ``family`` is in the init event's ``skills``.
     - ``skill_activation`` by precedence ``skill_tool`` (a ``Skill`` call naming the family)
-      > ``file_read`` (a ``Read`` under ``.claude/skills/<family>/``) > ``web_fetch``
+      > ``file_read`` (a ``Read`` under ``.claude/skills/<family>/``, or the agent's own
+      ``Transcript.skill_root``) > ``web_fetch``
       (a ``WebFetch`` to ``site_host``) > ``none``. Denied or errored calls never count:
       they did not deliver the skill.
     - ``reached_leaf``: a ``Skill`` call naming the leaf (see :func:`leaf_skill_names`, plus
@@ -384,7 +393,7 @@ def extract_signals(
     via_skill = any(
         _skill_name(u) == family or _skill_name(u).endswith(":" + family) for u in skill_calls
     )
-    via_read = any(_under_family(u.file_path, family) for u in reads)
+    via_read = any(_under_family(u.file_path, family, tr.skill_root) for u in reads)
     fetched_urls = tuple(str(u.input.get("url") or "") for u in fetches if u.input.get("url"))
     site_urls = [u for u in fetched_urls if site_host and _host_matches(u, site_host)]
 
@@ -399,7 +408,7 @@ def extract_signals(
 
     leaf_set = {*leaf_skill_names(family, leaf), *leaf_names}
     reached_leaf = any(_skill_name(u) in leaf_set for u in skill_calls) or any(
-        _is_leaf_path(u.file_path, leaf) for u in reads
+        _is_leaf_path(u.file_path, leaf, tr.skill_root) for u in reads
     )
 
     res = tr.result or {}

@@ -34,9 +34,14 @@ from typing import Any
 
 from pytest_skilllift.model import AgentConfig, PromptSpec, RunOutcome, RunSpec
 from pytest_skilllift.run import audit
+from pytest_skilllift.run.agent_streams import parse_run
 from pytest_skilllift.run.engine import NotStarted
 from pytest_skilllift.run.prompts import PromptError, check_placeholder, read_json_file
-from pytest_skilllift.run.transcript import Transcript, extract_signals, parse_transcript
+from pytest_skilllift.run.transcript import (
+    CLAUDE_SKILL_ROOT,
+    Transcript,
+    extract_signals,
+)
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.week.columns import WITH_SKILL
 from pytest_skilllift.week.files import (
@@ -252,14 +257,14 @@ def _skill_name(use: Any) -> str:
     return str(use.input.get("skill") or use.input.get("command") or "").lstrip("/").strip()
 
 
-def _invokes(use: Any, family: str) -> bool:
+def _invokes(use: Any, family: str, root: str = CLAUDE_SKILL_ROOT) -> bool:
     """A tool call that loads ``family`` (the audit's criteria, kept for ordering)."""
     if not use.effective:
         return False
     if use.name == "Skill":
         name = _skill_name(use)
         return name == family or name.endswith(":" + family)
-    return use.name == "Read" and f".claude/skills/{family}/" in use.file_path.replace("\\", "/")
+    return use.name == "Read" and f"{root}/{family}/" in use.file_path.replace("\\", "/")
 
 
 def fired_skills(transcript: Transcript, installed: Sequence[str]) -> tuple[
@@ -270,7 +275,8 @@ def fired_skills(transcript: Transcript, installed: Sequence[str]) -> tuple[
     fired = [f for f in installed
              if audit.audit_invocation(transcript, family=f).status != audit.NOT_INVOKED]
     uses = [u for u in transcript.tool_uses if u.parent_tool_use_id is None]
-    first_at = {f: next((i for i, u in enumerate(uses) if _invokes(u, f)), len(uses))
+    first_at = {f: next((i for i, u in enumerate(uses)
+                         if _invokes(u, f, transcript.skill_root)), len(uses))
                 for f in fired}
     fired.sort(key=lambda f: first_at[f])
     other = []
@@ -367,7 +373,9 @@ class TriggerRun:
 
     def _record(self, spec: TriggerSpec, installed: list[str], outcome: RunOutcome,
                 transcript_path: Path) -> dict[str, Any]:
-        parsed = parse_transcript(transcript_path)
+        # Claude Code's stream-json, or another agent's stream and listing (docs/agents.md).
+        parsed = parse_run(spec.run_spec(), transcript_path, cli_version=outcome.cli_version,
+                           skills_root=Path(self.agent.skills_root))
         sig = extract_signals(parsed, family=spec.family, leaf=f"{spec.family}/SKILL.md",
                               site_host=None)
         fired, other, first_tool, before = fired_skills(parsed, installed)

@@ -32,6 +32,7 @@ after the next session's start-up sweep).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import math
 import os
@@ -42,7 +43,7 @@ import tarfile
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -50,7 +51,10 @@ from urllib.parse import urlsplit, urlunsplit
 import docker.client
 import docker.errors
 
-from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
+from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, RunOutcome, RunSpec
+from pytest_skilllift.runners import agents
+from pytest_skilllift.runners.agent_image import image_agent_versions
+from pytest_skilllift.runners.agents import skill_root
 from pytest_skilllift.runners.base import transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env
 from pytest_skilllift.runners.image import (
@@ -73,7 +77,7 @@ from pytest_skilllift.runners.inflight import Inflight, RunInterrupted
 from pytest_skilllift.runners.install import check_family, family_entries, install_root
 from pytest_skilllift.runners.local import redact, secret_values
 from pytest_skilllift.runners.outage import OutageWatch
-from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE, utc_stamp
+from pytest_skilllift.week.files import AGENT_SKILLS_FILE, STDERR_FILE, STDOUT_FILE, utc_stamp
 
 LABEL_RUN_ID = "skilllift.run_id"
 LABEL_WEEK = "skilllift.week"
@@ -198,7 +202,9 @@ def _remove(client: Any, container_id: str, wait_s: float = 10.0) -> bool:
 
 def skill_archive(family_dir: Path | None, uid: int = AGENT_UID,
                   gid: int = AGENT_GID, user: str = AGENT_USER, *,
-                  prompt: str | None = None, siblings: Sequence[Path] = ()) -> bytes:
+                  prompt: str | None = None, siblings: Sequence[Path] = (),
+                  skills_dir: str = ".claude/skills", extra_dirs: Sequence[str] = (),
+                  extra_files: Mapping[str, str] | None = None) -> bytes:
     """A tar to extract at the agent's HOME, every entry owned by the agent: the family at
     ``.claude/skills/<family>/…`` (when given), each of ``siblings`` beside it (trigger
     tests with every family installed) and the prompt file (when given).
@@ -207,7 +213,9 @@ def skill_archive(family_dir: Path | None, uid: int = AGENT_UID,
     (:mod:`~pytest_skilllift.runners.install`): links inside a family stay links (relative,
     so they resolve inside the container); a link leaving its family raises
     :class:`~pytest_skilllift.runners.install.InstallError`. The ``.claude`` and
-    ``.claude/skills`` entries make it work on images lacking them.
+    ``.claude/skills`` entries make it work on images lacking them. Another agent's run
+    installs under its ``skills_dir`` (``.agents/skills``) and adds its config files and
+    empty skill directories (``extra_files``, ``extra_dirs``: both arms).
     """
     buf = io.BytesIO()
     now = int(time.time())
@@ -222,11 +230,28 @@ def skill_archive(family_dir: Path | None, uid: int = AGENT_UID,
     # Every family checked before any output: one refused link refuses the whole install.
     checked = [(f, family_entries(f)) for f in families]
     with tarfile.open(fileobj=buf, mode="w") as tar:
+        made: set[str] = set()
+
+        def dirs(path: str) -> None:
+            parts = path.strip("/").split("/")
+            for i in range(1, len(parts) + 1):
+                name = "/".join(parts[:i])
+                if name not in made:
+                    made.add(name)
+                    tar.addfile(entry(name, tarfile.DIRTYPE, 0o755))
+
+        for d in extra_dirs:
+            dirs(d)
         if checked:
-            for name in (".claude", ".claude/skills"):
-                tar.addfile(entry(name, tarfile.DIRTYPE, 0o755))
+            dirs(skills_dir)
+        for rel, text in (extra_files or {}).items():
+            dirs(rel.rpartition("/")[0])
+            data = text.encode("utf-8")
+            info = entry(rel, tarfile.REGTYPE, 0o600)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
         for family, entries in checked:
-            base = f".claude/skills/{family.name}"
+            base = f"{skills_dir}/{family.name}"
             tar.addfile(entry(base, tarfile.DIRTYPE, 0o755))
             for e in entries:
                 name = f"{base}/{e.rel}"
@@ -339,6 +364,8 @@ class DockerRunner:
             warnings.warn(StaleContainersWarning(
                 f"docker: removed {self.swept} stale container(s) of a killed session: "
                 f"{', '.join(self.swept_names)}"), stacklevel=2)
+        #: The other agents' CLIs the image carries (``runners/agent_image.py``).
+        self.agent_versions = image_agent_versions(labels)
         self.cli_version = image_cli_version(self.client, image)
         self.cli_version_mismatch = cli_version_mismatch(self.cli_version)
         self.pinned_cli_version = PINNED_CLI_VERSION
@@ -350,7 +377,8 @@ class DockerRunner:
         run_dir.mkdir(parents=True, exist_ok=True)
         started = time.time()
         t0 = time.monotonic()
-        env = self._env(cfg)
+        inv = self._agent(spec, cfg)
+        env = self._env(cfg) if inv is None else self._strip_host(dict(inv.env))
         secrets = secret_values(env)
         container_id: str | None = None
         exit_code: int | None = None
@@ -370,16 +398,24 @@ class DockerRunner:
             try:
                 error = self._install_error(spec, cfg)
                 invalid_install = error is not None
+                if error is None and inv is not None and spec.agent not in self.agent_versions:
+                    error = (f"docker: image {self.image!r} has no {spec.agent} CLI; add it "
+                             f"with `skilllift image add-agents --base {self.image} --tag "
+                             "NEW` (docs/agents.md)")
                 if error is None:
                     container_id = self._create(spec, cfg)
                     families = ([install_root(spec.prompt, cfg.skills_root) / f
                                  for f in spec.prompt.installed_families]
                                 if spec.with_skill else [])
-                    self._install(container_id, families, spec.prompt.prompt)
+                    self._install(container_id, families, spec.prompt.prompt, spec.agent, inv)
                     if spec.prompt.files:
                         self._put_files(container_id, spec)
                     self.client.api.start(container_id)
-                    exit_code, timed_out, broken = self._exec(container_id, spec, cfg, env,
+                    if inv is not None:
+                        self._preflight(container_id, inv, env, run_dir, secrets)
+                    command = (build_argv(self.claude, spec, cfg) if inv is None
+                               else inv.argv)
+                    exit_code, timed_out, broken = self._exec(container_id, command, cfg, env,
                                                               out, err, t0, watch)
                     if watch.cause is not None:
                         error = f"{watch.cause}; container killed"
@@ -411,7 +447,8 @@ class DockerRunner:
             error=redact(error.encode(), secrets).decode() if error else None,
             runner=self.name,
             # What actually ran (the init event) beats what the image says it holds.
-            cli_version=transcript_cli_version(run_dir / STDOUT_FILE) or self.cli_version,
+            cli_version=(self.agent_versions.get(spec.agent, "") if inv is not None else
+                         transcript_cli_version(run_dir / STDOUT_FILE) or self.cli_version),
             invalid_install=invalid_install, outage=watch.cause or "",
         )
 
@@ -430,13 +467,43 @@ class DockerRunner:
 
     def _env(self, cfg: AgentConfig) -> dict[str, str]:
         """The exec environment: :func:`build_env` with container paths and a reachable URL."""
-        env = build_env(cfg, home=self.home)
-        env.pop("PATH", None)  # the host's PATH means nothing here: keep the image's
-        for var in _HOST_PATH_VARS:
-            env.pop(var, None)
+        env = self._strip_host(build_env(cfg, home=self.home))
         if env.get("ANTHROPIC_BASE_URL"):
             env["ANTHROPIC_BASE_URL"] = self.container_base_url(env["ANTHROPIC_BASE_URL"])
         return env
+
+    @staticmethod
+    def _strip_host(env: dict[str, str]) -> dict[str, str]:
+        env.pop("PATH", None)  # the host's PATH means nothing here: keep the image's
+        for var in _HOST_PATH_VARS:
+            env.pop(var, None)
+        return env
+
+    def _agent(self, spec: RunSpec, cfg: AgentConfig) -> agents.Invocation | None:
+        """Another agent's invocation with container paths and reachable base URLs; None
+        for Claude Code."""
+        if spec.agent == CLAUDE_CODE:
+            return None
+        host, env = dict(os.environ), dict(cfg.env)
+        for var in agents.BASE_URL_VARS.values():
+            for source in (host, env):
+                if source.get(var):
+                    source[var] = self.container_base_url(source[var])
+        # The image's own CLIs, on its PATH.
+        cfg = dataclasses.replace(cfg, env=env, agent_paths=dict(agents.BINARIES))
+        return agents.invocation(spec, cfg, self.home, base=host, container=True)
+
+    def _preflight(self, container_id: str, inv: agents.Invocation, env: dict[str, str],
+                   run_dir: Path, hidden: list[bytes]) -> None:
+        """The agent's skill listing, in the run's container, into ``AGENT_SKILLS_FILE``."""
+        exec_id = self.client.api.exec_create(container_id, inv.preflight, stdout=True,
+                                              stderr=False, user=self.user, environment=env,
+                                              workdir=self.workdir)["Id"]
+        data = self.client.api.exec_start(exec_id)
+        code = self.client.api.exec_inspect(exec_id).get("ExitCode")
+        if code not in (0, None):
+            data = f"listing command exited {code}\n".encode() + data[-2000:]
+        (run_dir / AGENT_SKILLS_FILE).write_bytes(redact(data, hidden))
 
     def container_base_url(self, url: str) -> str:
         """``url`` as the container must spell it: loopback → the host gateway when bridged."""
@@ -488,11 +555,14 @@ class DockerRunner:
                 self._tokens[container_id] = self.inflight.add(spec.run_id, container=name)
         return container_id
 
-    def _install(self, container_id: str, families: Sequence[Path], prompt: str) -> None:
+    def _install(self, container_id: str, families: Sequence[Path], prompt: str,
+                 agent: str = CLAUDE_CODE, inv: agents.Invocation | None = None) -> None:
         """One archive into the agent's HOME: the prompt file, and (with-skill) the family
-        and its siblings."""
+        and its siblings where the label's agent finds them; another agent's config files."""
         archive = skill_archive(families[0] if families else None, prompt=prompt,
-                                siblings=families[1:])
+                                siblings=families[1:], skills_dir=skill_root(agent),
+                                extra_dirs=inv.dirs if inv else (),
+                                extra_files=inv.files if inv else None)
         ok = self.client.api.put_archive(container_id, self.home, archive)
         if not ok:
             what = ", ".join(f.name for f in families) or "the prompt"
@@ -505,8 +575,9 @@ class DockerRunner:
         if not ok:
             raise RuntimeError(f"put_archive of the input files into {self.workdir} failed")
 
-    def _exec(self, container_id: str, spec: RunSpec, cfg: AgentConfig, env: dict[str, str],
-              out: _LineSink, err: _LineSink, t0: float, watch: OutageWatch | None = None,
+    def _exec(self, container_id: str, command: list[str], cfg: AgentConfig,
+              env: dict[str, str], out: _LineSink, err: _LineSink, t0: float,
+              watch: OutageWatch | None = None,
               ) -> tuple[int | None, bool, str | None]:
         """Run the CLI; returns (exit code, timed out, stream error). Output is written as it
         arrives; the container is killed at the deadline."""
@@ -514,7 +585,7 @@ class DockerRunner:
         # the runner's own kill normally never needs.
         limit = max(1, math.ceil(t0 + cfg.timeout_s - time.monotonic())) + EXEC_GRACE_S
         argv = ["sh", "-c", _EXEC_SCRIPT, "skilllift-run", str(limit),
-                f"{self.home}/{PROMPT_FILE}", *build_argv(self.claude, spec, cfg)]
+                f"{self.home}/{PROMPT_FILE}", *command]
         exec_id = self.client.api.exec_create(
             container_id, argv, stdout=True, stderr=True, stdin=False, tty=False,
             user=self.user, environment=env, workdir=self.workdir,

@@ -27,18 +27,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO
 
-from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
+from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, RunOutcome, RunSpec
+from pytest_skilllift.runners import agents
+from pytest_skilllift.runners.agents import skill_root
 from pytest_skilllift.runners.base import transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env
 from pytest_skilllift.runners.inflight import Inflight, RunInterrupted
-from pytest_skilllift.runners.install import (
-    InstallError,
-    check_family,
-    copy_family,
-    install_root,
-)
+from pytest_skilllift.runners.install import InstallError, check_family, copy_family, install_root
 from pytest_skilllift.runners.outage import OutageWatch
-from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE, utc_stamp
+from pytest_skilllift.week.files import AGENT_SKILLS_FILE, STDERR_FILE, STDOUT_FILE, utc_stamp
 
 #: Environment variable names whose values are treated as secrets and redacted from output.
 SECRET_MARKERS: tuple[str, ...] = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
@@ -116,6 +113,7 @@ class LocalRunner:
         self.tmp_root = str(tmp_root) if tmp_root is not None else None
         self.keep_home = keep_home
         self.kill_grace_s = kill_grace_s
+        self._versions: dict[str, str] = {}
         self.inflight = inflight
         self.watch_outages = watch_outages
 
@@ -136,7 +134,8 @@ class LocalRunner:
             if error is not None:
                 return error
         for family in families:
-            dest = home / ".claude" / "skills" / family
+            # Where this label's agent discovers skills (docs/agents.md).
+            dest = home / skill_root(spec.agent) / family
             dest.parent.mkdir(parents=True, exist_ok=True)
             # Whole family: sub-skills and references are part of what is being measured.
             try:
@@ -144,6 +143,33 @@ class LocalRunner:
             except InstallError as exc:
                 return str(exc)
         return None
+
+    def _agent_version(self, cli: str) -> str:
+        """The agent CLI's version, asked once per runner (its stream does not say)."""
+        if cli not in self._versions:
+            self._versions[cli] = agents.cli_version(cli)
+        return self._versions[cli]
+
+    @staticmethod
+    def _prepare_agent(inv: agents.Invocation, home: Path, work: Path, run_dir: Path,
+                       timeout_s: float) -> None:
+        """Another agent's config files and empty skill dirs (both arms), then its skill
+        listing into ``AGENT_SKILLS_FILE`` (the availability signal; redacted like stdout)."""
+        for rel in inv.dirs:
+            (home / rel).mkdir(parents=True, exist_ok=True)
+        for rel, text in inv.files.items():
+            path = home / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        listing = run_dir / AGENT_SKILLS_FILE
+        try:
+            done = subprocess.run(inv.preflight, cwd=work, env=inv.env, stdin=subprocess.DEVNULL,
+                                  capture_output=True, timeout=timeout_s, check=False)
+            data = done.stdout if done.returncode == 0 else (
+                f"listing command exited {done.returncode}\n".encode() + done.stderr[-2000:])
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            data = f"listing command failed: {exc}\n".encode()
+        listing.write_bytes(redact(data, secret_values(inv.env)))
 
     @staticmethod
     def place_files(spec: RunSpec, work: Path) -> None:
@@ -161,6 +187,8 @@ class LocalRunner:
         t0 = time.time()
         started = utc_stamp(t0)
 
+        version = ""
+
         def outcome(exit_code: int | None, *, timed_out: bool = False,
                     error: str | None = None, invalid_install: bool = False,
                     outage: str = "") -> RunOutcome:
@@ -168,7 +196,7 @@ class LocalRunner:
             return RunOutcome(
                 exit_code=exit_code, started_utc=started, ended_utc=utc_stamp(t1),
                 wall_ms=int((t1 - t0) * 1000), timed_out=timed_out, error=error,
-                runner=self.name, cli_version=transcript_cli_version(stdout_path),
+                runner=self.name, cli_version=version or transcript_cli_version(stdout_path),
                 invalid_install=invalid_install, outage=outage,
             )
 
@@ -194,8 +222,14 @@ class LocalRunner:
             prompt_file = root / "prompt.txt"
             prompt_file.write_text(spec.prompt.prompt, encoding="utf-8")
 
-            argv = build_argv(cfg.claude_path, spec, cfg)
-            env = build_env(cfg, str(home))
+            if spec.agent == CLAUDE_CODE:
+                argv = build_argv(cfg.claude_path, spec, cfg)
+                env = build_env(cfg, str(home))
+            else:
+                inv = agents.invocation(spec, cfg, str(home))
+                argv, env = inv.argv, inv.env
+                self._prepare_agent(inv, home, work, run_dir, min(120.0, cfg.timeout_s))
+                version = self._agent_version(argv[0])
             secrets = secret_values(env)
             try:
                 with prompt_file.open("rb") as stdin:

@@ -101,6 +101,20 @@ def listed_skills(body: dict[str, Any]) -> dict[str, str]:
     return skills
 
 
+def skill_locations(body: dict[str, Any]) -> dict[str, str]:
+    """``{name: SKILL.md path}`` from ``<skill>`` listings that give a ``<location>`` (the
+    other agents' listings, see :mod:`~pytest_skilllift.testing.dialects`)."""
+    system = body.get("system")
+    text = "\n".join(_texts(system)) if isinstance(system, list) else str(system or "")
+    out: dict[str, str] = {}
+    for block in re.findall(r"<skill>(.*?)</skill>", text, flags=re.S):
+        name = re.search(r"<name>\s*(.*?)\s*</name>", block, flags=re.S)
+        where = re.search(r"<location>\s*(.*?)\s*</location>", block, flags=re.S)
+        if name and where:
+            out.setdefault(name.group(1), where.group(1).removeprefix("file://"))
+    return out
+
+
 def user_prompt(body: dict[str, Any]) -> str:
     """The user's actual question: the first user turn's text that is not a system-reminder."""
     for msg in body.get("messages") or []:
@@ -399,13 +413,18 @@ def make_agent(
         choice = skill if skill in listing else best_skill(prompt, listing, min_score)
         if choice is None:
             return finish(Reply.text(generic_answer(prompt)))
+        # Another agent's listing names each skill's file; Claude Code's does not.
+        located = skill_locations(body).get(choice)
         if mode == "read":
-            path = f"{skills_dir.rstrip('/')}/{choice}/SKILL.md"
+            path = located or f"{skills_dir.rstrip('/')}/{choice}/SKILL.md"
             if "Read" in tools and path not in _read_paths(body):
                 return finish(Reply.tool("Read", {"file_path": path}))
             return finish(Reply.text(generic_answer(prompt)))
         if "Skill" in tools:
             return finish(Reply.tool("Skill", {"skill": choice}))
+        if located and "Read" in tools and located not in _read_paths(body):
+            # An agent without a skill tool (Codex) is told to open the listed SKILL.md.
+            return finish(Reply.tool("Read", {"file_path": located}))
         return finish(Reply.text(generic_answer(prompt)))
 
     return agent

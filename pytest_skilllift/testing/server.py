@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import re
 import socket
 import struct
 import sys
@@ -36,6 +37,16 @@ from typing import Any
 
 from pytest_skilllift.testing.agent_script import skill_agent
 from pytest_skilllift.testing.batches import BatchQueue, BatchScript
+from pytest_skilllift.testing.dialects import (
+    CODEX,
+    GEMINI,
+    OPENCODE,
+    CodexDialect,
+    Dialect,
+    GeminiDialect,
+    gemini_chunks,
+    responses_events,
+)
 from pytest_skilllift.testing.replies import Handler, Reply, new_tool_id
 
 #: Marker the judge puts in its system prompt; requests carrying it are routed to the judge.
@@ -47,6 +58,12 @@ FAULT_KINDS: tuple[str, ...] = ("429", "529", "500", "reset", "truncate", "timeo
 _DEFAULT_MODEL = "claude-sonnet-4-5-20250929"
 #: Path of the Message Batches endpoints (requests answered inside a batch are recorded with it).
 BATCH_PATH = "/v1/messages/batches"
+#: Gemini's generate endpoints: the model is in the path (``/v1beta/models/M:…``).
+_GEMINI_PATH = re.compile(r"^/v1(?:beta)?/models/([^/:]+):(streamGenerateContent|generateContent)$")
+#: The answer to Gemini CLI's side calls (a JSON-schema ``generateContent``: the next-speaker
+#: check, the model router): both read their keys from one object.
+_GEMINI_AUX = json.dumps({"reasoning": "The answer is complete.", "next_speaker": "user",
+                          "complexity_reasoning": "A direct question.", "complexity_score": 10})
 
 
 @dataclass
@@ -95,6 +112,10 @@ class Recorded:
     fault: str | None = None
     method: str = "POST"
     body: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    #: Which API the request spoke: ``messages`` (Claude Code, the judge), or another
+    #: agent's (``codex``: Responses, ``gemini-cli``: streamGenerateContent, ``opencode``:
+    #: Messages with OpenCode's tools; :mod:`~pytest_skilllift.testing.dialects`).
+    api: str = "messages"
 
     @property
     def ok(self) -> bool:
@@ -235,9 +256,11 @@ class StandIn:
             if (kind is None or r.kind == kind) and (r.ok or not ok_only)
         )
 
-    def bodies(self, kind: str = "agent") -> list[dict[str, Any]]:
-        """Request bodies of one kind, in arrival order (for assertions on what was sent)."""
-        return [r.body for r in self.requests if r.kind == kind and r.body is not None]
+    def bodies(self, kind: str = "agent", api: str | None = None) -> list[dict[str, Any]]:
+        """Request bodies of one kind (and, given ``api``, of one agent's API), in arrival
+        order (for assertions on what was sent)."""
+        return [r.body for r in self.requests if r.kind == kind and r.body is not None
+                and (api is None or r.api == api)]
 
     # -- internals used by the request handler ---------------------------------------------
 
@@ -527,7 +550,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
-        if path.rstrip("/") == "/v1/messages":
+        if path.rstrip("/") in ("/v1/responses", "/responses"):
+            self._dialect_call(CODEX, stream=True)
+        elif _GEMINI_PATH.match(path):
+            self._dialect_call(GEMINI, stream=path.endswith(":streamGenerateContent"))
+        elif path.rstrip("/") == "/v1/messages":
             self._messages()
         elif path.rstrip("/") == "/v1/messages/count_tokens":
             self._count_tokens()
@@ -610,9 +637,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         kind = classify(body)
         model = str(body.get("model", ""))
         stream = bool(body.get("stream"))
+        dialect = "opencode" if kind == "agent" and OPENCODE.matches(body) else "messages"
 
         def record(status: int, fault: str | None = None) -> None:
-            api._record(Recorded(kind, model, self.path, status, ts, stream, fault, body=body))
+            api._record(Recorded(kind, model, self.path, status, ts, stream, fault, body=body,
+                                 api=dialect))
 
         if not self._authorized():
             record(401)
@@ -648,6 +677,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return
 
         handler = api._handler_for(kind)
+        if handler is not None and dialect == "opencode":
+            script = handler
+
+            def handler(native: dict[str, Any]) -> Reply:
+                return OPENCODE.native_reply(script(OPENCODE.canonical(native)))
         if handler is None:
             record(500)
             self._send_error(
@@ -700,3 +734,107 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    # -- the other agents' APIs ------------------------------------------------------------
+
+    def _dialect_call(self, dialect: Dialect, *, stream: bool) -> None:
+        """One Responses (Codex) or Gemini request: translated for the scripted agent
+        (:mod:`~pytest_skilllift.testing.dialects`), answered in the API's own stream, with
+        the same latency, faults and key check as the Messages API."""
+        api, ts = self.api, time.time()
+        raw = self._read_body()
+        try:
+            body = json.loads(raw or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("body is not a JSON object")
+        except ValueError as exc:
+            api._record(Recorded("aux", "", self.path, 400, ts, stream, api=dialect.name))
+            self._send_error(400, f"request body is not valid JSON: {exc}")
+            return
+        gem = _GEMINI_PATH.match(self.path.split("?", 1)[0])
+        model = gem.group(1) if gem else str(body.get("model", ""))
+        # Gemini CLI's non-streaming calls are its side checks, never the conversation.
+        kind = "aux" if isinstance(dialect, GeminiDialect) and not stream else "agent"
+
+        def record(status: int, fault: str | None = None) -> None:
+            api._record(Recorded(kind, model, self.path, status, ts, stream, fault, body=body,
+                                 api=dialect.name))
+
+        if not self._authorized_any():
+            record(401)
+            self._send_error(401, "invalid API key")
+            return
+        api._sleep(api.latency_s)
+        fault = api._pick_fault(kind)
+        if fault in ("429", "529", "500"):
+            record(int(fault), fault)
+            self._send_error(int(fault), f"injected {fault} (StandIn)",
+                             {"retry-after": "0"} if fault == "429" else None)
+            return
+        if fault in ("reset", "timeout"):
+            record(0, fault)
+            if fault == "timeout":
+                api._sleep(api.faults.hang_s if api.faults else 30.0)
+            self._reset()
+            return
+        # Gemini names the model in the path; scripts route on the body's model.
+        canonical = dict(dialect.canonical(body), model=model) if kind == "agent" else {}
+        if kind == "aux":
+            reply = Reply.text(_GEMINI_AUX)
+        else:
+            handler = api._handler_for("agent")
+            assert handler is not None
+            try:
+                reply = handler(canonical)
+            except Exception as exc:  # a broken script is an API error, not a hang
+                record(500)
+                self._send_error(500, f"agent handler raised {type(exc).__name__}: {exc}")
+                return
+        usage = {"input": estimate_tokens(body),
+                 "output": estimate_tokens(reply.content)}
+        if reply.usage:
+            usage["input"] = int(reply.usage.get("input_tokens", usage["input"]))
+            usage["output"] = int(reply.usage.get("output_tokens", usage["output"]))
+        served = reply.model or model
+        if isinstance(dialect, CodexDialect):
+            frames = [f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+                      for name, data in responses_events(reply, dialect, served, usage)]
+        else:
+            assert isinstance(dialect, GeminiDialect)
+            chunks = list(gemini_chunks(reply, dialect, served, usage))
+            if not stream:
+                record(200)
+                merged = dict(chunks[-1], candidates=[dict(
+                    chunks[-1]["candidates"][0],
+                    content={"role": "model", "parts": [p for c in chunks for p in
+                                                        c["candidates"][0]["content"]["parts"]]})])
+                self._send_json(200, json.dumps(merged).encode())
+                return
+            frames = [f"data: {json.dumps(c)}\n\n".encode() for c in chunks]
+        record(200, fault)
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        cut = min(2, len(frames) - 1) if fault == "truncate" else len(frames)
+        try:
+            for frame in frames[:cut]:
+                self._write_chunk(frame)
+            if fault == "truncate":
+                self._hang_up()
+                return
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _authorized_any(self) -> bool:
+        """The key check for every API: ``x-api-key``, ``x-goog-api-key`` or a bearer token."""
+        key = self.api.api_key
+        if key is None:
+            return True
+        auth = self.headers.get("authorization") or ""
+        given = {self.headers.get("x-api-key"), self.headers.get("x-goog-api-key"),
+                 auth[7:].strip() if auth.lower().startswith("bearer ") else None}
+        return key in given

@@ -61,6 +61,8 @@ TREND_PNG: Final = "trend.png"
 #: Per run, inside ``<week>/<run_id>/``.
 STDOUT_FILE: Final = "stdout.txt"  # the stream-json transcript (qdrant name)
 STDERR_FILE: Final = "stderr.txt"
+#: Another agent's skill listing, printed by its pre-flight listing command (docs/agents.md).
+AGENT_SKILLS_FILE: Final = "agent_skills.txt"
 RUN_FILE: Final = "run.json"
 GRADES_FILE: Final = "grades.json"
 JUDGE_COST_FILE: Final = "judge_cost.txt"  # USD (qdrant name)

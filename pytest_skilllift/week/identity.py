@@ -41,7 +41,12 @@ from typing import Any
 
 # The verdict settings' defaults are stated once (model.py, offered by config.OPTIONS); a week
 # without week.json, or a week.json without the field, is read with them.
-from pytest_skilllift.model import DEFAULT_MIN_COVERAGE, DEFAULT_PASS_THRESHOLD
+from pytest_skilllift.model import (
+    CLAUDE_CODE,
+    DEFAULT_MIN_COVERAGE,
+    DEFAULT_PASS_THRESHOLD,
+    split_agent,
+)
 from pytest_skilllift.week.files import (
     WEEK_JSON,
     WEEK_JSON_LOCK,
@@ -78,6 +83,7 @@ PER_KEY_FIELDS: dict[str, str] = {
     "prompt": "prompt text",
     "rubric": "rubric",
     "skill": "skill family",
+    "agent_cli": "agent CLI version",
 }
 
 
@@ -157,13 +163,17 @@ class Identity:
     evidence: str
     prompts: Mapping[str, PromptIdentity] = field(default_factory=dict)
     skills: Mapping[str, str] = field(default_factory=dict)
+    #: The CLI version of every agent beside Claude Code that the labels name (``codex`` →
+    #: ``0.169.0``); absent from week.json when the week runs Claude Code only.
+    agent_clis: Mapping[str, str] = field(default_factory=dict)
     #: The with-skill@REF arm's revision (``run.revisions.Revision.to_json``: ref, kind,
     #: commit, tree), or None. Its families' hashes are in ``skills`` as ``<family>@<REF>``.
     revision: Mapping[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``identity`` object of week.json."""
-        return {
+        extra = {"agent_clis": dict(sorted(self.agent_clis.items()))} if self.agent_clis else {}
+        return {**extra,
             "models": dict(self.models), "reps": self.reps,
             "allowed_tools": list(self.allowed_tools), "permission_mode": self.permission_mode,
             "max_turns": self.max_turns, "max_budget_usd": self.max_budget_usd,
@@ -221,6 +231,8 @@ class Identity:
             evidence=need("evidence", (str,)),
             prompts=prompts,
             skills={str(k): str(v) for k, v in need("skills", (dict,)).items()},
+            agent_clis={str(k): str(v) for k, v in
+                        (need("agent_clis", (dict,), optional=True) or {}).items()},
             revision=({str(k): str(v) for k, v in need("revision", (dict,)).items()}
                       if data.get("revision") is not None else None),
         )
@@ -264,6 +276,8 @@ class Difference:
                     "now names another revision)")
         if self.field == "skill":
             return f"skill family {self.key!r}: its files changed"
+        if self.field == "agent_cli":
+            return f"{self.key} CLI version: {_show(self.before)} → {_show(self.after)}"
         return f"prompt {self.key!r}: {what} edited"
 
     def to_json(self) -> dict[str, Any]:
@@ -299,6 +313,7 @@ def differences(a: Identity, b: Identity) -> list[Difference]:
         if pa.rubric != pb.rubric:
             out.append(Difference("rubric", pa.rubric, pb.rubric, name))
     out += _keyed("skill", a.skills, b.skills)
+    out += _keyed("agent_cli", a.agent_clis, b.agent_clis)
     return out
 
 
@@ -334,12 +349,15 @@ def baseline_inputs(identity: Identity, prompt: str, model: str) -> dict[str, An
         raise KeyError(f"model {model!r} is not in this identity "
                        f"(it has {', '.join(identity.models) or 'none'})")
     p = identity.prompts[prompt]
+    agent = split_agent(identity.models[model])[0]
+    # Another agent's answer depends on its own CLI, not Claude Code's (docs/agents.md).
+    cli = identity.cli_version if agent == CLAUDE_CODE else identity.agent_clis.get(agent, "")
     return {
         "model_id": identity.models[model], "prompt_text": p.text, "rubric": p.rubric,
         "allowed_tools": sorted(identity.allowed_tools),
         "permission_mode": identity.permission_mode, "max_turns": identity.max_turns,
         "max_budget_usd": identity.max_budget_usd, "runner": identity.runner,
-        "image_id": identity.image_id, "cli_version": identity.cli_version,
+        "image_id": identity.image_id, "cli_version": cli,
         "judge_model": identity.judge_model,
         "judge_prompt_version": identity.judge_prompt_version,
         "judge_samples": identity.judge_samples, "evidence": identity.evidence,

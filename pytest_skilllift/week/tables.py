@@ -199,6 +199,8 @@ class Week:
     #: model label → sorted distinct requested model ids (our ``model_id`` column).
     model_ids: dict[str, list[str]] = field(default_factory=dict)
     cli_versions: list[str] = field(default_factory=list)
+    #: model label → sorted distinct CLI versions (each label's agent has its own CLI).
+    cli_versions_by_model: dict[str, list[str]] = field(default_factory=dict)
     #: Trajectory-audit invocation status per run: index into ``INVOCATION_STATUSES``, -1 = none.
     m_invocation: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
     #: CLI versions of runs made by the docker runner (checked against the pinned image CLI).
@@ -812,6 +814,12 @@ def _fill_manifest(
             if m is not None and mid:
                 ids.setdefault(m, set()).add(mid)
         week.model_ids = {m: sorted(v) for m, v in ids.items()}
+    if "cli_version" in t.column_names and n:
+        by_model: dict[str, set[str]] = {}
+        for m, v in _distinct_pairs(models, _dict_parts(t, "cli_version")):
+            if m is not None and (v or "").strip():
+                by_model.setdefault(m, set()).add((v or "").strip())
+        week.cli_versions_by_model = {m: sorted(v) for m, v in by_model.items()}
     for attr, col in (("cli_versions", "cli_version"), ("skills_shas", "skills_sha")):
         if col in t.column_names and n:
             c_idx, c_vals = _dict_parts(t, col)

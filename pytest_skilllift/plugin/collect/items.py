@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec
+from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec, split_agent
 from pytest_skilllift.plugin.collect.invoked import INVOKED, InvokedTest
 from pytest_skilllift.plugin.findings import Finding
 from pytest_skilllift.plugin.hookcalls import HookError
@@ -125,6 +125,13 @@ class ModelNode(pytest.Collector):
     def __init__(self, *, spec: PromptSpec, model_id: str, **kw: Any) -> None:
         super().__init__(**kw)
         self.spec, self.model_id = spec, model_id
+        # `-k codex` selects a label's agent; the marker repeats the prompt's arguments so
+        # `-m "skill_lift(family='x', agent='codex')"` matches one marker.
+        agent = split_agent(model_id)[0]
+        family, leaf = keywords_of(spec)
+        self.extra_keyword_matches.add(agent)
+        self.add_marker(pytest.mark.skill_lift(family=family, skill=leaf, prompt=spec.name,
+                                               agent=agent))
 
     def collect(self) -> Iterator[pytest.Collector]:
         for condition in self.config.stash[SESSION_KEY].settings.conditions:

@@ -5,9 +5,15 @@ fixture), and whether people have checked it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from pytest_skilllift.model import PINNED_CLI_VERSION, cli_version_mismatch
+from pytest_skilllift.model import (
+    CLAUDE_CODE,
+    PINNED_AGENT_VERSIONS,
+    PINNED_CLI_VERSION,
+    cli_version_mismatch,
+    split_agent,
+)
 from pytest_skilllift.report.markdown import md_table
 
 if TYPE_CHECKING:
@@ -32,6 +38,10 @@ class Provenance(TypedDict):
     skills_commits_by_family: dict[str, list[str]]
     window: Window | None
     mismatches: list[str]
+    #: agent → the labels it ran (docs/agents.md); one ``claude-code`` entry in most weeks.
+    agents: dict[str, list[str]]
+    #: agent → distinct CLI versions its labels' runs report.
+    cli_versions_by_agent: dict[str, list[str]]
     #: week.json's record of the with-skill@REF arm's revision (ref, kind, commit, tree).
     skills_revision: dict[str, str] | None
 
@@ -40,9 +50,21 @@ class Data(TypedDict):
     provenance: Provenance
 
 
+def _agents(week: Any) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Labels by agent (from the requested model ids) and each agent's CLI versions."""
+    labels: dict[str, list[str]] = {}
+    versions: dict[str, set[str]] = {}
+    for label, ids in week.model_ids.items():
+        agent = split_agent(ids[0])[0] if ids else CLAUDE_CODE
+        labels.setdefault(agent, []).append(label)
+        versions.setdefault(agent, set()).update(week.cli_versions_by_model.get(label, ()))
+    return labels, {a: sorted(v) for a, v in versions.items()}
+
+
 def build(ctx: Context) -> Data:
     week = ctx.week
     mismatches = []
+    agents, agent_clis = _agents(week)
     for label, snaps in week.snapshots.items():
         if len(snaps) > 1:
             mismatches.append(f"model {label}: more than one snapshot ({', '.join(snaps)})")
@@ -51,11 +73,20 @@ def build(ctx: Context) -> Data:
             mismatches.append(f"model {label}: requested as more than one model id "
                               f"({', '.join(ids)})")
         for snap in week.snapshots.get(label, []):
-            # A dated snapshot extends the requested id; anything else is a different build.
-            if not any(snap.startswith(i) for i in ids):
+            # A dated snapshot extends the requested id (less its agent); anything else is a
+            # different build.
+            if not any(snap.startswith(split_agent(i)[1]) for i in ids):
                 mismatches.append(f"model {label}: requested {', '.join(ids)} but the "
                                   f"transcripts report {snap}")
-    if len(week.cli_versions) > 1:
+    if agent_clis and len(agents) > 1:  # each agent is pinned on its own
+        for agent, seen in agent_clis.items():
+            if len(seen) > 1:
+                mismatches.append(f"{agent}: more than one CLI version")
+            pinned = PINNED_AGENT_VERSIONS.get(agent)
+            for version in seen if pinned else ():
+                if version != pinned:
+                    mismatches.append(f"{agent} CLI {version} is not the pinned {pinned}")
+    elif len(week.cli_versions) > 1:
         mismatches.append("more than one CLI version")
     for version in week.docker_cli_versions:
         if cli_version_mismatch(version):
@@ -73,7 +104,7 @@ def build(ctx: Context) -> Data:
         "skills_commits": week.skills_shas,
         "skills_commits_by_family": week.skills_shas_by_family,
         "window": ({"start": week.window[0], "end": week.window[1]} if week.window else None),
-        "mismatches": mismatches,
+        "mismatches": mismatches, "agents": agents, "cli_versions_by_agent": agent_clis,
         "skills_revision": recorded_revision(ctx),
     }}
 
@@ -127,7 +158,17 @@ def render(card: Scorecard) -> list[str]:
     for mm in p.get("mismatches", []):
         if mm.startswith("model ") and "requested" in mm:  # snapshot splits are in the table
             L.append(f"- ⚠ {mm}")
-    if len(cli) > 1:
+    agents = p.get("agents") or {}
+    if len(agents) > 1 or any(a != CLAUDE_CODE for a in agents):
+        by_agent = p.get("cli_versions_by_agent") or {}
+        L.append("- agents: " + "; ".join(
+            f"{a} ({', '.join(labels)}) CLI "
+            f"{', '.join(f'`{v}`' for v in by_agent.get(a, [])) or '_(unknown)_'}"
+            for a, labels in agents.items()))
+        for mm in p.get("mismatches", []):
+            if "CLI" in mm and not mm.startswith(("docker", "model ")):
+                L.append(f"- ⚠ {mm}")
+    elif len(cli) > 1:
         L.append("- ⚠ more than one CLI version present — versions were not pinned across runs.")
     for family, shas in p.get("skills_commits_by_family", {}).items():
         if len(shas) > 1:

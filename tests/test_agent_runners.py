@@ -1,0 +1,174 @@
+"""Each agent's invocation (tool parity, own key only, nothing secret on disk), the stand-in's
+other APIs, and a missing agent CLI as a usage error naming its npm package."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_skilllift.config import DEMO_PROJECT
+from pytest_skilllift.model import AgentConfig, PromptSpec, RubricItem, RunSpec
+from pytest_skilllift.runners import agents
+from pytest_skilllift.testing.agent_script import make_agent
+from pytest_skilllift.testing.server import StandIn
+
+HOST = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OPENAI_API_KEY": "sk-openai-SECRET-1",
+        "GEMINI_API_KEY": "gm-SECRET-2", "ANTHROPIC_API_KEY": "sk-ant-SECRET-3",
+        "AWS_SECRET_ACCESS_KEY": "aws-SECRET-4", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+        "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+SECRETS = ("SECRET-1", "SECRET-2", "SECRET-3", "SECRET-4")
+
+
+def spec(model_id: str, condition: str = "with-skill") -> RunSpec:
+    prompt = PromptSpec(path=Path("p.json"), name="p", product_area="x", prompt="-starts with a "
+                        "dash", rubric=(RubricItem("must", "x", 1),), skill_path="fam/SKILL.md")
+    return RunSpec(prompt=prompt, model_label="l", model_id=model_id, condition=condition,
+                   rep=1, run_id="r")
+
+
+def invocation(model_id: str) -> agents.Invocation:
+    cfg = AgentConfig(claude_path="claude", skills_root=Path("skills"))
+    return agents.invocation(spec(model_id), cfg, "/h", base=HOST)
+
+
+@pytest.mark.parametrize("model_id,key", [("codex:gpt-5.5", "OPENAI_API_KEY"),
+                                          ("gemini-cli:gemini-2.5-flash", "GEMINI_API_KEY"),
+                                          ("opencode:anthropic/claude-sonnet-4-5",
+                                           "ANTHROPIC_API_KEY")])
+def test_each_agent_gets_only_its_own_key_and_no_secret_is_written(model_id: str,
+                                                                   key: str) -> None:
+    inv = invocation(model_id)
+    keys = {k for k in inv.env if "KEY" in k}
+    assert keys == {key}
+    assert inv.env["HOME"] == "/h"
+    written = json.dumps(inv.files)
+    assert not any(s in written for s in SECRETS)
+    # The prompt goes in on standard input, never argv (a leading dash stays a prompt).
+    assert not any("dash" in a for a in inv.argv)
+    assert agents.skill_root(spec(model_id).agent) == ".agents/skills"
+    assert ".agents/skills" in inv.dirs  # created in both arms, so both see the same dirs
+
+
+def test_codex_config_turns_off_bundled_skills_plugins_and_web_search() -> None:
+    inv = invocation("codex:gpt-5.5")
+    config = tomllib.loads(inv.files[".codex/config.toml"])
+    assert config["skills"]["bundled"]["enabled"] is False
+    assert config["features"]["plugins"] is False and config["web_search"] == "disabled"
+    # OPENAI_BASE_URL is ignored by Codex: it becomes a provider reading OPENAI_API_KEY.
+    assert config["model_provider"] == "skilllift"
+    assert config["model_providers"]["skilllift"] == {
+        "name": "skilllift", "base_url": "http://127.0.0.1:9/v1", "env_key": "OPENAI_API_KEY",
+        "wire_api": "responses"}
+    assert inv.env["CODEX_HOME"] == "/h/.codex"
+    assert inv.argv[-1] == "-" and "gpt-5.5" in inv.argv
+    assert inv.preflight[1:] == ["debug", "prompt-input", "x"]
+
+
+def test_gemini_and_opencode_disable_their_own_skills_and_web_tools() -> None:
+    gem = invocation("gemini-cli:gemini-2.5-flash")
+    settings = json.loads(gem.files[".gemini/settings.json"])
+    assert settings["skills"]["disabled"] == ["skill-creator", "antigravity-support"]
+    assert settings["tools"]["exclude"] == ["google_web_search", "web_fetch"]
+    assert gem.env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:9"
+    assert "GEMINI_CLI_NO_RELAUNCH" not in gem.env  # it hangs after answering
+    assert gem.argv[gem.argv.index("--include-directories") + 1] == "/h/.agents/skills"
+    oc = invocation("opencode:anthropic/claude-sonnet-4-5")
+    config = json.loads(oc.files[".config/opencode/opencode.json"])
+    assert config["permission"] == {"skill": {"customize-opencode": "deny"},
+                                    "webfetch": "deny", "websearch": "deny"}
+    assert config["provider"] == {"anthropic": {"options": {
+        "baseURL": "http://127.0.0.1:9/v1"}}}
+    assert oc.env["OPENCODE_DISABLE_MODELS_FETCH"] == "1"
+
+
+def _post(url: str, body: dict[str, Any]) -> str:
+    req = urllib.request.Request(url, json.dumps(body).encode(),
+                                 {"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return resp.read().decode()
+
+
+LISTING = ("<skills_instructions>\n### Skill roots\n- `r0` = `/h/.agents/skills`\n"
+           "### Available skills\n- git-bisect: Find the commit that introduced a regression "
+           "with git bisect. (file: r0/git-bisect/SKILL.md)\n</skills_instructions>")
+QUESTION = "Which commit introduced the regression? Use git bisect to find it."
+
+
+def test_standin_speaks_responses_and_gemini_with_the_same_script() -> None:
+    with StandIn(agent=make_agent("skill")) as api:
+        codex = _post(api.base_url + "/v1/responses", {
+            "model": "gpt-5.5", "stream": True, "tools": [{"type": "function",
+                                                          "name": "exec_command"}],
+            "input": [{"type": "message", "role": "developer",
+                       "content": [{"type": "input_text", "text": LISTING}]},
+                      {"type": "message", "role": "user",
+                       "content": [{"type": "input_text", "text": QUESTION}]}]})
+        events = [json.loads(ln[6:]) for ln in codex.splitlines() if ln.startswith("data: ")]
+        assert events[0]["type"] == "response.created"
+        assert events[-1]["type"] == "response.completed"
+        call = events[-1]["response"]["output"][0]
+        # Codex has no skill tool: the script reads the listed file with a shell cat.
+        assert call["name"] == "exec_command"
+        assert json.loads(call["arguments"]) == {
+            "cmd": "cat /h/.agents/skills/git-bisect/SKILL.md"}
+        gem = _post(api.base_url + "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+                    "?alt=sse", {
+                        "systemInstruction": {"parts": [{"text": (
+                            "<available_skills><skill><name>git-bisect</name><description>"
+                            "Find the commit that introduced a regression with git bisect."
+                            "</description><location>/h/.agents/skills/git-bisect/SKILL.md"
+                            "</location></skill></available_skills>")}]},
+                        "tools": [{"functionDeclarations": [{"name": "activate_skill"},
+                                                            {"name": "read_file"}]}],
+                        "contents": [{"role": "user", "parts": [{"text": QUESTION}]}]})
+        chunks = [json.loads(ln[6:]) for ln in gem.splitlines() if ln.startswith("data: ")]
+        part = chunks[-1]["candidates"][0]["content"]["parts"][0]
+        assert part == {"functionCall": {"name": "activate_skill",
+                                         "args": {"name": "git-bisect"}}}
+        assert chunks[-1]["candidates"][0]["finishReason"] == "STOP"
+        assert [r.api for r in api.requests] == ["codex", "gemini-cli"]
+        # Without the listing the same script answers at once, no tool.
+        plain = _post(api.base_url + "/v1/responses", {
+            "model": "gpt-5.5", "tools": [{"type": "function", "name": "exec_command"}],
+            "input": [{"type": "message", "role": "user",
+                       "content": [{"type": "input_text", "text": QUESTION}]}]})
+        assert '"function_call"' not in plain and "response.output_text.delta" in plain
+
+
+def test_a_missing_agent_cli_is_a_usage_error_naming_the_npm_package(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    (pytester.path / "evals" / "test-prompts").mkdir(parents=True)
+    (pytester.path / "evals" / "test-prompts" / "p.json").write_text(
+        (DEMO_PROJECT / "evals" / "test-prompts" / "git-bisect-regression.json").read_text())
+    (pytester.path / "skills").symlink_to(DEMO_PROJECT / "skills")
+    monkeypatch.setenv("PATH", os.defpath)  # no npm CLIs on it
+    monkeypatch.setenv("XDG_CACHE_HOME", str(pytester.path / "cache"))  # nor in the cache
+    result = pytester.runpytest_subprocess(
+        "--skill-lift", "--skill-lift-demo", "-p", "no:cacheprovider",
+        "--skill-lift-models=gpt=codex:gpt-5.5,gem=gemini-cli:gemini-2.5-flash")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "npm install -g @openai/codex@0.169.0" in err
+    assert "npm install -g @google/gemini-cli@0.61.0" in err
+    assert "--skill-lift-agent-install" in err
+
+
+def test_a_labels_agent_key_is_required_before_any_run(pytester: pytest.Pytester,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    (pytester.path / "evals" / "test-prompts").mkdir(parents=True)
+    (pytester.path / "evals" / "test-prompts" / "p.json").write_text(
+        (DEMO_PROJECT / "evals" / "test-prompts" / "git-bisect-regression.json").read_text())
+    (pytester.path / "skills").symlink_to(DEMO_PROJECT / "skills")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-judge-only")
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    result = pytester.runpytest_subprocess("--skill-lift", "-p", "no:cacheprovider",
+                                           "--skill-lift-models=gpt=codex:gpt-5.5")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "need OPENAI_API_KEY in the environment" in result.stderr.str()
