@@ -20,6 +20,7 @@ from pytest_skilllift.model import (
     AGENTS,
     CLAUDE_CODE,
     DEFAULT_ALLOWED_TOOLS,
+    DEFAULT_JUDGE_MODEL,
     DEFAULT_MAX_BUDGET_USD,
     DEFAULT_MIN_COVERAGE,
     DEFAULT_PASS_THRESHOLD,
@@ -135,8 +136,8 @@ OPTIONS: tuple[Option, ...] = (
            "reported.", "float", DEFAULT_MAX_BUDGET_USD, metavar="USD"),
     Option("timeout", "Per-run timeout in seconds.", "float", DEFAULT_TIMEOUT_S,
            metavar="SECONDS"),
-    Option("judge-model", "Judge model (a pinned id: changing it is a release note, "
-           "never a side effect of upgrading the anthropic SDK).", default="claude-opus-5-5",
+    Option("judge-model", "Judge model, pinned: it changes only with a release note, never "
+           "because the anthropic SDK was upgraded.", default=DEFAULT_JUDGE_MODEL,
            metavar="MODEL"),
     Option("judge-samples", "Independent judge samples per run, each with its own rubric "
            "shuffle (2 is the escalation: items whose samples disagree get a third, "
@@ -200,6 +201,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("allow-unsafe", "Run the with-skill arm even when the skill family has a critical "
            "security finding (skilllift scan, docs/security-scan.md); without it such a run "
            "is an invalid install naming the finding.", "bool", False),
+    Option("breaker", "Circuit breaker: after this many consecutive runs fail with the same "
+           "infrastructure cause (API unreachable, key refused, model not found) no new run "
+           "starts; the rest are reported 'not run: <cause>'. 0 turns it off.", "int", 3,
+           metavar="N"),
     Option("progress-interval", "Seconds between progress lines when the output is not a "
            "terminal (CI logs; 0 = one per finished run). A terminal gets one "
            "live line; -q silences both.", "float", 60.0, metavar="SECONDS"),
@@ -361,6 +366,8 @@ class Settings:
     progress_interval_s: float
     #: ``--skill-lift-allow-unsafe``: install a family despite a critical security finding.
     allow_unsafe: bool
+    #: Consecutive runs with one infrastructure cause before no new run starts (0: never).
+    breaker: int
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""
     #: The controller's shared judge (set under xdist): workers grade through it.
@@ -517,6 +524,7 @@ class Settings:
             pass_threshold=pass_threshold,
             progress_interval_s=float(v["progress-interval"]),
             allow_unsafe=bool(v["allow-unsafe"]),
+            breaker=_breaker(v["breaker"]),
         )
 
     @classmethod
@@ -701,3 +709,15 @@ def _skill_dirs_in_args(config: pytest.Config) -> list[Path]:
         if path.is_dir() and next(path.rglob("SKILL.md"), None) is not None:
             out.append(path)
     return out
+
+
+def _breaker(value: Any) -> int:
+    """``--skill-lift-breaker``: a whole number of runs, at least 0."""
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        n = -1
+    if n < 0:
+        raise SettingsError(f"--skill-lift-breaker must be a whole number of runs, at least 0 "
+                            f"(0 turns the circuit breaker off), got {value!r}")
+    return n

@@ -145,6 +145,10 @@ DEFAULT_ALLOWED_TOOLS: tuple[str, ...] = (
 DEFAULT_PERMISSION_MODE = "dontAsk"
 DEFAULT_MAX_BUDGET_USD = 2.0
 DEFAULT_TIMEOUT_S = 600.0
+#: The judge model, pinned: a measurement must not change its judge because a dependency was
+#: upgraded, so changing this id is a release note (``config.OPTIONS`` states it as the
+#: ``--skill-lift-judge-model`` default; ``skilllift judge`` and the depth layers use it too).
+DEFAULT_JUDGE_MODEL = "claude-opus-5-5"
 #: Verdict settings (the Drupal ai_eval scoring document: a question passes at 3.5 of 5, our
 #: composite's 0.7; the coverage guard).  ``config.OPTIONS`` offers them as option defaults;
 #: a week without week.json (the qdrant pipeline's) is read with them.
@@ -193,6 +197,10 @@ class RunOutcome:
     #: The skill could not be installed as given (e.g. a symlink leaving the family): the
     #: run is invalid, not errored — rerunning cannot change it. ``error`` says why.
     invalid_install: bool = False
+    #: The API could not be used at all (unreachable, key refused, model not found), in
+    #: words (``runners.outage``): an infrastructure failure, not the skill's; ``error``
+    #: says the same. Empty otherwise.
+    outage: str = ""
 
 
 @dataclass(frozen=True)

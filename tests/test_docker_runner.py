@@ -641,3 +641,64 @@ def test_runner_refuses_a_missing_image(client: Any) -> None:
 def test_packaged_dockerfile_matches_the_repo_copy() -> None:
     assert (REPO / "docker" / "Dockerfile").read_text() == DOCKERFILE
     assert f"CLAUDE_CODE_VERSION={PINNED_CLI_VERSION}" in DOCKERFILE
+
+
+def test_an_unreachable_api_is_named_and_the_container_removed(client: Any, test_image: str,
+                                                               tmp_path: Path) -> None:
+    """Nothing listening at the base URL: named from the CLI's api_retry events within 30 s
+    (the host's probe confirms it), not after the run's timeout."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    runner = DockerRunner(test_image, network="host", client=client, week="test-week")
+    try:
+        out = runner.run(_spec("widget-tuning", "no-skill"),
+                         _cfg(tmp_path, f"http://127.0.0.1:{port}", timeout_s=300),
+                         tmp_path / "run")
+    finally:
+        runner.close()
+    assert out.outage == (f"API unreachable at 127.0.0.1:{port}: connection refused; check "
+                          "ANTHROPIC_BASE_URL")
+    assert out.error is not None and out.error.startswith(out.outage)
+    assert out.wall_ms < 30_000 and not out.timed_out
+    assert _mine(client) == []
+
+
+def test_the_session_stopping_removes_the_container(client: Any, test_image: str,
+                                                    tmp_path: Path) -> None:
+    """Another process of the session is interrupted (its registry says stop): the run in
+    flight here is stopped, its container removed, and nothing is reported for it."""
+    from pytest_skilllift.runners.inflight import Inflight, RunInterrupted
+
+    inflight = Inflight(tmp_path / "registry")
+    runner = DockerRunner(test_image, network="host", client=client, week="test-week",
+                          inflight=inflight)
+    api = StandIn(agent=probe_agent, api_key=API_KEY, latency_s=60)
+    api.start()
+    stopped: list[list[str]] = []
+
+    def stop_when_running() -> None:
+        for _ in range(400):
+            if inflight.entries():
+                break
+            time.sleep(0.05)
+        time.sleep(0.5)
+        stopped.append(inflight.stop_all())
+
+    stopper = threading.Thread(target=stop_when_running, daemon=True)
+    stopper.start()
+    try:
+        started = time.monotonic()
+        with pytest.raises(RunInterrupted):
+            runner.run(_spec("widget-tuning", "no-skill"),
+                       _cfg(tmp_path, api.base_url, timeout_s=60), tmp_path / "run")
+        assert time.monotonic() - started < 30
+    finally:
+        api.stop()
+        stopper.join(10)
+        runner.close()
+    assert stopped == [["widget-tuning-no-skill-r1"]]
+    assert inflight.stopped_runs() == ["widget-tuning-no-skill-r1"]
+    assert _mine(client) == []

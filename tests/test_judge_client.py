@@ -15,6 +15,7 @@ from pytest_skilllift.judge.client import (
     _classify,
     default_judge_model,
     estimate_cost,
+    newest_opus,
 )
 from pytest_skilllift.judge.protocol import JUDGE_MARKER, TOOL_NAME
 from pytest_skilllift.model import JudgeResult, RubricItem

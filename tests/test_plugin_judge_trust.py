@@ -212,14 +212,16 @@ def test_regrade_without_regenerating(pytester: pytest.Pytester,
 
     with StandIn(agent=skill_agent, judge=fails_once) as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
-        assert cli.main(["judge", str(week), "--fresh",
+        # --samples 1 differs from the week's recorded 2: said, then recorded at the end
+        # (without it the regrade keeps the recorded protocol).
+        assert cli.main(["judge", str(week), "--fresh", "--samples", "1",
                          "-j", "1"]) == 1
         marker = json.loads((week / ".fresh-regrade.json").read_text())
         assert len(marker["done"]) == 1 and api.count("judge") == 2
         # an unfinished --fresh pass has not regraded the week: its identity is unchanged
         assert json.loads((week / "week.json").read_text())["identity"]["judge_samples"] == 2
         assert cli.main(["judge", str(week),
-                         "--fresh"]) == 0
+                         "--fresh", "--samples", "1"]) == 0
         assert api.count("judge") == 3 and api.count("agent") == 0
         assert not (week / ".fresh-regrade.json").exists()
         assert json.loads((week / "week.json").read_text())["identity"]["judge_samples"] == 1

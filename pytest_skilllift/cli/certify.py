@@ -15,6 +15,7 @@ Exit status: 0; 1 when a skill's composite is under ``--threshold``; 2 for usage
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -167,6 +168,13 @@ def run_depth(args: argparse.Namespace, out: TextIO | None = None) -> int:
     try:
         ctx = build_context(args)
         root, single, dirs, walk = resolve_skills(args.path)
+        if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+            # Before any call: without a key every judge layer would be UNSCORED, exit 0.
+            raise DepthUsageError(
+                f"{'certify' if args.depth == 'certify' else '--depth ' + args.depth} grades "
+                "the skill with a model judge and needs "
+                "ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment; neither is "
+                "set. --depth quick needs no model.")
         reports = []
         for d in dirs:
             reports.append(evaluate(load_skill(d), ctx))

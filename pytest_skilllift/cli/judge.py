@@ -65,13 +65,54 @@ def _grade_in_batches(args: argparse.Namespace, plan: RegradePlan, target: Path,
         judge.close()
 
 
-def _run(args: argparse.Namespace) -> int:
+def _recorded_protocol(week_dir: Path, args: argparse.Namespace) -> list[str]:
+    """Fill the judging options left unset from the week's recorded protocol (week.json:
+    judge model, samples, evidence policy), so a regrade grades the way the week was graded;
+    an option that differs from the record is named (and recorded in week.json after the
+    regrade). A week without week.json (the qdrant pipeline's) takes the defaults."""
     from pytest_skilllift.judge.client import default_judge_model
+    from pytest_skilllift.judge.protocol import PROMPT_VERSION
+    from pytest_skilllift.week import identity
 
+    try:
+        record = identity.read_week_record(week_dir)
+    except identity.WeekFileError as exc:
+        raise RegradeError(f"{week_dir}: {exc}") from None
+    recorded = record.identity if record is not None else None
+    given = {"judge_model": args.judge_model or None, "judge_samples": args.samples,
+             "evidence": args.evidence}
+    fallback = {"judge_model": default_judge_model(), "judge_samples": _DEFAULTS["judge-samples"],
+                "evidence": _DEFAULTS["evidence"]}
+    notes, value = [], {}
+    for key, option in (("judge_model", "--judge-model"), ("judge_samples", "--samples"),
+                        ("evidence", "--evidence")):
+        then = getattr(recorded, key) if recorded is not None else None
+        value[key] = given[key] if given[key] is not None else (
+            then if then not in (None, "") else fallback[key])
+        if given[key] is not None and then not in (None, "") and given[key] != then:
+            notes.append(f"judging protocol: {option} {given[key]} instead of the week's "
+                         f"recorded {then}; week.json records the change once every run is "
+                         "regraded")
+    if recorded is not None and recorded.judge_prompt_version not in ("", PROMPT_VERSION):
+        notes.append(f"judging protocol: the week was graded with judge prompt "
+                     f"{recorded.judge_prompt_version}; this version of pytest-skilllift "
+                     f"grades with {PROMPT_VERSION}")
+    args.judge_model, args.samples, args.evidence = (
+        value["judge_model"], int(value["judge_samples"]), value["evidence"])
+    return notes
+
+
+def _run(args: argparse.Namespace) -> int:
     week_dir = Path(args.week_dir)
     err = sys.stderr
     if not week_dir.is_dir():
         print(f"skilllift judge: {week_dir}: not a directory", file=err)
+        return 2
+    try:
+        for note in _recorded_protocol(week_dir, args):
+            print(note, file=err)
+    except RegradeError as exc:
+        print(f"skilllift judge: {exc}", file=err)
         return 2
     if args.samples < 1 or args.jobs < 1:
         print("skilllift judge: --samples and -j must be at least 1", file=err)
@@ -80,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
         print("skilllift judge: the judge needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) "
               "in the environment", file=err)
         return 2
-    model = args.judge_model or default_judge_model()
+    model = args.judge_model
     graded_by = week_judge_models(week_dir)
     other = sorted(m for m in graded_by if not same_judge(m, model))
     target, history = week_dir, None
@@ -188,20 +229,22 @@ def add_parser(subparsers: Any) -> None:
                         help="discard every grade and regrade all runs (resumable: rerun the "
                              "same command after an interruption)")
     parser.add_argument("--judge-model", default="", metavar="M",
-                        help=f"judge model (default {_DEFAULTS['judge-model']})")
-    parser.add_argument("--samples", type=int, default=_DEFAULTS["judge-samples"], metavar="N",
+                        help="judge model (default: the one week.json records, else "
+                             f"{_DEFAULTS['judge-model']})")
+    parser.add_argument("--samples", type=int, default=None, metavar="N",
                         help="independent judge samples per run; with 2, items whose samples "
                              "disagree get a tie-breaking third and are flagged contested "
-                             f"(default {_DEFAULTS['judge-samples']})")
+                             "(default: as week.json records, else "
+                             f"{_DEFAULTS['judge-samples']})")
     parser.add_argument("-j", "--jobs", type=int, default=4, metavar="CONCURRENCY",
                         help="runs graded at the same time (default 4)")
     parser.add_argument("--out", default="", metavar="DIR",
                         help="grade a copy of the week in DIR (its generated runs, no grades); "
                              "required for a different judge model unless --fresh")
-    parser.add_argument("--evidence", choices=EVIDENCE_POLICIES, default=_DEFAULTS["evidence"],
+    parser.add_argument("--evidence", choices=EVIDENCE_POLICIES, default=None,
                         help="a met/violated whose quote is not in the answer: reject (scored "
-                             "as missing/absent/clean) or flag (kept, evidence_ok=0) (default "
-                             f"{_DEFAULTS['evidence']})")
+                             "as missing/absent/clean) or flag (kept, evidence_ok=0) (default: "
+                             f"as week.json records, else {_DEFAULTS['evidence']})")
     parser.add_argument("--batch", action="store_true",
                         help="grade through the Message Batches API: half the price, results "
                              "within 24 h; the batch ids are kept in WEEK_DIR/judge-batches.json "

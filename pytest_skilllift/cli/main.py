@@ -8,9 +8,12 @@ dispatches.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from types import FrameType
 
 from pytest_skilllift import __version__
 
@@ -86,7 +89,64 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 2
-    return int(func(args))
+    with _signals_interrupt():
+        try:
+            return int(func(args))
+        except KeyboardInterrupt as exc:
+            return _interrupted(str(args.command), exc)
+        finally:
+            _forget_registry()
+
+
+def _forget_registry() -> None:
+    """Remove the command's registry of agent runs, when it made one (no temp dir left)."""
+    inflight = sys.modules.get("pytest_skilllift.runners.inflight")
+    registry = getattr(inflight, "_PROCESS", None)
+    if registry is not None:
+        registry.remove()
+
+
+#: pytest's "interrupted" exit status (``pytest.ExitCode.INTERRUPTED``), for every command.
+INTERRUPTED = 2
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt like Ctrl-C (once), so a cancelled job
+    stops its agents and keeps what it wrote instead of dying mid-way."""
+    raised = False
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        nonlocal raised
+        if not raised:  # a second signal must not break the clean-up of the first
+            raised = True
+            raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    old = {}
+    for sig in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            with contextlib.suppress(ValueError, OSError):
+                old[sig] = signal.signal(sig, handle)
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(sig, handler)
+
+
+def _interrupted(command: str, exc: KeyboardInterrupt) -> int:
+    """Stop the agent CLIs this command started; say so; pytest's interrupted status."""
+    from pytest_skilllift.runners.inflight import process_inflight
+
+    inflight = process_inflight()
+    stopped = sorted({*inflight.stop_all(), *inflight.stopped_runs()})
+    inflight.remove()
+    what = (f"{len(stopped)} agent run(s) in flight were stopped" if stopped
+            else "no agent run was in flight")
+    print(f"skilllift {command}: interrupted ({exc or 'SIGINT'}): {what}; what was written "
+          "so far is kept: run the same command again to resume", file=sys.stderr)
+    return INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -113,12 +113,15 @@ def _runner_factory(runner: str, image: str, network: str) -> Any:
     if runner == "docker":
         def docker_runner() -> Any:
             from pytest_skilllift.runners.docker import DockerRunner
+            from pytest_skilllift.runners.inflight import process_inflight
 
-            return DockerRunner(image, network=network)
+            return DockerRunner(image, network=network, inflight=process_inflight())
         return docker_runner
 
     def local_runner() -> Any:
+        from pytest_skilllift.runners.inflight import process_inflight
         from pytest_skilllift.runners.local import LocalRunner
 
-        return LocalRunner()
+        # Listed while they run: an interrupt of the command stops them all (cli.main).
+        return LocalRunner(inflight=process_inflight())
     return local_runner

@@ -16,7 +16,7 @@ import pytest
 
 from pytest_skilllift.config import Settings, SettingsError, add_options
 from pytest_skilllift.judge.batch import forget_batches
-from pytest_skilllift.plugin import findings, progress_hooks, scale
+from pytest_skilllift.plugin import findings, interrupts, progress_hooks, scale
 from pytest_skilllift.plugin.collect import extra as collect_extra
 from pytest_skilllift.plugin.collect.items import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
 from pytest_skilllift.plugin.fixtures import CHECK_PROP
@@ -82,6 +82,8 @@ def pytest_configure(config: pytest.Config) -> None:
         _controller_setup(config, state)
         config.pluginmanager.register(ControllerPlugin(state), "skilllift-controller")
     config.stash[SESSION_KEY] = state
+    # SIGTERM/SIGHUP stop the session's agents like Ctrl-C (every process).
+    interrupts.register(config, state, controller=not _is_worker(config))
     progress_hooks.register(config, state)
     # One bad prompt file must not stop the others: report it as a collection error, go on.
     config.option.continue_on_collection_errors = True
@@ -91,14 +93,19 @@ def pytest_configure(config: pytest.Config) -> None:
 def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
     s = state.settings
     prompts = sorted(s.prompts_dir.glob("*.json")) if s.prompts_dir.is_dir() else []
-    if not prompts and not collect_extra.has_inputs(s):
+    # A prompts directory the ini names must hold prompts: a typo must not silently collect
+    # only the skill-creator evals.json files found elsewhere.
+    named = config.getini("skill_lift_prompts") not in (None, "")
+    if not prompts and (named or not collect_extra.has_inputs(s)):
+        what = "does not exist" if not s.prompts_dir.is_dir() else "holds no prompt file (*.json)"
         raise pytest.UsageError(
-            f"--skill-lift found no prompt files in {s.prompts_dir} "
-            f"(rootdir {s.rootdir}, ini file {s.inifile or 'none'}). Set skill_lift_prompts "
-            "in your ini file, or run from your project's root. Write path options as "
-            "--skill-lift-claude=PATH: a bare path after an option is read as a test path "
-            "when pytest picks the rootdir."
+            f"--skill-lift found no prompt files in {s.prompts_dir}: the prompts directory "
+            f"(skill_lift_prompts) {what} (rootdir {s.rootdir}, ini file "
+            f"{s.inifile or 'none'}). Set skill_lift_prompts in your ini file, or run from "
+            "your project's root. Write path options as --skill-lift-claude=PATH: a bare path "
+            "after an option is read as a test path when pytest picks the rootdir."
         )
+    _check_paths(s)
     try:  # gates validated; the week identity computed unless only listing tests
         for warning in state.ci.prepare(identity=not config.option.collectonly):
             config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
@@ -111,6 +118,28 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
     # collection, under xdist every worker's start).
     if _uses_workers(config) and _workers_on_this_host(config):
         state.start_judge_service(warm=False)
+
+
+def _check_paths(s: Settings) -> None:
+    """Paths refused once, up front, naming the setting (not once per prompt, not after the
+    first run): the skills root, ``--skill-lift-baseline-from``."""
+    if prompts_need_skills(s) and not s.skills_root.is_dir():
+        raise pytest.UsageError(
+            f"--skill-lift: the skills root {s.skills_root} (skill_lift_skills) does not exist "
+            f"(rootdir {s.rootdir}); set skill_lift_skills in your ini file to the directory "
+            "holding the skill families")
+    if s.baseline_from:
+        from pytest_skilllift.run.baseline import BaselineError, check_source
+
+        try:
+            check_source(Path(s.baseline_from), s.out_dir)
+        except BaselineError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
+def prompts_need_skills(s: Settings) -> bool:
+    """Whether the session installs skills at all (an A/A week installs none)."""
+    return any(c not in ("no-skill", "no-skill-b") for c in s.conditions)
 
 
 def _worker_count(config: pytest.Config) -> int:
@@ -247,6 +276,8 @@ class ControllerPlugin:
         self._collected_nodes = 0
         #: The session's exit status once decided (the closing line's colour).
         self.exitstatus: int | None = None
+        #: What the circuit breakers held back (read before the registry is removed).
+        self.breaker_lines: list[str] = []
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Any) -> None:
@@ -324,23 +355,25 @@ class ControllerPlugin:
             self.state.tally.other_failures += 1
 
     @pytest.hookimpl(tryfirst=True, specname="pytest_sessionfinish")
-    def start_wrap_up(self) -> None:
+    def start_wrap_up(self, session: pytest.Session) -> None:
         """Start writing the CSVs and the scorecard now, in the background: under xdist the
-        other sessionfinish hooks wait for the workers to shut down, which needs no CPU."""
-        if not self.state.refused:
+        other sessionfinish hooks wait for the workers to shut down, which needs no CPU.
+        Listing the tests (``--collect-only``) writes nothing."""
+        if not self.state.refused and not session.config.option.collectonly:
             self.state.start_finish()
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Write CSVs and scorecard; the exit status is a report unless gates are set."""
-        if self.state.refused:
-            return  # the week's identity refused the session: nothing ran, nothing to write
+        if self.state.refused or session.config.option.collectonly:
+            return  # refused by the week's identity, or only listing: nothing ran or is written
         enough = self.state.finished()
         self.state.ci.finish(self.state.summary)
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
                           pytest.ExitCode.USAGE_ERROR):
             return
-        if not enough or self.state.tally.hook_errors:
+        self.breaker_lines = self.state.breaker_lines()
+        if not enough or self.state.tally.hook_errors or self.breaker_lines:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         elif self.state.tally.other_failures == 0 and exitstatus == pytest.ExitCode.TESTS_FAILED:
             # Rubric failures are findings for the scorecard, not a broken run.
@@ -379,7 +412,7 @@ class ControllerPlugin:
             tr.write_line(f"{state.tally.invocation_findings} invocation findings (with-skill "
                           "runs whose skill was not VERIFIED; -k invoked lists them) are "
                           "reported, not a failed run")
-        for line in scale.summary_lines(state):
+        for line in [*scale.summary_lines(state), *self.breaker_lines]:
             tr.write_line(line)
         counted = findings.count_line(tr.stats)
         if counted:

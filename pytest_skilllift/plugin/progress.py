@@ -141,7 +141,14 @@ class Progress:
     @property
     def excluded(self) -> int:
         return sum(1 for f in self.runs.values()
-                   if f.get("status") != OK and f.get("status") not in ERRORED_STATUSES)
+                   if f.get("status") != OK and f.get("status") not in ERRORED_STATUSES
+                   and not str(f.get("status", "")).startswith("not_run"))
+
+    @property
+    def not_run(self) -> int:
+        """Runs not started: the spend cap, or the circuit breaker after an outage."""
+        return sum(1 for f in self.runs.values()
+                   if str(f.get("status", "")).startswith("not_run"))
 
     @property
     def spent(self) -> float:
@@ -164,6 +171,8 @@ class Progress:
                  f"errored {self.errored}"]
         if self.excluded:
             parts.append(f"excluded {self.excluded}")
+        if self.not_run:
+            parts.append(f"not run {self.not_run}")
         parts.append(f"spent ${self.spent:.2f}")
         if self.total and self.done >= self.total:
             parts.append(f"done in {_duration(self.clock() - self.started)}")

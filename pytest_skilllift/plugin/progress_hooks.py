@@ -58,7 +58,12 @@ class ProgressFacts:
             return report
         graded = getattr(item, "graded", None)
         if graded is None:  # the engine raised: the run did not finish normally
-            if report.failed:
+            not_run = _not_run_status(item)
+            if report.skipped and not_run:  # the spend cap or the circuit breaker
+                self.sent.add(run.run_id)
+                setattr(report, ATTR, {"run_id": run.run_id, "status": not_run,
+                                       "graded": False})
+            elif report.failed:
                 self.sent.add(run.run_id)
                 setattr(report, ATTR, {"run_id": run.run_id, "status": CRASHED,
                                        "graded": False})
@@ -69,6 +74,14 @@ class ProgressFacts:
             self.week, run.run_id, graded.status, graded=ok,
             generated_now=graded.generated_now, judged_now=graded.judged_now))
         return report
+
+
+def _not_run_status(item: pytest.Item) -> str:
+    """``not_run…`` when the item's run was not started (its ``skilllift_run`` property)."""
+    for key, value in getattr(item, "user_properties", ()):
+        if key == "skilllift_run" and str(value).partition("|")[2].startswith("not_run"):
+            return str(value).partition("|")[2]
+    return ""
 
 
 class ProgressLine:

@@ -20,12 +20,14 @@ from pytest_skilllift.config import Settings, SettingsError
 from pytest_skilllift.judge.protocol import Grader
 from pytest_skilllift.judge.session_judge import FixtureGrader, SessionJudge
 from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, JudgeResult, RunSpec, split_agent
+from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker
 from pytest_skilllift.run.engine import GradedRun, WeekRun
 from pytest_skilllift.run.matrix import Matrix, load_matrix
 from pytest_skilllift.run.view import SkillLiftRun
 from pytest_skilllift.runners import agents
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import find_claude
+from pytest_skilllift.runners.inflight import Inflight
 from pytest_skilllift.runners.sweep import SweepLog
 from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week.checks import CheckTally, merge_checks
@@ -132,6 +134,26 @@ class SkillLiftSession:
                                   revision=self.revision)
         #: Docker only: the controller's start-up and end-of-session container sweeps.
         self.sweeps = SweepLog() if settings.runner == "docker" and not worker else None
+        #: Runs an interrupt stopped (any process of the session), once the session ends.
+        self.stopped_runs: list[str] | None = None
+
+    @property
+    def inflight(self) -> Inflight:
+        """The session's runs in flight, shared by its processes (``runners.inflight``)."""
+        return Inflight.for_session(self.session_id)
+
+    def interrupt(self) -> list[str]:
+        """Stop every agent CLI of the session (every process's); the runs stopped now."""
+        return self.inflight.stop_all()
+
+    def interrupted_line(self) -> str:
+        """What an interrupted session says it stopped (controller, after the workers)."""
+        runs = self.stopped_runs or []
+        if not runs:
+            return "interrupted: no run was in flight; the week resumes where it stopped"
+        return (f"interrupted: {len(runs)} run{'s' * (len(runs) != 1)} in flight "
+                f"{'were' if len(runs) != 1 else 'was'} stopped and will be retried: "
+                + ", ".join(runs))
 
     # -- controller set-up --------------------------------------------------------------
     def start_demo(self) -> None:
@@ -225,7 +247,36 @@ class SkillLiftSession:
             self._weekrun.on_generated = self._run_generated
             self._weekrun.on_graded = self._run_graded
             self._weekrun.start_gate = self.spend_gate()
+            self._weekrun.breaker = self.breaker()
+            self._weekrun.judge_breaker = self.breaker("judge")
         return self._weekrun
+
+    def breaker(self, side: str = "runs") -> CircuitBreaker | None:
+        """``--skill-lift-breaker``: the session's circuit breaker for its runs (or its
+        judge), shared by its processes through the in-flight registry's directory; None
+        when it is off."""
+        if self.settings.breaker <= 0:
+            return None
+        return CircuitBreaker(self.inflight.root / f"{side}-outcomes.log",
+                              self.settings.breaker)
+
+    def breaker_lines(self) -> list[str]:
+        """What the circuit breakers held back this session (controller, at the end)."""
+        lines = []
+        held = sorted(r for r, st in self.tally.runs.items() if st == NOT_RUN_OUTAGE)
+        runs, judge = self.breaker(), self.breaker("judge")
+        cause = runs.open_cause() if runs is not None else None
+        if held and runs is not None:
+            lines.append(f"circuit breaker: {len(held)} run(s) not run: {cause} — "
+                         f"{runs.threshold} consecutive runs failed with it, so no further "
+                         "run was started; fix it and run again (the next session runs "
+                         "them): exit status 1")
+        judge_cause = judge.open_cause() if judge is not None else None
+        if judge_cause and judge is not None:
+            lines.append(f"circuit breaker: judging stopped: {judge_cause} — "
+                         f"{judge.threshold} consecutive judge calls failed with it; the runs "
+                         "left stay ungraded (never scored zero) and are graded next session")
+        return lines
 
     def plan_baseline(self) -> None:
         """``--skill-lift-baseline-from``, before the first run (controller): decide which
@@ -386,10 +437,11 @@ class SkillLiftSession:
         if s.runner == "docker":
             from pytest_skilllift.runners.docker import DockerRunner
 
-            return DockerRunner(s.image, network=s.docker_network, week=s.week)
+            return DockerRunner(s.image, network=s.docker_network, week=s.week,
+                                inflight=self.inflight)
         from pytest_skilllift.runners.local import LocalRunner
 
-        return LocalRunner()
+        return LocalRunner(inflight=self.inflight)
 
     def _make_grader(self) -> Grader:
         if self.settings.judge_batch:  # graded by the batch step (scale.py), never directly

@@ -15,7 +15,7 @@ from typing import Any, TypedDict, cast
 
 from pytest_skilllift.report.card import Scorecard
 from pytest_skilllift.report.scorecard import render_json
-from pytest_skilllift.week.files import SCORECARD_JSON, SCORECARD_MD, atomic_write_text
+from pytest_skilllift.week.files import SCORECARD_JSON, atomic_write_text, scorecard_md
 
 __all__ = ["ExtendedScorecard", "ExtraSection", "Section", "append_sections", "sections_from"]
 
@@ -86,6 +86,6 @@ def append_sections(week_dir: Path, card: Scorecard, markdown: str,
     for s in sections:
         parts += [f"## {s.title}\n", s.markdown.rstrip("\n"), ""]
     markdown = "\n".join(parts)
-    atomic_write_text(Path(week_dir) / SCORECARD_MD, markdown)
+    atomic_write_text(scorecard_md(Path(week_dir)), markdown)
     atomic_write_text(Path(week_dir) / SCORECARD_JSON, render_json(data))
     return data, markdown

@@ -29,11 +29,13 @@ from pytest_skilllift.week.files import (
     HISTORY_CSV,
     SCORECARD_JSON,
     SCORECARD_MD,
+    SCORECARD_OURS_MD,
     STATUS_OK,
     TREND_PNG,
     WEEK_JSON,
     atomic_write_bytes,
     atomic_write_text,
+    scorecard_md,
 )
 from pytest_skilllift.week.tables import Problem, Week, load_week
 
@@ -61,8 +63,13 @@ class Summary:
     def terminal_lines(self, *, scorecard_path: bool = True) -> list[str]:
         """A compact lift table for a pytest terminal summary (or a shell); the last line
         says where scorecard.md is, unless ``scorecard_path`` is False."""
+        from pytest_skilllift.report.sections.coverage import failed_headline
+
         models = self.data.get("models", {})
-        lines = [f"skill lift (must_coverage, with-skill − no-skill), week {self.data['week']}:"]
+        failed = failed_headline(self.data["coverage"]) if "coverage" in self.data else None
+        lines = [failed] if failed else []  # a week with nothing graded: why, first
+        lines.append(
+            f"skill lift (must_coverage, with-skill − no-skill), week {self.data['week']}:")
         if not models:
             lines.append("  no lift could be computed (see the scorecard's input problems)")
         else:
@@ -88,7 +95,7 @@ class Summary:
             lines.append(f"  ⚠ {len(self.problems)} input problem(s): {self.problems[0]}"
                          + (" …" if len(self.problems) > 1 else ""))
         for p in self.written if scorecard_path else ():
-            if p.name == SCORECARD_MD:
+            if p.name in (SCORECARD_MD, SCORECARD_OURS_MD):
                 lines.append(f"  scorecard: {p}")
         return lines
 
@@ -243,9 +250,12 @@ def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, w
         problems.append(Problem(str(hist_path), f"{exc}; it was left untouched and this "
                                 "week was not added"))
         existing, can_write_history = [], False
-    all_hist = hist.merge_history(existing, hist_rows_now)
+    # Nor is it counted or plotted: only the runs that have a lift are history.
+    has_lift = any(lf.lift is not None for lf in lifts.values())
+    all_hist = hist.merge_history(existing, hist_rows_now if has_lift else [])
     if can_write_history:
         hist.write_history(hist_path, all_hist)
+    all_hist = hist.with_lift(all_hist)  # an older file's empty weeks are not runs either
     # Only earlier weeks measured alike (same prompts, models, judge protocol) are pooled
     # into the between-week σ and the "run N of 4" count; the scorecard names them.
     pool = hist.pool_decisions(all_hist, run_key, hist_path.parent)
@@ -256,7 +266,8 @@ def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, w
         wow[label] = stats.week_over_week(
             lf.lift if lf else None, lf.se if lf else None, lf.n if lf else 0,
             hist.prior_runs(all_hist, run_key, label, pooled=pooled))
-    n_runs_hist = hist.runs_up_to(all_hist, run_key, pooled=pooled)
+    # A week with nothing graded is no run of the history: it does not count itself.
+    n_runs_hist = hist.runs_up_to(all_hist, run_key, pooled=pooled) - (not has_lift)
     # The pass threshold the week was started with (week.json), for pass rates.
     pass_threshold, week_json_problem = verdicts.pass_threshold_of(week_dir)
     if week_json_problem:
@@ -306,7 +317,12 @@ def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, w
         if failed:
             markdown, card_json = render()
     if write:
-        md, js = week_dir / SCORECARD_MD, week_dir / SCORECARD_JSON
+        md, js = scorecard_md(week_dir), week_dir / SCORECARD_JSON
+        if md.name != SCORECARD_MD:  # another tool's scorecard.md stays as it is
+            title, _, rest = markdown.partition("\n")
+            markdown = (f"{title}\n\n> {SCORECARD_MD} in this directory was written by "
+                        "another tool (the qdrant pipeline?) and is kept byte for byte; this "
+                        f"summary is {md.name}.\n{rest}")
         atomic_write_text(md, markdown)
         atomic_write_bytes(js, card_json)
         written[:0] = [md, js]

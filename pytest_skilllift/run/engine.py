@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from pytest_skilllift.judge.protocol import PROMPT_VERSION, Grader
 from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, JudgeResult, RunOutcome, RunSpec
+from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker, judge_cause
 from pytest_skilllift.run.revisions import revision_commit
 from pytest_skilllift.run.skill_creator import judge_prompt_text
 from pytest_skilllift.runners.base import Runner
@@ -75,8 +76,13 @@ class GradedRun:
 
 
 class NotStarted(Exception):
-    """A run the session may not start (the week's spend cap is reached); the message is the
-    reason its items report. Nothing was written for it: a later session can still run it."""
+    """A run the session may not start (the week's spend cap is reached, or the circuit
+    breaker is open); the message is the reason its items report, ``status`` how the session
+    counts it. Nothing was written for it: a later session can still run it."""
+
+    def __init__(self, reason: str, status: str = "not_run") -> None:
+        super().__init__(reason)
+        self.status = status
 
 
 def make_run_id(prompt: str, label: str, condition: str, rep: int, week: str) -> str:
@@ -136,6 +142,12 @@ class WeekRun:
         #: Asked before a run is generated (never for one already in the week): a reason not
         #: to start it (``week.spend.SpendCap``), or None. ``result`` then raises NotStarted.
         self.start_gate: Callable[[RunSpec], str | None] | None = None
+        #: The circuit breaker (``run.breaker``): fed each generated run's infrastructure
+        #: cause; once open, no run is started (``NotStarted``, ``not run: <cause>``).
+        self.breaker: CircuitBreaker | None = None
+        #: The judge's breaker: fed each judge call's infrastructure cause; once open, no
+        #: judge call is made (the runs stay ungraded, never scored zero).
+        self.judge_breaker: CircuitBreaker | None = None
         #: Marks the runs this session generated: another process of the same session (an
         #: xdist worker holding a custom check of the run) must not retry an errored one.
         self.session_id = session_id
@@ -194,6 +206,10 @@ class WeekRun:
             why = self.start_gate(spec)
             if why:
                 raise NotStarted(why)
+        if self.breaker is not None:
+            why = self.breaker.reason()
+            if why:
+                raise NotStarted(why, NOT_RUN_OUTAGE)
         run_dir = self.week.run_dir(spec.run_id)
         # Whatever is left (a retried run's files, or grades beside a run.json that no longer
         # reads) belongs to an answer that is about to be replaced: the new one is regraded.
@@ -206,8 +222,19 @@ class WeekRun:
                 return adopted, False
         if self._runner is None:
             self._runner = self._runner_factory()
-        outcome = self._runner.run(spec, self.agent, run_dir)
+        try:
+            outcome = self._runner.run(spec, self.agent, run_dir)
+        except KeyboardInterrupt:
+            # Interrupted mid-run: its partial transcript goes, nothing is recorded, so the
+            # next session generates it (once) — neither finished nor a final error.
+            with contextlib.suppress(OSError):
+                self.week.reset_run(spec.run_id)
+            raise
+        if self.breaker is not None:
+            self.breaker.record(outcome.outage)
         record = self._record(spec, outcome, run_dir / STDOUT_FILE)
+        if outcome.outage:
+            record["outage"] = outcome.outage
         if reuse_reason is not None:
             record["baseline_reason"] = reuse_reason  # generated: why it was not reused
         if self.session_id:
@@ -289,12 +316,18 @@ class WeekRun:
         rows = self.week.load_grades(spec.run_id)
         judged = False
         if rows is None:
+            held = self.judge_breaker.open_cause() if self.judge_breaker else None
+            if held:
+                return GradedRun(reason=f"{DROP_REASONS[OK]}: judge not called",
+                                 judge_error=f"not graded: {held}", **base)
             grader = grader if grader is not None else self._grader.get()
             started = time.monotonic()
             # skill-creator evals: expected_output reaches the judge as context, not an item.
             result = grader.grade(judge_prompt_text(spec.prompt), record.get("final_answer", ""),
                                         spec.prompt.rubric, spec.run_id)
             judge_ms = int((time.monotonic() - started) * 1000)
+            if self.judge_breaker is not None:
+                self.judge_breaker.record(judge_cause(result.error or ""))
             if result.error is not None:
                 self.week.save_judge_error(spec.run_id, result.error)
                 return GradedRun(reason=f"{DROP_REASONS[OK]}: judge failed",

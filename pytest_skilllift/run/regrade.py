@@ -263,15 +263,21 @@ def grade_direct(plan: RegradePlan, grader: Grader, *, jobs: int = 4,
                       AgentConfig(claude_path="", skills_root=Path(".")), _no_runner,
                       lambda: grader)
     results: list[GradedRun] = []
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="skilllift-judge")
     try:
-        with ThreadPoolExecutor(max_workers=max(1, jobs),
-                                thread_name_prefix="skilllift-judge") as pool:
-            futures = [pool.submit(weekrun.grade_generated, spec) for spec in plan.specs]
-            for future in as_completed(futures):
-                graded = future.result()
-                results.append(graded)
-                if on_graded is not None:
-                    on_graded(graded)
+        futures = [pool.submit(weekrun.grade_generated, spec) for spec in plan.specs]
+        for future in as_completed(futures):
+            graded = future.result()
+            results.append(graded)
+            if on_graded is not None:
+                on_graded(graded)
+    except BaseException:
+        # Ctrl-C / SIGTERM: no queued run starts its judge call (the calls under way end and
+        # save their grades; the rest stay ungraded for the next command).
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    else:
+        pool.shutdown(wait=True)
     finally:
         weekrun.close()
     return results

@@ -43,7 +43,7 @@ import tarfile
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -79,8 +79,10 @@ from pytest_skilllift.runners.image import (
     LABEL_WORKDIR,
     image_cli_version,
 )
+from pytest_skilllift.runners.inflight import Inflight, RunInterrupted
 from pytest_skilllift.runners.install import check_family, family_entries, install_root
 from pytest_skilllift.runners.local import redact, secret_values
+from pytest_skilllift.runners.outage import OutageWatch
 from pytest_skilllift.week.files import AGENT_SKILLS_FILE, STDERR_FILE, STDOUT_FILE, utc_stamp
 
 LABEL_RUN_ID = "skilllift.run_id"
@@ -324,7 +326,12 @@ class DockerRunner:
         cpus: float = 1.0,
         client: Any | None = None,
         week: str = "",
+        inflight: Inflight | None = None,
     ) -> None:
+        #: The session's runs in flight (``runners.inflight``): each container is listed
+        #: there while it exists, so an interrupt in any process of the session removes it.
+        self.inflight = inflight
+        self._tokens: dict[str, Path] = {}
         self.image = image
         self.network = network
         self.memory = memory
@@ -383,9 +390,16 @@ class DockerRunner:
         exit_code: int | None = None
         timed_out = False
         error: str | None = None
-        out = _LineSink(run_dir / STDOUT_FILE, secrets)
+        # The host's view of the API (what a probe from here can check); the events are the
+        # container's CLI's own.
+        watch = OutageWatch(build_env(cfg, home=self.home).get("ANTHROPIC_BASE_URL", ""),
+                            spec.model_id)
+        out = _LineSink(run_dir / STDOUT_FILE, secrets, on_line=watch.feed)
         err = _LineSink(run_dir / STDERR_FILE, secrets)
         invalid_install = False
+        interrupted = False
+        if self.inflight is not None:
+            self.inflight.check_not_stopping()
         try:
             try:
                 error = self._install_error(spec, cfg)
@@ -408,8 +422,10 @@ class DockerRunner:
                     command = (build_argv(self.claude, spec, cfg) if inv is None
                                else inv.argv)
                     exit_code, timed_out, broken = self._exec(container_id, command, cfg, env,
-                                                              out, err, t0)
-                    if timed_out:
+                                                              out, err, t0, watch)
+                    if watch.cause is not None:
+                        error = f"{watch.cause}; container killed"
+                    elif timed_out:
                         error = f"timed out after {cfg.timeout_s:g}s; container killed"
                     elif exit_code == 137 and self._oom_killed(container_id):
                         error = f"out of memory: the CLI was killed at the {self.memory} limit"
@@ -418,9 +434,12 @@ class DockerRunner:
                                  "the transcript may be incomplete")
             except Exception as exc:  # a harness failure is a run outcome, not a crash
                 error = f"docker: {type(exc).__name__}: {exc}"
+            except KeyboardInterrupt:  # Ctrl-C, SIGTERM/SIGHUP, or the session stopping
+                interrupted = True
+                raise
             finally:
                 if container_id is not None:
-                    self._cleanup(container_id)
+                    self._cleanup(container_id, interrupted=interrupted)
             if error:
                 # Like the local runner: the reason is in stderr.txt too, for whoever reads it.
                 err.write(f"skilllift: {error}\n".encode())
@@ -436,7 +455,7 @@ class DockerRunner:
             # What actually ran (the init event) beats what the image says it holds.
             cli_version=(self.agent_versions.get(spec.agent, "") if inv is not None else
                          transcript_cli_version(run_dir / STDOUT_FILE) or self.cli_version),
-            invalid_install=invalid_install,
+            invalid_install=invalid_install, outage=watch.cause or "",
         )
 
     @staticmethod
@@ -538,6 +557,8 @@ class DockerRunner:
         container_id = str(created["Id"])
         with self._lock:
             self._active[container_id] = name
+            if self.inflight is not None:
+                self._tokens[container_id] = self.inflight.add(spec.run_id, container=name)
         return container_id
 
     def _install(self, container_id: str, families: Sequence[Path], prompt: str,
@@ -562,6 +583,7 @@ class DockerRunner:
 
     def _exec(self, container_id: str, command: list[str], cfg: AgentConfig,
               env: dict[str, str], out: _LineSink, err: _LineSink, t0: float,
+              watch: OutageWatch | None = None,
               ) -> tuple[int | None, bool, str | None]:
         """Run the CLI; returns (exit code, timed out, stream error). Output is written as it
         arrives; the container is killed at the deadline."""
@@ -597,10 +619,19 @@ class DockerRunner:
         deadline = t0 + cfg.timeout_s
         # Short slices: a Ctrl-C that does not interrupt the wait itself still raises in 0.25 s.
         while not done.wait(max(0.0, min(0.25, deadline - time.monotonic()))):
+            if self.inflight is not None and self.inflight.stopping:
+                self._kill(container_id, reader)
+                raise RunInterrupted("the session was interrupted while the run was in flight")
+            if watch is not None and watch.cause is not None:  # an outage: stop waiting
+                self._kill(container_id, reader)
+                return None, False, None
             if time.monotonic() >= deadline:
                 self._kill(container_id, reader)
                 return None, True, None
         reader.join(10)
+        if self.inflight is not None and self.inflight.stopping:
+            # The session's stop removed the container (the stream ended with it).
+            raise RunInterrupted("the session was interrupted while the run was in flight")
         broken = f"{type(failure[0]).__name__}: {failure[0]}" if failure else None
         # The stream normally closes as the CLI exits and the engine records the exit code a
         # moment later; a stream that broke early leaves the CLI running, so keep to the
@@ -639,10 +670,16 @@ class DockerRunner:
             return False
         return any(int(n) > 0 for n in re.findall(r"^oom_kill (\d+)$", text, re.MULTILINE))
 
-    def _cleanup(self, container_id: str) -> None:
+    def _cleanup(self, container_id: str, *, interrupted: bool = False) -> None:
         _remove(self.client, container_id)
         with self._lock:
             self._active.pop(container_id, None)
+            token = self._tokens.pop(container_id, None)
+        if token is not None and self.inflight is not None:
+            if interrupted:
+                self.inflight.mark_stopped(token)
+            else:
+                self.inflight.done(token)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -675,10 +712,12 @@ class _LineSink:
     runner does) means a secret split across two chunks cannot slip through.
     """
 
-    def __init__(self, path: Path, secrets: list[bytes]) -> None:
+    def __init__(self, path: Path, secrets: list[bytes],
+                 on_line: Callable[[bytes], object] | None = None) -> None:
         self._fh = open(path, "wb")  # noqa: SIM115 - closed by close(), after the stream
         self._secrets = secrets
         self._pending = b""
+        self._on_line = on_line  # sees each whole line (the outage watch)
 
     def write(self, chunk: bytes) -> None:
         data = self._pending + chunk
@@ -687,6 +726,9 @@ class _LineSink:
         if cut:
             self._fh.write(redact(data[:cut], self._secrets))
             self._fh.flush()
+            if self._on_line is not None:
+                for line in data[:cut].splitlines(keepends=True):
+                    self._on_line(line)
 
     def close(self) -> None:
         if self._pending:

@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO
 
@@ -32,7 +32,9 @@ from pytest_skilllift.runners import agents
 from pytest_skilllift.runners.agents import skill_root
 from pytest_skilllift.runners.base import transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env
+from pytest_skilllift.runners.inflight import Inflight, RunInterrupted
 from pytest_skilllift.runners.install import InstallError, check_family, copy_family, install_root
+from pytest_skilllift.runners.outage import OutageWatch
 from pytest_skilllift.week.files import AGENT_SKILLS_FILE, STDERR_FILE, STDOUT_FILE, utc_stamp
 
 #: Environment variable names whose values are treated as secrets and redacted from output.
@@ -58,16 +60,20 @@ def redact(data: bytes, secrets: Iterable[bytes]) -> bytes:
     return data
 
 
-def _pump(src: IO[bytes], dest: Path, secrets: list[bytes]) -> None:
+def _pump(src: IO[bytes], dest: Path, secrets: list[bytes],
+          on_line: Callable[[bytes], object] | None = None) -> None:
     """Copy a child's stream to ``dest`` line by line as it arrives, redacting secrets.
 
     Line-buffered so ``stdout.txt`` can be tailed during a run; a secret split across two
-    reads cannot slip through because redaction works on whole lines.
+    reads cannot slip through because redaction works on whole lines. ``on_line`` sees each
+    line as it arrives (the outage watch).
     """
     with dest.open("wb") as out:
         for line in iter(src.readline, b""):
             out.write(redact(line, secrets))
             out.flush()
+            if on_line is not None:
+                on_line(line)
 
 
 def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
@@ -91,18 +97,25 @@ class LocalRunner:
 
     ``tmp_root`` chooses where the per-run temp trees go (default: the system temp dir);
     ``keep_home`` leaves them in place for debugging (never in scored runs: the CLI's state
-    files stay on disk); ``kill_grace_s`` is how long a timed-out run gets between SIGTERM
-    and SIGKILL.
+    files stay on disk); ``kill_grace_s`` is how long a timed-out or interrupted run gets
+    between SIGTERM and SIGKILL. ``inflight`` is the session's registry of runs in flight
+    (:mod:`~pytest_skilllift.runners.inflight`): each CLI's process group and temp tree are
+    listed there while it runs, so an interrupt in any process of the session stops it.
+    ``watch_outages`` stops a run whose API calls fail for a reason no retry can fix
+    (:mod:`~pytest_skilllift.runners.outage`).
     """
 
     name = "local"
 
     def __init__(self, *, tmp_root: str | Path | None = None, keep_home: bool = False,
-                 kill_grace_s: float = 2.0) -> None:
+                 kill_grace_s: float = 2.0, inflight: Inflight | None = None,
+                 watch_outages: bool = True) -> None:
         self.tmp_root = str(tmp_root) if tmp_root is not None else None
         self.keep_home = keep_home
         self.kill_grace_s = kill_grace_s
         self._versions: dict[str, str] = {}
+        self.inflight = inflight
+        self.watch_outages = watch_outages
 
     def install_skill(self, spec: RunSpec, cfg: AgentConfig, home: Path) -> str | None:
         """Install the prompt's whole family for the with-skill arm; an error or None.
@@ -177,15 +190,18 @@ class LocalRunner:
         version = ""
 
         def outcome(exit_code: int | None, *, timed_out: bool = False,
-                    error: str | None = None, invalid_install: bool = False) -> RunOutcome:
+                    error: str | None = None, invalid_install: bool = False,
+                    outage: str = "") -> RunOutcome:
             t1 = time.time()
             return RunOutcome(
                 exit_code=exit_code, started_utc=started, ended_utc=utc_stamp(t1),
                 wall_ms=int((t1 - t0) * 1000), timed_out=timed_out, error=error,
                 runner=self.name, cli_version=version or transcript_cli_version(stdout_path),
-                invalid_install=invalid_install,
+                invalid_install=invalid_install, outage=outage,
             )
 
+        if self.inflight is not None:
+            self.inflight.check_not_stopping()
         root = Path(tempfile.mkdtemp(prefix="skilllift-", dir=self.tmp_root))
         try:
             home, work = root / "home", root / "work"
@@ -230,36 +246,77 @@ class LocalRunner:
                 return outcome(None, error=err)
 
             prompt_file.unlink()  # the CLI holds it open; nothing else needs to see it
-            assert proc.stdout is not None and proc.stderr is not None
-            pumps = [
-                threading.Thread(target=_pump, args=(proc.stdout, stdout_path, secrets),
-                                 daemon=True),
-                threading.Thread(target=_pump, args=(proc.stderr, stderr_path, secrets),
-                                 daemon=True),
-            ]
-            for th in pumps:
-                th.start()
-            timed_out = False
+            token = None
             try:
-                proc.wait(timeout=cfg.timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
+                if self.inflight is not None:
+                    token = self.inflight.add(spec.run_id, pgid=proc.pid, temp=root)
+                return self._wait(proc, spec, cfg, env, stdout_path, stderr_path, secrets,
+                                  outcome)
+            except KeyboardInterrupt:
+                # Ctrl-C, SIGTERM/SIGHUP (the plugin's handlers), or another process of the
+                # session stopping it: the CLI's whole group goes, the run is not recorded.
                 _kill_group(proc, self.kill_grace_s)
-            else:
-                # Tool subprocesses the CLI left behind must not outlive the run.
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-            for th in pumps:
-                th.join(timeout=10)
-            if timed_out:
-                return outcome(
-                    proc.returncode, timed_out=True,
-                    error=f"timed out after {cfg.timeout_s:g}s; process group killed",
-                )
-            return outcome(proc.returncode)
+                if token is not None and self.inflight is not None:
+                    self.inflight.mark_stopped(token)
+                    token = None
+                raise
+            finally:
+                if token is not None and self.inflight is not None:
+                    self.inflight.done(token)
         finally:
             if not self.keep_home:
                 shutil.rmtree(root, ignore_errors=True)
+
+    def _wait(self, proc: subprocess.Popen[bytes], spec: RunSpec, cfg: AgentConfig,
+              env: dict[str, str], stdout_path: Path, stderr_path: Path,
+              secrets: list[bytes], outcome: Callable[..., RunOutcome]) -> RunOutcome:
+        """Stream the CLI's output until it ends, times out, hits an outage or the session
+        stops (then :class:`RunInterrupted`)."""
+        watch = (OutageWatch(env.get("ANTHROPIC_BASE_URL", ""), spec.model_id)
+                 if self.watch_outages else None)
+        assert proc.stdout is not None and proc.stderr is not None
+        pumps = [
+            threading.Thread(target=_pump, daemon=True, args=(
+                proc.stdout, stdout_path, secrets, watch.feed if watch else None)),
+            threading.Thread(target=_pump, args=(proc.stderr, stderr_path, secrets),
+                             daemon=True),
+        ]
+        for th in pumps:
+            th.start()
+        deadline = time.monotonic() + cfg.timeout_s
+        stop: str | None = None  # why the runner ended the run itself
+        while proc.poll() is None:
+            if watch is not None and watch.cause is not None:
+                stop = "outage"
+            elif self.inflight is not None and self.inflight.stopping:
+                stop = "interrupt"
+            elif time.monotonic() >= deadline:
+                stop = "timeout"
+            if stop is not None:
+                _kill_group(proc, self.kill_grace_s)
+                break
+            # Short slices: the outage watch and the session's stop are seen within 0.2 s.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
+        else:
+            # Tool subprocesses the CLI left behind must not outlive the run.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        for th in pumps:
+            th.join(timeout=10)
+        if stop == "interrupt" or (self.inflight is not None and self.inflight.stopping
+                                   and proc.returncode != 0):
+            raise RunInterrupted("the session was interrupted while the run was in flight")
+        if stop == "outage" and watch is not None and watch.cause is not None:
+            with stderr_path.open("a", encoding="utf-8") as err:
+                err.write(f"skilllift: {watch.cause}; the CLI was stopped\n")
+            return outcome(proc.returncode, error=watch.cause, outage=watch.cause)
+        if stop == "timeout":
+            return outcome(
+                proc.returncode, timed_out=True,
+                error=f"timed out after {cfg.timeout_s:g}s; process group killed",
+            )
+        return outcome(proc.returncode)
 
     def close(self) -> None:
         """Nothing to release: every run cleans up after itself."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import tempfile
@@ -42,6 +43,9 @@ MANIFEST_CSV: Final = "manifest.csv"
 SCORES_CSV: Final = "scores.csv"
 SCORECARD_MD: Final = "scorecard.md"
 SCORECARD_JSON: Final = "scorecard.json"
+#: Our scorecard's name in a week whose scorecard.md another tool wrote (the qdrant pipeline):
+#: a file this tool did not write is never replaced.
+SCORECARD_OURS_MD: Final = "scorecard-skilllift.md"
 #: Outcomes of the team's own checks over ``skill_lift_run`` (week/checks.py).
 CUSTOM_CHECKS_CSV: Final = "custom_checks.csv"
 #: The judge measured against human labels (``skilllift judge-check``).
@@ -142,6 +146,14 @@ def utc_stamp(ts: float | None = None) -> str:
 # -- the atomic writer -----------------------------------------------------------------------
 
 
+@functools.cache
+def _umask() -> int:
+    """The process's umask (read once: reading it means setting it for a moment)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so readers see the old or the new content, never a mix.
 
@@ -152,6 +164,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes 0600; the file gets the mode any other would (0666 less the umask).
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -186,3 +200,14 @@ def atomic_write_text(path: Path, text: str) -> None:
 def atomic_write_json(path: Path, data: Any) -> None:
     """:func:`atomic_write_text` of indented, key-sorted JSON."""
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def scorecard_md(week_dir: Path) -> Path:
+    """Where this tool's scorecard markdown goes: ``scorecard.md``, unless another tool's
+    ``scorecard.md`` is there (one without our ``scorecard.json`` beside it, e.g. the qdrant
+    pipeline's); then ``scorecard-skilllift.md``, from then on."""
+    week_dir = Path(week_dir)
+    ours, md = week_dir / SCORECARD_OURS_MD, week_dir / SCORECARD_MD
+    if ours.exists() or (md.is_file() and not (week_dir / SCORECARD_JSON).exists()):
+        return ours
+    return md

@@ -146,6 +146,13 @@ def write_history(path: Path, rows: Sequence[HistoryRow]) -> None:
     atomic_write_text(Path(path), buf.getvalue())
 
 
+def with_lift(rows: Sequence[HistoryRow]) -> list[HistoryRow]:
+    """The rows of the runs that have a lift for some model: a week with nothing graded is
+    not one of the runs the week-over-week rule waits for, nor a point of the trend."""
+    lifted = {r.run_key for r in rows if r.must_lift is not None}
+    return [r for r in rows if r.run_key in lifted]
+
+
 def run_order(rows: Sequence[HistoryRow]) -> list[str]:
     """Distinct run keys, oldest first (by window end, then key)."""
     ends: dict[str, str] = {}

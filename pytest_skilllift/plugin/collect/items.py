@@ -33,7 +33,6 @@ from pytest_skilllift.run.prompts import PromptError, load_prompt
 from pytest_skilllift.run.triggers import skill_families
 from pytest_skilllift.week.columns import ITEM_TYPES, WITH_ALL, WITH_SKILL
 from pytest_skilllift.week.files import OK
-from pytest_skilllift.week.spend import NOT_RUN
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -222,8 +221,9 @@ class RubricTest(pytest.Function):
         state = self.config.stash[SESSION_KEY]
         try:
             graded = self.graded = state.result(self.run, self.funcargs["skill_lift_judge"])
-        except NotStarted as not_started:  # the spend cap: reported, counted, not a failure
-            self.user_properties.append(("skilllift_run", f"{self.run.run_id}|{NOT_RUN}"))
+        except NotStarted as not_started:  # spend cap, breaker: reported, counted, not a failure
+            self.user_properties.append(
+                ("skilllift_run", f"{self.run.run_id}|{not_started.status}"))
             pytest.skip(str(not_started))
         status = "ungraded" if graded.judge_error else graded.status
         self.user_properties.append(("skilllift_run", f"{graded.run_id}|{status}"))

@@ -27,7 +27,6 @@ from pytest_skilllift.run.triggers import (
     skill_families,
 )
 from pytest_skilllift.week.files import OK, STDOUT_FILE, TRIGGERS_DIR
-from pytest_skilllift.week.spend import NOT_RUN
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -118,8 +117,9 @@ class TriggerTest(pytest.Item):
         state = self.config.stash[SESSION_KEY]
         try:
             result = state.triggers.result(self.spec)
-        except NotStarted as not_started:  # the spend cap: reported, counted, not a failure
-            self.user_properties.append(("skilllift_trigger", f"{self.spec.run_id}|{NOT_RUN}"))
+        except NotStarted as not_started:  # spend cap, breaker: reported, counted, not a failure
+            self.user_properties.append(
+                ("skilllift_trigger", f"{self.spec.run_id}|{not_started.status}"))
             pytest.skip(str(not_started))
         self.user_properties.append(("skilllift_trigger", f"{result.run_id}|{result.status}"))
         if result.status != OK:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
@@ -149,3 +150,19 @@ def render(card: Scorecard) -> list[str]:
         L += cap_note(len(shown), len(dropped), "dropped runs")
     L.append("")
     return L
+
+
+def failed_headline(cov: Coverage) -> str | None:
+    """The first line of a week in which no run was graded, naming why ("0 of 10 runs
+    graded: 10 errored — API unreachable at …"), or None when some run was graded."""
+    total, dropped = cov.get("total_runs", 0), cov.get("dropped") or []
+    if cov.get("graded_runs", 0) or not total:
+        return None
+    statuses = Counter(d["status"] for d in dropped)
+    counts = ", ".join(f"{n} {status}" for status, n in statuses.most_common())
+    reasons = Counter(d["reason"] for d in dropped)
+    cause = reasons.most_common(1)[0][0] if reasons else ""
+    head, sep, rest = cause.partition(": ")
+    if sep and head.lower().startswith(_SAYS_STATUS):  # "errored (exit ?): <the cause>"
+        cause = rest
+    return f"0 of {total} runs graded: {counts}" + (f" — {cause}" if cause else "")

@@ -47,6 +47,11 @@ def build(ctx: Context) -> Data:
 
 def render(card: Scorecard) -> list[str]:
     L: list[str] = []
+    from pytest_skilllift.report.sections.coverage import failed_headline
+
+    failed = failed_headline(card["coverage"]) if "coverage" in card else None
+    if failed:  # a week with nothing graded says why before anything else
+        L.append(f"**{failed}**\n")
     if card.get("banner"):
         L.append(f"> **{card['banner']}**\n")
     L.append(f"# Weekly Skill Scorecard — {card['week']}\n")

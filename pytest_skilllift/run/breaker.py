@@ -1,0 +1,71 @@
+"""The circuit breaker: once the API is plainly down, no further run is started.
+
+After ``threshold`` consecutive runs of a session fail with the same infrastructure cause
+(``RunOutcome.outage``: API unreachable, key refused, model not found), every run not yet
+started is reported ``not run: <cause>`` (counted, like the spend cap's) instead of spending
+its timeout on the same failure; the session's coverage then falls short (exit status 1) and
+the next session runs them. The judge has its own breaker, fed with its errors' causes.
+
+The outcomes are one line each in a file of the session's registry directory, appended
+(``O_APPEND``: whole lines, never interleaved), so xdist workers share one count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+#: The tally status of a run the breaker did not start.
+NOT_RUN_OUTAGE = "not_run_outage"
+DEFAULT_THRESHOLD = 3
+
+
+class CircuitBreaker:
+    """Consecutive infrastructure failures of one session (shared through ``path``)."""
+
+    def __init__(self, path: Path, threshold: int = DEFAULT_THRESHOLD) -> None:
+        self.path = Path(path)
+        self.threshold = threshold
+
+    def record(self, cause: str) -> None:
+        """One finished run's (or judge call's) infrastructure cause; ``""`` when none."""
+        if self.threshold <= 0 or (not cause and not self.path.exists()):
+            return  # a clean session writes nothing (a streak starts with a cause)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = (" ".join(cause.split()) + "\n").encode()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+
+    def open_cause(self) -> str | None:
+        """The cause once the last ``threshold`` outcomes share it, else None."""
+        if self.threshold <= 0:
+            return None
+        lines: list[str] = []
+        with contextlib.suppress(OSError):
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        last = lines[-self.threshold:]
+        if len(last) < self.threshold or not last[0] or len(set(last)) != 1:
+            return None
+        return last[0]
+
+    def reason(self) -> str | None:
+        """What a run the breaker holds back reports (``not run: <cause>``), or None."""
+        cause = self.open_cause()
+        return None if cause is None else f"not run: {cause}"
+
+
+def judge_cause(error: str) -> str:
+    """The infrastructure cause in a judge error (``judge.client``'s words), or ``""``: a
+    refused key, a judge model that does not exist, an API that cannot be reached. A bad
+    reply or a rate limit is no outage."""
+    for marker, words in (("HTTP 401", "the judge's API refused the key"),
+                          ("HTTP 403", "the judge's API refused the key"),
+                          ("HTTP 404", "the judge model was not found"),
+                          ("connection error", "the judge's API is unreachable")):
+        if marker in error:
+            return f"{words} ({error})"
+    return ""
