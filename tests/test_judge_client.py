@@ -15,7 +15,6 @@ from pytest_skilllift.judge.client import (
     _classify,
     default_judge_model,
     estimate_cost,
-    newest_opus,
 )
 from pytest_skilllift.judge.protocol import JUDGE_MARKER, TOOL_NAME
 from pytest_skilllift.model import JudgeResult, RubricItem
