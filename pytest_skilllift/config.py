@@ -121,7 +121,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("claude", "Claude Code CLI.", default="", metavar="PATH",
            default_text="claude on PATH, else the binary bundled in claude-agent-sdk"),
     Option("heldout", "Also collect the reserved discord-* prompts.", "bool", False),
-    Option("fresh", "Discard graded results in the week directory and regrade every run.",
+    Option("fresh", "Regrade the selected runs (all, or those -k/-m select); the others keep "
+           "their grades, and a run's grades are replaced only by a regrade that succeeded.",
            "bool", False),
     Option("demo", "Run the built-in demo against the package's scripted Messages API "
            "(no API key needed).", "bool", False),

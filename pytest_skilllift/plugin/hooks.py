@@ -27,6 +27,7 @@ from pytest_skilllift.plugin.collect.items import HOOK_ERROR_PROP, SESSION_KEY, 
 from pytest_skilllift.plugin.fixtures import CHECK_PROP
 from pytest_skilllift.plugin.session import SkillLiftSession
 from pytest_skilllift.run.prompts import is_heldout
+from pytest_skilllift.week.files import WeekLinkError, WeekWriteError
 
 WIRE_KEY = "skilllift_settings"
 SESSION_ID_KEY = "skilllift_session_id"
@@ -254,6 +255,19 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Fil
     return PromptFile.from_parent(parent, path=file_path)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """A week that cannot be written (full disk, read-only) stops the session at once, with
+    the message naming the path: every later run would be paid for and lost the same way."""
+    report = yield
+    if call.excinfo is not None and isinstance(call.excinfo.value, WeekWriteError):
+        message = f"skill-lift: stopping, the week cannot be written: {call.excinfo.value}"
+        item.session.shouldstop = message
+        report.longrepr = message
+    return report
+
+
 class ControllerPlugin:
     """Registered on the controller only: tallies reports, writes the scorecard, decides
     the exit status. Workers' reports reach these hooks through xdist."""
@@ -306,12 +320,13 @@ class ControllerPlugin:
         try:
             self.state.ci.open_week()
             self.state.plan_baseline()  # --skill-lift-baseline-from, against week.json
-        except SettingsError as exc:
+        except (SettingsError, WeekWriteError, WeekLinkError) as exc:
             self.state.refused = True
             raise pytest.UsageError(str(exc)) from None
         if self.state.settings.fresh:
-            self.state.week.discard_grades()
-            forget_batches(self.state.week.root)  # a fresh regrade reuses no batch result
+            # The selected runs are regraded as they are asked for (session.weekrun's
+            # regrade pass); the others keep their grades. A regrade reuses no batch result.
+            forget_batches(self.state.week.root)
         if self.state.sweeps is not None:  # docker: before any worker makes a container
             self.state.sweeps.sweep("start-up")
 
@@ -352,7 +367,15 @@ class ControllerPlugin:
         """Write CSVs and scorecard; the exit status is a report unless gates are set."""
         if self.state.refused:
             return  # the week's identity refused the session: nothing ran, nothing to write
-        enough = self.state.finished()
+        try:
+            enough = self.state.finished()
+        except (WeekWriteError, WeekLinkError) as exc:  # a clear line, not an INTERNALERROR
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(f"skill-lift: the scorecard was not written: {exc}",
+                                    red=True)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
         self.state.ci.finish(self.state.summary)
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
                           pytest.ExitCode.USAGE_ERROR):

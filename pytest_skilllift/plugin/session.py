@@ -224,6 +224,8 @@ class SkillLiftSession:
             self._weekrun.on_generated = self._run_generated
             self._weekrun.on_graded = self._run_graded
             self._weekrun.start_gate = self.spend_gate()
+            if self.settings.fresh:  # regrade the runs this session selects, once each
+                self._weekrun.regrade_pass = self.session_id
         return self._weekrun
 
     def plan_baseline(self) -> None:

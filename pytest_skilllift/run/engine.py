@@ -15,7 +15,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +43,7 @@ from pytest_skilllift.week.files import (
     TIMEOUT,
     TRANSCRIPT_ORDER,
     RunStatus,
+    WeekWriteError,
 )
 from pytest_skilllift.week.ledger import Ledger
 
@@ -134,6 +135,15 @@ class WeekRun:
         #: (the plugin's ``pytest_skilllift_run_finished`` / ``_run_graded`` hooks).
         self.on_generated: Callable[[RunSpec], None] | None = None
         self.on_graded: Callable[[RunSpec, JudgeResult], None] | None = None
+        #: A regrade pass (``--skill-lift-fresh``, ``skilllift judge --fresh``): grades not
+        #: written by this pass are regraded, once, when their run is asked for — only the
+        #: runs the session selects — and replaced only when the new grading succeeds (a
+        #: failed regrade keeps the grades already paid for). Empty: grades are kept.
+        self.regrade_pass = ""
+        #: The first write of the week that failed (full disk, read-only): every later run
+        #: of this process raises it again at once instead of being started, paid for and
+        #: lost the same way.
+        self.write_failed: WeekWriteError | None = None
 
     def default_grader(self) -> Grader:
         """The configured judge client (built once, warmed ahead of the first run)."""
@@ -152,7 +162,7 @@ class WeekRun:
         cached = self._cache.get(spec.run_id)
         if cached is not None:
             return cached
-        with self.week.lock(spec.run_id):
+        with self._writes_checked(), self.week.lock(spec.run_id):
             record, generated = self._ensure_generated(spec)
             graded = self._ensure_graded(spec, record, generated, grader)
         self._cache[spec.run_id] = graded
@@ -161,9 +171,20 @@ class WeekRun:
     def generate(self, spec: RunSpec) -> dict[str, Any]:
         """Generate the run unless the week has it, without grading it (batch judging
         generates every run first); returns its record. Raises NotStarted like ``result``."""
-        with self.week.lock(spec.run_id):
+        with self._writes_checked(), self.week.lock(spec.run_id):
             record, _ = self._ensure_generated(spec)
         return record
+
+    @contextlib.contextmanager
+    def _writes_checked(self) -> Iterator[None]:
+        """Raise the week's first write failure again before anything starts; remember one."""
+        if self.write_failed is not None:
+            raise self.write_failed
+        try:
+            yield
+        except WeekWriteError as exc:
+            self.write_failed = exc
+            raise
 
     def grade_generated(self, spec: RunSpec) -> GradedRun:
         """Grade a run that is already generated; never generates (``skilllift judge``)."""
@@ -277,29 +298,52 @@ class WeekRun:
         if status != OK:
             return GradedRun(reason=record.get("run_error") or DROP_REASONS.get(status, status),
                              **base)
-        rows = self.week.load_grades(spec.run_id)
+        grading = self.week.load_grading(spec.run_id)
+        rows = None if grading is None else list(grading["rows"])
         judged = False
-        if rows is None:
+        if self._stale(grading):
             grader = grader if grader is not None else self._grader.get()
             started = time.monotonic()
             # skill-creator evals: expected_output reaches the judge as context, not an item.
             result = grader.grade(judge_prompt_text(spec.prompt), record.get("final_answer", ""),
                                         spec.prompt.rubric, spec.run_id)
             judge_ms = int((time.monotonic() - started) * 1000)
+            if result.error is not None and rows is not None:
+                # A regrade that failed: the earlier grades stay (they were paid for).
+                return GradedRun(reason="", rows=_by_key(rows),
+                                 judge_error=f"regrade failed ({result.error}); the earlier "
+                                             "grades are kept", **base)
             if result.error is not None:
                 self.week.save_judge_error(spec.run_id, result.error)
                 return GradedRun(reason=f"{DROP_REASONS[OK]}: judge failed",
                                  judge_error=result.error,
                                  **base)
             rows = score_rows(spec, result)
+            meta = {**judge_meta(result), **(getattr(grader, "provenance", None) or {})}
+            if self.regrade_pass:
+                meta["regrade_pass"] = self.regrade_pass
             self.week.save_grades(spec.run_id, rows, result.model, result.cost_usd, judge_ms,
-                                  meta={**judge_meta(result),
-                                        **(getattr(grader, "provenance", None) or {})})
+                                  meta=meta)
             judged = True
             if self.on_graded is not None:
                 self.on_graded(spec, result)
-        by_key = {f"{r['item_type']}-{r['item_index']}": r for r in rows if r.get("verdict")}
-        return GradedRun(reason="", rows=by_key, judged_now=judged, **base)
+        return GradedRun(reason="", rows=_by_key(rows or []), judged_now=judged, **base)
+
+    def _stale(self, grading: dict[str, Any] | None) -> bool:
+        """Whether a run's grades must be (re)made: none yet, or a regrade pass is on and
+        they are not its own."""
+        if grading is None:
+            return True
+        return bool(self.regrade_pass) and grading.get("regrade_pass") != self.regrade_pass
+
+    def needs_grade(self, run_id: str) -> bool:
+        """Whether grading ``run_id`` now would call the judge (batch judging asks)."""
+        return self._stale(self.week.load_grading(run_id))
+
+
+def _by_key(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Score rows with a verdict, keyed by item key (``must-1``…)."""
+    return {f"{r['item_type']}-{r['item_index']}": r for r in rows if r.get("verdict")}
 
 
 def classify(spec: RunSpec, outcome: RunOutcome, available: bool, budget_hit: bool,
