@@ -144,6 +144,7 @@ class WeekRun:
         #: of this process raises it again at once instead of being started, paid for and
         #: lost the same way.
         self.write_failed: WeekWriteError | None = None
+        self._secrets: list[bytes] | None = None
 
     def default_grader(self) -> Grader:
         """The configured judge client (built once, warmed ahead of the first run)."""
@@ -224,7 +225,7 @@ class WeekRun:
             record["baseline_reason"] = reuse_reason  # generated: why it was not reused
         if self.session_id:
             record["session_id"] = self.session_id
-        self.week.save_run(spec.run_id, record)
+        self.week.save_run(spec.run_id, self._redacted(record))
         if self.on_generated is not None:
             self.on_generated(spec)
         return record, True
@@ -285,6 +286,18 @@ class WeekRun:
 
         return parse_run(spec, transcript, cli_version=outcome.cli_version,
                          skills_root=Path(self.agent.skills_root))
+
+    def _redacted(self, record: dict[str, Any]) -> dict[str, Any]:
+        """The record with the run environment's secrets and URL credentials redacted (a
+        runner's error or the CLI's answer may quote ``ANTHROPIC_BASE_URL``)."""
+        from pytest_skilllift.runners.claude import build_env
+        from pytest_skilllift.runners.redaction import redact_value, secret_values
+
+        if self._secrets is None:
+            self._secrets = secret_values(build_env(self.agent, ""))
+        out = redact_value(record, self._secrets)
+        assert isinstance(out, dict)
+        return out
 
     def _site_host(self, spec: RunSpec) -> str | None:
         url = self.site or spec.prompt.skill_url

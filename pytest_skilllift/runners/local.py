@@ -23,7 +23,6 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
@@ -33,29 +32,14 @@ from pytest_skilllift.runners.agents import skill_root
 from pytest_skilllift.runners.base import transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env
 from pytest_skilllift.runners.install import InstallError, check_family, copy_family, install_root
+from pytest_skilllift.runners.redaction import (  # noqa: F401  (re-exported: the docker runner)
+    REDACTED,
+    SECRET_MARKERS,
+    redact,
+    redact_text,
+    secret_values,
+)
 from pytest_skilllift.week.files import AGENT_SKILLS_FILE, STDERR_FILE, STDOUT_FILE, utc_stamp
-
-#: Environment variable names whose values are treated as secrets and redacted from output.
-SECRET_MARKERS: tuple[str, ...] = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
-REDACTED = b"[REDACTED]"
-
-
-def secret_values(env: dict[str, str]) -> list[bytes]:
-    """Values of secret-looking variables (long enough to be worth redacting)."""
-    out = []
-    for name, value in env.items():
-        if any(m in name.upper() for m in SECRET_MARKERS) and len(value) >= 8:
-            out.append(value.encode())
-    # Longest first, so a secret containing another is redacted whole.
-    return sorted(set(out), key=len, reverse=True)
-
-
-def redact(data: bytes, secrets: Iterable[bytes]) -> bytes:
-    """Replace every occurrence of each secret with ``[REDACTED]``."""
-    for s in secrets:
-        if s and s in data:
-            data = data.replace(s, REDACTED)
-    return data
 
 
 def _pump(src: IO[bytes], dest: Path, secrets: list[bytes]) -> None:
@@ -173,6 +157,8 @@ class LocalRunner:
         stdout_path, stderr_path = run_dir / STDOUT_FILE, run_dir / STDERR_FILE
         t0 = time.time()
         started = utc_stamp(t0)
+        # Our own messages about the run are redacted like the CLI's output.
+        secrets = secret_values(build_env(cfg, ""))
 
         version = ""
 
@@ -181,7 +167,8 @@ class LocalRunner:
             t1 = time.time()
             return RunOutcome(
                 exit_code=exit_code, started_utc=started, ended_utc=utc_stamp(t1),
-                wall_ms=int((t1 - t0) * 1000), timed_out=timed_out, error=error,
+                wall_ms=int((t1 - t0) * 1000), timed_out=timed_out,
+                error=None if error is None else redact_text(error, secrets),
                 runner=self.name, cli_version=version or transcript_cli_version(stdout_path),
                 invalid_install=invalid_install,
             )
@@ -199,7 +186,7 @@ class LocalRunner:
                 err, invalid = f"installing skill {spec.prompt.family!r} failed: {exc}", False
             if err:
                 stdout_path.write_bytes(b"")
-                stderr_path.write_text(err + "\n")
+                stderr_path.write_text(redact_text(err, secrets) + "\n")
                 return outcome(None, error=err, invalid_install=invalid)
             # The prompt goes in on standard input, not argv: a prompt starting with "-" is
             # not read as an option, and no OS limit on one argument (128 KiB) applies.
@@ -226,7 +213,7 @@ class LocalRunner:
                 err = f"could not start {cfg.claude_path!r}: {exc}"
                 prompt_file.unlink(missing_ok=True)
                 stdout_path.write_bytes(b"")
-                stderr_path.write_text(err + "\n")
+                stderr_path.write_text(redact_text(err, secrets) + "\n")
                 return outcome(None, error=err)
 
             prompt_file.unlink()  # the CLI holds it open; nothing else needs to see it

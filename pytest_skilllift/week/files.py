@@ -79,8 +79,10 @@ SPEND_FILE: Final = "spend.json"
 BATCHES_FILE: Final = "judge-batches.json"
 MERGE_FILE: Final = "merge.json"
 #: Held by ``skilllift merge`` on its OUT for the whole merge: two merges into one directory
-#: run one after the other (the second sees the first's runs), never interleaved.
-MERGE_LOCK: Final = ".merge.lock"
+#: run one after the other (the second sees the first's runs), never interleaved. Beside
+#: OUT (``.<name>.merge.lock`` in its parent, where the history CSVs are), so a refused merge
+#: leaves no OUT behind.
+MERGE_LOCK: Final = ".{name}.merge.lock"
 #: Trigger tests: their runs and table live in this subfolder of the week, apart from the lift.
 TRIGGERS_DIR: Final = "triggers"
 #: Inside ``<week>/``: ``skilllift view``'s site (derived from the week, never a run).

@@ -260,7 +260,7 @@ def merge_shards(out: Path, shards: Sequence[Path]) -> MergeResult:
         check_week_dir(out, "OUT")
     except NotAWeek as exc:
         raise MergeRefused([str(exc)]) from None
-    with file_lock(out / MERGE_LOCK):
+    with file_lock(out.absolute().parent / MERGE_LOCK.format(name=out.absolute().name)):
         return _merge_locked(out, shards)
 
 
