@@ -44,6 +44,7 @@ from pytest_skilllift.week.files import (
     TRANSCRIPT_ORDER,
     RunStatus,
     WeekWriteError,
+    update_with_file,
 )
 from pytest_skilllift.week.ledger import Ledger
 
@@ -103,8 +104,8 @@ def skills_sha(skills_root: Path, family: str) -> str:
             digest.update(os.readlink(path).encode())
         elif path.is_file():
             digest.update(path.relative_to(base).as_posix().encode())
-            with contextlib.suppress(OSError):
-                digest.update(path.read_bytes())
+            with contextlib.suppress(OSError):  # streamed, never the whole file in memory
+                update_with_file(digest, path)
     return "tree-" + digest.hexdigest()[:7]
 
 

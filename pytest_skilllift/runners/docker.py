@@ -441,6 +441,7 @@ class DockerRunner:
             return None
         for family in spec.prompt.installed_families:
             error = check_family(install_root(spec.prompt, cfg.skills_root) / family,
+                                 cfg.max_family_bytes,
                                  allow_unsafe=cfg.allow_unsafe)
             if error is not None:
                 return error

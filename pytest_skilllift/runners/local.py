@@ -101,6 +101,7 @@ class LocalRunner:
         families = spec.prompt.installed_families
         for family in families:
             error = check_family(install_root(spec.prompt, cfg.skills_root) / family,
+                                 cfg.max_family_bytes,
                                  allow_unsafe=cfg.allow_unsafe)
             if error is not None:
                 return error

@@ -217,6 +217,22 @@ def read_text_nofollow(path: Path) -> str:
     return read_bytes_nofollow(path).decode("utf-8")
 
 
+#: Bytes read at a time when a file is hashed or copied (a 2 GiB file costs 1 MiB of memory).
+CHUNK: Final = 1 << 20
+
+
+def update_with_file(digest: Any, path: Path, *, sized: bool = False) -> None:
+    """Feed ``path``'s bytes to ``digest`` in :data:`CHUNK` pieces, never the whole file in
+    memory; ``sized``: the 8-byte length first (the same bytes as ``len(data) + data``).
+    A link is never followed (``O_NOFOLLOW``)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if sized:
+            digest.update(os.fstat(fh.fileno()).st_size.to_bytes(8, "big"))
+        while chunk := fh.read(CHUNK):
+            digest.update(chunk)
+
+
 def find_link(folder: Path) -> Path | None:
     """The first symbolic link at or under ``folder`` (never descending through one), or
     None: what a copy between weeks checks before it copies anything."""
@@ -253,7 +269,7 @@ def copy_entry_nofollow(src: Path, dst: Path) -> None:
     elif stat.S_ISREG(mode):
         fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd, "rb") as fin, open(dst, "xb") as fout:
-            shutil.copyfileobj(fin, fout, 1 << 20)
+            shutil.copyfileobj(fin, fout, CHUNK)
         shutil.copystat(src, dst, follow_symlinks=False)
     else:
         raise OSError(errno.EINVAL, f"{src} is not a regular file or folder; not copied")
