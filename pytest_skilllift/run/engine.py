@@ -42,6 +42,7 @@ from pytest_skilllift.week.files import (
     STDOUT_FILE,
     TIMEOUT,
     TRANSCRIPT_ORDER,
+    WRITE_REFUSED,
     RunStatus,
     WeekWriteError,
     update_with_file,
@@ -220,7 +221,12 @@ class WeekRun:
                 return adopted, False
         if self._runner is None:
             self._runner = self._runner_factory()
-        outcome = self._runner.run(spec, self.agent, run_dir)
+        try:
+            outcome = self._runner.run(spec, self.agent, run_dir)
+        except OSError as exc:  # the runner writes the transcript into the week
+            if exc.errno in WRITE_REFUSED:
+                raise WeekWriteError(run_dir, exc) from None
+            raise
         record = self._record(spec, outcome, run_dir / STDOUT_FILE)
         if reuse_reason is not None:
             record["baseline_reason"] = reuse_reason  # generated: why it was not reused

@@ -48,10 +48,16 @@ def _pump(src: IO[bytes], dest: Path, secrets: list[bytes]) -> None:
     Line-buffered so ``stdout.txt`` can be tailed during a run; a secret split across two
     reads cannot slip through because redaction works on whole lines.
     """
-    with dest.open("wb") as out:
-        for line in iter(src.readline, b""):
-            out.write(redact(line, secrets))
-            out.flush()
+    try:
+        with dest.open("wb") as out:
+            for line in iter(src.readline, b""):
+                out.write(redact(line, secrets))
+                out.flush()
+    except OSError:
+        # The week's disk is full or gone: keep draining the pipe, or the CLI blocks on a
+        # full one until the timeout. The engine's next write of the week says what failed.
+        for _line in iter(src.readline, b""):
+            pass
 
 
 def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
