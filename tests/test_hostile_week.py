@@ -213,3 +213,33 @@ def test_judge_fresh_with_a_failing_judge_keeps_every_grade(week: Path, tmp_path
     assert working.calls == 2
     assert all(json.loads(p.read_text())["regrade_pass"] == fresh.pass_id
                for p in week.glob(f"*/{GRADES_FILE}"))
+
+
+def test_export_never_carries_a_links_target_out_of_the_week(
+        week: Path, outside: Path, tmp_path: Path) -> None:
+    from pytest_skilllift.report.export import export_skill_creator
+
+    e = engine(week, FakeRunner(), CountingGrader())
+    e.result(spec())
+    Ledger(week).rebuild_csvs()
+    run_file = week / spec().run_id / RUN_FILE
+    (outside / "run.json").write_text(run_file.read_text().replace(
+        "Use executemany", "HOST SECRET"))
+    run_file.unlink()
+    run_file.symlink_to(outside / "run.json")
+    with pytest.raises(WeekLinkError, match="run.json is a symbolic link"):
+        export_skill_creator(week, tmp_path / "export")
+    assert "HOST SECRET" not in "".join(
+        p.read_text() for p in (tmp_path / "export").rglob("*") if p.is_file())
+
+
+def test_a_plot_is_never_written_through_a_link(outside: Path, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from pytest_skilllift.report import plots
+
+    link = tmp_path / "forest.png"
+    link.symlink_to(outside / "precious.txt")
+    fig = plots._figure(2, 2)
+    with pytest.raises(WeekLinkError, match="forest.png is a symbolic link"):
+        plots._save(fig, link)
+    assert (outside / "precious.txt").read_text() == "not yours\n"

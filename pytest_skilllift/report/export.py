@@ -27,6 +27,7 @@ import argparse
 import csv
 import json
 import math
+import os
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -44,7 +45,10 @@ from pytest_skilllift.week.files import (
     SCORES_CSV,
     STDOUT_FILE,
     UTC_STAMP_FORMAT,
+    WeekLinkError,
     atomic_write_text,
+    find_link,
+    no_link,
 )
 
 FORMATS: tuple[str, ...] = ("skill-creator",)
@@ -157,9 +161,17 @@ def _file_ids(path: Path) -> dict[str, Any]:
 
 
 def export_skill_creator(week_dir: Path, out: Path) -> ExportResult:
-    """Write the skill-creator layout of ``week_dir`` under ``out``; see the module doc."""
-    manifest = _read_csv(week_dir / MANIFEST_CSV)
-    scores = _read_csv(week_dir / SCORES_CSV)
+    """Write the skill-creator layout of ``week_dir`` under ``out``; see the module doc.
+    A CSV or a run folder of the week that is (or holds) a symbolic link raises
+    :class:`~pytest_skilllift.week.files.WeekLinkError`: an export never carries a link's
+    target (a host file) out of the week."""
+    manifest = _read_csv(no_link(week_dir / MANIFEST_CSV))
+    scores = _read_csv(no_link(week_dir / SCORES_CSV))
+    for row in manifest:
+        run_dir = week_dir / row.get("run_id", "")
+        link = find_link(run_dir) if os.path.lexists(run_dir) else None
+        if link is not None:
+            raise WeekLinkError(link, "and is not exported")
     items: dict[tuple[str, str, str, str], list[dict[str, str]]] = defaultdict(list)
     for s in scores:
         items[(s.get("prompt", ""), s.get("model", ""), s.get("condition", ""),
@@ -367,6 +379,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         result = export_skill_creator(week_dir, args.out)
+    except WeekLinkError as exc:
+        print(f"skilllift export: refused, {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"skilllift export: cannot write into {args.out}: {exc}", file=sys.stderr)
         return 2
