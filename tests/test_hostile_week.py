@@ -243,3 +243,18 @@ def test_a_plot_is_never_written_through_a_link(outside: Path, tmp_path: Path) -
     with pytest.raises(WeekLinkError, match="forest.png is a symbolic link"):
         plots._save(fig, link)
     assert (outside / "precious.txt").read_text() == "not yours\n"
+
+
+def test_summarize_never_reads_a_csv_through_a_link(week: Path, outside: Path) -> None:
+    from pytest_skilllift.report.summarize import summarize_week
+
+    e = engine(week, FakeRunner(), CountingGrader())
+    e.result(spec())
+    Ledger(week).rebuild_csvs()
+    manifest = week / "manifest.csv"
+    (outside / "manifest.csv").write_text(manifest.read_text().replace("sonnet", "HOSTMODEL"))
+    manifest.unlink()
+    manifest.symlink_to(outside / "manifest.csv")
+    summary = summarize_week(week, plots=False)
+    assert any("manifest.csv is a symbolic link" in str(p) for p in summary.problems)
+    assert "HOSTMODEL" not in (week / "scorecard.md").read_text()
