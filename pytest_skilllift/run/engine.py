@@ -297,14 +297,24 @@ class WeekRun:
     def _redacted(self, record: dict[str, Any]) -> dict[str, Any]:
         """The record with the run environment's secrets and URL credentials redacted (a
         runner's error or the CLI's answer may quote ``ANTHROPIC_BASE_URL``)."""
+        from pytest_skilllift.runners.redaction import redact_value
+
+        out = redact_value(record, self._secret_values())
+        assert isinstance(out, dict)
+        return out
+
+    def _redacted_text(self, text: str) -> str:
+        from pytest_skilllift.runners.redaction import redact_text
+
+        return redact_text(text, self._secret_values())
+
+    def _secret_values(self) -> list[bytes]:
         from pytest_skilllift.runners.claude import build_env
-        from pytest_skilllift.runners.redaction import redact_value, secret_values
+        from pytest_skilllift.runners.redaction import secret_values
 
         if self._secrets is None:
             self._secrets = secret_values(build_env(self.agent, ""))
-        out = redact_value(record, self._secrets)
-        assert isinstance(out, dict)
-        return out
+        return self._secrets
 
     def _site_host(self, spec: RunSpec) -> str | None:
         url = self.site or spec.prompt.skill_url
@@ -334,7 +344,7 @@ class WeekRun:
                                  judge_error=f"regrade failed ({result.error}); the earlier "
                                              "grades are kept", **base)
             if result.error is not None:
-                self.week.save_judge_error(spec.run_id, result.error)
+                self.week.save_judge_error(spec.run_id, self._redacted_text(result.error))
                 return GradedRun(reason=f"{DROP_REASONS[OK]}: judge failed",
                                  judge_error=result.error,
                                  **base)
