@@ -227,7 +227,7 @@ def test_export_never_carries_a_links_target_out_of_the_week(
         "Use executemany", "HOST SECRET"))
     run_file.unlink()
     run_file.symlink_to(outside / "run.json")
-    with pytest.raises(WeekLinkError, match="run.json is a symbolic link"):
+    with pytest.raises(WeekLinkError, match=r"run\.json is a symbolic link"):
         export_skill_creator(week, tmp_path / "export")
     assert "HOST SECRET" not in "".join(
         p.read_text() for p in (tmp_path / "export").rglob("*") if p.is_file())
@@ -240,7 +240,7 @@ def test_a_plot_is_never_written_through_a_link(outside: Path, tmp_path: Path) -
     link = tmp_path / "forest.png"
     link.symlink_to(outside / "precious.txt")
     fig = plots._figure(2, 2)
-    with pytest.raises(WeekLinkError, match="forest.png is a symbolic link"):
+    with pytest.raises(WeekLinkError, match=r"forest\.png is a symbolic link"):
         plots._save(fig, link)
     assert (outside / "precious.txt").read_text() == "not yours\n"
 
