@@ -50,17 +50,18 @@ def test_out_that_is_not_a_week_is_refused_before_the_first_run(
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
 
 
+@pytest.mark.parametrize("workers", [0, 2], ids=["serial", "xdist-2"])
 def test_fresh_with_k_regrades_only_the_selected_runs(pytester: pytest.Pytester,
-                                                      standin: Any) -> None:
+                                                      standin: Any, workers: int) -> None:
     root = make_project(pytester)
-    assert run(pytester, standin, "-p", "no:xdist").ret == 0
+    mode = ("-n", str(workers)) if workers else ("-p", "no:xdist")
+    assert run(pytester, standin, *mode).ret == 0
     week = root / "week"
     first = rows(week / "scores.csv")
     other = [r for r in first if r["prompt"] == "python-packaging-pyproject"]
     assert other and standin.count("judge") == 4
     untouched = {p.parent.name: p.read_bytes() for p in week.glob("python-packaging*/grades.json")}
-    result = run(pytester, standin, "-p", "no:xdist", "--skill-lift-fresh",
-                 "-k", "git-bisect-regression")
+    result = run(pytester, standin, *mode, "--skill-lift-fresh", "-k", "git-bisect-regression")
     assert result.ret == 0, result.stdout.str()
     assert standin.count("judge") == 4 + 2  # the two selected runs, regraded once each
     again = rows(week / "scores.csv")
@@ -112,8 +113,9 @@ def _mount(path: Path, options: str) -> Iterator[None]:
         subprocess.run(["umount", "-l", str(path)], check=False)
 
 
+@pytest.mark.parametrize("workers", [0, 2], ids=["serial", "xdist-2"])
 def test_a_full_disk_stops_the_session_at_the_first_failed_write(
-        pytester: pytest.Pytester) -> None:
+        pytester: pytest.Pytester, workers: int) -> None:
     root = make_project(pytester)
     disk = root / "small-disk"
     conversations: list[str] = []
@@ -132,15 +134,16 @@ def test_a_full_disk_stops_the_session_at_the_first_failed_write(
         # Room for week.json, not for a run's transcript: the disk fills during the first run.
         with filler.open("r+b") as fh:
             fh.truncate(filler.stat().st_size - 8 * 4096)
-        result = run(pytester, api, "-p", "no:xdist", f"--skill-lift-out={disk}/week")
+        mode = ("-n", str(workers)) if workers else ("-p", "no:xdist")
+        result = run(pytester, api, *mode, f"--skill-lift-out={disk}/week")
         out = result.stdout.str() + result.stderr.str()
         assert "INTERNALERROR" not in out and "Traceback" not in out, out
-        assert "stopping, the week cannot be written" in out and "No space left" in out, out
+        assert "the week cannot be written" in out and "No space left" in out, out
         assert result.ret != 0
-        # One paid run was started, the one whose files could not be saved: no rubric item
-        # of it started it again, no other run was started after it.
-        assert len(conversations) == 1, conversations
-        assert api.count("judge") <= 1  # that run, graded once (its grades not saved)
+        # At most one paid run per process was started (the one whose files could not be
+        # saved): no rubric item of it started it again, no run was started after it.
+        assert len(conversations) <= max(1, workers), conversations
+        assert api.count("judge") <= max(1, workers)  # graded once, its grades not saved
 
 
 def test_a_read_only_week_is_a_clear_error(pytester: pytest.Pytester, standin: Any) -> None:
