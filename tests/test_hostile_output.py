@@ -177,3 +177,22 @@ def test_a_judge_endpoint_trickling_headers_forever_hits_the_overall_deadline(
     graded = result[0]
     assert graded.error and "overall deadline" in graded.error  # type: ignore[attr-defined]
     assert elapsed < 20
+
+
+def test_a_batches_endpoint_trickling_forever_leaves_the_runs_ungraded_named(
+        trickler: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_skilllift.judge import batch
+    from pytest_skilllift.judge.protocol import build_judge_request
+
+    monkeypatch.setattr(batch, "CONTROL_DEADLINE_S", 2.0)
+    judge = batch.BatchJudge(tmp_path, "claude-opus-4-1", api_key="sk-test", base_url=trickler,
+                             poll_s=0.0)
+    items = (RubricItem("must", "mentions x", 1),)
+    requests = [judge.request("r1", build_judge_request("Q?", "an answer", items, "r1"))]
+    got: list[object] = []
+    worker = threading.Thread(target=lambda: got.append(judge.grade(requests)), daemon=True)
+    worker.start()
+    worker.join(120)
+    assert got, "the Message Batches call never returned"
+    result = got[0]["r1"]  # type: ignore[index]
+    assert result.error and "overall deadline" in result.error
