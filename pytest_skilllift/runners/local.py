@@ -42,20 +42,22 @@ from pytest_skilllift.runners.redaction import (  # noqa: F401  (re-exported: th
 from pytest_skilllift.week.files import AGENT_SKILLS_FILE, STDERR_FILE, STDOUT_FILE, utc_stamp
 
 
-def _pump(src: IO[bytes], dest: Path, secrets: list[bytes]) -> None:
+def _pump(src: IO[bytes], dest: Path, secrets: list[bytes],
+          failed: list[OSError]) -> None:
     """Copy a child's stream to ``dest`` line by line as it arrives, redacting secrets.
 
     Line-buffered so ``stdout.txt`` can be tailed during a run; a secret split across two
-    reads cannot slip through because redaction works on whole lines.
+    reads cannot slip through because redaction works on whole lines. A write that fails
+    (the week's disk is full) goes to ``failed`` and the pipe is still drained, or the CLI
+    would block on a full one until the timeout; the runner raises it after the run.
     """
     try:
         with dest.open("wb") as out:
             for line in iter(src.readline, b""):
                 out.write(redact(line, secrets))
                 out.flush()
-    except OSError:
-        # The week's disk is full or gone: keep draining the pipe, or the CLI blocks on a
-        # full one until the timeout. The engine's next write of the week says what failed.
+    except OSError as exc:
+        failed.append(exc)
         for _line in iter(src.readline, b""):
             pass
 
@@ -225,10 +227,11 @@ class LocalRunner:
 
             prompt_file.unlink()  # the CLI holds it open; nothing else needs to see it
             assert proc.stdout is not None and proc.stderr is not None
+            failed: list[OSError] = []
             pumps = [
-                threading.Thread(target=_pump, args=(proc.stdout, stdout_path, secrets),
+                threading.Thread(target=_pump, args=(proc.stdout, stdout_path, secrets, failed),
                                  daemon=True),
-                threading.Thread(target=_pump, args=(proc.stderr, stderr_path, secrets),
+                threading.Thread(target=_pump, args=(proc.stderr, stderr_path, secrets, failed),
                                  daemon=True),
             ]
             for th in pumps:
@@ -245,6 +248,8 @@ class LocalRunner:
                     os.killpg(proc.pid, signal.SIGKILL)
             for th in pumps:
                 th.join(timeout=10)
+            if failed:  # the transcript is not whole: the run's files could not be saved
+                raise failed[0]
             if timed_out:
                 return outcome(
                     proc.returncode, timed_out=True,
