@@ -227,8 +227,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_makereport(item: pytest.Item,
                               call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     """A must missing, an avoid violated, a skill not invoked, a trigger missed: reported as
-    findings with their own status (``findings.py``), not as failed tests."""
+    findings with their own status (``findings.py``), not as failed tests. A week that
+    cannot be written (full disk, read-only) stops the session at once, the message naming
+    the path: every later run would be paid for and lost the same way."""
     report = yield
+    if call.excinfo is not None and isinstance(call.excinfo.value, WeekWriteError):
+        message = f"skill-lift: stopping, the week cannot be written: {call.excinfo.value}"
+        item.session.shouldstop = message
+        report.longrepr = message
+        return report
     return findings.as_finding(item, call, report)
 
 
@@ -253,19 +260,6 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Fil
     if is_heldout(file_path) and not state.settings.heldout:
         return None
     return PromptFile.from_parent(parent, path=file_path)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item,
-                              call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
-    """A week that cannot be written (full disk, read-only) stops the session at once, with
-    the message naming the path: every later run would be paid for and lost the same way."""
-    report = yield
-    if call.excinfo is not None and isinstance(call.excinfo.value, WeekWriteError):
-        message = f"skill-lift: stopping, the week cannot be written: {call.excinfo.value}"
-        item.session.shouldstop = message
-        report.longrepr = message
-    return report
 
 
 class ControllerPlugin:
