@@ -492,13 +492,15 @@ def text_lines(report: GateReport) -> list[str]:
 
 def markdown(report: GateReport) -> list[str]:
     """The gate table as GitHub markdown (for ``GITHUB_STEP_SUMMARY``)."""
-    from pytest_skilllift.report.markdown import md_table, untrusted
+    from pytest_skilllift.report.markdown import md_table
 
     title = f"### Quality gates — week {report.week}" if report.week else "### Quality gates"
     L = [title, ""]
     if not report.coverage.sufficient:
         L += [f"**{report.coverage.text()}** — every gate fails.", ""]
-    L += md_table(HEADERS, [[untrusted(c) for c in r] for r in _rows(report)])
+    # Gate expressions and measures are the user's settings and our numbers, not model text:
+    # only the pipe is escaped, so the raw table keeps `>=` readable.
+    L += md_table(HEADERS, [[c.replace("|", "\\|") for c in r] for r in _rows(report)])
     L += ["", f"**{summary_line(report)}**", ""]
     return L
 
