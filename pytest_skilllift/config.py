@@ -22,6 +22,7 @@ from pytest_skilllift.model import (
     DEFAULT_ALLOWED_TOOLS,
     DEFAULT_JUDGE_MODEL,
     DEFAULT_MAX_BUDGET_USD,
+    DEFAULT_MAX_FAMILY_MB,
     DEFAULT_MIN_COVERAGE,
     DEFAULT_PASS_THRESHOLD,
     DEFAULT_PERMISSION_MODE,
@@ -122,7 +123,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("claude", "Claude Code CLI.", default="", metavar="PATH",
            default_text="claude on PATH, else the binary bundled in claude-agent-sdk"),
     Option("heldout", "Also collect the reserved discord-* prompts.", "bool", False),
-    Option("fresh", "Discard graded results in the week directory and regrade every run.",
+    Option("fresh", "Regrade the selected runs (all, or those -k/-m select); the others keep "
+           "their grades, and a run's grades are replaced only by a regrade that succeeded.",
            "bool", False),
     Option("demo", "Run the built-in demo against the package's scripted Messages API "
            "(no API key needed).", "bool", False),
@@ -136,6 +138,9 @@ OPTIONS: tuple[Option, ...] = (
            "reported.", "float", DEFAULT_MAX_BUDGET_USD, metavar="USD"),
     Option("timeout", "Per-run timeout in seconds.", "float", DEFAULT_TIMEOUT_S,
            metavar="SECONDS"),
+    Option("max-family-mb", "Size limit of a skill family in MiB (all its files): a larger "
+           "family is an invalid install, named, instead of being copied into every "
+           "with-skill run; 0 for no limit.", "float", DEFAULT_MAX_FAMILY_MB, metavar="MIB"),
     Option("judge-model", "Judge model, pinned: it changes only with a release note, never "
            "because the anthropic SDK was upgraded.", default=DEFAULT_JUDGE_MODEL,
            metavar="MODEL"),
@@ -337,6 +342,7 @@ class Settings:
     max_turns: int | None
     max_budget_usd: float | None
     timeout_s: float
+    max_family_mb: float
     judge_model: str
     judge_samples: int
     evidence: str
@@ -498,6 +504,7 @@ class Settings:
             max_turns=None if v["max-turns"] in (None, "") else int(v["max-turns"]),
             max_budget_usd=None if budget in (None, "") else float(budget),
             timeout_s=float(v["timeout"]),
+            max_family_mb=_family_limit(v["max-family-mb"]),
             judge_model=v["judge-model"],
             judge_samples=judge_samples,
             evidence=v["evidence"],
@@ -556,6 +563,15 @@ class Settings:
             inifile=str(config.inipath or ""),
             named=named,
         )
+
+
+def _family_limit(raw: Any) -> float:
+    """``--skill-lift-max-family-mb``: a size in MiB, at least 0 (0: no limit)."""
+    limit = float(raw)
+    if not limit >= 0:
+        raise SettingsError(f"--skill-lift-max-family-mb must be at least 0 MiB (0: no limit), "
+                            f"got {raw}")
+    return limit
 
 
 def _usage_error() -> type[Exception]:

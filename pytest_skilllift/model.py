@@ -149,6 +149,10 @@ DEFAULT_TIMEOUT_S = 600.0
 #: upgraded, so changing this id is a release note (``config.OPTIONS`` states it as the
 #: ``--skill-lift-judge-model`` default; ``skilllift judge`` and the depth layers use it too).
 DEFAULT_JUDGE_MODEL = "claude-opus-5-5"
+
+#: A skill family larger than this (all its files, MiB) is an invalid install: installing it
+#: copies it into every with-skill run's HOME or container (``--skill-lift-max-family-mb``).
+DEFAULT_MAX_FAMILY_MB = 100.0
 #: Verdict settings (the Drupal ai_eval scoring document: a question passes at 3.5 of 5, our
 #: composite's 0.7; the coverage guard).  ``config.OPTIONS`` offers them as option defaults;
 #: a week without week.json (the qdrant pipeline's) is read with them.
@@ -167,6 +171,8 @@ class AgentConfig:
     max_turns: int | None = None
     max_budget_usd: float | None = DEFAULT_MAX_BUDGET_USD
     timeout_s: float = DEFAULT_TIMEOUT_S
+    #: The size limit of an installed skill family, in bytes (None: no limit).
+    max_family_bytes: int | None = int(DEFAULT_MAX_FAMILY_MB * 2**20)
     #: Extra environment variables passed to the CLI (e.g. ANTHROPIC_BASE_URL). Never written.
     #: Each agent gets only its own key and base-URL variables from it (runners/agents.py).
     env: dict[str, str] = field(default_factory=dict)

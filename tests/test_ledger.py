@@ -42,14 +42,6 @@ def test_rebuild_is_ordered_complete_and_idempotent(tmp_path: Path) -> None:
     assert (tmp_path / rows[0]["run_id"] / "judge_cost.txt").read_text().strip() == "0.010000"
 
 
-def test_fresh_discards_grades_only(tmp_path: Path) -> None:
-    week = Ledger(tmp_path)
-    week.save_run("r", {"run_id": "r"})
-    week.save_grades("r", [], "judge", 0.0)
-    assert week.discard_grades() == 1
-    assert week.load_grades("r") is None and week.load_run("r") == {"run_id": "r"}
-
-
 def test_lock_serialises_two_holders(tmp_path: Path) -> None:
     week = Ledger(tmp_path)
     order: list[str] = []

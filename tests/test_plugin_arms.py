@@ -42,7 +42,8 @@ def test_with_all_installs_every_family_and_nothing_else(tmp_path: Path) -> None
     assert skill_families(root) == ("alpha", "beta", "gamma")
     spec = PromptSpec(path=tmp_path / "p.json", name="p", product_area="", prompt="q",
                       rubric=(RubricItem("must", "m", 1),), skill_path="beta/SKILL.md")
-    cfg: Any = type("Cfg", (), {"skills_root": root, "allow_unsafe": False})()
+    cfg: Any = type("Cfg", (), {"skills_root": root, "allow_unsafe": False,
+                              "max_family_bytes": None})()
     installed = {}
     for cond in ("no-skill", "with-skill", "with-all", "no-skill-b"):
         run_spec = RunSpec(prompt=arm_prompt(spec, cond, skill_families(root)),

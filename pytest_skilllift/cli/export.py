@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.report.export import FORMATS, export_skill_creator
-from pytest_skilllift.week.files import MANIFEST_CSV, SCORES_CSV
+from pytest_skilllift.week.files import MANIFEST_CSV, SCORES_CSV, WeekLinkError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -37,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         result = export_skill_creator(week_dir, args.out)
+    except WeekLinkError as exc:  # before OSError: it is one, but the week's, not the output's
+        print(f"skilllift export: refused, {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"skilllift export: cannot write into {args.out}: {exc}", file=sys.stderr)
         return 2

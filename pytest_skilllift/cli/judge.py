@@ -60,7 +60,8 @@ def _grade_in_batches(args: argparse.Namespace, plan: RegradePlan, target: Path,
                        log=lambda line: print(f"  {line}", file=sys.stderr))
     try:
         grade_plan_in_batches(Ledger(target), plan.specs, judge, samples=args.samples,
-                              on_graded=progress)
+                              on_graded=progress,
+                              regrade_pass=fresh.pass_id if fresh is not None else "")
     finally:
         judge.close()
 
@@ -168,7 +169,8 @@ def _run(args: argparse.Namespace) -> int:
             done["n"] += 1
             if graded.judge_error or graded.status != OK:
                 done["failed"] += 1
-                print(f"  [{done['n']}/{total}] {graded.run_id}: ungraded "
+                what = "kept its earlier grades" if graded.rows else "ungraded"
+                print(f"  [{done['n']}/{total}] {graded.run_id}: {what} "
                       f"({graded.judge_error or graded.reason})", file=err)
             else:
                 print(f"  [{done['n']}/{total}] {graded.run_id}: graded", file=err)
@@ -178,7 +180,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.batch:  # the Message Batches API takes the grading step's place
         _grade_in_batches(args, plan, target, model, fresh, progress)
     else:
-        grade_direct(plan, _make_grader(args, model), jobs=args.jobs, on_graded=progress)
+        grade_direct(plan, _make_grader(args, model), jobs=args.jobs, on_graded=progress,
+                     regrade_pass=fresh.pass_id if fresh is not None else "")
     if fresh is not None:
         fresh.finish(complete=done["failed"] == 0)
     if args.out or (fresh is not None and done["failed"] == 0):
@@ -226,8 +229,9 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("week_dir", metavar="WEEK_DIR", help="the week directory")
     parser.add_argument("--fresh", action="store_true",
-                        help="discard every grade and regrade all runs (resumable: rerun the "
-                             "same command after an interruption)")
+                        help="regrade all runs; a run's grades are replaced only by a regrade "
+                             "that succeeded, so a failing judge keeps them (resumable: rerun "
+                             "the same command after an interruption)")
     parser.add_argument("--judge-model", default="", metavar="M",
                         help="judge model (default: the one week.json records, else "
                              f"{_DEFAULTS['judge-model']})")

@@ -62,6 +62,8 @@ BATCH_PRICE_FACTOR = 0.5
 #: Limits of one Message Batch: 100,000 requests or 256 MB, whichever is reached first.
 MAX_BATCH_REQUESTS = 100_000
 MAX_BATCH_BYTES = 256 * 1024 * 1024
+#: Overall deadline of one control-plane call (create, retrieve, results), in seconds.
+CONTROL_DEADLINE_S = 600.0
 #: What the API accepts as a ``custom_id`` (the stand-in, ``testing.batches``, enforces it).
 CUSTOM_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _LOCK_SUFFIX = ".lock"
@@ -293,30 +295,50 @@ class BatchJudge:
             self._client.close()
             self._client = None
 
+    def _bounded(self, call: Callable[[], Any]) -> Any:
+        """``call()`` within :data:`CONTROL_DEADLINE_S` (the SDK's timeout is per read: a
+        server trickling its reply would hold the pass forever); ``DeadlineExceeded``."""
+        from pytest_skilllift.judge.client import call_with_deadline
+
+        client = self._client
+
+        def abandon() -> None:
+            self._client = None
+            if client is not None:
+                client.close()
+
+        return call_with_deadline(call, CONTROL_DEADLINE_S, abandon)
+
     def _create(self, chunk: Sequence[BatchRequest]) -> str:
-        batch = self._api().messages.batches.create(
-            requests=[{"custom_id": r.custom_id, "params": r.params} for r in chunk])
+        api = self._api()
+        batch = self._bounded(lambda: api.messages.batches.create(
+            requests=[{"custom_id": r.custom_id, "params": r.params} for r in chunk]))
         return str(batch.id)
 
     def _retrieve(self, batch_id: str) -> tuple[str, dict[str, int]]:
-        batch = self._api().messages.batches.retrieve(batch_id)
+        api = self._api()
+        batch = self._bounded(lambda: api.messages.batches.retrieve(batch_id))
         counts = _plain(batch.request_counts) or {}
         return str(batch.processing_status), {k: int(v) for k, v in counts.items()}
 
     def _results(self, batch_id: str) -> dict[str, dict[str, Any]]:
         import anthropic
 
-        out: dict[str, dict[str, Any]] = {}
+        api = self._api()
+
+        def read() -> dict[str, dict[str, Any]]:
+            out: dict[str, dict[str, Any]] = {}
+            for line in api.messages.batches.results(batch_id):
+                entry = _plain(line)
+                out[str(entry["custom_id"])] = _plain(entry["result"])
+            return out
+
         try:
-            lines = self._api().messages.batches.results(batch_id)
+            return dict(self._bounded(read))
         except anthropic.NotFoundError:
             # Results are kept 29 days: older ones read as "not listed" and are resubmitted.
             self._log(f"Message Batch {batch_id}: its results are no longer available")
-            return out
-        for line in lines:
-            entry = _plain(line)
-            out[str(entry["custom_id"])] = _plain(entry["result"])
-        return out
+            return {}
 
     # -- the pass ------------------------------------------------------------------------------
 
@@ -344,9 +366,11 @@ class BatchJudge:
         results: dict[str, JudgeResult] = {}
         import anthropic
 
+        from pytest_skilllift.judge.client import DeadlineExceeded
+
         try:
             self._pass(want, results)
-        except anthropic.APIError as exc:
+        except (anthropic.APIError, DeadlineExceeded) as exc:
             # The service itself refused or stayed unreachable through the SDK's retries:
             # every request without a result is ungraded, with the reason (never zero). The
             # batches already on file are polled again by the next session.

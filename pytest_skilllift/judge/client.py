@@ -21,6 +21,12 @@ Retry policy
     unscored and flagged, never zero (Drupal ai_eval's scoring rules:
     a null score is excluded, not counted as zero).
 
+Deadline
+    The SDK's timeout bounds each read, not the call: a server that trickles its headers a byte
+    at a time would hold a call forever. Every attempt also has an overall deadline
+    (``deadline_s``, twice ``timeout_s`` unless given); an attempt past it is abandoned (its
+    connection closed) and counts as a retryable timeout.
+
 Cost
     USD from the reply's ``usage`` and :data:`PRICES` (list prices per million tokens; cache
     writes at 1.25x input, cache reads at 0.1x input). A model the table does not know is
@@ -32,11 +38,13 @@ result (error texts are scrubbed of it as a second line of defence).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import random
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -197,6 +205,8 @@ def _classify(err: BaseException, timeout_s: float) -> tuple[bool, str, float | 
 
     if isinstance(err, _TruncatedReply):
         return True, f"truncated reply: {err}", None
+    if isinstance(err, DeadlineExceeded):
+        return True, str(err), None
     if isinstance(err, anthropic.APIStatusError):
         status = err.status_code
         headers = getattr(err.response, "headers", None)
@@ -231,6 +241,38 @@ def _classify(err: BaseException, timeout_s: float) -> tuple[bool, str, float | 
     raise err  # not an API failure: a bug, which must not be disguised as a judge outage
 
 
+class DeadlineExceeded(Exception):
+    """An attempt got no complete reply within its overall deadline."""
+
+
+def call_with_deadline(fn: Callable[[], Any], deadline_s: float,
+                       abandon: Callable[[], None] = lambda: None) -> Any:
+    """``fn()``'s result, or :class:`DeadlineExceeded` once ``deadline_s`` seconds passed.
+
+    The SDK's timeout is per read: a server that trickles a header byte every few seconds
+    never trips it, and the call never returns. ``fn`` runs in a daemon thread that the
+    caller stops waiting for at the deadline (``abandon`` then closes its connection); a
+    daemon thread never keeps the interpreter from exiting."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="skilllift-judge-call", daemon=True)
+    thread.start()
+    thread.join(deadline_s)
+    if thread.is_alive():
+        with contextlib.suppress(Exception):
+            abandon()
+        raise DeadlineExceeded(f"no complete reply within {deadline_s:g}s (overall deadline)")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
 class Judge:
     """The blind LLM judge: :meth:`grade` makes one Messages API call per run.
 
@@ -250,6 +292,7 @@ class Judge:
         base_url: str | None = None,
         max_retries: int = 6,
         timeout_s: float = 120.0,
+        deadline_s: float | None = None,
         max_tokens: int = 4096,
         reply_mode: ReplyMode = "tool",
         stream: bool = False,
@@ -271,6 +314,8 @@ class Judge:
         self.base_url = base_url
         self.max_retries = max_retries
         self.timeout_s = timeout_s
+        #: The whole of one attempt (connect, headers, body), whatever the reads do.
+        self.deadline_s = deadline_s if deadline_s is not None else 2 * timeout_s
         self.max_tokens = max_tokens
         self.reply_mode: ReplyMode = reply_mode
         self.stream = stream
@@ -375,7 +420,18 @@ class Judge:
         return self._client
 
     def _attempt(self, kwargs: dict[str, Any]) -> Any:
+        """One call, bounded by an overall deadline (``deadline_s``, default twice the
+        per-read timeout): a connection that never completes its reply is abandoned."""
         client = self._get_client()
+
+        def abandon() -> None:
+            self._client = None  # the next attempt opens a new connection pool
+            client.close()
+
+        return call_with_deadline(lambda: self._attempt_on(client, kwargs),
+                                  self.deadline_s, abandon)
+
+    def _attempt_on(self, client: Any, kwargs: dict[str, Any]) -> Any:
         if not self.stream:
             return client.messages.create(**kwargs)
         with client.messages.stream(**kwargs) as stream:

@@ -145,10 +145,15 @@ class SessionVerdicts:
         Raises ``SettingsError`` (a refusal naming each difference and the way out, or an
         unreadable week.json)."""
         from pytest_skilllift.run.engine import make_run_id
+        from pytest_skilllift.week.guard import NotAWeek, check_week_dir
 
+        s = self.settings
+        try:  # a typo in --skill-lift-out must not overwrite someone's folder
+            check_week_dir(s.out_dir)
+        except NotAWeek as exc:
+            raise SettingsError(str(exc)) from None
         if self._identity is None:
             return
-        s = self.settings
         try:
             proposed = self._identity.get()
         except Exception as exc:  # e.g. the judge SDK cannot be imported

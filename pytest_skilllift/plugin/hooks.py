@@ -22,6 +22,7 @@ from pytest_skilllift.plugin.collect.items import HOOK_ERROR_PROP, SESSION_KEY, 
 from pytest_skilllift.plugin.fixtures import CHECK_PROP
 from pytest_skilllift.plugin.session import SkillLiftSession
 from pytest_skilllift.run.prompts import is_heldout
+from pytest_skilllift.week.files import WeekLinkError, WeekWriteError
 
 WIRE_KEY = "skilllift_settings"
 SESSION_ID_KEY = "skilllift_session_id"
@@ -238,8 +239,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_makereport(item: pytest.Item,
                               call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     """A must missing, an avoid violated, a skill not invoked, a trigger missed: reported as
-    findings with their own status (``findings.py``), not as failed tests."""
+    findings with their own status (``findings.py``), not as failed tests. A week that
+    cannot be written (full disk, read-only) stops the session at once, the message naming
+    the path: every later run would be paid for and lost the same way."""
     report = yield
+    if call.excinfo is not None and isinstance(call.excinfo.value, WeekWriteError):
+        message = f"skill-lift: stopping, the week cannot be written: {call.excinfo.value}"
+        item.session.shouldstop = message
+        report.longrepr = message
+        return report
     return findings.as_finding(item, call, report)
 
 
@@ -320,12 +328,13 @@ class ControllerPlugin:
         try:
             self.state.ci.open_week()
             self.state.plan_baseline()  # --skill-lift-baseline-from, against week.json
-        except SettingsError as exc:
+        except (SettingsError, WeekWriteError, WeekLinkError) as exc:
             self.state.refused = True
             raise pytest.UsageError(str(exc)) from None
         if self.state.settings.fresh:
-            self.state.week.discard_grades()
-            forget_batches(self.state.week.root)  # a fresh regrade reuses no batch result
+            # The selected runs are regraded as they are asked for (session.weekrun's
+            # regrade pass); the others keep their grades. A regrade reuses no batch result.
+            forget_batches(self.state.week.root)
         if self.state.sweeps is not None:  # docker: before any worker makes a container
             self.state.sweeps.sweep("start-up")
 
@@ -367,7 +376,15 @@ class ControllerPlugin:
         """Write CSVs and scorecard; the exit status is a report unless gates are set."""
         if self.state.refused or session.config.option.collectonly:
             return  # refused by the week's identity, or only listing: nothing ran or is written
-        enough = self.state.finished()
+        try:
+            enough = self.state.finished()
+        except (WeekWriteError, WeekLinkError) as exc:  # a clear line, not an INTERNALERROR
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(f"skill-lift: the scorecard was not written: {exc}",
+                                    red=True)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
         self.state.ci.finish(self.state.summary)
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
                           pytest.ExitCode.USAGE_ERROR):

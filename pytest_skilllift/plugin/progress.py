@@ -87,8 +87,8 @@ def finished_in_ledger(week: Ledger, run_ids: Iterable[str]) -> set[str]:
 
     done = set()
     for run_id in run_ids:
-        run_dir = week.run_dir(run_id)
-        try:
+        try:  # a run folder that is a link (WeekLinkError) counts as not done
+            run_dir = week.run_dir(run_id)
             record = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue

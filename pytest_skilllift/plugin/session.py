@@ -249,6 +249,8 @@ class SkillLiftSession:
             self._weekrun.start_gate = self.spend_gate()
             self._weekrun.breaker = self.breaker()
             self._weekrun.judge_breaker = self.breaker("judge")
+            if self.settings.fresh:  # regrade the runs this session selects, once each
+                self._weekrun.regrade_pass = self.session_id
         return self._weekrun
 
     def breaker(self, side: str = "runs") -> CircuitBreaker | None:
@@ -406,7 +408,8 @@ class SkillLiftSession:
                            allowed_tools=s.allowed_tools, permission_mode=s.permission_mode,
                            max_turns=s.max_turns, max_budget_usd=s.max_budget_usd,
                            timeout_s=s.timeout_s, env=env, allow_unsafe=s.allow_unsafe,
-                           agent_paths=paths)
+                           agent_paths=paths,
+                           max_family_bytes=int(s.max_family_mb * 2**20) or None)
 
     def other_agents(self) -> list[str]:
         """The agents beside Claude Code that the labels name, in label order."""

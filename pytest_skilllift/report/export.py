@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -42,7 +43,10 @@ from pytest_skilllift.week.files import (
     SCORES_CSV,
     STDOUT_FILE,
     UTC_STAMP_FORMAT,
+    WeekLinkError,
     atomic_write_text,
+    find_link,
+    no_link,
 )
 
 FORMATS: tuple[str, ...] = ("skill-creator",)
@@ -155,9 +159,17 @@ def _file_ids(path: Path) -> dict[str, Any]:
 
 
 def export_skill_creator(week_dir: Path, out: Path) -> ExportResult:
-    """Write the skill-creator layout of ``week_dir`` under ``out``; see the module doc."""
-    manifest = _read_csv(week_dir / MANIFEST_CSV)
-    scores = _read_csv(week_dir / SCORES_CSV)
+    """Write the skill-creator layout of ``week_dir`` under ``out``; see the module doc.
+    A CSV or a run folder of the week that is (or holds) a symbolic link raises
+    :class:`~pytest_skilllift.week.files.WeekLinkError`: an export never carries a link's
+    target (a host file) out of the week."""
+    manifest = _read_csv(no_link(week_dir / MANIFEST_CSV))
+    scores = _read_csv(no_link(week_dir / SCORES_CSV))
+    for row in manifest:
+        run_dir = week_dir / row.get("run_id", "")
+        link = find_link(run_dir) if os.path.lexists(run_dir) else None
+        if link is not None:
+            raise WeekLinkError(link, "and is not exported")
     items: dict[tuple[str, str, str, str], list[dict[str, str]]] = defaultdict(list)
     for s in scores:
         items[(s.get("prompt", ""), s.get("model", ""), s.get("condition", ""),

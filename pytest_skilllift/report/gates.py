@@ -499,6 +499,8 @@ def markdown(report: GateReport) -> list[str]:
     L = [title, ""]
     if not report.coverage.sufficient:
         L += [f"**{report.coverage.text()}** — every gate fails.", ""]
+    # Gate expressions and measures are the user's settings and our numbers, not model text:
+    # only the pipe is escaped, so the raw table keeps `>=` readable.
     L += md_table(HEADERS, [[c.replace("|", "\\|") for c in r] for r in _rows(report)])
     L += ["", f"**{summary_line(report)}**", ""]
     return L
@@ -506,7 +508,7 @@ def markdown(report: GateReport) -> list[str]:
 
 def lift_markdown(data: Mapping[str, Any]) -> list[str]:
     """The lift table of a scorecard dict, compact, for ``GITHUB_STEP_SUMMARY``."""
-    from pytest_skilllift.report.markdown import ci_flag, fmt, md_table, signed
+    from pytest_skilllift.report.markdown import ci_flag, fmt, md_table, signed, untrusted
 
     models: dict[str, Any] = data.get("models", {})
     L = [f"### Skill lift — week {data.get('week', '')}", ""]
@@ -516,7 +518,7 @@ def lift_markdown(data: Mapping[str, Any]) -> list[str]:
     for label, m in models.items():
         se = fmt(m.get("must_lift_se")) if m.get("must_lift_se") is not None else "n/a"
         st = m.get("sign_test") or {}
-        rows.append([label, f"{fmt(m.get('must_no'))} → {fmt(m.get('must_with'))}",
+        rows.append([untrusted(label), f"{fmt(m.get('must_no'))} → {fmt(m.get('must_with'))}",
                      f"{signed(m.get('must_lift'))} ± {se}", ci_flag(m),
                      st.get("verdict", "n/a"), str(m.get("n_prompts", 0))])
     L += md_table(["model", "must_coverage no → with", "lift ± SE", "95% CI ≠ 0?",

@@ -7,7 +7,18 @@ unknown read ``n/a``; a table that shows fewer rows than it has says so right un
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
+
+#: Characters that never reach a rendered report from untrusted text: C0/C1 controls (ANSI
+#: escapes start with ESC), DEL, line and paragraph separators, and the bidirectional
+#: overrides that make text read differently from what it is.
+CONTROL_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f"
+                           "\u202a-\u202e\u2066-\u2069]")
+#: Markdown that could leave a cell or a quote: a table pipe, a code span, a link or image,
+#: an escape, and a heading, quote or list marker at the start.
+_MD_INLINE = re.compile(r"[\\`|\[\]]")
+_MD_LEADING = re.compile(r"^(\s*\d*)([#>+\-=*.)])")
 
 
 def fmt(x: float | None, nd: int = 3) -> str:
@@ -54,6 +65,18 @@ def cap_note(shown: int, total: int, what: str) -> list[str]:
             "`scorecard.json`._"]
 
 
-def cell(text: str) -> str:
-    """Keep a free-text value inside its table cell."""
-    return text.replace("\r", " ").replace("\n", " ").replace("|", "\\|")
+def untrusted(text: object) -> str:
+    """Untrusted text (model answers, judge quotes, reasons, file names) made inert for
+    markdown: one line (controls and line breaks become spaces), HTML special characters as
+    entities (no ``<img onerror=…>``, no comment that hides the rest of the card), and the
+    markdown that could leave its cell or quote escaped (``|``, code spans, links, a leading
+    ``#`` heading or ``>`` quote). The one escaping function of every report we write —
+    scorecard.md, the GitHub step summary, ``compare`` — so no renderer is forgotten."""
+    value = CONTROL_CHARS.sub(" ", str(text))
+    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    value = _MD_INLINE.sub(lambda m: "\\" + m[0], value)
+    return _MD_LEADING.sub(lambda m: m[1] + "\\" + m[2], value)
+
+
+#: Kept under its older name: a free-text value inside its table cell.
+cell = untrusted

@@ -66,6 +66,18 @@ def wrap_words(text: str, width: int) -> list[str]:
     return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
 
 
+def _save(fig: Figure, path: Path) -> None:
+    """The PNG through the week's atomic writer: never a torn file, never through a link
+    (``savefig(path)`` would open, and overwrite, whatever a planted link names)."""
+    import io
+
+    from pytest_skilllift.week.files import atomic_write_bytes
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    atomic_write_bytes(path, buf.getvalue())
+
+
 def _figure(width: float, height: float) -> Figure:
     """A figure (inches) on its own Agg canvas."""
     fig = Figure(figsize=(width, height))
@@ -78,7 +90,7 @@ def forest_plot(data: Scorecard, path: Path) -> Path | None:
     fig = forest_figure(data)
     if fig is None:
         return None
-    fig.savefig(path, dpi=90)
+    _save(fig, Path(path))
     return Path(path)
 
 
@@ -179,7 +191,7 @@ def trend_plot(rows: Sequence[HistoryRow], models: Sequence[str], path: Path) ->
     fig = trend_figure(rows, models)
     if fig is None:
         return None
-    fig.savefig(path, dpi=90)
+    _save(fig, Path(path))
     return Path(path)
 
 

@@ -36,7 +36,6 @@ copying a reused run.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,7 +52,11 @@ from pytest_skilllift.week.files import (
     LOCK_FILE,
     RETRY_ON_RERUN,
     RUN_FILE,
+    WeekLinkError,
     atomic_write_json,
+    copy_tree_nofollow,
+    find_link,
+    read_text_nofollow,
     utc_stamp,
 )
 from pytest_skilllift.week.ledger import Ledger
@@ -309,6 +312,9 @@ class BaselineSource:
         old_id = make_run_id(spec.prompt.name, spec.model_label, source_arm, spec.rep,
                              plan.source_week)
         src = plan.source / old_id
+        link = find_link(src) if src.exists() or src.is_symlink() else None
+        if link is not None:  # never copy a link's target (a host file) into this week
+            return None, f"not reused: {WeekLinkError(link, 'and is never copied')}"
         record = _read(src / RUN_FILE)
         if not isinstance(record, dict):
             return None, f"{plan.source_week} has no finished {source_arm} run r{spec.rep}"
@@ -322,15 +328,10 @@ class BaselineSource:
         new_id = spec.run_id
         dest = ledger.run_dir(new_id)
         dest.mkdir(parents=True, exist_ok=True)
-        for path in sorted(src.iterdir()):
-            # The judge's cost stays with the week that paid it (grades.json keeps the figure):
-            # this week's spend, its cap and judge_cost.txt sums hold what this week spent.
-            if path.name in (LOCK_FILE, RUN_FILE, GRADES_FILE, JUDGE_COST_FILE):
-                continue
-            if path.is_dir():
-                shutil.copytree(path, dest / path.name, dirs_exist_ok=True)
-            else:
-                shutil.copy2(path, dest / path.name)
+        # The judge's cost stays with the week that paid it (grades.json keeps the figure):
+        # this week's spend, its cap and judge_cost.txt sums hold what this week spent.
+        copy_tree_nofollow(src, dest, skip=frozenset({LOCK_FILE, RUN_FILE, GRADES_FILE,
+                                                      JUDGE_COST_FILE}))
         grades = _read(src / GRADES_FILE)
         if isinstance(grades, dict):
             for row in grades.get("rows") or []:
@@ -349,6 +350,6 @@ class BaselineSource:
 
 def _read(path: Path) -> Any | None:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text_nofollow(path))
     except (OSError, ValueError):
         return None

@@ -162,7 +162,7 @@ def grade_in_batches(weekrun: WeekRun, specs: Sequence[RunSpec], judge: BatchJud
         for spec in specs:
             record = weekrun.week.load_run(spec.run_id)
             if (record is None or record.get("run_status") != OK
-                    or weekrun.week.load_grades(spec.run_id) is not None):
+                    or not weekrun.needs_grade(spec.run_id)):
                 continue
             answer = str(record.get("final_answer") or "")
             if answer.strip() and spec.prompt.rubric:
@@ -222,13 +222,14 @@ def _no_runner() -> Runner:
 
 def grade_plan_in_batches(week: Ledger, specs: Sequence[RunSpec], judge: BatchJudge, *,
                           samples: int = 1,
-                          on_graded: Callable[[GradedRun], None] | None = None
-                          ) -> list[GradedRun]:
+                          on_graded: Callable[[GradedRun], None] | None = None,
+                          regrade_pass: str = "") -> list[GradedRun]:
     """``skilllift judge WEEKDIR --batch``: grade already generated runs in Message Batches
     (the batch form of ``run.regrade.grade_direct``); never generates."""
     results = BatchResults(week, judge.model)
     weekrun = WeekRun(week, AgentConfig(claude_path="", skills_root=Path(".")), _no_runner,
                       lambda: results)
+    weekrun.regrade_pass = regrade_pass
     try:
         return grade_in_batches(weekrun, specs, judge, results, samples=samples,
                                 on_graded=on_graded).runs

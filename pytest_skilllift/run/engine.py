@@ -15,7 +15,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -43,7 +43,10 @@ from pytest_skilllift.week.files import (
     STDOUT_FILE,
     TIMEOUT,
     TRANSCRIPT_ORDER,
+    WRITE_REFUSED,
     RunStatus,
+    WeekWriteError,
+    update_with_file,
 )
 from pytest_skilllift.week.ledger import Ledger
 
@@ -117,8 +120,8 @@ def skills_sha(skills_root: Path, family: str) -> str:
             digest.update(os.readlink(path).encode())
         elif path.is_file():
             digest.update(path.relative_to(base).as_posix().encode())
-            with contextlib.suppress(OSError):
-                digest.update(path.read_bytes())
+            with contextlib.suppress(OSError):  # streamed, never the whole file in memory
+                update_with_file(digest, path)
     return "tree-" + digest.hexdigest()[:7]
 
 
@@ -155,6 +158,16 @@ class WeekRun:
         #: (the plugin's ``pytest_skilllift_run_finished`` / ``_run_graded`` hooks).
         self.on_generated: Callable[[RunSpec], None] | None = None
         self.on_graded: Callable[[RunSpec, JudgeResult], None] | None = None
+        #: A regrade pass (``--skill-lift-fresh``, ``skilllift judge --fresh``): grades not
+        #: written by this pass are regraded, once, when their run is asked for — only the
+        #: runs the session selects — and replaced only when the new grading succeeds (a
+        #: failed regrade keeps the grades already paid for). Empty: grades are kept.
+        self.regrade_pass = ""
+        #: The first write of the week that failed (full disk, read-only): every later run
+        #: of this process raises it again at once instead of being started, paid for and
+        #: lost the same way.
+        self.write_failed: WeekWriteError | None = None
+        self._secrets: list[bytes] | None = None
 
     def default_grader(self) -> Grader:
         """The configured judge client (built once, warmed ahead of the first run)."""
@@ -173,7 +186,7 @@ class WeekRun:
         cached = self._cache.get(spec.run_id)
         if cached is not None:
             return cached
-        with self.week.lock(spec.run_id):
+        with self._writes_checked(), self.week.lock(spec.run_id):
             record, generated = self._ensure_generated(spec)
             graded = self._ensure_graded(spec, record, generated, grader)
         self._cache[spec.run_id] = graded
@@ -182,9 +195,20 @@ class WeekRun:
     def generate(self, spec: RunSpec) -> dict[str, Any]:
         """Generate the run unless the week has it, without grading it (batch judging
         generates every run first); returns its record. Raises NotStarted like ``result``."""
-        with self.week.lock(spec.run_id):
+        with self._writes_checked(), self.week.lock(spec.run_id):
             record, _ = self._ensure_generated(spec)
         return record
+
+    @contextlib.contextmanager
+    def _writes_checked(self) -> Iterator[None]:
+        """Raise the week's first write failure again before anything starts; remember one."""
+        if self.write_failed is not None:
+            raise self.write_failed
+        try:
+            yield
+        except WeekWriteError as exc:
+            self.write_failed = exc
+            raise
 
     def grade_generated(self, spec: RunSpec) -> GradedRun:
         """Grade a run that is already generated; never generates (``skilllift judge``)."""
@@ -230,6 +254,10 @@ class WeekRun:
             with contextlib.suppress(OSError):
                 self.week.reset_run(spec.run_id)
             raise
+        except OSError as exc:  # the runner writes the transcript into the week
+            if exc.errno in WRITE_REFUSED:
+                raise WeekWriteError(run_dir, exc) from None
+            raise
         if self.breaker is not None:
             self.breaker.record(outcome.outage)
         record = self._record(spec, outcome, run_dir / STDOUT_FILE)
@@ -239,7 +267,7 @@ class WeekRun:
             record["baseline_reason"] = reuse_reason  # generated: why it was not reused
         if self.session_id:
             record["session_id"] = self.session_id
-        self.week.save_run(spec.run_id, record)
+        self.week.save_run(spec.run_id, self._redacted(record))
         if self.on_generated is not None:
             self.on_generated(spec)
         return record, True
@@ -301,6 +329,28 @@ class WeekRun:
         return parse_run(spec, transcript, cli_version=outcome.cli_version,
                          skills_root=Path(self.agent.skills_root))
 
+    def _redacted(self, record: dict[str, Any]) -> dict[str, Any]:
+        """The record with the run environment's secrets and URL credentials redacted (a
+        runner's error or the CLI's answer may quote ``ANTHROPIC_BASE_URL``)."""
+        from pytest_skilllift.runners.redaction import redact_value
+
+        out = redact_value(record, self._secret_values())
+        assert isinstance(out, dict)
+        return out
+
+    def _redacted_text(self, text: str) -> str:
+        from pytest_skilllift.runners.redaction import redact_text
+
+        return redact_text(text, self._secret_values())
+
+    def _secret_values(self) -> list[bytes]:
+        from pytest_skilllift.runners.claude import build_env
+        from pytest_skilllift.runners.redaction import secret_values
+
+        if self._secrets is None:
+            self._secrets = secret_values(build_env(self.agent, ""))
+        return self._secrets
+
     def _site_host(self, spec: RunSpec) -> str | None:
         url = self.site or spec.prompt.skill_url
         return urlsplit(url).hostname if url else None
@@ -313,9 +363,10 @@ class WeekRun:
         if status != OK:
             return GradedRun(reason=record.get("run_error") or DROP_REASONS.get(status, status),
                              **base)
-        rows = self.week.load_grades(spec.run_id)
+        grading = self.week.load_grading(spec.run_id)
+        rows = None if grading is None else list(grading["rows"])
         judged = False
-        if rows is None:
+        if self._stale(grading):
             held = self.judge_breaker.open_cause() if self.judge_breaker else None
             if held:
                 return GradedRun(reason=f"{DROP_REASONS[OK]}: judge not called",
@@ -328,20 +379,42 @@ class WeekRun:
             judge_ms = int((time.monotonic() - started) * 1000)
             if self.judge_breaker is not None:
                 self.judge_breaker.record(judge_cause(result.error or ""))
+            if result.error is not None and rows is not None:
+                # A regrade that failed: the earlier grades stay (they were paid for).
+                return GradedRun(reason="", rows=_by_key(rows),
+                                 judge_error=f"regrade failed ({result.error}); the earlier "
+                                             "grades are kept", **base)
             if result.error is not None:
-                self.week.save_judge_error(spec.run_id, result.error)
+                self.week.save_judge_error(spec.run_id, self._redacted_text(result.error))
                 return GradedRun(reason=f"{DROP_REASONS[OK]}: judge failed",
                                  judge_error=result.error,
                                  **base)
             rows = score_rows(spec, result)
+            meta = {**judge_meta(result), **(getattr(grader, "provenance", None) or {})}
+            if self.regrade_pass:
+                meta["regrade_pass"] = self.regrade_pass
             self.week.save_grades(spec.run_id, rows, result.model, result.cost_usd, judge_ms,
-                                  meta={**judge_meta(result),
-                                        **(getattr(grader, "provenance", None) or {})})
+                                  meta=meta)
             judged = True
             if self.on_graded is not None:
                 self.on_graded(spec, result)
-        by_key = {f"{r['item_type']}-{r['item_index']}": r for r in rows if r.get("verdict")}
-        return GradedRun(reason="", rows=by_key, judged_now=judged, **base)
+        return GradedRun(reason="", rows=_by_key(rows or []), judged_now=judged, **base)
+
+    def _stale(self, grading: dict[str, Any] | None) -> bool:
+        """Whether a run's grades must be (re)made: none yet, or a regrade pass is on and
+        they are not its own."""
+        if grading is None:
+            return True
+        return bool(self.regrade_pass) and grading.get("regrade_pass") != self.regrade_pass
+
+    def needs_grade(self, run_id: str) -> bool:
+        """Whether grading ``run_id`` now would call the judge (batch judging asks)."""
+        return self._stale(self.week.load_grading(run_id))
+
+
+def _by_key(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Score rows with a verdict, keyed by item key (``must-1``…)."""
+    return {f"{r['item_type']}-{r['item_index']}": r for r in rows if r.get("verdict")}
 
 
 def classify(spec: RunSpec, outcome: RunOutcome, available: bool, budget_hit: bool,

@@ -12,7 +12,8 @@ The stages, each its own function so another grading path (the Message Batches A
 the middle one's place:
 
 1. :func:`plan_regrade` — which runs to grade: every generated run with status ``ok`` and no
-   ``grades.json`` (with ``--fresh``: all of them, see :class:`FreshPass`);
+   ``grades.json`` (with ``--fresh``: all of them, see :class:`FreshPass`; a run's grades are
+   replaced only by a regrade that succeeded, so a judge outage loses none);
 2. :func:`grade_direct` — grade them, ``jobs`` at a time;
 3. ``skilllift judge`` (:func:`pytest_skilllift.cli.judge.finish`) — rebuild
    ``manifest.csv``/``scores.csv`` and the scorecard.
@@ -25,7 +26,6 @@ original keeps its judge. The scorecard's provenance names the judge that graded
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -49,8 +49,13 @@ from pytest_skilllift.week.files import (
     LOCK_FILE,
     OK,
     RUN_FILE,
+    WeekLinkError,
     atomic_write_json,
+    copy_entry_nofollow,
+    copy_tree_nofollow,
+    find_link,
 )
+from pytest_skilllift.week.guard import NotAWeek, check_week_dir
 from pytest_skilllift.week.ledger import Ledger
 
 __all__ = [
@@ -171,10 +176,12 @@ def plan_regrade(week_dir: Path, *, fresh: bool = False,
 
 
 class FreshPass:
-    """``--fresh`` made resumable: the first pass discards every grade of the planned runs and
-    records each run it grades in :data:`FRESH_MARKER`; a pass interrupted and started again
-    with ``--fresh`` keeps what the marker lists instead of paying for it twice. The marker is
-    removed once every planned run is graded."""
+    """``--fresh`` made resumable and safe: the pass has an id (kept in :data:`FRESH_MARKER`)
+    that the grades it writes carry (``regrade_pass``); the engine regrades every planned run
+    whose grades are not this pass's and replaces them only when the new grading succeeded —
+    a failing judge (401, outage) leaves the week's grades as they were. A pass interrupted
+    and started again with ``--fresh`` keeps what it already regraded instead of paying for
+    it twice. The marker is removed once every planned run is graded."""
 
     def __init__(self, week_dir: Path, judge_model: str) -> None:
         self.path = Path(week_dir) / FRESH_MARKER
@@ -188,16 +195,20 @@ class FreshPass:
         self.resumed = bool(resumed and data.get("done") is not None)
         self.done: set[str] = set(data.get("done", [])) if self.resumed else set()
         self.judge_model = judge_model
+        self.pass_id = str(data.get("pass_id") or "") if self.resumed else ""
+        if not self.pass_id:
+            import uuid
+
+            self.pass_id = uuid.uuid4().hex
 
     def start(self, plan: RegradePlan) -> None:
-        """Drop the runs this pass already graded from the plan; discard the others' grades."""
+        """Drop the runs this pass already graded from the plan (nothing is discarded: the
+        others keep their grades until their regrade succeeds)."""
         week = Ledger(plan.week_dir)
         keep = [s for s in plan.specs if s.run_id in self.done
-                and week.load_grades(s.run_id) is not None]
+                and (week.load_grading(s.run_id) or {}).get("regrade_pass") == self.pass_id]
         plan.kept += len(keep)
         plan.specs = [s for s in plan.specs if s not in keep]
-        for spec in plan.specs:
-            discard_grading(week.run_dir(spec.run_id))
         self._write()
 
     def graded(self, run_id: str) -> None:
@@ -211,7 +222,7 @@ class FreshPass:
 
     def _write(self) -> None:
         atomic_write_json(self.path, {"judge_model": self.judge_model,
-                                      "done": sorted(self.done)})
+                                      "pass_id": self.pass_id, "done": sorted(self.done)})
 
 
 def discard_grading(run_dir: Path) -> None:
@@ -226,22 +237,24 @@ def copy_week(src: Path, dst: Path) -> int:
     """
     if src.resolve() == dst.resolve():
         raise RegradeError(f"--out {dst} is the week itself; name another directory")
+    try:
+        check_week_dir(dst, "--out")
+    except NotAWeek as exc:
+        raise RegradeError(str(exc)) from None
+    run_dirs = Ledger(src).run_dirs()
+    for run_dir in run_dirs:  # links are never copied as their targets: refuse them first
+        link = find_link(run_dir)
+        if link is not None:
+            raise RegradeError(f"{WeekLinkError(link, 'and is never copied')}; nothing "
+                               f"was copied into {dst}")
     copied = 0
-    for record_path in sorted(src.glob(f"*/{RUN_FILE}")):
-        run_dir = record_path.parent
+    for run_dir in run_dirs:
         target = dst / run_dir.name
         if (target / RUN_FILE).is_file():
             continue
-        target.mkdir(parents=True, exist_ok=True)
-        for child in run_dir.iterdir():
-            if child.name in NOT_COPIED:
-                continue
-            if child.is_dir():
-                shutil.copytree(child, target / child.name, dirs_exist_ok=True)
-            elif child.name != RUN_FILE:
-                shutil.copy2(child, target / child.name)
+        copy_tree_nofollow(run_dir, target, skip=frozenset(NOT_COPIED) | {RUN_FILE})
         # run.json last: a copy interrupted half-way is redone, never taken for complete.
-        shutil.copy2(record_path, target / RUN_FILE)
+        copy_entry_nofollow(run_dir / RUN_FILE, target / RUN_FILE)
         copied += 1
     return copied
 
@@ -256,12 +269,15 @@ def _no_runner() -> Runner:
 
 
 def grade_direct(plan: RegradePlan, grader: Grader, *, jobs: int = 4,
-                 on_graded: Callable[[GradedRun], None] | None = None) -> list[GradedRun]:
+                 on_graded: Callable[[GradedRun], None] | None = None,
+                 regrade_pass: str = "") -> list[GradedRun]:
     """Grade the planned runs through the engine, ``jobs`` at a time (one API call each per
-    judge sample). Returns the graded runs in completion order."""
+    judge sample). Returns the graded runs in completion order. ``regrade_pass``: a
+    ``--fresh`` pass's id (runs graded otherwise are regraded; see :class:`FreshPass`)."""
     weekrun = WeekRun(Ledger(plan.week_dir),
                       AgentConfig(claude_path="", skills_root=Path(".")), _no_runner,
                       lambda: grader)
+    weekrun.regrade_pass = regrade_pass
     results: list[GradedRun] = []
     pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="skilllift-judge")
     try:

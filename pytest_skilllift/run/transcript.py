@@ -189,8 +189,11 @@ def _events_from_text(text: str) -> tuple[list[dict[str, Any]], int]:
     """Line-delimited events, else a single JSON document; returns (events, bad_lines)."""
     events: list[dict[str, Any]] = []
     bad = 0
-    for line in text.splitlines():
-        line = line.strip()
+    # "\n" only: str.splitlines() also splits at U+2028, U+2029, U+0085 (and \x1c-\x1e),
+    # which Node's JSON.stringify writes raw inside strings — an answer holding one would be
+    # torn into two unparseable halves and silently become no_answer.
+    for line in text.split("\n"):
+        line = line.strip(" \t\r")
         if not line:
             continue
         try:

@@ -81,8 +81,8 @@ from pytest_skilllift.runners.image import (
 )
 from pytest_skilllift.runners.inflight import Inflight, RunInterrupted
 from pytest_skilllift.runners.install import check_family, family_entries, install_root
-from pytest_skilllift.runners.local import redact, secret_values
 from pytest_skilllift.runners.outage import OutageWatch
+from pytest_skilllift.runners.redaction import redact, secret_values
 from pytest_skilllift.week.files import AGENT_SKILLS_FILE, STDERR_FILE, STDOUT_FILE, utc_stamp
 
 LABEL_RUN_ID = "skilllift.run_id"
@@ -466,6 +466,7 @@ class DockerRunner:
             return None
         for family in spec.prompt.installed_families:
             error = check_family(install_root(spec.prompt, cfg.skills_root) / family,
+                                 cfg.max_family_bytes,
                                  allow_unsafe=cfg.allow_unsafe)
             if error is not None:
                 return error

@@ -44,11 +44,14 @@ class Entry:
     source: Path
     #: For links: the relative target to write (resolves inside the installed family).
     link_target: str = ""
+    #: For files: bytes.
+    size: int = 0
 
 
-def family_entries(family_dir: Path) -> list[Entry]:
+def family_entries(family_dir: Path, max_bytes: int | None = None) -> list[Entry]:
     """Every entry of the family, parents before children; raise ``InstallError`` for a
-    missing ``SKILL.md`` or a symlink that leaves the family."""
+    missing ``SKILL.md``, a symlink that leaves the family, or a family whose files together
+    exceed ``max_bytes`` (``--skill-lift-max-family-mb``: each with-skill run copies it)."""
     family_dir = Path(family_dir)
     name = family_dir.name
     if not (family_dir / "SKILL.md").is_file():
@@ -73,12 +76,30 @@ def family_entries(family_dir: Path) -> list[Entry]:
                     dirs.remove(child)  # os.walk would not descend anyway; be explicit
             elif child in dirs:
                 entries.append(Entry(rel, "dir", path))
-            elif stat.S_ISREG(path.lstat().st_mode):
-                entries.append(Entry(rel, "file", path))
+            elif stat.S_ISREG((st := path.lstat()).st_mode):
+                entries.append(Entry(rel, "file", path, size=st.st_size))
             else:  # a FIFO would block the copy, a device has no business in a skill
                 raise InstallError(f"invalid install: {name}/{rel} is not a regular file, "
                                    "directory or link; fix: remove it from the skill family")
+    if max_bytes is not None:
+        _check_size(name, entries, max_bytes)
     return entries
+
+
+def _check_size(family: str, entries: list[Entry], max_bytes: int) -> None:
+    total = sum(e.size for e in entries)
+    if total <= max_bytes:
+        return
+    largest = max((e for e in entries if e.kind == "file"), key=lambda e: e.size)
+    raise InstallError(
+        f"invalid install: skill family {family!r} holds {_mib(total)} of files, over the "
+        f"limit of {_mib(max_bytes)} (--skill-lift-max-family-mb); the largest is "
+        f"{family}/{largest.rel} ({_mib(largest.size)}). Every with-skill run copies the "
+        "family; fix: remove the large files from it, or raise the limit")
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"
 
 
 def _link_entry(family: str, root: Path, link: Path, rel: str) -> Entry:
@@ -105,11 +126,13 @@ def install_root(prompt: Any, skills_root: Path) -> Path:
     return Path(own) if own is not None else Path(skills_root)
 
 
-def check_family(family_dir: Path, *, allow_unsafe: bool = False) -> str | None:
+def check_family(family_dir: Path, max_bytes: int | None = None, *,
+                 allow_unsafe: bool = False) -> str | None:
     """The reason the family cannot be installed, or None: a missing SKILL.md, a link that
-    leaves the family, or (unless ``allow_unsafe``) a critical security finding."""
+    leaves the family, a family over ``max_bytes``, or (unless ``allow_unsafe``) a critical
+    security finding."""
     try:
-        family_entries(family_dir)
+        family_entries(family_dir, max_bytes)
     except InstallError as exc:
         return str(exc)
     return None if allow_unsafe else unsafe_reason(family_dir)

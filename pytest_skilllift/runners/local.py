@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -35,45 +35,34 @@ from pytest_skilllift.runners.claude import build_argv, build_env
 from pytest_skilllift.runners.inflight import Inflight, RunInterrupted
 from pytest_skilllift.runners.install import InstallError, check_family, copy_family, install_root
 from pytest_skilllift.runners.outage import OutageWatch
+from pytest_skilllift.runners.redaction import redact, redact_text, secret_values
 from pytest_skilllift.week.files import AGENT_SKILLS_FILE, STDERR_FILE, STDOUT_FILE, utc_stamp
-
-#: Environment variable names whose values are treated as secrets and redacted from output.
-SECRET_MARKERS: tuple[str, ...] = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
-REDACTED = b"[REDACTED]"
-
-
-def secret_values(env: dict[str, str]) -> list[bytes]:
-    """Values of secret-looking variables (long enough to be worth redacting)."""
-    out = []
-    for name, value in env.items():
-        if any(m in name.upper() for m in SECRET_MARKERS) and len(value) >= 8:
-            out.append(value.encode())
-    # Longest first, so a secret containing another is redacted whole.
-    return sorted(set(out), key=len, reverse=True)
-
-
-def redact(data: bytes, secrets: Iterable[bytes]) -> bytes:
-    """Replace every occurrence of each secret with ``[REDACTED]``."""
-    for s in secrets:
-        if s and s in data:
-            data = data.replace(s, REDACTED)
-    return data
 
 
 def _pump(src: IO[bytes], dest: Path, secrets: list[bytes],
-          on_line: Callable[[bytes], object] | None = None) -> None:
+          on_line: Callable[[bytes], object] | None = None,
+          failed: list[OSError] | None = None) -> None:
     """Copy a child's stream to ``dest`` line by line as it arrives, redacting secrets.
 
     Line-buffered so ``stdout.txt`` can be tailed during a run; a secret split across two
     reads cannot slip through because redaction works on whole lines. ``on_line`` sees each
-    line as it arrives (the outage watch).
+    line as it arrives (the outage watch). A write that fails (the week's disk is full) goes
+    to ``failed`` and the pipe is still drained, or the CLI would block on a full one until
+    the timeout; the runner raises it after the run.
     """
-    with dest.open("wb") as out:
-        for line in iter(src.readline, b""):
-            out.write(redact(line, secrets))
-            out.flush()
-            if on_line is not None:
-                on_line(line)
+    try:
+        with dest.open("wb") as out:
+            for line in iter(src.readline, b""):
+                out.write(redact(line, secrets))
+                out.flush()
+                if on_line is not None:
+                    on_line(line)
+    except OSError as exc:
+        if failed is None:
+            raise
+        failed.append(exc)
+        for _line in iter(src.readline, b""):
+            pass
 
 
 def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
@@ -130,6 +119,7 @@ class LocalRunner:
         families = spec.prompt.installed_families
         for family in families:
             error = check_family(install_root(spec.prompt, cfg.skills_root) / family,
+                                 cfg.max_family_bytes,
                                  allow_unsafe=cfg.allow_unsafe)
             if error is not None:
                 return error
@@ -186,6 +176,8 @@ class LocalRunner:
         stdout_path, stderr_path = run_dir / STDOUT_FILE, run_dir / STDERR_FILE
         t0 = time.time()
         started = utc_stamp(t0)
+        # Our own messages about the run are redacted like the CLI's output.
+        secrets = secret_values(build_env(cfg, ""))
 
         version = ""
 
@@ -195,7 +187,8 @@ class LocalRunner:
             t1 = time.time()
             return RunOutcome(
                 exit_code=exit_code, started_utc=started, ended_utc=utc_stamp(t1),
-                wall_ms=int((t1 - t0) * 1000), timed_out=timed_out, error=error,
+                wall_ms=int((t1 - t0) * 1000), timed_out=timed_out,
+                error=None if error is None else redact_text(error, secrets),
                 runner=self.name, cli_version=version or transcript_cli_version(stdout_path),
                 invalid_install=invalid_install, outage=outage,
             )
@@ -215,7 +208,7 @@ class LocalRunner:
                 err, invalid = f"installing skill {spec.prompt.family!r} failed: {exc}", False
             if err:
                 stdout_path.write_bytes(b"")
-                stderr_path.write_text(err + "\n")
+                stderr_path.write_text(redact_text(err, secrets) + "\n")
                 return outcome(None, error=err, invalid_install=invalid)
             # The prompt goes in on standard input, not argv: a prompt starting with "-" is
             # not read as an option, and no OS limit on one argument (128 KiB) applies.
@@ -242,7 +235,7 @@ class LocalRunner:
                 err = f"could not start {cfg.claude_path!r}: {exc}"
                 prompt_file.unlink(missing_ok=True)
                 stdout_path.write_bytes(b"")
-                stderr_path.write_text(err + "\n")
+                stderr_path.write_text(redact_text(err, secrets) + "\n")
                 return outcome(None, error=err)
 
             prompt_file.unlink()  # the CLI holds it open; nothing else needs to see it
@@ -275,11 +268,12 @@ class LocalRunner:
         watch = (OutageWatch(env.get("ANTHROPIC_BASE_URL", ""), spec.model_id)
                  if self.watch_outages else None)
         assert proc.stdout is not None and proc.stderr is not None
+        failed: list[OSError] = []  # a transcript write that failed (raised after the run)
         pumps = [
             threading.Thread(target=_pump, daemon=True, args=(
-                proc.stdout, stdout_path, secrets, watch.feed if watch else None)),
-            threading.Thread(target=_pump, args=(proc.stderr, stderr_path, secrets),
-                             daemon=True),
+                proc.stdout, stdout_path, secrets, watch.feed if watch else None, failed)),
+            threading.Thread(target=_pump, args=(proc.stderr, stderr_path, secrets, None,
+                                                 failed), daemon=True),
         ]
         for th in pumps:
             th.start()
@@ -304,6 +298,8 @@ class LocalRunner:
                 os.killpg(proc.pid, signal.SIGKILL)
         for th in pumps:
             th.join(timeout=10)
+        if failed:  # the transcript is not whole: the run's files could not be saved
+            raise failed[0]
         if stop == "interrupt" or (self.inflight is not None and self.inflight.stopping
                                    and proc.returncode != 0):
             raise RunInterrupted("the session was interrupted while the run was in flight")

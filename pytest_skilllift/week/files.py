@@ -27,10 +27,13 @@ Layout (the qdrant/skills pipeline's week directory, our files beside it)::
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import functools
 import json
 import os
+import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -83,6 +86,11 @@ SHARD_FILE: Final = "shard.json"
 SPEND_FILE: Final = "spend.json"
 BATCHES_FILE: Final = "judge-batches.json"
 MERGE_FILE: Final = "merge.json"
+#: Held by ``skilllift merge`` on its OUT for the whole merge: two merges into one directory
+#: run one after the other (the second sees the first's runs), never interleaved. Beside
+#: OUT (``.<name>.merge.lock`` in its parent, where the history CSVs are), so a refused merge
+#: leaves no OUT behind.
+MERGE_LOCK: Final = ".{name}.merge.lock"
 #: Trigger tests: their runs and table live in this subfolder of the week, apart from the lift.
 TRIGGERS_DIR: Final = "triggers"
 #: Inside ``<week>/``: ``skilllift view``'s site (derived from the week, never a run).
@@ -154,15 +162,163 @@ def _umask() -> int:
     return mask
 
 
+class WeekLinkError(OSError):
+    """A path of the week (a run folder, a CSV, a lock or a per-run file) is a symbolic link.
+
+    Nothing in a week is ever followed out of it: a link restored from a cache or planted in
+    an artifact would otherwise make a reset delete the files it points to, a write land
+    outside the week, or a copy carry a host file into another week."""
+
+    def __init__(self, path: Path, what: str = "") -> None:
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        super().__init__(
+            errno.ELOOP,
+            f"{path} is a symbolic link (-> {target}){' ' + what if what else ''}; nothing in a "
+            "week directory is followed out of it. Fix: replace the link with the real "
+            "file or folder, or remove it")
+        self.path = Path(path)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class WeekWriteError(OSError):
+    """A file of the week could not be written (full disk, read-only or foreign-owned
+    directory): the message names the path, the reason and the fix. The session stops at
+    the first one: every later run would fail the same way after being paid for."""
+
+    def __init__(self, path: Path, exc: OSError) -> None:
+        reason = exc.strerror or str(exc)
+        fix = {errno.ENOSPC: "free space on that filesystem",
+               errno.EDQUOT: "free space within your disk quota",
+               errno.EROFS: "choose a writable --skill-lift-out directory",
+               errno.EACCES: "make the directory writable or choose another one",
+               errno.EPERM: "make the directory writable or choose another one"}.get(
+                   exc.errno or 0, "fix the filesystem")
+        super().__init__(exc.errno, f"cannot write {path}: {reason}; {fix}, then run the "
+                         "same command again (what is already in the week is kept)")
+        self.path = Path(path)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def no_link(path: Path, what: str = "") -> Path:
+    """``path``, after checking it is not a symbolic link (:class:`WeekLinkError`)."""
+    if os.path.islink(path):
+        raise WeekLinkError(Path(path), what)
+    return Path(path)
+
+
+def read_bytes_nofollow(path: Path) -> bytes:
+    """The content of a regular file, never through a link (``O_NOFOLLOW``): a per-run file
+    that is a link raises :class:`WeekLinkError`, a missing one ``FileNotFoundError``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise WeekLinkError(Path(path)) from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise IsADirectoryError(errno.EISDIR, f"{path} is not a regular file")
+        return fh.read()
+
+
+def read_text_nofollow(path: Path) -> str:
+    """:func:`read_bytes_nofollow` decoded as UTF-8."""
+    return read_bytes_nofollow(path).decode("utf-8")
+
+
+#: Bytes read at a time when a file is hashed or copied (a 2 GiB file costs 1 MiB of memory).
+CHUNK: Final = 1 << 20
+
+
+def update_with_file(digest: Any, path: Path, *, sized: bool = False) -> None:
+    """Feed ``path``'s bytes to ``digest`` in :data:`CHUNK` pieces, never the whole file in
+    memory; ``sized``: the 8-byte length first (the same bytes as ``len(data) + data``).
+    A link is never followed (``O_NOFOLLOW``)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if sized:
+            digest.update(os.fstat(fh.fileno()).st_size.to_bytes(8, "big"))
+        while chunk := fh.read(CHUNK):
+            digest.update(chunk)
+
+
+def find_link(folder: Path) -> Path | None:
+    """The first symbolic link at or under ``folder`` (never descending through one), or
+    None: what a copy between weeks checks before it copies anything."""
+    folder = Path(folder)
+    if os.path.islink(folder):
+        return folder
+    for current, dirs, names in os.walk(folder, followlinks=False):
+        for name in sorted([*dirs, *names]):
+            path = Path(current) / name
+            if os.path.islink(path):
+                return path
+    return None
+
+
+def copy_tree_nofollow(src: Path, dst: Path, *, skip: frozenset[str] = frozenset()) -> None:
+    """Copy the folder ``src`` to ``dst`` (created): regular files and folders only. A link
+    anywhere in it raises :class:`WeekLinkError` — a copy between weeks never carries a link's
+    target (a host file) into the other week. ``skip``: top-level names left out."""
+    no_link(src)
+    Path(dst).mkdir(parents=True, exist_ok=True)
+    for entry in sorted(os.scandir(src), key=lambda e: e.name):
+        if entry.name in skip:
+            continue
+        copy_entry_nofollow(Path(entry.path), Path(dst) / entry.name)
+
+
+def copy_entry_nofollow(src: Path, dst: Path) -> None:
+    """Copy one file or folder (:func:`copy_tree_nofollow`'s rules)."""
+    mode = os.lstat(src).st_mode
+    if stat.S_ISLNK(mode):
+        raise WeekLinkError(src, "and is not copied")
+    if stat.S_ISDIR(mode):
+        copy_tree_nofollow(src, dst)
+    elif stat.S_ISREG(mode):
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as fin, open(dst, "xb") as fout:
+            shutil.copyfileobj(fin, fout, CHUNK)
+        shutil.copystat(src, dst, follow_symlinks=False)
+    else:
+        raise OSError(errno.EINVAL, f"{src} is not a regular file or folder; not copied")
+
+
+def clear_dir_nofollow(folder: Path, keep: frozenset[str] = frozenset()) -> None:
+    """Delete what is inside ``folder`` (itself never a link), ``keep`` excepted; a link
+    inside is removed as a link, never followed (``shutil.rmtree`` does not follow either)."""
+    no_link(folder)
+    for entry in os.scandir(folder):
+        if entry.name in keep:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so readers see the old or the new content, never a mix.
 
     Temp file in the same directory, fsync, ``os.replace``: a SIGKILL at any moment leaves
-    either file whole.  Creates the parent directory.
+    either file whole.  Creates the parent directory.  A ``path`` that is a symbolic link
+    is refused (:class:`WeekLinkError`); a write the filesystem refuses (full, read-only)
+    raises :class:`WeekWriteError` naming the path.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    no_link(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _write_error(path, exc) from None
     try:
         # mkstemp makes 0600; the file gets the mode any other would (0666 less the umask).
         os.fchmod(fd, 0o666 & ~_umask())
@@ -171,10 +327,23 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise _write_error(path, exc) from None
         raise
+
+
+#: Errors that say the filesystem refuses writes (not a bug of ours, not the file's content).
+WRITE_REFUSED: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
+                                  errno.EPERM})
+
+
+def _write_error(path: Path, exc: OSError) -> OSError:
+    if isinstance(exc, (WeekWriteError, WeekLinkError)):
+        return exc
+    return WeekWriteError(path, exc) if exc.errno in WRITE_REFUSED else exc
 
 
 @contextlib.contextmanager
@@ -182,9 +351,16 @@ def file_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (created, with its folder) for the ``with`` block.
 
     Across processes (xdist workers, concurrent sessions): a second holder waits here until
-    the first leaves its block."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
+    the first leaves its block. A lock file that is a link is refused (``O_NOFOLLOW``: opening
+    it for writing would truncate whatever it points to)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise WeekLinkError(path, "(a lock file)") from None
+        raise _write_error(path, exc) from None
+    with os.fdopen(fd, "w") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             yield

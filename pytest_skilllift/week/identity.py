@@ -52,6 +52,7 @@ from pytest_skilllift.week.files import (
     WEEK_JSON_LOCK,
     atomic_write_text,
     file_lock,
+    update_with_file,
     utc_stamp,
 )
 
@@ -137,10 +138,14 @@ def skill_family_hash(skills_root: Path, family: str) -> str:
         rel = path.relative_to(base).as_posix().encode()
         digest.update(len(rel).to_bytes(4, "big") + rel)
         try:
-            data = b"link:" + os.readlink(path).encode() if link else path.read_bytes()
+            if link:
+                data = b"link:" + os.readlink(path).encode()
+                digest.update(len(data).to_bytes(8, "big") + data)
+            else:  # streamed: a 2 GiB file is never held in memory
+                update_with_file(digest, path, sized=True)
         except OSError as exc:  # unreadable: the install will say so; hash the reason
             data = f"unreadable:{exc.strerror}".encode()
-        digest.update(len(data).to_bytes(8, "big") + data)
+            digest.update(len(data).to_bytes(8, "big") + data)
     return digest.hexdigest()
 
 

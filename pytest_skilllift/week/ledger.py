@@ -14,7 +14,7 @@ import contextlib
 import csv
 import io
 import json
-import shutil
+import os
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,9 +35,14 @@ from pytest_skilllift.week.files import (
     MANIFEST_CSV,
     RUN_FILE,
     SCORES_CSV,
+    WeekLinkError,
     atomic_write_json,
     atomic_write_text,
+    clear_dir_nofollow,
     file_lock,
+    no_link,
+    read_bytes_nofollow,
+    read_text_nofollow,
 )
 from pytest_skilllift.week.ledger_checks import LedgerWarning, grades_problem, run_problem
 
@@ -57,7 +62,28 @@ class Ledger:
         return self.root / SCORES_CSV
 
     def run_dir(self, run_id: str) -> Path:
-        return self.root / run_id
+        """``<week>/<run_id>``; :class:`~pytest_skilllift.week.files.WeekLinkError` when it
+        is a symbolic link (a reset would delete, and a run write, what it points to)."""
+        return no_link(self.root / run_id, "(a run folder)")
+
+    def run_dirs(self) -> list[Path]:
+        """The week's run folders (those holding ``run.json``), sorted; a folder that is a
+        link is left out with a warning naming it (never read through)."""
+        out = []
+        try:
+            entries = sorted(os.scandir(self.root), key=lambda e: e.name)
+        except FileNotFoundError:
+            return []
+        for entry in entries:
+            if entry.is_symlink():
+                if os.path.exists(os.path.join(entry.path, RUN_FILE)):
+                    warnings.warn(LedgerWarning(f"{entry.path}: {WeekLinkError(Path(entry.path))}"
+                                                "; left out of the week"), stacklevel=2)
+                continue
+            if entry.is_dir(follow_symlinks=False) and os.path.lexists(
+                    os.path.join(entry.path, RUN_FILE)):
+                out.append(Path(entry.path))
+        return out
 
     @contextlib.contextmanager
     def lock(self, run_id: str) -> Iterator[None]:
@@ -77,9 +103,13 @@ class Ledger:
     # -- grades -------------------------------------------------------------------------
     def load_grades(self, run_id: str) -> list[dict[str, Any]] | None:
         """The run's score rows, or None when absent or unusable (then it is regraded)."""
-        data = _checked(self.run_dir(run_id) / GRADES_FILE, grades_problem,
-                        "the run is graded again")
+        data = self.load_grading(run_id)
         return None if data is None else list(data["rows"])
+
+    def load_grading(self, run_id: str) -> dict[str, Any] | None:
+        """The run's whole ``grades.json`` (rows and how it was judged), or None."""
+        return _checked(self.run_dir(run_id) / GRADES_FILE, grades_problem,
+                        "the run is graded again")
 
     def save_grades(self, run_id: str, rows: list[dict[str, Any]], judge_model: str,
                     cost_usd: float, judge_ms: int | None = None,
@@ -104,38 +134,25 @@ class Ledger:
 
     def judge_error(self, run_id: str) -> str | None:
         try:
-            return (self.run_dir(run_id) / JUDGE_ERROR_FILE).read_text(encoding="utf-8").strip()
+            return read_text_nofollow(self.run_dir(run_id) / JUDGE_ERROR_FILE).strip()
         except FileNotFoundError:
             return None
 
-    def discard_grades(self) -> int:
-        """``--skill-lift-fresh``: forget every grade (and the derived scores.csv)."""
-        count = 0
-        for grades in self.root.glob(f"*/{GRADES_FILE}"):
-            grades.unlink()
-            count += 1
-        with contextlib.suppress(FileNotFoundError):
-            self.scores_csv.unlink()
-        return count
-
     def reset_run(self, run_id: str) -> None:
-        """Remove a run's files before regenerating it (a retried errored run)."""
+        """Remove a run's files before regenerating it (a retried errored run). A run folder
+        that is a link is refused, a link inside it removed as a link (never followed)."""
         run_dir = self.run_dir(run_id)
-        for child in run_dir.iterdir():
-            if child.name == LOCK_FILE:
-                continue
-            if child.is_dir():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
+        with contextlib.suppress(FileNotFoundError):
+            clear_dir_nofollow(run_dir, keep=frozenset({LOCK_FILE}))
 
     # -- derived CSVs -------------------------------------------------------------------
     def run_records(self) -> list[dict[str, Any]]:
         """All finished runs, in a stable order (prompt, model, condition, rep)."""
         records = []
-        for path in sorted(self.root.glob(f"*/{RUN_FILE}")):
-            data = _checked(path, run_problem, "left out of manifest.csv until the run is "
-                            "generated again (rerun pytest --skill-lift)")
+        for folder in self.run_dirs():
+            data = _checked(folder / RUN_FILE, run_problem,
+                            "left out of manifest.csv until the run is generated again "
+                            "(rerun pytest --skill-lift)")
             if data is not None:
                 records.append(data)
         records.sort(key=lambda r: (r.get("prompt", ""), r.get("model", ""),
@@ -163,8 +180,11 @@ def _checked(path: Path, problem: Any, action: str) -> dict[str, Any] | None:
     """A ledger file's content when it has the expected shape; otherwise None and one
     warning naming the file, what is wrong and what happens to the run."""
     try:
-        raw = path.read_bytes()
+        raw = read_bytes_nofollow(path)
     except FileNotFoundError:
+        return None
+    except WeekLinkError as exc:
+        warnings.warn(LedgerWarning(f"{exc}; {action}"), stacklevel=3)
         return None
     except OSError as exc:
         warnings.warn(LedgerWarning(f"{path}: cannot be read ({exc.strerror}); {action}"),

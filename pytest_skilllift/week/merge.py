@@ -36,12 +36,18 @@ from pytest_skilllift.week.files import (
     GRADING_FILES,
     LOCK_FILE,
     MERGE_FILE,
+    MERGE_LOCK,
     RUN_FILE,
     TRIGGERS_DIR,
     VIEW_DIR,
+    WeekLinkError,
     atomic_write_json,
+    copy_tree_nofollow,
+    file_lock,
+    find_link,
     utc_stamp,
 )
+from pytest_skilllift.week.guard import NotAWeek, check_week_dir
 from pytest_skilllift.week.shards import ShardPlan, ShardPlanError, read_plan
 from pytest_skilllift.week.spend import read_spend, update_spend
 
@@ -59,14 +65,25 @@ class MergeRefused(Exception):
 
 
 def _files(run_dir: Path) -> dict[str, str]:
-    """Relative path → SHA-256 of every file of a run directory (the lock excluded)."""
+    """Relative path → SHA-256 of every file of a run directory (the lock excluded). A link
+    in it refuses the merge (:class:`~pytest_skilllift.week.files.WeekLinkError`): a merge
+    never copies a link's target into OUT."""
+    link = find_link(run_dir)
+    if link is not None:
+        raise MergeRefused([f"{WeekLinkError(link, 'and is never copied')}"])
     out: dict[str, str] = {}
-    for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
-        rel = path.relative_to(run_dir).as_posix()
-        if rel == LOCK_FILE:
-            continue
-        out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
+    for current, _dirs, names in os.walk(run_dir):
+        for name in names:
+            path = Path(current) / name
+            rel = path.relative_to(run_dir).as_posix()
+            if rel == LOCK_FILE:
+                continue
+            digest = hashlib.sha256()
+            with path.open("rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    digest.update(chunk)
+            out[rel] = digest.hexdigest()
+    return dict(sorted(out.items()))
 
 
 @dataclass(frozen=True)
@@ -100,6 +117,8 @@ def _run_dirs(week_dir: Path, incomplete: list[tuple[Path, str]]) -> list[str]:
         except OSError:
             continue
         for entry in entries:
+            if entry.is_symlink() and not entry.name.startswith("."):
+                raise MergeRefused([f"{WeekLinkError(Path(entry.path), '(a run folder)')}"])
             if not entry.is_dir() or entry.name.startswith(".") or (
                     not prefix and entry.name in (TRIGGERS_DIR, VIEW_DIR)):
                 continue
@@ -230,8 +249,18 @@ def _identity_problems(week_dirs: Sequence[Path]) -> tuple[list[str], Any]:
 
 def merge_shards(out: Path, shards: Sequence[Path]) -> MergeResult:
     """Merge ``shards`` into ``out`` (see the module docstring); :class:`MergeRefused` when
-    they cannot be merged, before anything is copied."""
+    they cannot be merged, before anything is copied. Holds ``OUT``'s merge lock throughout:
+    concurrent merges into one directory take turns."""
     out = Path(out)
+    try:
+        check_week_dir(out, "OUT")
+    except NotAWeek as exc:
+        raise MergeRefused([str(exc)]) from None
+    with file_lock(out.absolute().parent / MERGE_LOCK.format(name=out.absolute().name)):
+        return _merge_locked(out, shards)
+
+
+def _merge_locked(out: Path, shards: Sequence[Path]) -> MergeResult:
     problems: list[str] = []
     shards = list(dict.fromkeys(Path(s) for s in shards))  # the same path twice is one
     for s in shards:
@@ -327,8 +356,7 @@ def merge_shards(out: Path, shards: Sequence[Path]) -> MergeResult:
         target = out / run_id
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.parent / f"{_TMP_PREFIX}{target.name}"
-        shutil.copytree(copy.source / run_id, tmp,
-                        ignore=shutil.ignore_patterns(LOCK_FILE))
+        copy_tree_nofollow(copy.source / run_id, tmp, skip=frozenset({LOCK_FILE}))
         if replaces:
             old = target.parent / f"{_TMP_PREFIX}old-{target.name}"
             os.replace(target, old)

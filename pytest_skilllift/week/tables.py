@@ -52,6 +52,7 @@ from pytest_skilllift.week.files import (
     STATUS_OK,
     TRANSCRIPT_ORDER,
     UTC_STAMP_FORMAT,
+    WeekLinkError,
 )
 
 #: Verdict strings that mean "the judge gave no usable verdict" (judge or parse error).
@@ -307,6 +308,9 @@ def _read_csv(
     cells are re-read as text, the bad cells reported by row and set to null.
     """
     name = path.name
+    if path.is_symlink():  # never read through: it may name any file of the host
+        problems.append(Problem(name, f"{WeekLinkError(path)}"))
+        return None, []
     if not path.exists():
         problems.append(Problem(name, "file not found"))
         return None, []

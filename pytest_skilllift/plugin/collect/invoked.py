@@ -21,6 +21,7 @@ import pytest
 from pytest_skilllift.model import RunSpec
 from pytest_skilllift.plugin.findings import Finding
 from pytest_skilllift.plugin.hookcalls import HookError
+from pytest_skilllift.report.terminal_text import terminal_safe
 from pytest_skilllift.week.columns import VERIFIED
 from pytest_skilllift.week.files import AUDIT_FILE, COMPLETED
 
@@ -71,7 +72,7 @@ class InvokedTest(pytest.Function):
         record = self.state.week.load_run(self.run.run_id) or {}
         outcome, why = invoked_outcome(graded.status, str(record.get("invocation_status", "")))
         if outcome == "skip":
-            pytest.skip(why)
+            pytest.skip(terminal_safe(why))
         self.user_properties.append(("invocation", why))
         if outcome == "fail":
             raise InvocationFinding(why, self._evidence())
@@ -93,7 +94,7 @@ class InvokedTest(pytest.Function):
             lines = [f"{self.run.prompt.family} {status} (not VERIFIED) on "
                      f"{self.run.model_label}, {self.run.condition} r{self.run.rep}"]
             if evidence:
-                lines.append(f"  audit: {evidence}")
+                lines.append(f"  audit: {terminal_safe(evidence)}")
             lines.append(f"  transcript: {self.state.settings.out_dir}/{self.run.run_id}"
                          "/stdout.txt")
             return "\n".join(lines)

@@ -20,6 +20,7 @@ from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec, split_agent
 from pytest_skilllift.plugin.collect.invoked import INVOKED, InvokedTest
 from pytest_skilllift.plugin.findings import Finding
 from pytest_skilllift.plugin.hookcalls import HookError
+from pytest_skilllift.report.terminal_text import terminal_safe
 from pytest_skilllift.run.arms import arm_prompt
 from pytest_skilllift.run.engine import GradedRun, NotStarted, make_run_id
 from pytest_skilllift.run.matrix import keywords_of
@@ -228,11 +229,11 @@ class RubricTest(pytest.Function):
         status = "ungraded" if graded.judge_error else graded.status
         self.user_properties.append(("skilllift_run", f"{graded.run_id}|{status}"))
         if graded.status != OK:
-            pytest.skip(f"run excluded ({graded.status}): {graded.reason}")
+            pytest.skip(terminal_safe(f"run excluded ({graded.status}): {graded.reason}"))
         row = graded.rows.get(self.item.key)
         if row is None:
             why = graded.judge_error or "the judge gave no usable verdict for this item"
-            pytest.skip(f"ungraded: {why}")
+            pytest.skip(terminal_safe(f"ungraded: {why}"))
         verdict, evidence = row["verdict"], row.get("evidence_quote", "")
         self.user_properties += [("verdict", verdict), ("evidence", evidence)]
         if (self.item.type, verdict) in (("must", "missing"), ("avoid", "violated")):
@@ -244,9 +245,10 @@ class RubricTest(pytest.Function):
             return str(excinfo.value)  # the user's hook, named; our call stack is noise
         if isinstance(excinfo.value, RubricFailure):
             verdict, evidence = excinfo.value.args
-            lines = [f"{self.item.key} {verdict}: {self.item.text}"]
+            # Model text is data: no escape sequence or workflow command reaches the log.
+            lines = [f"{self.item.key} {verdict}: {terminal_safe(self.item.text)}"]
             if evidence:
-                lines.append(f"  evidence: \"{evidence}\"")
+                lines.append(f"  evidence: \"{terminal_safe(evidence)}\"")
             lines.append(f"  transcript: {self.config.stash[SESSION_KEY].settings.out_dir}"
                          f"/{self.run.run_id}/stdout.txt")
             return "\n".join(lines)

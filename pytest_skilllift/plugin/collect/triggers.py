@@ -16,6 +16,7 @@ import pytest
 
 from pytest_skilllift.plugin.collect.items import SESSION_KEY
 from pytest_skilllift.plugin.findings import Finding
+from pytest_skilllift.report.terminal_text import terminal_safe
 from pytest_skilllift.run.engine import NotStarted
 from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.triggers import (
@@ -123,7 +124,8 @@ class TriggerTest(pytest.Item):
             pytest.skip(str(not_started))
         self.user_properties.append(("skilllift_trigger", f"{result.run_id}|{result.status}"))
         if result.status != OK:
-            pytest.skip(f"trigger run not measured ({result.status}): {result.reason}")
+            pytest.skip(terminal_safe(f"trigger run not measured ({result.status}): "
+                                      f"{result.reason}"))
         self.user_properties += [("trigger", result.finding),
                                  ("fired", ",".join(result.fired + result.fired_other))]
         if not result.passed:

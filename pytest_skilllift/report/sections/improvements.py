@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
-from pytest_skilllift.report.markdown import signed
+from pytest_skilllift.report.markdown import signed, untrusted
 from pytest_skilllift.report.quotes import Quote, verdict_quotes
 from pytest_skilllift.report.sections.audit import impact_labels
 from pytest_skilllift.report.sections.prompts import prompt_rows
@@ -198,8 +198,9 @@ def render(card: Scorecard) -> list[str]:
                  "model, or was misused on the strongest model._\n")
         return L
     for it in imp["items"]:
-        L.append(f"- **{it['skill']}** (prompt {it['prompt']}) — {it['pattern']}: "
-                 f"{it['suggestion']}.  \n  Evidence: {it['evidence']}")
+        L.append(f"- **{untrusted(it['skill'])}** (prompt {untrusted(it['prompt'])}) — "
+                 f"{it['pattern']}: {it['suggestion']}.  \n  Evidence: "
+                 f"{untrusted(it['evidence'])}")
     strongest = imp["strongest_model"]
     L.append("\n_The cross-model patterns of the SkillsBench trajectory audit; none is a "
              "blocker. A prompt measures one skill (its target SKILL.md, in the family it "

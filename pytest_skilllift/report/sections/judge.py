@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict
 
-from pytest_skilllift.report.markdown import md_table
+from pytest_skilllift.report.markdown import md_table, untrusted
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.card import Scorecard
@@ -145,8 +145,8 @@ def build(ctx: Context) -> Data:
 
 
 def _cell(text: object, width: int = 0) -> str:
-    value = " ".join(str(text).split()).replace("|", "\\|")
-    return value[:width] if width else value
+    value = " ".join(str(text).split())
+    return untrusted(value[:width] if width else value)
 
 
 def _capped(shown: int, total: int, what: str) -> list[str]:
