@@ -188,11 +188,13 @@ def test_shards_add_up_to_the_unsharded_week(weeks: dict[str, Any],
     assert rows(merged / "manifest.csv", *MANIFEST) == rows(ref / "manifest.csv", *MANIFEST)
     assert rows(merged / "scores.csv", *SCORES) == rows(ref / "scores.csv", *SCORES)
     card, ref_card = (json.loads((d / SCORECARD_JSON).read_text()) for d in (merged, ref))
-    # the lift exactly; every per-model number but the dollar delta (each generation's cost is
-    # the CLI's token count of its own run, which carries the run's temporary paths)
+    # the lift exactly; every per-model number but the dollar delta and its paired SE (each
+    # generation's cost is the CLI's token count of its own run, which carries the run's
+    # temporary paths)
     differ = {(m, k) for m in ref_card["models"] for k in ref_card["models"][m]
               if card["models"][m][k] != ref_card["models"][m][k]}
-    assert differ <= {(m, "cost_delta") for m in ref_card["models"]}, differ
+    assert differ <= {(m, k) for m in ref_card["models"]
+                      for k in ("cost_delta", "cost_delta_paired")}, differ
     assert card["models"]["haiku"]["must_lift"] is not None
     assert card["coverage"]["graded_runs"] == ref_card["coverage"]["graded_runs"] == 4
     # week.json: each shard records its shard; the merge holds the same identity, unsharded
