@@ -217,3 +217,28 @@ def test_a_ref_run_reuses_the_source_weeks_with_skill_run_of_the_same_family(
     Ledger(week).rebuild_csvs()
     manifest = (week / "manifest.csv").read_text()
     assert "with-skill@v1" in manifest
+
+
+def test_a_linked_file_in_the_source_run_is_never_copied(tmp_path: Path) -> None:
+    """``--skill-lift-baseline-from`` copies a run folder between weeks: a link in it (a week
+    restored from a cache, or planted) is not followed — the run is generated here instead,
+    and the link's target (a host file) never lands in this week."""
+    src = source_week(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("not yours\n")
+    old = src / "p-sonnet-no-skill-r1-20260801" / STDOUT_FILE
+    old.unlink()
+    old.symlink_to(outside / "precious.txt")
+    week = tmp_path / "weekly" / "20260808"
+    runner, grader = FakeRunner(), CountingGrader()
+    e = reuse_engine(week, src, True, runner, grader)
+    graded = e.result(week_spec("no-skill", 1))
+    assert graded.status == "ok" and graded.generated_now  # generated, not reused
+    assert runner.calls == ["p-sonnet-no-skill-r1-20260808"]
+    run = json.loads((week / "p-sonnet-no-skill-r1-20260808" / "run.json").read_text())
+    assert "is a symbolic link" in run["baseline_reason"] and "baseline_from" not in run
+    assert not any(p.is_file() and "not yours" in p.read_text(errors="replace")
+                   for p in week.rglob("*") if not p.is_symlink())
+    assert not any(p.is_symlink() for p in week.rglob("*"))
+    assert e.result(week_spec("no-skill", 2)).generated_now is False  # r2 is reused as usual
