@@ -4,7 +4,6 @@ other APIs, and a missing agent CLI as a usage error naming its npm package."""
 from __future__ import annotations
 
 import json
-import os
 import tomllib
 import urllib.request
 from pathlib import Path
@@ -147,7 +146,9 @@ def test_a_missing_agent_cli_is_a_usage_error_naming_the_npm_package(
     (pytester.path / "evals" / "test-prompts" / "p.json").write_text(
         (DEMO_PROJECT / "evals" / "test-prompts" / "git-bisect-regression.json").read_text())
     (pytester.path / "skills").symlink_to(DEMO_PROJECT / "skills")
-    monkeypatch.setenv("PATH", os.defpath)  # no npm CLIs on it
+    # No npm CLIs on it (.ci/run installs them into /usr/bin, so not even the default PATH).
+    (pytester.path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(pytester.path / "bin"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(pytester.path / "cache"))  # nor in the cache
     result = pytester.runpytest_subprocess(
         "--skill-lift", "--skill-lift-demo", "-p", "no:cacheprovider",

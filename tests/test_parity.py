@@ -157,9 +157,16 @@ def test_baseline_self_served(ref: dict[str, str], our_md: dict[str, str]) -> No
     assert bullets(our_md[title]) == bullets(ref[title])
 
 
+def _rendered(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Cells as a markdown viewer shows them: our scorecard escapes model text (a backslash
+    before markdown punctuation renders as the character itself), the reference does not."""
+    return [{k: re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", v) for k, v in row.items()}
+            for row in rows]
+
+
 def test_avoid_violations(ref: dict[str, str], our_md: dict[str, str]) -> None:
     title = "`avoid` violations (most damaging failures)"
-    assert table(our_md[title]) == table(ref[title])
+    assert _rendered(table(our_md[title])) == _rendered(table(ref[title]))
 
 
 def test_coverage(ref: dict[str, str], our_md: dict[str, str], ours: Summary) -> None:
