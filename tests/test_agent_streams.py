@@ -93,6 +93,25 @@ def test_no_skill_streams(agent: str, stream: str) -> None:
     assert audit_invocation(tr, family=FAMILY).status == NOT_INVOKED
 
 
+@pytest.mark.parametrize("agent,stream", [
+    ("codex", "exec-json-stream-noskill.jsonl"),
+    ("gemini-cli", "stream-json-noskill.jsonl"),
+    ("opencode", "run-json-noskill.jsonl"),
+])
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\u0085"], ids=["LS", "PS", "NEL"])
+def test_an_answer_with_a_unicode_line_separator_is_still_the_answer(
+        agent: str, stream: str, sep: str) -> None:
+    """Node writes U+2028 / U+2029 / U+0085 raw inside JSON strings: the stream is split on
+    "\n" only, as Claude Code's is, or the answer's event would be torn and dropped."""
+    text = (DATA / agent / stream).read_text().replace(
+        "FINAL ANSWER: the skill says", f"FINAL ANSWER:{sep}the skill says")
+    assert sep in text
+    tr = parse_agent_stream(agent, text, listing(agent, ()), model="m")
+    sig = extract_signals(tr, family=FAMILY, leaf=f"{FAMILY}/SKILL.md", site_host=None)
+    assert tr.bad_lines == 0
+    assert sig.final_answer == f"FINAL ANSWER:{sep}the skill says [nothing]"
+
+
 def test_cost_reported_else_priced_from_tokens_else_none() -> None:
     _, oc = signals("opencode", "run-json-read.jsonl")
     assert oc.total_cost_usd == pytest.approx(2 * 0.000105)  # OpenCode reports it per step

@@ -28,7 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.model import CLAUDE_CODE, RunSpec
-from pytest_skilllift.run.transcript import Transcript, parse_events, parse_transcript
+from pytest_skilllift.run.transcript import (
+    Transcript,
+    decode_lines,
+    parse_events,
+    parse_transcript,
+)
 from pytest_skilllift.week.files import AGENT_SKILLS_FILE
 
 #: Where the three agents find the installed skills, relative to HOME (the user scope all
@@ -309,24 +314,6 @@ def _opencode(lines: list[dict[str, Any]], out: _Events) -> None:
             out.ended = True
 
 
-def _decode(text: str) -> tuple[list[dict[str, Any]], int]:
-    events, bad = [], 0
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            bad += 1
-            continue
-        if isinstance(obj, dict):
-            events.append(obj)
-        else:
-            bad += 1
-    return events, bad
-
-
 def parse_agent_stream(agent: str, stream: str, listing: str | None, *, model: str,
                        cli_version: str = "", skill_bodies: Mapping[str, str] | None = None,
                        path: Path | None = None) -> Transcript:
@@ -338,7 +325,7 @@ def parse_agent_stream(agent: str, stream: str, listing: str | None, *, model: s
     SKILL.md texts by skill name, for a skill tool whose stream shows only a summary
     (Gemini CLI). Never raises.
     """
-    lines, bad = _decode(stream)
+    lines, bad = decode_lines(stream)  # the same line rule as Claude Code's stream-json
     out = _Events()
     if agent == "codex":
         _codex(lines, out)

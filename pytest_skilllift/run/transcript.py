@@ -185,13 +185,15 @@ def _text_of(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _events_from_text(text: str) -> tuple[list[dict[str, Any]], int]:
-    """Line-delimited events, else a single JSON document; returns (events, bad_lines)."""
+def decode_lines(text: str) -> tuple[list[dict[str, Any]], int]:
+    """An agent CLI's line-delimited JSON events; returns (events, bad_lines).
+
+    Split on "\n" only: str.splitlines() also splits at U+2028, U+2029, U+0085 (and
+    \x1c-\x1e), which Node's JSON.stringify writes raw inside strings — an answer holding
+    one would be torn into two unparseable halves and silently become no_answer.
+    """
     events: list[dict[str, Any]] = []
     bad = 0
-    # "\n" only: str.splitlines() also splits at U+2028, U+2029, U+0085 (and \x1c-\x1e),
-    # which Node's JSON.stringify writes raw inside strings — an answer holding one would be
-    # torn into two unparseable halves and silently become no_answer.
     for line in text.split("\n"):
         line = line.strip(" \t\r")
         if not line:
@@ -205,6 +207,12 @@ def _events_from_text(text: str) -> tuple[list[dict[str, Any]], int]:
             events.append(obj)
         else:
             bad += 1
+    return events, bad
+
+
+def _events_from_text(text: str) -> tuple[list[dict[str, Any]], int]:
+    """Line-delimited events, else a single JSON document; returns (events, bad_lines)."""
+    events, bad = decode_lines(text)
     if bad:
         # ``--output-format json`` writes one (pretty-printed) document: an object, or with
         # --verbose an array of events. Only accept it when the whole text parses.
