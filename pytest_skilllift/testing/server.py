@@ -718,15 +718,20 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.send_header("request-id", "req_" + uuid.uuid4().hex[:24])
         self.end_headers()
-        events = list(sse_events(msg))
+        frames = [f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+                  for name, data in sse_events(msg)]
         # A truncated stream stops after message_start and part of the first block, the way a
         # dropped upstream connection does: no message_stop, no terminating chunk.
-        cut = min(3, len(events) - 1) if fault == "truncate" else len(events)
+        self._stream_frames(frames, keep=3 if fault == "truncate" else None)
+
+    def _stream_frames(self, frames: list[bytes], *, keep: int | None) -> None:
+        """Send SSE ``frames`` as chunks and end the stream; with ``keep``, only that many
+        (at most all but the last) and then hang up, as a dropped connection does."""
+        cut = len(frames) if keep is None else min(keep, len(frames) - 1)
         try:
-            for name, data in events[:cut]:
-                frame = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+            for frame in frames[:cut]:
                 self._write_chunk(frame)
-            if fault == "truncate":
+            if keep is not None:
                 self._hang_up()
                 return
             self.wfile.write(b"0\r\n\r\n")
@@ -816,17 +821,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        cut = min(2, len(frames) - 1) if fault == "truncate" else len(frames)
-        try:
-            for frame in frames[:cut]:
-                self._write_chunk(frame)
-            if fault == "truncate":
-                self._hang_up()
-                return
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
+        self._stream_frames(frames, keep=2 if fault == "truncate" else None)
 
     def _authorized_any(self) -> bool:
         """The key check for every API: ``x-api-key``, ``x-goog-api-key`` or a bearer token."""
