@@ -39,18 +39,6 @@ def rep_scores(week: Path) -> np.ndarray:
     return np.moveaxis(s.aggregates.rep_composite[:, :, 1, :], 1, 0)
 
 
-def power(x: np.ndarray) -> tuple[int, int]:
-    found = tried = 0
-    for m in range(x.shape[0]):
-        for p in range(x.shape[1]):
-            if np.nanmean(x[m, p]) >= 0.7:
-                y = x.copy()
-                y[m, p] = 0.0
-                tried += 1
-                found += bool(stats.regression_alarm(x, y).regressed[m, p])
-    return found, tried
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sims", type=int, default=5000)
@@ -70,7 +58,7 @@ def main() -> None:
     print("| week | prompts at ≥ 0.7 zeroed in turn | found |")
     print("| --- | ---: | ---: |")
     for name, path in WEEKS.items():
-        found, tried = power(rep_scores(path))
+        found, tried = noise.alarm_power(rep_scores(path))
         print(f"| {name} | {tried} | {found} |")
 
 

@@ -143,15 +143,7 @@ def test_a_real_regression_is_still_found_in_the_demo_week(tmp_path: Path) -> No
 def test_a_real_regression_is_found_in_every_high_prompt_of_the_real_week() -> None:
     """Power, measured: zero one prompt's with-skill score (musts all missing, every rep)
     in turn; the alarm finds nearly every prompt that was at ≥ 0.7."""
-    x = rep_scores(REAL)
-    found = tried = 0
-    for m in range(x.shape[0]):
-        for p in range(x.shape[1]):
-            if np.nanmean(x[m, p]) >= 0.7:
-                y = x.copy()
-                y[m, p] = 0.0
-                tried += 1
-                found += bool(stats.regression_alarm(x, y).regressed[m, p])
+    found, tried = noise.alarm_power(rep_scores(REAL))
     assert tried == 40 and found >= 0.85 * tried
 
 

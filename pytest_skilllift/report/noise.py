@@ -226,6 +226,23 @@ def aa_alarm_rate(reps: np.ndarray, *, kind: str, sims: int, seed: int,
                      margin_hits / sims if sims else 0.0, margin)
 
 
+def alarm_power(reps: np.ndarray, *, at_least: float = 0.7) -> tuple[int, int]:
+    """The regression alarm's power on one week: each (model, prompt) whose mean is at least
+    ``at_least`` in turn loses everything (every rep scored 0, a with-skill week whose musts
+    all went missing); returns (times the alarm named that prompt, prompts tried)."""
+    from pytest_skilllift.report import stats
+
+    found = tried = 0
+    for m in range(reps.shape[0]):
+        for p in range(reps.shape[1]):
+            if np.nanmean(reps[m, p]) >= at_least:
+                dropped = reps.copy()
+                dropped[m, p] = 0.0
+                tried += 1
+                found += bool(stats.regression_alarm(reps, dropped).regressed[m, p])
+    return found, tried
+
+
 # --------------------------------------------------------------------------- simulated reference
 
 #: Honest weeks simulated per model, and sign patterns per simulated week (seeded).
