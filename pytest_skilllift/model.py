@@ -84,6 +84,10 @@ AGENT_PACKAGES: dict[str, str] = {
     "gemini-cli": "@google/gemini-cli",
     "opencode": "opencode-ai",
 }
+#: Where the three other agents find the installed skills, relative to HOME (the user scope
+#: all three scan: docs/agents.md); their runners install there, their stream parsers read
+#: file reads under it as reads of the skill.
+AGENT_SKILL_ROOT = ".agents/skills"
 #: The CLI versions the agents were verified with (docs/agents.md), installed by
 #: ``--skill-lift-agent-install`` and flagged by provenance when a run reports another.
 PINNED_AGENT_VERSIONS: dict[str, str] = {

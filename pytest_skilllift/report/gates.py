@@ -29,14 +29,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pytest_skilllift.intervals import EPS  # comparisons: equal within float noise
 from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
 from pytest_skilllift.week.columns import CONDITIONS
 
 #: The vocabulary of the ``verdict`` metric (one vote per prompt, ``report.verdicts``).
 VERDICTS: tuple[str, ...] = ("helps", "no change", "hurts", "underpowered")
 OPS: tuple[str, ...] = (">=", "<=", "==", ">", "<")
-#: Comparisons two numbers are taken as equal within (composites are sums of tenths).
-EPS = 1e-9
 
 
 class GateError(ValueError):

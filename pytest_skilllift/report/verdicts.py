@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
+from pytest_skilllift.intervals import EPS  # votes and passes: equal within float noise
 from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
 from pytest_skilllift.report import stats
 from pytest_skilllift.week.columns import ACTIVATIONS, ARMS, CONDITIONS, WITH_REF, arm_code
@@ -44,8 +45,6 @@ from pytest_skilllift.week.tables import Week
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
 
-#: Equal within this (must coverage is a ratio of small integers; composites sums of tenths).
-EPS = 1e-9
 #: The one-vote-per-prompt verdict (dotnet/skills' Vally rule): per model each prompt's reps
 #: collapse to one win / tie / loss of with-skill against no-skill (mean must coverage; a
 #: difference within ``VOTE_EPSILON`` is a tie); the exact one-sided sign test over the votes

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.model import CLAUDE_CODE, RunSpec
+from pytest_skilllift.model import AGENT_SKILL_ROOT, CLAUDE_CODE, RunSpec
 from pytest_skilllift.run.transcript import (
     Transcript,
     decode_lines,
@@ -35,10 +35,6 @@ from pytest_skilllift.run.transcript import (
     parse_transcript,
 )
 from pytest_skilllift.week.files import AGENT_SKILLS_FILE
-
-#: Where the three agents find the installed skills, relative to HOME (the user scope all
-#: three scan: docs/agents.md).
-AGENT_SKILL_ROOT = ".agents/skills"
 
 #: USD per million tokens (input, output), for agents whose stream reports tokens but no
 #: cost. From the providers' public price lists (openai.com/api/pricing,

@@ -22,8 +22,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_skilllift.model import AGENT_PACKAGES, PINNED_AGENT_VERSIONS, AgentConfig, RunSpec
-from pytest_skilllift.run.agent_streams import AGENT_SKILL_ROOT
+from pytest_skilllift.model import (
+    AGENT_PACKAGES,
+    AGENT_SKILL_ROOT,
+    PINNED_AGENT_VERSIONS,
+    AgentConfig,
+    RunSpec,
+)
 
 #: The executable each npm package installs.
 BINARIES: dict[str, str] = {"codex": "codex", "gemini-cli": "gemini", "opencode": "opencode"}
