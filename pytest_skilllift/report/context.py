@@ -22,7 +22,7 @@ from pytest_skilllift.week.files import COMPLETED, RUN_STATUSES
 from pytest_skilllift.week.tables import Week
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.sections.judge import JudgeReport
+    from pytest_skilllift.report.judging import JudgeReport
 
 T = TypeVar("T")
 

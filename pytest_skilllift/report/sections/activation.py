@@ -19,7 +19,6 @@ from pytest_skilllift.report.markdown import cap_note, fmt, md_table
 from pytest_skilllift.week.columns import ACTIVATIONS
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 MAX_ACTIVATION_ROWS = 20000
@@ -126,7 +125,7 @@ def _excluded_note(s: ActivationSummary) -> list[str]:
             "the trajectory audit"]
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     L = ["## Activation / trigger misses\n"]
     s = card.get("activation_summary", {})
     if not s.get("available", True):

@@ -21,7 +21,6 @@ from pytest_skilllift.week.columns import INVOCATION_STATUSES
 from pytest_skilllift.week.files import RUN_STATUSES
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 MAX_HURT_ROWS = 50
@@ -165,7 +164,7 @@ def _excluded_runs(ctx: Context) -> list[ExcludedRun]:
     return out
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     a = card.get("audit")
     if not a:
         return []

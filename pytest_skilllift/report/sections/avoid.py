@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, TypedDict
 from pytest_skilllift.report.markdown import cap_note, cell, md_table
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 #: The markdown shows at most this many; the JSON keeps all of them (and the cap is stated).
@@ -37,7 +36,7 @@ def build(ctx: Context) -> Data:
     ]}
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     viol = card.get("avoid_violations", [])
     L = ["## `avoid` violations (most damaging failures)\n"]
     if not viol:

@@ -13,7 +13,6 @@ from pytest_skilllift.report.markdown import cap_note, cell, md_table
 from pytest_skilllift.week.columns import ARMS, NO_SKILL
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 _NO = ARMS.index(NO_SKILL)
@@ -79,7 +78,7 @@ def build(ctx: Context) -> Data:
     }}
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     b = card.get("baseline")
     if not b:
         return []

@@ -14,7 +14,6 @@ from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import fmt, md_table
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 
@@ -82,7 +81,7 @@ def build(ctx: Context) -> Data:
     return {"cells": cells, "pass_threshold": ctx.pass_threshold}
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     L = ["## Per-cell metrics\n"]
     rows = [[c["model"], c["condition"], fmt(c["must_coverage"]), fmt(c["bonus_rate"]),
              fmt(c["avoid_violations"], 2), fmt(c["composite"]), fmt(c["mean_cost"], 4),
@@ -96,7 +95,7 @@ def render(card: Scorecard) -> list[str]:
     return L + _pass_rates(card)
 
 
-def _pass_rates(card: Scorecard) -> list[str]:
+def _pass_rates(card: Data) -> list[str]:
     """Pass rate per cell with its Wilson 95% interval and the three states."""
     thr = card["pass_threshold"]
     rows = []

@@ -10,8 +10,8 @@ from pytest_skilllift.report import stats
 from pytest_skilllift.report.markdown import money
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
+    from pytest_skilllift.report.sections import coverage
 
 
 class CostTime(TypedDict):
@@ -32,6 +32,11 @@ class CostTime(TypedDict):
 
 class Data(TypedDict):
     cost_time: CostTime
+
+
+if TYPE_CHECKING:
+    class Reads(Data, coverage.Data):
+        """What ``render`` reads of the scorecard: these keys and coverage's (the run count)."""
 
 
 def build(ctx: Context) -> Data:
@@ -69,7 +74,7 @@ def _dur(s: float | int | None) -> str:
     return f"{s:.0f}s"
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Reads) -> list[str]:
     ct = card.get("cost_time", {})
     L = ["## Cost & time\n", "**Spend (actual $ spent, all runs):**"]
     per = ct.get("generation_usd_per_model", {})

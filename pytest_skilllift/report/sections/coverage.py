@@ -14,7 +14,6 @@ from pytest_skilllift.report.sections import scale
 from pytest_skilllift.week.files import DROP_REASONS, OK, RUN_STATUSES, STATUS_ERRORED, STATUS_OK
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 MAX_DROPPED_ROWS = 500
@@ -127,7 +126,7 @@ _COVERAGE_COUNTS: tuple[tuple[str, str], ...] = (
 )
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     c = card.get("coverage", {})
     L = ["## Coverage\n"]
     L.append(f"- runs graded: **{c.get('graded_runs', 0)} of {c.get('total_runs', 0)}**")

@@ -25,7 +25,6 @@ from pytest_skilllift.week.checks import read_checks
 from pytest_skilllift.week.columns import CONDITIONS
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 __all__ = ["Data", "build", "from_week_dir", "render"]
@@ -150,7 +149,7 @@ def _rate(entry: CheckRate | None) -> str:
     return f"{entry['pass_rate']:.2f} ({entry['passed']}/{n}) [{low:.2f}, {high:.2f}]{cluster}"
 
 
-def render(card: Scorecard | Data) -> list[str]:
+def render(card: Data) -> list[str]:
     """The "Custom checks" section; no lines when the week ran no check."""
     checks = card.get("custom_checks") or []
     if not checks:

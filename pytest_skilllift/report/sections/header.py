@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, TypedDict
 from pytest_skilllift import __version__
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
+    from pytest_skilllift.report.sections import coverage
 
 
 class Plots(TypedDict):
@@ -34,6 +34,11 @@ class Data(TypedDict):
     plots: Plots
 
 
+if TYPE_CHECKING:
+    class Reads(Data, coverage.Data):
+        """What ``render`` reads of the scorecard: these keys and coverage's (a failed week)."""
+
+
 def build(ctx: Context) -> Data:
     return {
         "week": ctx.week.week_dir.name,
@@ -45,7 +50,7 @@ def build(ctx: Context) -> Data:
     }
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Reads) -> list[str]:
     L: list[str] = []
     from pytest_skilllift.report.sections.coverage import failed_headline
 

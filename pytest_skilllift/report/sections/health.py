@@ -16,8 +16,8 @@ from pytest_skilllift.week.files import (
 )
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
+    from pytest_skilllift.report.sections import judge
 
 
 class RunHealth(TypedDict):
@@ -37,6 +37,12 @@ class Data(TypedDict):
     run_health: RunHealth
 
 
+if TYPE_CHECKING:
+    class Reads(Data, judge.Data):
+        """What ``render`` and ``judge_lines`` read of the scorecard: these keys and the
+        judge's."""
+
+
 def build(ctx: Context) -> Data:
     week = ctx.week
     status = week.m_status
@@ -54,7 +60,7 @@ def build(ctx: Context) -> Data:
     }}
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Reads) -> list[str]:
     h = card.get("run_health", {})
     harness = (h.get("invalid_install_runs", 0) + h.get("errored_runs", 0)
                + h.get("timeout_runs", 0))
@@ -79,7 +85,7 @@ def render(card: Scorecard) -> list[str]:
     return L
 
 
-def judge_lines(card: Scorecard) -> list[str]:
+def judge_lines(card: Reads) -> list[str]:
     """The judge's bullets: quotes not found in the answer (per model and condition) and
     the contested items, from the ``judge`` key (:mod:`.judge`)."""
     j = card.get("judge")

@@ -30,7 +30,6 @@ from pytest_skilllift.week.columns import INVOCATION_STATUSES, NOT_INVOKED
 from pytest_skilllift.week.files import AUDIT_FILE
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 HURT_ALL, NO_OP_ALL, NEVER_INVOKED, MISUSE, SATURATED_ALL = (
@@ -188,7 +187,7 @@ def build(ctx: Context) -> Data:
     return {"improvements": {"strongest_model": strongest, "items": items}}
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     imp = card.get("improvements")
     if not imp:
         return []

@@ -11,129 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict
 
+from pytest_skilllift.report.judging import AMBIGUOUS_RUNS, JudgeReport
 from pytest_skilllift.report.markdown import md_table, untrusted
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
-#: Weekly runs (this one included) an item must be contested in to be flagged as ambiguous.
-AMBIGUOUS_RUNS = 2
 #: Rows a markdown list shows; scorecard.json keeps all, and a capped list says so.
 MAX_LISTED = 200
-
-
-class Quote(TypedDict):
-    """A met/violated verdict whose quote is not in the answer (a scores.csv row)."""
-
-    prompt: str
-    model: str
-    condition: str
-    rep: str
-    item_type: str
-    item_index: str
-    item_text: str
-    #: What scores.csv records (the negative verdict when the claim was rejected).
-    recorded_verdict: str
-    #: What the judge said.
-    claimed_verdict: str
-    quote: str
-    #: True under the ``reject`` evidence policy (no credit), False under ``flag`` (kept).
-    rejected: bool
-    run_id: str
-
-
-class QuoteCount(TypedDict):
-    rejected: int
-    kept: int
-
-
-class ContestedItem(TypedDict):
-    """A rubric item the judge samples disagreed on this week (a tie-break decided)."""
-
-    prompt: str
-    item_type: str
-    item_index: str
-    item_text: str
-    #: Runs of this week in which it was contested.
-    runs: int
-    #: ``model/condition`` → runs.
-    arms: dict[str, int]
-    #: model → runs.
-    models: dict[str, int]
-    #: Weeks it was contested in, this one included (from the contested history).
-    contested_in_runs: int
-    #: Contested in ``AMBIGUOUS_RUNS`` or more weeks: worded ambiguously, reword it.
-    ambiguous: bool
-
-
-class TypeAgreement(TypedDict):
-    items: int
-    unanimous: int
-    split: int
-    incomplete: int
-    flip_rate: float | None
-
-
-class Calibration(TypedDict):
-    """The summary ``skilllift calibrate`` keeps in ``<week>/calibration.json``."""
-
-    runs: int
-    run_ids: list[str]
-    samples: list[int]
-    judge_models: list[str]
-    by_type: dict[str, TypeAgreement]
-    must_unanimous_share: float | None
-    bar: float
-    passed: bool
-
-
-class Trust(TypedDict):
-    """Whether people have checked this judge (``skilllift judge-check``); ``source`` is None
-    and the numbers are None while no check exists."""
-
-    state: str
-    source: str | None
-    reasons: list[str]
-    checked_utc: str | None
-    must_agreement: float | None
-    must_agreement_wilson95: list[float | None] | None
-    must_labels: int | None
-    kappa: float | None
-    judge_models: list[str]
-    #: The check measured another judge model than the one that graded this week.
-    stale: bool
-
-
-class JudgeReport(TypedDict):
-    graded_runs: int
-    #: judge model → runs it graded (from each run's grades.json).
-    judge_models: dict[str, int]
-    prompt_versions: dict[str, int]
-    #: Runs graded through a ``skill_lift_judge`` fixture a conftest.py overrode, and the
-    #: overriding class (``module.QualName``) → runs.
-    overridden_runs: int
-    overrides: dict[str, int]
-    #: samples per run (as text) → runs.
-    samples_per_run: dict[str, int]
-    evidence_policy: dict[str, int]
-    #: None when no run recorded its judge calls (graded before they were recorded).
-    judge_calls: int | None
-    tie_breaks: int
-    runs_with_calls: int
-    #: Runs graded by more than one judge sample: contested items are measured only there.
-    sampled_runs: int
-    quotes_not_in_answer: list[Quote]
-    #: model → condition → counts.
-    quotes_by_cell: dict[str, dict[str, QuoteCount]]
-    rejected_quotes: int
-    kept_unverified_quotes: int
-    contested: list[ContestedItem]
-    contested_items: int
-    ambiguous_items: int
-    contested_history: str
-    calibration: Calibration | None
-    trust: Trust
 
 
 class Data(TypedDict):
@@ -156,7 +41,7 @@ def _capped(shown: int, total: int, what: str) -> list[str]:
             "under `judge`._"]
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     j = card.get("judge")
     if not j:
         return []

@@ -21,7 +21,6 @@ from pytest_skilllift.report.markdown import ci_flag, fmt, md_table, signed
 from pytest_skilllift.week.files import STATUS_OK
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 
@@ -190,7 +189,7 @@ def _delta_cell(value: float | None, p: PairedDelta | None, nd: int, se_nd: int)
     return f"{signed(value, nd)} ± {fmt(p['se'], se_nd)} (≠ 0: {flag})"
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     L = ["## Lift per model (with-skill − no-skill)\n"]
     models = card.get("models", {})
     if not models:
@@ -234,7 +233,7 @@ def render(card: Scorecard) -> list[str]:
     return L + _uncertainty(card) + _sign_test(card)
 
 
-def _uncertainty(card: Scorecard) -> list[str]:
+def _uncertainty(card: Data) -> list[str]:
     """Beyond the reference: how sure, by two methods, and whether n can answer the question."""
     models = card["models"]
     boot = card.get("bootstrap", {})
@@ -307,7 +306,7 @@ def mdl_text(mdl: float | None, n: int) -> str:
     return fmt(mdl)
 
 
-def _sign_test(card: Scorecard) -> list[str]:
+def _sign_test(card: Data) -> list[str]:
     """One vote per prompt (the Vally rule) next to the paired t interval, per model."""
     rows = []
     for label, m in card["models"].items():

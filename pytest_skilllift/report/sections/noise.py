@@ -18,8 +18,8 @@ from pytest_skilllift.run.audit import IMPACT_THRESHOLD
 from pytest_skilllift.week.columns import ARMS, NO_SKILL, NO_SKILL_B
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
+    from pytest_skilllift.report.sections import versions, withall
 
 SPLIT_HALF = "split-half no-skill reps"
 _NO, _B = ARMS.index(NO_SKILL), ARMS.index(NO_SKILL_B)
@@ -81,6 +81,11 @@ class Data(TypedDict):
     aa: AAWeek | None
 
 
+if TYPE_CHECKING:
+    class Reads(Data, versions.Data, withall.Data):
+        """What ``terminal_lines`` reads of the scorecard: these keys, with-all's and versions'."""
+
+
 def build(ctx: Context) -> Data:
     agg, f = ctx.agg, json_float
     floor: dict[str, NoiseFloor] = {}
@@ -137,7 +142,7 @@ def _rate(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.0%}"
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     floor, aa = card.get("noise_floor", {}), card.get("aa")
     if not floor and aa is None:
         return []
@@ -189,7 +194,7 @@ def render(card: Scorecard) -> list[str]:
     return L
 
 
-def terminal_lines(card: Scorecard) -> list[str]:
+def terminal_lines(card: Reads) -> list[str]:
     """The A/A week's, the with-all arm's and the version comparison's numbers under the
     terminal's lift table."""
     L = []

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.sections.header import Data
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     pl = card.get("plots", {})
     if not pl.get("forest") and not pl.get("trend"):
         return []

@@ -9,8 +9,8 @@ import numpy as np
 from pytest_skilllift.report.markdown import cap_note, fmt, md_table, signed
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
+    from pytest_skilllift.report.sections import header
 
 #: Markdown shows at most this many rows; the JSON keeps all (and the cap is stated).
 MAX_PROMPT_ROWS = 20000
@@ -36,6 +36,11 @@ class PromptRow(TypedDict):
 
 class Data(TypedDict):
     prompts: list[PromptRow]
+
+
+if TYPE_CHECKING:
+    class Reads(Data, header.Data):
+        """What ``render`` reads of the scorecard: these keys and the head's (model order)."""
 
 
 def prompt_rows(ctx: Context) -> list[PromptRow]:
@@ -84,7 +89,7 @@ def _range(lo: float | None, hi: float | None) -> str:
     return "n/a" if lo is None or hi is None else f"{lo:.2f}–{hi:.2f}"
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Reads) -> list[str]:
     L = ["## Per-prompt (must_coverage; with-skill lift)\n"]
     order = {m: i for i, m in enumerate(card.get("model_order", []))}
     prompts = sorted(card.get("prompts", []),

@@ -17,8 +17,8 @@ from pytest_skilllift.model import (
 from pytest_skilllift.report.markdown import md_table
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
+    from pytest_skilllift.report.sections import header, judge
 
 
 class Window(TypedDict):
@@ -48,6 +48,12 @@ class Provenance(TypedDict):
 
 class Data(TypedDict):
     provenance: Provenance
+
+
+if TYPE_CHECKING:
+    class Reads(Data, header.Data, judge.Data):
+        """What ``render`` and ``judge_lines`` read of the scorecard: these keys, the head's
+        and the judge's."""
 
 
 def _agents(week: Any) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -121,7 +127,7 @@ def recorded_revision(ctx: Context) -> dict[str, str] | None:
     return dict(rev) if rev else None
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Reads) -> list[str]:
     p = card.get("provenance", {})
     L = ["## Provenance\n", "Exact model builds and versions these numbers were produced with:\n"]
     snaps = p.get("snapshots", {})
@@ -182,7 +188,7 @@ def render(card: Scorecard) -> list[str]:
     return L
 
 
-def judge_lines(card: Scorecard) -> list[str]:
+def judge_lines(card: Reads) -> list[str]:
     """The judge's bullets: which judge graded, how, and whether people trust it, from the
     ``judge`` key (:mod:`.judge`)."""
     j = card.get("judge")

@@ -18,7 +18,6 @@ from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import cap_note, fmt, md_table
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 MAX_ROWS = 50
@@ -92,7 +91,7 @@ def build(ctx: Context) -> Data:
                        "prompts": list(week.prompts), "per_prompt": per_prompt}}
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     data = card.get("pass_k")
     if not data or not any(a["k_max"] > 1 for arms in data["models"].values()
                            for a in arms.values()):

@@ -12,7 +12,6 @@ from pytest_skilllift.week.shards import ShardPlanError, read_plan
 from pytest_skilllift.week.spend import SpendMeter, read_spend
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 #: At most this many missing run ids per shard in the markdown (all are in scorecard.json).
@@ -109,7 +108,7 @@ def not_run_spend_cap(ctx: Context) -> int:
     return len(record.not_run_spend_cap) if record is not None else 0
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     L: list[str] = []
     spend = card.get("spend")
     if spend is not None:

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, TypedDict
 import numpy as np
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 
@@ -36,7 +35,7 @@ def build(ctx: Context) -> Data:
     }}
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     s = card.get("baseline_self_served", {})
     L = ["## Lift caveat — baseline self-served the skill\n"]
     if not s.get("available", True):

@@ -31,7 +31,6 @@ from pytest_skilllift.run.triggers import read_trigger_table
 from pytest_skilllift.week.files import OK, TRIGGERS_CSV, TRIGGERS_DIR
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 #: The confusion table's column (and row) for "no installed skill fired / none expected".
@@ -355,7 +354,7 @@ def _ci(pair: Interval, mark: str = "") -> str:
     return "" if lo is None or hi is None else f" [{lo:.2f}, {hi:.2f}]{mark}"
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     return render_triggering(card)
 
 

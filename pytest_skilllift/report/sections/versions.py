@@ -34,7 +34,6 @@ from pytest_skilllift.report.verdicts import (
 from pytest_skilllift.week.columns import ARMS, NO_SKILL, WITH_REF, WITH_SKILL
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 _NO, _WITH, _REF = ARMS.index(NO_SKILL), ARMS.index(WITH_SKILL), ARMS.index(WITH_REF)
@@ -153,7 +152,7 @@ def _composite(ctx: Context, measures: verdicts.WeekMeasures, pi: int, mi: int,
     return v if math.isfinite(v) else None
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     v = card.get("versions")
     if not v:
         return []

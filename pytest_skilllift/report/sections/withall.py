@@ -20,7 +20,6 @@ from pytest_skilllift.week.columns import ARMS, INVOCATION_STATUSES, NO_SKILL, W
 from pytest_skilllift.week.files import COMPLETED, RUN_STATUSES
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 _NO, _WITH, _ALL = ARMS.index(NO_SKILL), ARMS.index(WITH_SKILL), ARMS.index(WITH_ALL)
@@ -98,7 +97,7 @@ def build(ctx: Context) -> Data:
                          "impact_threshold": IMPACT_THRESHOLD}}
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     wa = card.get("with_all")
     if not wa:
         return []

@@ -14,7 +14,6 @@ from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import fmt, md_table, signed
 
 if TYPE_CHECKING:
-    from pytest_skilllift.report.card import Scorecard
     from pytest_skilllift.report.context import Context
 
 
@@ -77,7 +76,7 @@ def build(ctx: Context) -> Data:
     }}
 
 
-def render(card: Scorecard) -> list[str]:
+def render(card: Data) -> list[str]:
     h = card.get("history", {})
     L = ["## Week-over-week lift delta\n"]
     if not h.get("ready"):
