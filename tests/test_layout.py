@@ -272,3 +272,22 @@ def test_each_constant_is_defined_once() -> None:
             where_written[value].append(rel)
     assert {k: v for k, v in where_named.items() if len(v) != 1} == {}
     assert {k: v for k, v in where_written.items() if len(v) != 1} == {}
+
+
+def _called(node: ast.AST) -> set[str]:
+    return {n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+            for n in ast.walk(node) if isinstance(n, ast.Call)
+            and isinstance(n.func, (ast.Name, ast.Attribute))}
+
+
+def test_the_weeks_run_set_is_derived_once() -> None:
+    """The week's runs (prompt × model × condition × rep, each with its run id) are made in
+    one function, ``run.matrix.prompt_runs``: the matrix (what ``skill_lift_run`` checks are
+    parametrized over) and collection (prompt files, skill-creator evals) both call it, so
+    the two cannot name different runs."""
+    makers = sorted(f"{f.relative_to(PACKAGE).as_posix()}:{fn.name}"
+                    for f in PACKAGE.rglob("*.py")
+                    for fn in ast.walk(ast.parse(f.read_text(encoding="utf-8")))
+                    if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and {"RunSpec", "make_run_id"} <= _called(fn))
+    assert makers == ["run/matrix.py:prompt_runs"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +26,8 @@ from pytest_skilllift.run.revisions import session_revision
 from pytest_skilllift.run.triggers import skill_families
 from pytest_skilllift.week.columns import ARMS, WITH_ALL, WITH_REF, WITH_REF_PREFIX
 
-__all__ = ["NARROWING_KEYS", "Matrix", "keywords_of", "load_matrix", "narrow", "run_key",
-           "run_scope"]
+__all__ = ["NARROWING_KEYS", "Matrix", "keywords_of", "load_matrix", "narrow", "prompt_runs",
+           "run_key", "run_scope"]
 
 #: Keyword arguments of ``@pytest.mark.skill_lift(...)`` on a check, each a glob or a list.
 NARROWING_KEYS = ("prompts", "families", "models", "conditions", "agents")
@@ -100,15 +100,30 @@ def load_matrix(settings: Settings) -> Matrix:
             problems.append(str(exc))
             continue
         prompts[str(path)] = prompt
-        for label, model_id in settings.models:
-            for condition in settings.conditions:  # the arms of the session, as collected
-                for rep in range(1, settings.reps + 1):
-                    runs.append(RunSpec(
-                        prompt=arm_prompt(prompt, condition, families, revision_root),
-                        model_label=label, model_id=model_id,
-                        condition=condition, rep=rep,
-                        run_id=make_run_id(prompt.name, label, condition, rep, settings.week)))
+        runs += prompt_runs(prompt, settings, families=families, revision_root=revision_root)
     return Matrix(tuple(runs), tuple(problems), prompts, owners)
+
+
+def prompt_runs(prompt: PromptSpec, settings: Settings, *, families: Sequence[str],
+                revision_root: Path | None) -> list[RunSpec]:
+    """One prompt's runs of the week, model × condition × rep in collection order: the one
+    derivation of the run set, which the matrix lists and collection makes nodes of (so a
+    check's ``skill_lift_run`` parameters and the rubric items name the same runs).
+
+    ``families`` are the skills root's families (installed together by ``with-all``; only
+    read when that arm runs) and ``revision_root`` the with-skill@REF arm's tree, both
+    resolved once per session by the caller.
+    """
+    runs: list[RunSpec] = []
+    for label, model_id in settings.models:
+        for condition in settings.conditions:  # the arms of the session
+            arm = arm_prompt(prompt, condition, families, revision_root)
+            runs += [RunSpec(prompt=arm, model_label=label, model_id=model_id,
+                             condition=condition, rep=rep,
+                             run_id=make_run_id(prompt.name, label, condition, rep,
+                                                settings.week))
+                     for rep in range(1, settings.reps + 1)]
+    return runs
 
 
 def _patterns(key: str, value: Any) -> tuple[str, ...]:

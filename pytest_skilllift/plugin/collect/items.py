@@ -21,9 +21,8 @@ from pytest_skilllift.plugin.collect.invoked import INVOKED, InvokedTest
 from pytest_skilllift.plugin.findings import Finding
 from pytest_skilllift.plugin.hookcalls import HookError
 from pytest_skilllift.report.terminal_text import terminal_safe
-from pytest_skilllift.run.arms import arm_prompt
-from pytest_skilllift.run.engine import GradedRun, NotStarted, make_run_id
-from pytest_skilllift.run.matrix import keywords_of
+from pytest_skilllift.run.engine import GradedRun, NotStarted
+from pytest_skilllift.run.matrix import keywords_of, prompt_runs
 from pytest_skilllift.run.prompt_names import (
     check_unique,
     declared_names,
@@ -111,8 +110,7 @@ class PromptFile(pytest.File):
         family, leaf = keywords_of(spec)
         self.extra_keyword_matches.update((family, leaf))
         self.add_marker(pytest.mark.skill_lift(family=family, skill=leaf, prompt=spec.name))
-        for label, model_id in state.settings.models:
-            yield ModelNode.from_parent(self, name=label, spec=spec, model_id=model_id)
+        yield from model_nodes(self, spec)
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
                      style: Any = None) -> str | TerminalRepr:
@@ -122,10 +120,27 @@ class PromptFile(pytest.File):
         return super().repr_failure(excinfo)
 
 
+def model_nodes(parent: pytest.Collector, spec: PromptSpec) -> Iterator[ModelNode]:
+    """A prompt's children, one per model, holding its runs as ``run.matrix.prompt_runs``
+    derives them (the matrix's runs of the prompt, which checks are parametrized over)."""
+    state = parent.config.stash[SESSION_KEY]
+    settings = state.settings
+    revision = state.revision()
+    runs = prompt_runs(spec, settings, revision_root=revision.root if revision else None,
+                       families=(skill_families(settings.skills_root)
+                                 if WITH_ALL in settings.conditions else ()))
+    for label, model_id in settings.models:
+        yield ModelNode.from_parent(parent, name=label, spec=spec, model_id=model_id,
+                                    runs=tuple(r for r in runs if r.model_label == label))
+
+
 class ModelNode(pytest.Collector):
-    def __init__(self, *, spec: PromptSpec, model_id: str, **kw: Any) -> None:
+    """One model of a prompt (file or eval): a child per condition, its runs given."""
+
+    def __init__(self, *, spec: PromptSpec, model_id: str, runs: tuple[RunSpec, ...],
+                 **kw: Any) -> None:
         super().__init__(**kw)
-        self.spec, self.model_id = spec, model_id
+        self.spec, self.model_id, self.runs = spec, model_id, runs
         # `-k codex` selects a label's agent; the marker repeats the prompt's arguments so
         # `-m "skill_lift(family='x', agent='codex')"` matches one marker.
         agent = split_agent(model_id)[0]
@@ -136,29 +151,21 @@ class ModelNode(pytest.Collector):
 
     def collect(self) -> Iterator[pytest.Collector]:
         for condition in self.config.stash[SESSION_KEY].settings.conditions:
-            yield ConditionNode.from_parent(self, name=condition, condition=condition)
+            yield ConditionNode.from_parent(
+                self, name=condition, condition=condition,
+                runs=tuple(r for r in self.runs if r.condition == condition))
 
 
 class ConditionNode(pytest.Collector):
-    def __init__(self, *, condition: str, **kw: Any) -> None:
+    """One arm of a model: a child per rep."""
+
+    def __init__(self, *, condition: str, runs: tuple[RunSpec, ...], **kw: Any) -> None:
         super().__init__(**kw)
-        self.condition = condition
+        self.condition, self.runs = condition, runs
 
     def collect(self) -> Iterator[pytest.Collector]:
-        model = self.parent
-        assert isinstance(model, ModelNode)
-        state = self.config.stash[SESSION_KEY]
-        families = (skill_families(state.settings.skills_root) if self.condition == WITH_ALL
-                    else ())
-        revision = state.revision()
-        prompt = arm_prompt(model.spec, self.condition, families,
-                            revision.root if revision else None)
-        for rep in range(1, state.settings.reps + 1):
-            run = RunSpec(prompt=prompt, model_label=model.name, model_id=model.model_id,
-                          condition=self.condition, rep=rep,
-                          run_id=make_run_id(model.spec.name, model.name, self.condition, rep,
-                                             state.settings.week))
-            yield RunNode.from_parent(self, name=f"r{rep}", run=run)
+        for run in self.runs:
+            yield RunNode.from_parent(self, name=f"r{run.rep}", run=run)
 
 
 class RunNode(pytest.Collector):

@@ -14,7 +14,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_skilllift.model import PromptSpec
-from pytest_skilllift.plugin.collect.items import SESSION_KEY, ModelNode, declared_prompt_names
+from pytest_skilllift.plugin.collect.items import (
+    SESSION_KEY,
+    declared_prompt_names,
+    model_nodes,
+)
 from pytest_skilllift.run.matrix import keywords_of
 from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.skill_creator import load_evals
@@ -58,8 +62,7 @@ class EvalNode(pytest.Collector):
         family, leaf = keywords_of(self.spec)
         self.extra_keyword_matches.update((family, leaf))
         self.add_marker(pytest.mark.skill_lift(family=family, skill=leaf, prompt=self.spec.name))
-        for label, model_id in self.config.stash[SESSION_KEY].settings.models:
-            yield ModelNode.from_parent(self, name=label, spec=self.spec, model_id=model_id)
+        yield from model_nodes(self, self.spec)
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
                      style: Any = None) -> str | TerminalRepr:
