@@ -217,6 +217,7 @@ def test_labelling_a_run_the_person_picks(real_week: Path) -> None:
     assert len(picked) == sum(1 for i in session.items if i.run_id == run_id and i.graded)
 
 
+@pytest.mark.slow
 def test_serve_from_the_command_line(real_week: Path, tmp_path: Path) -> None:
     import subprocess
     import sys
