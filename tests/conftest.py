@@ -16,9 +16,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: The rule that splits the suite: a test is ``slow`` (end to end) when it runs pytest inside
 #: pytest (``pytester``), the real Claude Code CLI (``cli``) or docker (``docker``); every
-#: other test is a unit test, ``pytest -m "not slow" tests`` runs them in seconds. A unit test
-#: whose call takes longer than UNIT_BUDGET_S is named at the end of the session, so the rule
-#: stays true (make the test faster, or let it use one of the slow parts).
+#: other test is a unit test, ``pytest -m "not slow" tests`` runs them in seconds. A test that
+#: starts its own subprocesses (the ``skilllift`` command, a pty, a worker) and takes over
+#: UNIT_BUDGET_S carries ``@pytest.mark.slow`` itself. A unit test whose call takes longer than
+#: UNIT_BUDGET_S is named at the end of the session, so the rule stays true (make the test
+#: faster, or mark it slow).
 SLOW_FIXTURES = frozenset({"pytester"})
 SLOW_MARKS = frozenset({"cli", "docker", "browser"})
 UNIT_BUDGET_S = 1.0

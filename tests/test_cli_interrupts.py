@@ -42,6 +42,7 @@ def judge_cmd(week: Path, api: StandIn) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT],
                          ids=lambda s: s.name)
 def test_skilllift_judge_interrupted_stops_paying_and_resumes(tmp_path: Path,
@@ -72,6 +73,7 @@ def test_skilllift_judge_interrupted_stops_paying_and_resumes(tmp_path: Path,
 
 # -- a regrade keeps the week's recorded judging protocol -----------------------------------
 
+@pytest.mark.slow
 def test_judge_fresh_regrades_with_the_recorded_protocol(tmp_path: Path) -> None:
     from pytest_skilllift.judge.protocol import PROMPT_VERSION
     from pytest_skilllift.week import identity as ident

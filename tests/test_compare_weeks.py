@@ -305,6 +305,7 @@ def test_text_uses_between_week_sigma_from_history(tmp_path: Path) -> None:
     assert "0 of 3 prompts in both weeks moved." in text
 
 
+@pytest.mark.slow
 def test_lift_movers_beyond_the_shown_ones_are_counted(weeks: tuple[Path, Path]) -> None:
     a, b = weeks
     result = cw.compare(a, b)

@@ -48,6 +48,7 @@ def _run(root: Path, cli: Path) -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
+@pytest.mark.slow
 def test_cli_failure_before_init_is_errored_retried_and_not_a_trigger_miss(
         tmp_path: Path) -> None:
     cli = _project(tmp_path)

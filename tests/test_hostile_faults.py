@@ -95,6 +95,7 @@ def big_family(tmp_path: Path) -> Path:
     return family
 
 
+@pytest.mark.slow
 def test_a_family_is_hashed_in_chunks(big_family: Path) -> None:
     tracemalloc.start()
     try:

@@ -162,6 +162,7 @@ def trickler() -> Iterator[str]:
     server.close()
 
 
+@pytest.mark.slow
 def test_a_judge_endpoint_trickling_headers_forever_hits_the_overall_deadline(
         trickler: str) -> None:
     judge = Judge("claude-opus-4-1", api_key="sk-test", base_url=trickler, timeout_s=1.0,
@@ -179,6 +180,7 @@ def test_a_judge_endpoint_trickling_headers_forever_hits_the_overall_deadline(
     assert elapsed < 20
 
 
+@pytest.mark.slow
 def test_a_batches_endpoint_trickling_forever_leaves_the_runs_ungraded_named(
         trickler: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_skilllift.judge import batch

@@ -177,6 +177,7 @@ def test_interrupt_stops_every_agent_and_the_week_resumes(
 
 # -- the registry itself, without a CLI ------------------------------------------------------
 
+@pytest.mark.slow
 def test_stop_all_kills_a_recorded_group_and_removes_its_temp(tmp_path: Path) -> None:
     inflight = Inflight(tmp_path / "reg")
     temp = tmp_path / "skilllift-x"

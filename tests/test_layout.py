@@ -7,12 +7,26 @@ blocks excluded); report code never imports runners; pure layers never import py
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_skilllift"
+
+
+# Every test here reads the same ~190 modules: each is parsed and walked once per test
+# session (a parse of the package is ≈ 0.9 s of CPU, and seven tests used to pay it each).
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of the module (``ast.walk`` order); the trees are never modified."""
+    return tuple(ast.walk(_tree(path)))
 
 
 def _modules() -> dict[str, Path]:
@@ -48,7 +62,7 @@ def _imports(path: Path, known: set[str], *, type_only: bool = False) -> set[str
         def visit_Import(self, node: ast.Import) -> None:
             found.update(alias.name for alias in node.names)
 
-    Visitor().visit(ast.parse(path.read_text(encoding="utf-8")))
+    Visitor().visit(_tree(path))
     return found
 
 
@@ -145,7 +159,7 @@ def test_packages_import_only_lower_layers(typed_graph: dict[str, set[str]]) -> 
 def test_package_modules_read_only_the_version_from_the_root() -> None:
     """``pytest_skilllift/__init__.py`` is the facade on top; inside, only its version is read."""
     read = {f"{f.relative_to(REPO)}: {a.name}" for f in PACKAGE.rglob("*.py")
-            for node in ast.walk(ast.parse(f.read_text(encoding="utf-8")))
+            for node in _nodes(f)
             if isinstance(node, ast.ImportFrom) and node.module == "pytest_skilllift"
             for a in node.names if a.name not in ROOT_NAMES_READ_INSIDE}
     assert read == set()
@@ -177,7 +191,7 @@ PRIVATE_APIS = {
 def test_only_public_apis_of_other_projects() -> None:
     found = []
     for f in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+        for node in _nodes(f):
             name = (node.attr if isinstance(node, ast.Attribute) else node.name
                     if isinstance(node, ast.FunctionDef) else None)
             if name in PRIVATE_APIS:
@@ -189,7 +203,7 @@ def test_no_gc_freeze_in_the_pytest_process() -> None:
     """The garbage collector of the user's pytest process is left as the user had it."""
     found = [f"{f.relative_to(PACKAGE)}:{node.lineno}"
              for f in [*(PACKAGE / "plugin").rglob("*.py"), PACKAGE / "config.py"]
-             for node in ast.walk(ast.parse(f.read_text(encoding="utf-8")))
+             for node in _nodes(f)
              if isinstance(node, ast.Attribute) and node.attr == "freeze"
              and getattr(node.value, "id", None) == "gc"]
     assert found == []
@@ -252,11 +266,12 @@ def _module_constants(tree: ast.Module) -> set[str]:
     return names
 
 
-def _string_values(tree: ast.Module) -> set[str]:
-    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+def _string_values(path: Path) -> set[str]:
+    nodes = _nodes(path)
+    docstrings = {id(n.body[0].value) for n in nodes
                   if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef))
                   and n.body and isinstance(n.body[0], ast.Expr)}
-    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+    return {n.value for n in nodes if isinstance(n, ast.Constant)
             and isinstance(n.value, str) and id(n) not in docstrings}
 
 
@@ -264,11 +279,10 @@ def test_each_constant_is_defined_once() -> None:
     where_named: dict[str, list[str]] = {name: [] for name in DEFINED_ONCE}
     where_written: dict[str, list[str]] = {value: [] for value in WRITTEN_ONCE}
     for f in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(f.read_text(encoding="utf-8"))
         rel = str(f.relative_to(PACKAGE))
-        for name in _module_constants(tree) & set(DEFINED_ONCE):
+        for name in _module_constants(_tree(f)) & set(DEFINED_ONCE):
             where_named[name].append(rel)
-        for value in _string_values(tree) & set(WRITTEN_ONCE):
+        for value in _string_values(f) & set(WRITTEN_ONCE):
             where_written[value].append(rel)
     assert {k: v for k, v in where_named.items() if len(v) != 1} == {}
     assert {k: v for k, v in where_written.items() if len(v) != 1} == {}

@@ -111,6 +111,7 @@ def _score_json(module: str, skill: Path, threshold: str) -> subprocess.Complete
     )
 
 
+@pytest.mark.slow
 def test_subprocess_entry_points(tree: Path) -> None:
     """The real command lines: the standalone module always, the `skilllift` script when
     every module it dispatches to is importable (others are still being written)."""

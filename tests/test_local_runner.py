@@ -220,6 +220,7 @@ def test_fresh_home_and_empty_cwd_per_run(tmp_path: Path) -> None:
     assert n_lines[1] != lines[1] and len(n_lines) == 2  # a new HOME, nothing installed
 
 
+@pytest.mark.slow
 def test_stdout_is_streamed_while_running(tmp_path: Path) -> None:
     fake = _fake_cli(tmp_path, "echo first; sleep 1.5; echo second")
     seen: list[str] = []
@@ -267,6 +268,7 @@ def _running_in(root: Path) -> list[int]:
     return pids
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     # A unique sleep length marks our processes in /proc.
     marker = f"{600 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6:06d}"

@@ -30,6 +30,7 @@ def test_one_python_floor() -> None:
     assert sys.version_info >= (3, 11)
 
 
+@pytest.mark.slow
 def test_every_imported_third_party_module_is_declared() -> None:
     declared = {_name(r) for r in PYPROJECT["project"]["dependencies"]}
     optional = {_name(r) for extra in PYPROJECT["project"]["optional-dependencies"].values()

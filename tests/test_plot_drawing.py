@@ -59,6 +59,7 @@ def test_worker_draws_exactly_what_this_process_draws(both: tuple[Path, Path], n
         assert f"]({name})" in (worker / "scorecard.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("process", [True, False], ids=["worker", "in-process"])
 def test_a_plot_that_cannot_be_drawn_is_a_named_problem(tmp_path: Path, process: bool) -> None:
     week = week_with_history(tmp_path)
@@ -87,6 +88,7 @@ def test_a_worker_that_cannot_run_fails_every_plot_with_its_exit(
     assert (week / "scorecard.json").exists()  # the numbers never wait on a picture
 
 
+@pytest.mark.slow
 def test_the_worker_is_chosen_only_when_matplotlib_is_not_loaded(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import pytest_skilllift.report.plots  # noqa: F401  (loaded: drawn here)

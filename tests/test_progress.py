@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pytest_skilllift.plugin.progress import Progress
 
 from .test_hostile_failed_runs import _project
@@ -72,6 +74,7 @@ def _pty_run(root: Path, cli: Path, *args: str) -> str:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_live_line_on_a_terminal_and_silence_under_q(tmp_path: Path) -> None:
     cli = _project(tmp_path)  # a CLI that fails at once: two quick runs, no model needed
     raw = _pty_run(tmp_path, cli)

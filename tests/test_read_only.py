@@ -65,6 +65,7 @@ def test_baseline_from_that_is_no_week_is_a_usage_error_up_front(tmp_path: Path,
     assert ("no such directory" if make == "missing" else "holds no runs") in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", ["missing", "empty"])
 def test_a_named_prompts_dir_without_prompts_is_refused_despite_evals_json(
         tmp_path: Path, make: str) -> None:
@@ -84,6 +85,7 @@ def test_a_named_prompts_dir_without_prompts_is_refused_despite_evals_json(
     assert ("does not exist" if make == "missing" else "holds no prompt file") in result.stderr
 
 
+@pytest.mark.slow
 def test_a_missing_skills_root_is_one_error(tmp_path: Path) -> None:
     root = project(tmp_path, "skill_lift_skills = skilz\n")
     shutil.copy(DEMO_PROJECT / "evals" / "test-prompts" / "python-packaging-pyproject.json",

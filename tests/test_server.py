@@ -236,6 +236,7 @@ def test_timeout_fault_is_bounded_and_times_out_the_client() -> None:
     # stop() woke the hanging handler; nothing lingers.
 
 
+@pytest.mark.slow
 def test_sdk_retries_through_faults() -> None:
     faults = Faults(first_n=2, kinds=("529", "reset"))
     with StandIn(agent=lambda b: Reply.text("eventually"), faults=faults) as api:
@@ -280,6 +281,7 @@ def test_faults_validate_their_arguments() -> None:
         Faults(only="aux")
 
 
+@pytest.mark.slow
 def test_latency_and_concurrent_counting() -> None:
     """Requests are served side by side, each after the latency, and all are counted.
 

@@ -277,6 +277,7 @@ def test_conflicting_runs_and_foreign_shards_are_refused(
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_week_directory_holds_one_shard(weeks: dict[str, Any]) -> None:
     root, api = weeks["root"], weeks["api"]
     before = calls(api)
@@ -288,6 +289,7 @@ def test_a_week_directory_holds_one_shard(weeks: dict[str, Any]) -> None:
     assert calls(api) == before  # refused before any run
 
 
+@pytest.mark.slow
 def test_k_narrows_within_a_shard_and_never_moves_a_run(tmp_path: Path) -> None:
     """Listing needs no key and starts nothing: the shard's items, then the same with -k."""
     root = make_project(tmp_path)

@@ -223,6 +223,7 @@ def _pytest(root: Path, env: dict[str, str], *args: str) -> subprocess.Completed
                           text=True, timeout=600)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(bundled_claude() is None, reason="claude-agent-sdk (bundled CLI) missing")
 def test_the_qdrant_repository_collects(tmp_path: Path) -> None:
     """The qdrant/skills layout (skills/, evals/evals.json, no trigger files) collects the
@@ -251,6 +252,7 @@ def test_the_qdrant_repository_collects(tmp_path: Path) -> None:
     assert "qdrant-edge.json::" in off.stdout
 
 
+@pytest.mark.slow
 def test_an_eval_named_like_a_prompt_file_is_a_collection_error(tmp_path: Path) -> None:
     """Run ids and directories use the prompt's name: an eval whose name a prompt file
     already has is an error naming both, and the file's other evals still collect."""
@@ -428,6 +430,7 @@ def test_export_reads_back_as_skill_creator(evals_week: dict[str, Any], tmp_path
     assert "git bisect" in (answer / "answer.md").read_text()
 
 
+@pytest.mark.slow
 def test_export_of_a_qdrant_pipeline_week(tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     """The real qdrant week (CSVs only, no run folders) exports too: every graded run."""

@@ -518,6 +518,7 @@ def test_trigger_settings_resolve_validate_and_travel_to_workers() -> None:
         build(**{"triggers-max-turns": 0})
 
 
+@pytest.mark.slow
 def test_a_bad_file_or_eval_is_named_and_the_others_collect(tmp_path: Path) -> None:
     """Collection errors name file, field and fix; the good trigger file and the good eval
     of a half-broken evals.json are still collected (no CLI run: --collect-only)."""
@@ -559,6 +560,7 @@ def test_a_trigger_run_is_its_own_unit_of_work_under_xdist(nodeid: str) -> None:
     assert nodeid.rsplit("::", 1)[0] == nodeid.removesuffix("::trigger")
 
 
+@pytest.mark.slow
 def test_trigger_and_eval_items_are_selected_by_family(tmp_path: Path) -> None:
     """Like a prompt file's items, trigger items (whatever their file is named) and
     skill-creator eval items carry the family as a -k keyword and the skill_lift marker."""

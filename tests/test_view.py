@@ -217,6 +217,7 @@ def test_labelling_a_run_the_person_picks(real_week: Path) -> None:
     assert len(picked) == sum(1 for i in session.items if i.run_id == run_id and i.graded)
 
 
+@pytest.mark.slow
 def test_serve_from_the_command_line(real_week: Path, tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -266,3 +267,83 @@ def test_merge_does_not_take_the_view_for_a_run(tmp_path: Path) -> None:
     (tmp_path / "a-run" / "run.json").write_text("{}")
     incomplete: list[tuple[Path, str]] = []
     assert _run_dirs(tmp_path, incomplete) == ["a-run"] and incomplete == []
+
+
+@pytest.fixture(scope="module")
+def two_weeks(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The real week twice, as two weeks of one history (``weekly/20260801``, then
+    ``weekly/20260808``), each summarized in turn as a weekly session does."""
+    from pytest_skilllift.report.summarize import summarize_week
+
+    src = Path(__file__).resolve().parent / "fixtures/data/qdrant-skills/weekly/20260808"
+    weekly = tmp_path_factory.mktemp("history") / "weekly"
+    weeks = weekly / "20260801", weekly / "20260808"
+    for week in weeks:
+        shutil.copytree(src, week)
+        summarize_week(week, plots=False)
+    return weeks
+
+
+def test_history_links_the_compare_page_of_the_previous_week(
+        two_weeks: tuple[Path, Path], tmp_path: Path) -> None:
+    before, week = two_weeks
+    card = json.loads((week / "scorecard.json").read_text())
+    assert [r["run_key"] for r in card["history"]["pooled_runs"]] == ["20260801"]
+    site = build_site(week, tmp_path / "site")
+    index = data_block(site.index)
+    assert index["history_compare"] == {"week": "20260801", "href": "compare.html", "note": ""}
+    assert site.history_compare.startswith("compare.html: week 20260801 → week 20260808")
+    compare = data_block(site.index.parent / "compare.html")
+    # before → this week, as skilllift compare BEFORE THIS reads them
+    assert (compare["a_label"], compare["b_label"]) == ("20260801", "20260808")
+    assert compare["b"] == str(week) and compare["a"] == str(before)
+    assert {r["change"] for r in compare["prompts"]} == {"unchanged"}  # the same runs
+    assert len(compare["pages_a"]) == len(compare["pages_b"]) == 26
+    for side, prefix in (("pages_a", "b/prompts/"), ("pages_b", "prompts/")):
+        for href in compare[side].values():  # relative to compare.html: work from file://
+            assert href.startswith(prefix) and (site.index.parent / href).is_file(), href
+    earlier = data_block(site.index.parent / "b" / "index.html")
+    assert "history_compare" not in earlier  # one compare page, no chain of weeks
+
+
+def test_a_previous_week_not_on_disk_is_said_in_words(
+        two_weeks: tuple[Path, Path], tmp_path: Path) -> None:
+    weekly = tmp_path / "weekly"
+    week = weekly / "20260808"
+    shutil.copytree(two_weeks[1], week, ignore=shutil.ignore_patterns("view"))
+    out = tmp_path / "site"
+    site = build_site(week, out)
+    link = data_block(site.index)["history_compare"]
+    assert link["week"] == "20260801" and link["href"] is None
+    assert "the previous comparable week 20260801" in link["note"]
+    assert "not on disk beside this week (no ../20260801)" in link["note"]
+    assert site.history_compare == link["note"]
+    assert not (out / "compare.html").exists()
+    # beside it, but never summarized: no scorecard.json to show
+    (weekly / "20260801").mkdir()
+    link = data_block(build_site(week, tmp_path / "site2").index)["history_compare"]
+    assert "../20260801 has no scorecard.json" in link["note"] and link["href"] is None
+
+
+def test_history_names_no_path_and_no_unlike_week(
+        two_weeks: tuple[Path, Path], tmp_path: Path) -> None:
+    weekly = tmp_path / "weekly"
+    week = weekly / "20260808"
+    shutil.copytree(two_weeks[1], week, ignore=shutil.ignore_patterns("view"))
+    (tmp_path / "outside").mkdir()
+    card_file = week / "scorecard.json"
+    card = json.loads(card_file.read_text())
+    card["history"]["pooled_runs"] = [{"run_key": "../outside", "reason": "hostile"}]
+    card_file.write_text(json.dumps(card))
+    link = data_block(build_site(week, tmp_path / "a").index)["history_compare"]
+    assert link["href"] is None and "'../outside', which is not a week directory" in link["note"]
+    card["history"]["pooled_runs"] = []
+    card["history"]["not_pooled_runs"] = [{"run_key": "20260725", "reason": "prompt changed"}]
+    card_file.write_text(json.dumps(card))
+    link = data_block(build_site(week, tmp_path / "b").index)["history_compare"]
+    assert link == {"week": "20260725", "href": None, "note": (
+        "No compare link: ../scorecard-history.csv names no earlier week measured like this "
+        "one: 20260725 (prompt changed).")}
+    card["history"] = {}
+    card_file.write_text(json.dumps(card))
+    assert data_block(build_site(week, tmp_path / "c").index)["history_compare"] is None

@@ -321,3 +321,45 @@ def test_trigger_misses_are_marked_where_they_occur(demo: tuple[Path, str], page
         for model in ("sonnet", "haiku"):
             tags = page.locator(f"section[data-model='{model}'] th .tag.miss").count()
             assert tags == (1 if (prompt, model) in missed else 0), (prompt, model)
+
+
+def test_history_links_the_previous_weeks_compare_page(
+        demo: tuple[Path, str], page: Any, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_skilllift.report.summarize import summarize_week
+
+    weekly = tmp_path / "weekly"
+    before, week = weekly / "20261101", weekly / "20261108"
+    for w in (before, week):  # two weeks of one history, summarized in turn
+        shutil.copytree(demo[0], w, ignore=shutil.ignore_patterns("view"))
+        summarize_week(w, plots=False)
+    assert cli.main(["view", str(week)]) == 0
+    assert "compare: compare.html: week 20261101 → week 20261108" in capsys.readouterr().out
+    site = week / "view"
+    open_page(page, (site / "index.html").as_uri())
+    link = page.locator("#history-compare a")
+    assert link.inner_text() == ("Compare with the previous comparable week 20261101 "
+                                 "(20261101 → 20261108) →")
+    link.click()
+    page.wait_for_selector("body[data-ready='1'][data-page='compare']")
+    assert page.url == (site / "compare.html").as_uri()
+    assert page.locator("h1").inner_text() == "Week 20261101 → week 20261108"
+    assert page.locator("#compare-prompts tbody tr").count() == 6
+    page.click("#compare-prompts tbody tr >> nth=0 >> a:text('20261101')")
+    page.wait_for_selector("body[data-ready='1'][data-page='prompt']")
+    assert page.url.startswith((site / "b" / "prompts").as_uri() + "/")
+    assert page.locator("header.top span").inner_text().endswith("week 20261101")
+    assert page.errors == [] and all(u.startswith(site.as_uri() + "/") for u in page.requests)
+
+    # The previous week gone from beside it: no link, the words say which week and why.
+    shutil.rmtree(before)
+    shutil.rmtree(site)
+    assert cli.main(["view", str(week)]) == 0
+    capsys.readouterr()
+    open_page(page, (site / "index.html").as_uri())
+    note = page.locator("#history-compare")
+    assert note.locator("a").count() == 0
+    assert note.inner_text().startswith(
+        "No compare link: the previous comparable week 20261101 (named in "
+        "../scorecard-history.csv) is not on disk beside this week (no ../20261101)")
+    assert not (site / "compare.html").exists()

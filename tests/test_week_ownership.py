@@ -7,12 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pytest_skilllift.week.files import SCORECARD_OURS_MD
 
 REF_WEEK = (Path(__file__).resolve().parent / "fixtures" / "data" / "qdrant-skills" / "weekly"
             / "20260808")
 
 
+@pytest.mark.slow
 def test_summarize_keeps_the_qdrant_pipelines_scorecard(tmp_path: Path) -> None:
     week = tmp_path / "weekly" / REF_WEEK.name
     shutil.copytree(REF_WEEK, week)

@@ -33,6 +33,8 @@ def _run(args: argparse.Namespace) -> int:
     for problem in site.problems:
         print(f"skilllift view: input problem: {problem}", file=sys.stderr)
     print(f"wrote {site.index} ({site.pages} prompt pages)")
+    if site.history_compare:
+        print(f"compare: {site.history_compare}")
     if not args.serve:
         return 0
     from pytest_skilllift.view.serve import serve
@@ -59,7 +61,8 @@ def add_parser(subparsers: Any) -> None:
                         help="where to write the site (default WEEK_DIR/view)")
     parser.add_argument("--compare", metavar="OTHER_WEEK_DIR", default=None,
                         help="also write compare.html: skilllift compare WEEK_DIR OTHER_WEEK_DIR, "
-                             "linked to both weeks' prompt pages")
+                             "linked to both weeks' prompt pages (default: the previous "
+                             "comparable week the history names, when it is beside this one)")
     parser.add_argument("--serve", action="store_true",
                         help="serve the site on 127.0.0.1 and add the labelling page")
     parser.add_argument("--port", type=int, default=None, metavar="PORT",

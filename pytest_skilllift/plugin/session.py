@@ -556,6 +556,8 @@ class SkillLiftSession:
             self.view_note = f"viewer not written: {err}"
             return
         self.view_note = f"viewer: {site.index} ({site.pages} prompt pages; open it from disk)"
+        if site.history_compare:
+            self.view_note += f"\nviewer compare: {site.history_compare}"
 
     def _conclude(self) -> bool:
         """Hook sections, and whether this session graded enough of its runs."""

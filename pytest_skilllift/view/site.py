@@ -24,10 +24,10 @@ from pytest_skilllift.view.data import (
     prompt_records,
     read_scorecard,
 )
-from pytest_skilllift.week.files import VIEW_DIR
+from pytest_skilllift.week.files import HISTORY_CSV, SCORECARD_JSON, VIEW_DIR
 
 __all__ = ["ASSETS", "CSP_SERVED", "CSP_STATIC", "SiteResult", "ViewError", "build_site",
-           "embed_json", "page_html"]
+           "embed_json", "history_compare_week", "page_html"]
 
 #: No script, style, image or connection from anywhere but the site's own files; nothing
 #: inline; no form posts, no framing, no <base>. Served pages may also call their server.
@@ -41,7 +41,9 @@ DEFAULT_OUT = VIEW_DIR
 #: most and links ``prompts.html``, the whole sortable table (the index stays small).
 OVERVIEW_PROMPT_ROWS = 200
 PROMPTS_DIR = "prompts"
+#: The other week's site, under this one's (its pages are the compare page's other side).
 COMPARE_DIR = "b"
+COMPARE_PAGE = "compare.html"
 
 
 def embed_json(data: Any) -> str:
@@ -80,6 +82,9 @@ class SiteResult:
     index: Path
     pages: int = 0
     problems: list[str] = field(default_factory=list)
+    #: The compare pages against the history's previous comparable week (``compare.html``),
+    #: or why there are none (empty: the history names no earlier week).
+    history_compare: str = ""
 
 
 def _copy_assets(out: Path) -> None:
@@ -98,9 +103,14 @@ def _write_page(path: Path, text: str) -> None:
 
 
 def build_site(week_dir: Path, out: Path | None = None, *,
-               compare: Path | None = None, csp: str = CSP_STATIC) -> SiteResult:
+               compare: Path | None = None, csp: str = CSP_STATIC,
+               history_compare: bool = True) -> SiteResult:
     """Write the viewer of ``week_dir`` into ``out`` (default ``WEEKDIR/view``).
 
+    With ``compare``, ``compare.html`` compares the two weeks (``skilllift compare WEEK_DIR
+    COMPARE``). Without it and with ``history_compare``, ``compare.html`` compares the
+    previous comparable week the history names, when it is on disk beside this one
+    (:func:`history_compare_week`); the overview says in words why there is no link when not.
     Raises :class:`ViewError` when the week has no readable scorecard.json.
     """
     week_dir = Path(week_dir)
@@ -127,12 +137,23 @@ def build_site(week_dir: Path, out: Path | None = None, *,
     _split_prompts(index, out, label, csp)
     index["gate_results"] = gate_results(week_dir)
     index["view_problems"] = problems
+    said = ""
     if compare is not None:
-        index["compare"] = "compare.html"
+        index["compare"] = COMPARE_PAGE
         _write_compare(week_dir, Path(compare), out, pages, csp)
+    elif history_compare:
+        index["history_compare"] = _history_compare(card, week_dir, out, pages, csp)
+        if index["history_compare"] is not None:
+            said = _said(index["history_compare"], label)
     _write_page(out / "index.html", page_html("overview", f"week {label}", index, "",
                                                     csp=csp))
-    return SiteResult(out / "index.html", len(pages), problems)
+    return SiteResult(out / "index.html", len(pages), problems, said)
+
+
+def _said(link: dict[str, Any], label: str) -> str:
+    if link.get("href"):
+        return f"{link['href']}: week {link['week']} → week {label} (the previous comparable week)"
+    return str(link.get("note", ""))
 
 
 def _copy_plots(card: dict[str, Any], week_dir: Path, out: Path) -> dict[str, str]:
@@ -174,22 +195,92 @@ def _split_prompts(index: dict[str, Any], out: Path, label: str, csp: str) -> No
     index["all_prompts"] = {"href": "prompts.html", "rows": len(rows), "pages": len(pages)}
 
 
-def _write_compare(week_a: Path, week_b: Path, out: Path, pages_a: dict[str, str],
-                   csp: str) -> None:
+def history_compare_week(card: dict[str, Any], week_dir: Path) -> tuple[str | None,
+                                                                          Path | None, str]:
+    """The previous comparable week the scorecard's history names, where it is on disk, or
+    why it cannot be compared: ``(run key, directory, "")`` or ``(run key | None, None, why)``
+    (``(None, None, "")``: the history names no earlier week).
+
+    The history (``WEEKDIR/../scorecard-history.csv``) keys each week by its directory's name,
+    and the weeks it names sit beside it (``report.summarize`` pools them from there): the
+    previous comparable week is the latest of the scorecard's ``history.pooled_runs`` (same
+    prompts, models and judge protocol, or not checkable on either side), looked for in this
+    week's parent directory.
+    """
+    hist = card.get("history")
+    hist = hist if isinstance(hist, dict) else {}
+    history_file = f"../{HISTORY_CSV}"
+
+    def keys(field_name: str) -> list[tuple[str, str]]:
+        given = hist.get(field_name)
+        return [(str(r.get("run_key")), str(r.get("reason", ""))) for r in
+                (given if isinstance(given, list) else []) if isinstance(r, dict)
+                and r.get("run_key")]
+
+    pooled, left = keys("pooled_runs"), keys("not_pooled_runs")
+    if not pooled:
+        if not left:
+            return None, None, ""
+        named = "; ".join(f"{k} ({reason})" for k, reason in left)
+        return left[-1][0], None, (f"No compare link: {history_file} names no earlier week "
+                                   f"measured like this one: {named}.")
+    key = pooled[-1][0]
+    # The history is input: a key that is not a plain directory name is never followed.
+    if Path(key).name != key or key in (".", ".."):
+        return key, None, (f"No compare link: {history_file} names the previous comparable "
+                           f"week {key!r}, which is not a week directory's name.")
+    where = week_dir.parent / key
+    if not where.is_dir():
+        return key, None, (f"No compare link: the previous comparable week {key} (named in "
+                           f"{history_file}) is not on disk beside this week (no ../{key}); "
+                           f"put it there, or run skilllift view WEEKDIR --compare "
+                           f"PATH_TO_{key}.")
+    if not (where / SCORECARD_JSON).is_file():
+        return key, None, (f"No compare link: the previous comparable week ../{key} has no "
+                           f"{SCORECARD_JSON}; write it with skilllift summarize ../{key}, then "
+                           "view this week again.")
+    return key, where, ""
+
+
+def _history_compare(card: dict[str, Any], week_dir: Path, out: Path, pages: dict[str, str],
+                     csp: str) -> dict[str, Any] | None:
+    """``compare.html`` against the previous comparable week (before → this week), or the
+    words saying why there is none; None when the history names no earlier week."""
+    key, where, why = history_compare_week(card, week_dir)
+    if key is None:
+        return None
+    if where is not None:
+        try:
+            _write_compare(week_dir, where, out, pages, csp, other_before=True)
+        except ViewError as err:
+            why = (f"No compare link: the previous comparable week ../{key} could not be "
+                   f"compared: {err}")
+        else:
+            return {"week": key, "href": COMPARE_PAGE, "note": ""}
+    return {"week": key, "href": None, "note": why}
+
+
+def _write_compare(week: Path, other: Path, out: Path, pages: dict[str, str], csp: str, *,
+                   other_before: bool = False) -> None:
     """``compare.html``: ``skilllift compare``'s per-prompt changes, each side linked to its
-    week's prompt page (week B's site is written under ``b/``)."""
+    week's prompt page (the other week's site is written under ``b/``). ``week`` is week A
+    (``skilllift compare WEEK OTHER``), or week B with ``other_before`` (``skilllift compare
+    OTHER WEEK``: the history's previous week first)."""
     from pytest_skilllift.report.compare_weeks import CompareError, compare
 
+    week_a, week_b = (other, week) if other_before else (week, other)
     try:
         result = compare(week_a, week_b)
     except (CompareError, OSError, ValueError) as err:
-        raise ViewError(f"--compare {week_b}: {err}") from None
-    b_site = build_site(week_b, out / COMPARE_DIR, csp=csp)
-    pages_b = json.loads(_data_block(b_site.index))["pages"]
-    result["pages_a"] = pages_a
-    result["pages_b"] = {p: f"{COMPARE_DIR}/{v}" for p, v in pages_b.items()}
+        raise ViewError(f"{'' if other_before else '--compare '}{other}: {err}") from None
+    # Its own history link is not followed: one compare page per site, no chain of weeks.
+    other_site = build_site(other, out / COMPARE_DIR, csp=csp, history_compare=False)
+    other_pages = {p: f"{COMPARE_DIR}/{v}"
+                   for p, v in json.loads(_data_block(other_site.index))["pages"].items()}
+    result["pages_a"], result["pages_b"] = ((other_pages, pages) if other_before
+                                            else (pages, other_pages))
     result["a_label"], result["b_label"] = week_a.name, week_b.name
-    _write_page(out / "compare.html", page_html(
+    _write_page(out / COMPARE_PAGE, page_html(
         "compare", f"compare {week_a.name} → {week_b.name}", result, "", csp=csp))
 
 

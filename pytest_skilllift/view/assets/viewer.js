@@ -226,9 +226,14 @@
       { label: "actionable", value: function (r) { return r.actionable === null || r.actionable === undefined ? "" : String(r.actionable); },
         cell: function (r) { return r.actionable === null || r.actionable === undefined ? "n/a" : (r.actionable ? "yes" : "no"); } }], hrows));
     if (d.compare) add(hs, el("p", null, link(d.compare, "Compare with the other week →")));
-    var prev = hrows.filter(function (r) { return r.prev_key; })[0];
-    if (!d.compare && prev) {
-      add(hs, el("p", { "class": "note" }, "Compare with week " + prev.prev_key + ": skilllift view WEEKDIR --compare ../" + prev.prev_key));
+    // The history's previous comparable week: a link to its compare page (built beside this
+    // one, relative, so it works from file://), or the words saying why there is none.
+    var hc = d.history_compare;
+    if (!d.compare && hc && hc.href) {
+      add(hs, el("p", { id: "history-compare", "data-week": hc.week },
+        link(hc.href, "Compare with the previous comparable week " + hc.week + " (" + hc.week + " → " + (d.week || "this week") + ") →")));
+    } else if (!d.compare && hc) {
+      add(hs, el("p", { id: "history-compare", "class": "note", "data-week": hc.week }, hc.note));
     }
 
     var au = section("Audit and run health", "audit");
