@@ -301,7 +301,7 @@ def test_the_weeks_run_set_is_derived_once() -> None:
     the two cannot name different runs."""
     makers = sorted(f"{f.relative_to(PACKAGE).as_posix()}:{fn.name}"
                     for f in PACKAGE.rglob("*.py")
-                    for fn in ast.walk(ast.parse(f.read_text(encoding="utf-8")))
+                    for fn in _nodes(f)
                     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
                     and {"RunSpec", "make_run_id"} <= _called(fn))
     assert makers == ["run/matrix.py:prompt_runs"]
