@@ -7,13 +7,18 @@ the same way. The watch itself is fed real ``api_retry`` event lines.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import http.server
 import json
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +172,203 @@ def test_judge_causes() -> None:
     assert judge_cause("judge call failed after 7 attempts; last error: connection error "
                        "(ConnectError)").startswith("the judge's API is unreachable")
     assert judge_cause("judge call failed after 7 attempts; last error: HTTP 429 x") == ""
+
+
+# -- the other agents' words, and stderr (lines as the real CLIs printed them) ---------------
+
+CODEX_DOWN = (b'{"type":"error","message":"Reconnecting... waiting for network (Connection '
+              b'failed: error sending request)"}\n')
+CODEX_401 = (b'{"type":"error","message":"Reconnecting... 1/5 (unexpected status 401 '
+             b'Unauthorized: invalid API key, url: http://127.0.0.1:9/v1/responses)"}\n')
+GEMINI_DOWN = (b"Attempt 2 failed. Retrying with backoff... Error: exception TypeError: fetch "
+               b"failed sending request\n")
+GEMINI_401 = [b"Error when talking to Gemini API Full report available at: /tmp/x.json "
+              b'_ApiError: {"type":"error","error":{"type":"authentication_error",'
+              b'"message":"invalid API key"}}\n', b"  status: 401\n"]
+OPENCODE_401 = (b'{"type":"error","timestamp":1,"sessionID":"s","error":{"name":"APIError",'
+                b'"data":{"message":"invalid x-api-key","statusCode":401,"isRetryable":false}}}\n')
+
+
+def test_codex_reconnects_to_nothing_are_an_outage() -> None:
+    port = dead_port()
+    watch = OutageWatch(f"http://127.0.0.1:{port}/v1", "gpt-5.5", key_hint="OPENAI_API_KEY",
+                        url_hint="OPENAI_BASE_URL")
+    causes = [watch.feed(CODEX_DOWN) for _ in range(3)]
+    assert causes == [None, None, f"API unreachable at 127.0.0.1:{port}: connection refused; "
+                                  "check OPENAI_BASE_URL"]
+
+
+def test_codex_refused_key_is_named_after_two_reconnects() -> None:
+    watch = OutageWatch("http://127.0.0.1:9/v1", "gpt-5.5", key_hint="OPENAI_API_KEY")
+    assert watch.feed(CODEX_401) is None
+    assert watch.feed(CODEX_401) == ("API refused the key at 127.0.0.1:9 (HTTP 401); check "
+                                     "OPENAI_API_KEY")
+
+
+def test_gemini_retries_on_stderr_are_an_outage() -> None:
+    port = dead_port()
+    watch = OutageWatch(f"http://127.0.0.1:{port}", "gemini-2.5-flash",
+                        url_hint="GOOGLE_GEMINI_BASE_URL")
+    assert watch.feed(GEMINI_DOWN) is None  # stdout never carries these
+    causes = [watch.feed_stderr(GEMINI_DOWN) for _ in range(3)]
+    assert causes[2] == (f"API unreachable at 127.0.0.1:{port}: connection refused; check "
+                         "GOOGLE_GEMINI_BASE_URL")
+
+
+@pytest.mark.parametrize("lines,stream,said", [(GEMINI_401, "stderr", "HTTP 401"),
+                                              ([OPENCODE_401], "stdout",
+                                               "HTTP 401 invalid x-api-key")],
+                         ids=["gemini-stderr", "opencode"])
+def test_a_refused_key_the_cli_gave_up_on_is_named_when_it_ends(lines: list[bytes],
+                                                                 stream: str, said: str) -> None:
+    watch = OutageWatch("http://127.0.0.1:9", "m", key_hint="KEY_VAR")
+    for line in lines:
+        (watch.feed_stderr if stream == "stderr" else watch.feed)(line)
+    assert watch.cause is None  # one final error: said when the CLI has ended
+    assert watch.ended(0) is None  # it ended well after all
+    assert watch.ended(1) == f"API refused the key at 127.0.0.1:9 ({said}); check KEY_VAR"
+
+
+def test_probe_names_a_server_that_does_not_speak_tls() -> None:
+    with StandIn() as api:  # plain HTTP
+        why = probe(api.base_url.replace("http://", "https://"))
+    assert why is not None and why.startswith("TLS failure: the server does not speak TLS"), why
+    assert "is the URL http://, not https://?" in why
+
+
+@needs_cli
+@pytest.mark.cli
+def test_a_tls_failure_is_named_in_seconds_and_retried_next_session(tmp_path: Path) -> None:
+    """The real CLI against https:// on a port that speaks plain HTTP (the stand-in)."""
+    make_project(tmp_path)
+    with StandIn(agent=skill_agent, judge=keyword_judge) as api:
+        https = api.base_url.replace("http://", "https://")
+        result = session(tmp_path, https, "-k", "git-bisect and no-skill")
+        runs = manifest(tmp_path)
+        assert len(runs) == 1, result.stdout
+        at = https.removeprefix("https://")
+        assert runs[0]["run_status"] == "errored"
+        assert runs[0]["run_error"].startswith(
+            f"API unreachable at {at}: TLS failure: the server does not speak TLS"), runs
+        assert runs[0]["run_error"].endswith("check ANTHROPIC_BASE_URL")
+        assert int(runs[0]["wall_ms"]) < 30_000
+        assert api.count("agent", ok_only=False) == 0  # no request ever got through
+        again = session(tmp_path, api.base_url, "-k", "git-bisect and no-skill")
+    assert again.returncode == 0, again.stdout
+    assert [r["run_status"] for r in manifest(tmp_path)] == ["ok"]
+
+
+UNTRUSTED_PEM = Path(__file__).parent / "fixtures" / "tls" / "untrusted-self-signed.pem"
+
+
+@contextlib.contextmanager
+def untrusted_tls_server() -> Iterator[str]:
+    """An https:// base URL whose server presents a self-signed certificate (a test-only key,
+    ``tests/fixtures/tls``): what a TLS-inspecting proxy or a private gateway looks like."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(UNTRUSTED_PEM)
+
+    class Quiet(http.server.HTTPServer):
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            pass  # the client rejects the certificate: expected
+
+    server = Quiet(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True,
+                                    do_handshake_on_connect=False)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+UNTRUSTED = ("TLS failure: the server's certificate is not trusted (self-signed "
+             "certificate); point SSL_CERT_FILE / NODE_EXTRA_CA_CERTS at its CA")
+
+
+def test_claude_giving_up_on_an_untrusted_certificate_is_an_outage() -> None:
+    """Claude Code does not retry a certificate it does not trust: one result event (the
+    line as the bundled CLI 2.1 wrote it), exit status 1."""
+    result = json.dumps({
+        "type": "result", "subtype": "success", "is_error": True, "api_error_status": None,
+        "api_error": "tls_untrusted_ca", "terminal_reason": "api_error",
+        "result": "API Error: Unable to connect to API: Self-signed certificate detected "
+                  "(DEPTH_ZERO_SELF_SIGNED_CERT). The certificate comes from an authority "
+                  "Claude Code doesn't trust · see https://code.claude.com/docs"}).encode()
+    with untrusted_tls_server() as url:
+        watch = OutageWatch(url, "m")
+        assert watch.feed(result + b"\n") is None
+        assert watch.ended(0) is None
+        cause = watch.ended(1)
+    at = url.removeprefix("https://")
+    assert cause is not None and cause.startswith(f"API unreachable at {at}: {UNTRUSTED}"), cause
+    assert cause.endswith("; check ANTHROPIC_BASE_URL")
+    # With the host gone by then, the CLI's own words.
+    watch = OutageWatch(f"https://127.0.0.1:{dead_port()}", "m")
+    watch.feed(result)
+    assert "connection refused" in str(watch.ended(1))
+
+
+@needs_cli
+@pytest.mark.cli
+def test_an_untrusted_certificate_is_named_and_opens_the_breaker(tmp_path: Path) -> None:
+    """The real CLI against a self-signed TLS server: it gives up at once, which the old code
+    recorded as "CLI exit 1, result success", four times over, with no breaker."""
+    make_project(tmp_path)
+    with untrusted_tls_server() as url:
+        result = session(tmp_path, url)
+    out = result.stdout
+    cause = f"API unreachable at {url.removeprefix('https://')}: {UNTRUSTED}"
+    runs = manifest(tmp_path)
+    assert len(runs) == 3, out
+    assert all(r["run_status"] == "errored" and r["run_error"].startswith(cause)
+               for r in runs), runs
+    assert "circuit breaker: 1 run(s) not run: " + cause in out, out
+    assert result.returncode == 1, out
+    with StandIn(agent=skill_agent, judge=keyword_judge) as api:
+        again = session(tmp_path, api.base_url)
+    assert again.returncode == 0, again.stdout
+    assert [r["run_status"] for r in manifest(tmp_path)] == ["ok"] * 4
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("model_id,url_var,mode", [
+    ("codex:gpt-5.5", "OPENAI_BASE_URL", "dead"),  # Codex: its stdout error events
+    ("gemini-cli:gemini-2.5-flash", "GOOGLE_GEMINI_BASE_URL", "dead"),  # Gemini: stderr
+    ("opencode:anthropic/claude-sonnet-4-5", "ANTHROPIC_BASE_URL", "401"),  # it gives up
+], ids=["codex-unreachable", "gemini-unreachable-stderr", "opencode-bad-key"])
+def test_the_other_agents_outages_are_named_from_their_own_output(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_id: str, url_var: str,
+        mode: str) -> None:
+    """The real Codex, Gemini CLI and OpenCode, through the local runner: a port with nothing
+    listening (Codex and Gemini CLI retry it for minutes) or the stand-in refusing the key."""
+    from pytest_skilllift.model import AgentConfig, PromptSpec, RubricItem, RunSpec
+    from pytest_skilllift.runners.agents import KEY_VARS, find_cli
+    from pytest_skilllift.runners.local import LocalRunner
+
+    agent = model_id.partition(":")[0]
+    if find_cli(agent) is None:
+        pytest.skip(f"the {agent} CLI is not installed")
+    with StandIn(agent=skill_agent, api_key="the-right-key-123456") as api:
+        base = f"http://127.0.0.1:{dead_port()}" if mode == "dead" else api.base_url
+        monkeypatch.setenv(url_var, base + ("/v1" if agent == "codex" else ""))
+        monkeypatch.setenv(KEY_VARS[agent], "a-wrong-key-123456")
+        prompt = PromptSpec(path=Path("p.json"), name="p", product_area="x", prompt="say hi",
+                            rubric=(RubricItem("must", "x", 1),),
+                            skill_path="git-bisect/SKILL.md")
+        run = RunSpec(prompt=prompt, model_label="l", model_id=model_id, condition="no-skill",
+                      rep=1, run_id="r")
+        cfg = AgentConfig(claude_path="claude", skills_root=DEMO_PROJECT / "skills",
+                          timeout_s=150.0)
+        outcome = LocalRunner().run(run, cfg, tmp_path / "run")
+    at = base.removeprefix("http://")
+    if mode == "dead":
+        assert outcome.outage == (f"API unreachable at {at}: connection refused; check "
+                                  f"{url_var}"), outcome
+    else:
+        assert outcome.outage.startswith(f"API refused the key at {at} (HTTP 401"), outcome
+        assert outcome.outage.endswith(f"check {KEY_VARS[agent]}")
+    assert outcome.error == outcome.outage and not outcome.timed_out
+    assert outcome.wall_ms < 90_000  # the listing command included, under this machine's load

@@ -81,7 +81,7 @@ from pytest_skilllift.runners.image import (
 )
 from pytest_skilllift.runners.inflight import Inflight, RunInterrupted
 from pytest_skilllift.runners.install import check_family, family_entries, install_root
-from pytest_skilllift.runners.outage import OutageWatch
+from pytest_skilllift.runners.outage import OutageWatch, watch_for
 from pytest_skilllift.runners.redaction import redact, secret_values
 from pytest_skilllift.week.files import AGENT_SKILLS_FILE, STDERR_FILE, STDOUT_FILE, utc_stamp
 
@@ -392,10 +392,11 @@ class DockerRunner:
         error: str | None = None
         # The host's view of the API (what a probe from here can check); the events are the
         # container's CLI's own.
-        watch = OutageWatch(build_env(cfg, home=self.home).get("ANTHROPIC_BASE_URL", ""),
-                            spec.model_id)
+        watch = watch_for(spec.agent, spec.model_id,
+                          build_env(cfg, home=self.home) if inv is None
+                          else {**os.environ, **cfg.env})
         out = _LineSink(run_dir / STDOUT_FILE, secrets, on_line=watch.feed)
-        err = _LineSink(run_dir / STDERR_FILE, secrets)
+        err = _LineSink(run_dir / STDERR_FILE, secrets, on_line=watch.feed_stderr)
         invalid_install = False
         interrupted = False
         if self.inflight is not None:
@@ -425,6 +426,8 @@ class DockerRunner:
                                                               out, err, t0, watch)
                     if watch.cause is not None:
                         error = f"{watch.cause}; container killed"
+                    elif not timed_out and watch.ended(exit_code) is not None:
+                        error = str(watch.cause)  # the CLI gave up on it by itself
                     elif timed_out:
                         error = f"timed out after {cfg.timeout_s:g}s; container killed"
                     elif exit_code == 137 and self._oom_killed(container_id):

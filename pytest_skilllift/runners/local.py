@@ -34,7 +34,7 @@ from pytest_skilllift.runners.base import transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env
 from pytest_skilllift.runners.inflight import Inflight, RunInterrupted
 from pytest_skilllift.runners.install import InstallError, check_family, copy_family, install_root
-from pytest_skilllift.runners.outage import OutageWatch
+from pytest_skilllift.runners.outage import watch_for
 from pytest_skilllift.runners.redaction import redact, redact_text, secret_values
 from pytest_skilllift.week.files import AGENT_SKILLS_FILE, STDERR_FILE, STDOUT_FILE, utc_stamp
 
@@ -265,15 +265,19 @@ class LocalRunner:
               secrets: list[bytes], outcome: Callable[..., RunOutcome]) -> RunOutcome:
         """Stream the CLI's output until it ends, times out, hits an outage or the session
         stops (then :class:`RunInterrupted`)."""
-        watch = (OutageWatch(env.get("ANTHROPIC_BASE_URL", ""), spec.model_id)
+        # Claude Code's environment holds its base URL; another agent's URL may live in its
+        # config file only, so it is read where the invocation read it.
+        watch = (watch_for(spec.agent, spec.model_id,
+                           env if spec.agent == CLAUDE_CODE else {**os.environ, **cfg.env})
                  if self.watch_outages else None)
         assert proc.stdout is not None and proc.stderr is not None
         failed: list[OSError] = []  # a transcript write that failed (raised after the run)
         pumps = [
             threading.Thread(target=_pump, daemon=True, args=(
                 proc.stdout, stdout_path, secrets, watch.feed if watch else None, failed)),
-            threading.Thread(target=_pump, args=(proc.stderr, stderr_path, secrets, None,
-                                                 failed), daemon=True),
+            threading.Thread(target=_pump, daemon=True, args=(
+                proc.stderr, stderr_path, secrets, watch.feed_stderr if watch else None,
+                failed)),
         ]
         for th in pumps:
             th.start()
@@ -303,9 +307,13 @@ class LocalRunner:
         if stop == "interrupt" or (self.inflight is not None and self.inflight.stopping
                                    and proc.returncode != 0):
             raise RunInterrupted("the session was interrupted while the run was in flight")
-        if stop == "outage" and watch is not None and watch.cause is not None:
+        gave_up = stop is None and watch is not None and watch.ended(proc.returncode)
+        if gave_up or (stop == "outage" and watch is not None and watch.cause is not None):
+            assert watch is not None and watch.cause is not None
             with stderr_path.open("a", encoding="utf-8") as err:
-                err.write(f"skilllift: {watch.cause}; the CLI was stopped\n")
+                # a refused key the CLI gave up on by itself, or the runner stopped it
+                err.write(f"skilllift: {watch.cause}"
+                          f"{'' if gave_up else '; the CLI was stopped'}\n")
             return outcome(proc.returncode, error=watch.cause, outage=watch.cause)
         if stop == "timeout":
             return outcome(

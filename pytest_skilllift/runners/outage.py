@@ -13,12 +13,27 @@ Retries without an HTTP status (``error_status: null``) are a connection that fa
 are only called an outage once a direct connection to the API's host confirms it (a dropped
 connection or a reset is the network's passing fault, and the CLI's retry is right).
 Rate limits and overload (429, 529, 5xx) are never an outage here: the CLI's retries are
-what they are for.
+what they are for. One failure Claude Code does not retry at all: a certificate it does not
+trust (a TLS-inspecting proxy, a private CA). It ends at once with a result event
+(``"api_error": "tls_untrusted_ca"``, "Unable to connect to API: …") and exit status 1, which
+:meth:`OutageWatch.ended` names the same way (the probe says what the TLS failure is).
+
+The other agents say it their own way, and some of it only on stderr: Codex (``exec --json``)
+emits ``{"type": "error", "message": "Reconnecting... 1/5 (unexpected status 401
+Unauthorized: …)"}`` or ``"Reconnecting... waiting for network (Connection failed: …)"`` on
+stdout; Gemini CLI prints ``Attempt 2 failed. Retrying with backoff... Error: exception
+TypeError: fetch failed sending request`` on stderr, and ``Error when talking to Gemini API``
+with a ``status: 401`` line before it gives up; OpenCode ends with an ``error`` event whose
+``statusCode`` is 401. Claude Code's stderr stays empty (its retries are on stdout). A CLI that
+gave up on its own after a refused key or a missing model (one final error, exit status not
+0) is named the same way when it ends. OpenCode against a port with nothing listening prints
+nothing at all (it retries silently), so that case still waits for the run's timeout.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import ssl
 from urllib.parse import urlsplit
@@ -30,6 +45,9 @@ REFUSED_AFTER = 2
 #: Retries without an HTTP status before the API's host is probed (≈ 4 s of the CLI's back-off).
 UNREACHABLE_AFTER = 3
 PROBE_TIMEOUT_S = 5.0
+#: OpenSSL's reasons when the far end answered a ClientHello with plain text (an HTTP server).
+PLAIN_TEXT_REPLIES = frozenset({"WRONG_VERSION_NUMBER", "HTTP_REQUEST", "RECORD_LAYER_FAILURE",
+                                "PACKET_LENGTH_TOO_LONG", "UNKNOWN_PROTOCOL"})
 
 
 def probe(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
@@ -53,8 +71,16 @@ def probe(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
             try:
                 with ssl.create_default_context().wrap_socket(sock, server_hostname=host):
                     pass
+            except ssl.SSLCertVerificationError as exc:
+                return (f"TLS failure: the server's certificate is not trusted "
+                        f"({exc.verify_message or exc.reason or exc}); point SSL_CERT_FILE / "
+                        "NODE_EXTRA_CA_CERTS at its CA, or use the right host")
             except ssl.SSLError as exc:
-                return f"TLS failure ({exc.reason or exc})"
+                reason = str(exc.reason or exc)
+                if reason in PLAIN_TEXT_REPLIES:
+                    return (f"TLS failure: the server does not speak TLS ({reason}: it "
+                            "answered in plain text; is the URL http://, not https://?)")
+                return f"TLS failure ({reason})"
             except OSError as exc:
                 return f"TLS handshake failed ({exc.strerror or exc})"
     finally:
@@ -69,22 +95,54 @@ def where(base_url: str) -> str:
     return f"{parts.hostname}:{port}"
 
 
-class OutageWatch:
-    """Fed the CLI's stdout line by line; :attr:`cause` is set once an outage is certain."""
+#: An HTTP status in another CLI's error text (Codex: "unexpected status 401 Unauthorized",
+#: Gemini CLI: "status: 401", OpenCode: "statusCode":401).
+_STATUS = re.compile(r"(?:unexpected status|status(?:Code)?\W{0,3})\s*(\d{3})\b", re.I)
+#: The Anthropic error types, for a message that carries no status.
+_ERROR_TYPES = {"authentication_error": 401, "permission_error": 403, "not_found_error": 404}
+#: A request that never got an answer (Codex's and Gemini CLI's words).
+_NO_CONNECTION = re.compile(r"Connection failed|error sending request|fetch failed|"
+                            r"ECONNREFUSED|ENOTFOUND|EAI_AGAIN|certificate|TLS|SSL", re.I)
 
-    def __init__(self, base_url: str, model_id: str) -> None:
+
+def status_in(text: str) -> int | None:
+    """The HTTP status an error message names, or None."""
+    found = _STATUS.search(text)
+    if found:
+        return int(found.group(1))
+    return next((code for name, code in _ERROR_TYPES.items() if name in text), None)
+
+
+class OutageWatch:
+    """Fed the CLI's stdout (and stderr) line by line; :attr:`cause` is set once an outage is
+    certain. ``key_hint`` and ``url_hint`` name what to check (the agent's variables)."""
+
+    def __init__(self, base_url: str, model_id: str, *,
+                 key_hint: str = "ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN",
+                 url_hint: str = "ANTHROPIC_BASE_URL") -> None:
         self.base_url = base_url or DEFAULT_BASE_URL
         self.model_id = model_id
+        self.key_hint = key_hint
+        self.url_hint = url_hint
         self.cause: str | None = None
         self._status: object = None
         self._streak = 0
         self._probed_at = 0
+        #: The last final error a CLI reported before giving up (status, words).
+        self._final: tuple[int, str] | None = None
+        self._stderr_error = False
+        #: Claude Code's words when it gave up connecting on its own (a TLS failure).
+        self._unreachable: str | None = None
 
     def feed(self, line: bytes) -> str | None:
         """Read one transcript line; the outage's cause once known, else None."""
-        if self.cause is not None or b'"api_retry"' not in line:
+        if self.cause is not None:
+            return self.cause
+        if b'"api_retry"' not in line:
             if b'"type":"assistant"' in line.replace(b" ", b""):
                 self._streak = 0  # a call got through: earlier retries were passing faults
+            elif b'"error"' in line or b'"api_error' in line:
+                self._error_event(line)
             return self.cause
         try:
             event = json.loads(line)
@@ -92,24 +150,123 @@ class OutageWatch:
             return None
         if not isinstance(event, dict) or event.get("subtype") != "api_retry":
             return None
-        status = event.get("error_status")
-        self._streak = self._streak + 1 if status == self._status else 1
-        self._status = status
-        self.cause = self._judge(status, str(event.get("error") or ""))
+        self._retry(event.get("error_status"), str(event.get("error") or ""))
         return self.cause
 
-    def _judge(self, status: object, error: str) -> str | None:
+    def feed_stderr(self, line: bytes) -> str | None:
+        """Read one line of the CLI's stderr (Gemini CLI reports its retries there)."""
+        if self.cause is not None:
+            return self.cause
+        text = line.decode("utf-8", "replace").strip()
+        if text.startswith("Attempt ") and "failed" in text and "Retrying" in text:
+            status = status_in(text)
+            self._retry(status if status else None if _NO_CONNECTION.search(text) else 0,
+                        text.partition("Error:")[2].strip()[:120])
+        elif "Error when talking to" in text:
+            self._stderr_error = True
+            status = status_in(text)
+            if status:
+                self._final = (status, "")
+        elif self._stderr_error and (status := status_in(text)) and text.startswith("status"):
+            self._final = (status, "")
+        return self.cause
+
+    def _error_event(self, line: bytes) -> None:
+        """Codex's ``error`` events (retries, then the final one), OpenCode's and Gemini
+        CLI's final error events, Claude Code's result event when it gave up."""
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(event, dict):
+            return
+        kind = event.get("type")
+        if kind == "result" and "api_error_status" in event:  # Claude Code
+            self._claude_result(event)
+        elif kind == "error" and isinstance(event.get("message"), str):  # Codex
+            message = str(event["message"])
+            status = status_in(message)
+            if message.startswith("Reconnecting"):
+                self._retry(status if status else None if _NO_CONNECTION.search(message)
+                            else 0, "")
+            elif status:
+                self._final = (status, "")
+        elif kind == "error" and isinstance(event.get("error"), dict):  # OpenCode
+            data = event["error"].get("data")
+            status = data.get("statusCode") if isinstance(data, dict) else None
+            if isinstance(status, int):
+                self._final = (status, str(data.get("message") or "")[:80])
+        elif kind == "result" and event.get("status") == "error":  # Gemini CLI
+            error = event.get("error")
+            status = status_in(json.dumps(error)) if error else None
+            if status:
+                self._final = (status, "")
+
+    def _claude_result(self, event: dict[str, object]) -> None:
+        """Claude Code's result event when it gave up on the API: ``api_error_status`` (a
+        refused key, a missing model) or, with no status, ``api_error`` and the words "API
+        Error: Unable to connect to API: …" — it does so at once, without one ``api_retry``,
+        for a certificate it does not trust (``"api_error": "tls_untrusted_ca"``)."""
+        if not event.get("is_error"):
+            return
+        status, error = event.get("api_error_status"), str(event.get("api_error") or "")
+        if isinstance(status, int) and not isinstance(status, bool):
+            self._final = (status, error)
+        elif status is None and "Unable to connect to API" in str(event.get("result") or ""):
+            self._unreachable = str(event["result"]).partition("Unable to connect to API:")[2]
+
+    def _retry(self, status: object, error: str) -> None:
+        self._streak = self._streak + 1 if status == self._status else 1
+        self._status = status
+        self.cause = self._judge(status, error)
+
+    def ended(self, exit_code: int | None) -> str | None:
+        """The CLI ended on its own: a refused key or a missing model it gave up on (one
+        final error is enough: the CLI already decided no retry helps) is an outage too."""
+        if self.cause is None and exit_code not in (0, None) and self._final is not None:
+            status, error = self._final
+            self._streak = REFUSED_AFTER
+            self.cause = self._judge(status, error, final=True)
+        if self.cause is None and exit_code not in (0, None) and self._unreachable is not None:
+            # The CLI could not connect and gave up: a direct connection says why in the
+            # same words as the retried case (else the CLI's own words, cut short).
+            why = probe(self.base_url)
+            said = self._unreachable.strip().split(" · ")[0][:200]
+            self.cause = (f"API unreachable at {where(self.base_url)}: "
+                          f"{why or said or 'no connection'}; check {self.url_hint}")
+        return self.cause
+
+    def _judge(self, status: object, error: str, *, final: bool = False) -> str | None:
         at = where(self.base_url)
+        shown = f"HTTP {status} {error}".strip()
         if status in (401, 403) and self._streak >= REFUSED_AFTER:
-            return (f"API refused the key at {at} (HTTP {status} {error}); check "
-                    "ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN")
+            return f"API refused the key at {at} ({shown}); check {self.key_hint}"
         if status == 404 and self._streak >= REFUSED_AFTER:
-            return (f"model {self.model_id!r} not found at {at} (HTTP 404 {error}); check "
-                    "skill_lift_models")
+            return f"model {self.model_id!r} not found at {at} ({shown}); check skill_lift_models"
+        if final:
+            return None
         if status is None and self._streak >= UNREACHABLE_AFTER + self._probed_at:
             why = probe(self.base_url)
             if why is None:  # the host answers: the CLI's own retries handle it
                 self._probed_at = self._streak
                 return None
-            return f"API unreachable at {at}: {why}; check ANTHROPIC_BASE_URL"
+            return f"API unreachable at {at}: {why}; check {self.url_hint}"
         return None
+
+
+#: Where each other agent's API is when its base-URL variable is not set.
+AGENT_DEFAULT_URLS = {"codex": "https://api.openai.com/v1",
+                      "gemini-cli": "https://generativelanguage.googleapis.com",
+                      "opencode": DEFAULT_BASE_URL}
+
+
+def watch_for(agent: str, model_id: str, env: dict[str, str]) -> OutageWatch:
+    """The watch for one run of ``agent`` (``env``: the session's environment, where the
+    agent's base URL and key variables are read)."""
+    from pytest_skilllift.runners.agents import BASE_URL_VARS, KEY_VARS
+
+    if agent not in BASE_URL_VARS:  # Claude Code
+        return OutageWatch(env.get("ANTHROPIC_BASE_URL", ""), model_id)
+    url_var = BASE_URL_VARS[agent]
+    return OutageWatch(env.get(url_var) or AGENT_DEFAULT_URLS[agent], model_id,
+                       key_hint=KEY_VARS[agent], url_hint=url_var)
