@@ -9,8 +9,9 @@ import pytest
 
 from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
 from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker
-from pytest_skilllift.run.engine import NotStarted
+from pytest_skilllift.run.engine import NotStarted, WeekRun
 from pytest_skilllift.week.files import OK, STDOUT_FILE
+from pytest_skilllift.week.ledger import Ledger
 from tests.test_engine import CountingGrader, FakeRunner, engine, spec
 
 
@@ -66,4 +67,37 @@ def test_the_judge_breaker_stops_grading_and_leaves_runs_ungraded(tmp_path: Path
     assert grader.calls == 3  # then the breaker: no further judge call
     assert all(r.status == OK and r.rows == {} and r.judge_error for r in results)
     assert results[4].judge_error.startswith("not graded: the judge's API is unreachable")
+    assert not list(week.glob("*/grades.json"))  # ungraded, never scored zero
+
+
+def test_batch_judging_a_refusing_judge_opens_the_breaker_and_submits_no_more(
+        tmp_path: Path) -> None:
+    """``--skill-lift-judge-batch``: the Message Batches API refuses the key; every run stays
+    ungraded (never zero), the judge's breaker opens on the batch client's error, and the
+    next batch step (another worker, the next prompt's) submits nothing."""
+    from pytest_skilllift.judge.batch import BatchJudge
+    from pytest_skilllift.run.batch_grade import BatchResults, grade_in_batches
+    from pytest_skilllift.testing import StandIn
+    from pytest_skilllift.testing.judge_script import keyword_judge
+
+    week = tmp_path / "w"
+    results = BatchResults(Ledger(week), "claude-judge-x")
+    weekrun = WeekRun(Ledger(week), AgentConfig(claude_path="unused", skills_root=tmp_path),
+                      FakeRunner, lambda: results)  # batch mode: the engine's grader
+    weekrun.judge_breaker = CircuitBreaker(tmp_path / "judge.log", 3)
+    specs = [spec(rep=rep) for rep in range(1, 5)]
+    for s in specs:
+        weekrun.generate(s)
+    with StandIn(judge=keyword_judge, api_key="the-right-key-123456") as api:
+        judge = BatchJudge(week, "claude-judge-x", api_key="a-wrong-key-123456",
+                           base_url=api.base_url, poll_s=0.0)
+        first = grade_in_batches(weekrun, specs, judge, results)
+        assert first.graded == 0 and sorted(first.ungraded) == sorted(s.run_id for s in specs)
+        cause = weekrun.judge_breaker.open_cause()
+        assert cause is not None and cause.startswith("the judge's API refused the key")
+        calls = api.count(ok_only=False)
+        again = grade_in_batches(weekrun, specs, judge, results)
+        assert api.count(ok_only=False) == calls  # the breaker: nothing submitted
+        assert set(again.ungraded.values()) == {f"not graded: {cause}"}
+        judge.close()
     assert not list(week.glob("*/grades.json"))  # ungraded, never scored zero

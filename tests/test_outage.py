@@ -333,6 +333,37 @@ def test_an_untrusted_certificate_is_named_and_opens_the_breaker(tmp_path: Path)
     assert [r["run_status"] for r in manifest(tmp_path)] == ["ok"] * 4
 
 
+@needs_cli
+@pytest.mark.cli
+def test_trigger_runs_have_the_circuit_breaker_too(tmp_path: Path) -> None:
+    from pytest_skilllift.testing.trigger_script import explore_first
+    from tests.test_triggers import GIT_BISECT_QUERIES
+    from tests.test_triggers import make_project as trigger_project
+
+    trigger_project(tmp_path, {"git-bisect": {"skill": "git-bisect",
+                                              "queries": GIT_BISECT_QUERIES[:4]}},
+                    "skill_lift_timeout = 300\n")
+    port = dead_port()
+    result = session(tmp_path, f"http://127.0.0.1:{port}")
+    out = result.stdout
+    cause = (f"API unreachable at 127.0.0.1:{port}: connection refused; check "
+             "ANTHROPIC_BASE_URL")
+    with (tmp_path / "week" / "triggers" / "triggers.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 3, out  # three errored with the cause, then the breaker
+    assert all(r["run_status"] == "errored" and r["run_error"] == cause for r in rows), rows
+    assert all(int(r["wall_ms"]) < 30_000 for r in rows)
+    assert (f"circuit breaker: 1 run(s) (1 of them trigger runs) not run: {cause}"
+            in out), out
+    assert f"not run: {cause}" in out  # the item's skip reason
+    assert result.returncode == 1, out
+    with StandIn(agent=explore_first()) as api:
+        again = session(tmp_path, api.base_url)
+    assert again.returncode == 0, again.stdout
+    with (tmp_path / "week" / "triggers" / "triggers.csv").open(newline="") as fh:
+        assert [r["run_status"] for r in csv.DictReader(fh)] == ["ok"] * 4
+
+
 @pytest.mark.cli
 @pytest.mark.parametrize("model_id,url_var,mode", [
     ("codex:gpt-5.5", "OPENAI_BASE_URL", "dead"),  # Codex: its stdout error events

@@ -265,11 +265,16 @@ class SkillLiftSession:
     def breaker_lines(self) -> list[str]:
         """What the circuit breakers held back this session (controller, at the end)."""
         lines = []
-        held = sorted(r for r, st in self.tally.runs.items() if st == NOT_RUN_OUTAGE)
+        held = [r for r, st in self.tally.runs.items() if st == NOT_RUN_OUTAGE]
+        # Trigger runs share the breaker (one API behind both): counted with the lift's.
+        held_triggers = [r for r, st in self.tally.trigger_runs.items() if st == NOT_RUN_OUTAGE]
         runs, judge = self.breaker(), self.breaker("judge")
         cause = runs.open_cause() if runs is not None else None
-        if held and runs is not None:
-            lines.append(f"circuit breaker: {len(held)} run(s) not run: {cause} — "
+        if (held or held_triggers) and runs is not None:
+            of_which = (f" ({len(held_triggers)} of them trigger runs)"
+                        if held_triggers else "")
+            lines.append(f"circuit breaker: {len(held) + len(held_triggers)} run(s)"
+                         f"{of_which} not run: {cause} — "
                          f"{runs.threshold} consecutive runs failed with it, so no further "
                          "run was started; fix it and run again (the next session runs "
                          "them): exit status 1")
@@ -317,6 +322,7 @@ class SkillLiftSession:
             self._triggers = TriggerRun(self.week.root / TRIGGERS_DIR, agent,
                                         self._make_runner)
             self._triggers.start_gate = self.spend_gate()
+            self._triggers.breaker = self.breaker()  # one API behind lift and trigger runs
         return self._triggers
 
     def spend_gate(self) -> Any:

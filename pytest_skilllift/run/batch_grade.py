@@ -169,6 +169,14 @@ def grade_in_batches(weekrun: WeekRun, specs: Sequence[RunSpec], judge: BatchJud
                 todo.append((spec, answer))
             # else nothing to send; the engine records why when an item asks
         out.requested = len(todo)
+        held = weekrun.judge_breaker.open_cause() if weekrun.judge_breaker else None
+        if held and todo:
+            # The judge's breaker is open (this step's first batch, or another worker's,
+            # failed on the same outage for the last N runs): nothing is submitted; the runs
+            # stay ungraded, never scored zero, and the next session grades them.
+            for spec, _ in todo:
+                out.ungraded[spec.run_id] = f"not graded: {held}"
+            return out
         if todo:
             first = [judge.request(custom_id(spec.run_id, k), build_judge_request(
                          spec.prompt.prompt, answer, spec.prompt.rubric,

@@ -59,13 +59,18 @@ class CircuitBreaker:
 
 
 def judge_cause(error: str) -> str:
-    """The infrastructure cause in a judge error (``judge.client``'s words), or ``""``: a
+    """The infrastructure cause in a judge error (``judge.client``'s or the Message Batches
+    client's words), or ``""``: a
     refused key, a judge model that does not exist, an API that cannot be reached. A bad
     reply or a rate limit is no outage."""
     for marker, words in (("HTTP 401", "the judge's API refused the key"),
                           ("HTTP 403", "the judge's API refused the key"),
                           ("HTTP 404", "the judge model was not found"),
-                          ("connection error", "the judge's API is unreachable")):
+                          ("connection error", "the judge's API is unreachable"),
+                          # the Message Batches client's words (``judge.batch``: the SDK's)
+                          ("Error code: 401", "the judge's API refused the key"),
+                          ("Error code: 403", "the judge's API refused the key"),
+                          ("APIConnectionError", "the judge's API is unreachable")):
         if marker in error:
             return f"{words} ({error})"
     return ""

@@ -35,6 +35,7 @@ from typing import Any
 from pytest_skilllift.model import AgentConfig, PromptSpec, RunOutcome, RunSpec
 from pytest_skilllift.run import audit
 from pytest_skilllift.run.agent_streams import parse_run
+from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker
 from pytest_skilllift.run.engine import NotStarted
 from pytest_skilllift.run.prompts import PromptError, check_placeholder, read_json_file
 from pytest_skilllift.run.transcript import (
@@ -339,6 +340,10 @@ class TriggerRun:
         self._cache: dict[str, TriggerResult] = {}
         #: As ``WeekRun.start_gate``: a reason not to start a new trigger run (the spend cap).
         self.start_gate: Callable[[RunSpec], str | None] | None = None
+        #: As ``WeekRun.breaker`` (the session shares one between lift and trigger runs: one
+        #: API behind both): fed each trigger run's infrastructure cause; once open, no
+        #: trigger run starts (``NotStarted``, ``not run: <cause>``).
+        self.breaker: CircuitBreaker | None = None
 
     def close(self) -> None:
         if self._runner is not None:
@@ -358,13 +363,20 @@ class TriggerRun:
                 why = self.start_gate(run) if self.start_gate is not None else None
                 if why:
                     raise NotStarted(why)
+                held = self.breaker.reason() if self.breaker is not None else None
+                if held:
+                    raise NotStarted(held, NOT_RUN_OUTAGE)
                 if record is not None:
                     self.week.reset_run(spec.run_id)
                 if self._runner is None:
                     self._runner = self._runner_factory()
                 run_dir = self.week.run_dir(spec.run_id)
                 outcome = self._runner.run(run, self.agent, run_dir)
+                if self.breaker is not None:
+                    self.breaker.record(outcome.outage)
                 record = self._record(spec, installed, outcome, run_dir / STDOUT_FILE)
+                if outcome.outage:
+                    record["outage"] = outcome.outage
                 self.week.save_run(spec.run_id, record)
                 generated = True
         result = result_from_record(record, generated_now=generated)
