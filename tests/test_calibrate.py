@@ -127,3 +127,25 @@ def test_several_runs_are_summarized_into_the_week_file(
 def test_missing_run_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(["calibrate", str(tmp_path), "--run", "nope", "--model", "m"]) == 2
     assert "run.json" in capsys.readouterr().err
+
+
+def test_a_second_pass_keeps_what_the_first_calibrated(
+        tmp_path: Path, env: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same command again (after an interrupt, say) pays nothing for a run calibrated
+    with the same model, samples and bar; another protocol or ``--fresh`` calibrates it."""
+    week = make_week(tmp_path)
+    argv = ["calibrate", str(week), "--run", "hybrid-haiku-no-skill-r1", "--samples", "2",
+            "--model", "claude-opus-4-7"]
+    with StandIn(judge=keyword_judge, api_key=KEY) as api:
+        env(api)
+        assert run_cli(argv) == 0 and api.count("judge") == 2
+        capsys.readouterr()
+        assert run_cli(argv) == 0 and api.count("judge") == 2
+        out = capsys.readouterr().out
+        assert ("calibration of hybrid-haiku-no-skill-r1: kept from an earlier pass (2 of 2 "
+                "samples graded by claude-opus-4-7; --fresh to redo it)") in out
+        assert "week 20260808: 1 run(s) calibrated" in out and "PASS" in out
+        assert run_cli([*argv, "--fresh"]) == 0 and api.count("judge") == 4
+        assert run_cli([*argv[:-3], "3", *argv[-2:]]) == 0 and api.count("judge") == 7
+    data = json.loads((week / "calibration.json").read_text())
+    assert data["runs"]["hybrid-haiku-no-skill-r1"]["samples"] == 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -13,11 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.testing import StandIn
 from pytest_skilllift.testing.judge_script import keyword_judge
 from tests.test_judge_client import ANSWER, ITEMS, KEY, MODEL
 
 RUNS = 6
+needs_cli = pytest.mark.skipif(bundled_claude() is None,
+                               reason="claude-agent-sdk (bundled CLI) missing")
 
 
 def make_week(tmp_path: Path) -> Path:
@@ -127,3 +131,137 @@ def test_a_commands_registry_of_agent_runs_is_removed_at_its_end(
     assert registry.root.parent == tmp_path and registry.root.is_dir()
     cli_main._forget_registry()
     assert list(tmp_path.iterdir()) == []
+
+
+# -- calibrate, score --depth deep and certify, interrupted at a random moment --------------
+
+def _cli(argv: list[str], api: StandIn, tmp: Path) -> subprocess.Popen[str]:
+    """A ``skilllift`` command in its own session (its TMPDIR ``tmp``, so what it leaves in
+    the temp dir and every process it starts can be found)."""
+    env = {**os.environ, "ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": KEY,
+           "TMPDIR": str(tmp)}
+    return subprocess.Popen([sys.executable, "-m", "pytest_skilllift.cli.main", *argv],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def _interrupt(proc: subprocess.Popen[str], tmp: Path, sig: signal.Signals,
+               seed: int) -> str:
+    """Send ``sig`` at a seeded random moment after a paid call is in flight; check every
+    agent CLI under ``tmp`` is gone within 5 s, pytest's interrupted status and no
+    ``skilllift-*`` temp dir left; the command's stderr."""
+    from tests.test_interrupts import processes_under, wait_for
+
+    time.sleep(random.Random(seed).uniform(0.2, 3.0))
+    try:
+        proc.send_signal(sig)
+        assert wait_for(lambda: not processes_under(tmp), 5.0), processes_under(tmp)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, err
+    assert "interrupted" in err and "run the same command again to resume" in err, err
+    assert [p.name for p in tmp.iterdir() if p.name.startswith("skilllift-")] == [], err
+    return err
+
+
+CLI_CASES = [(signal.SIGINT, 11), (signal.SIGTERM, 12), (signal.SIGHUP, 13)]
+
+
+@pytest.mark.parametrize(("sig", "seed"), CLI_CASES, ids=[s.name for s, _ in CLI_CASES])
+def test_skilllift_calibrate_interrupted_resumes(tmp_path: Path, sig: signal.Signals,
+                                                 seed: int) -> None:
+    """Judge calls only: none starts after the signal; what was calibrated is kept in
+    ``calibration.json`` (never half written) and the same command completes it without
+    calibrating those runs again (the old code started over and paid twice)."""
+    week, tmp = make_week(tmp_path), tmp_path / "tmp"
+    tmp.mkdir()
+    for run_dir in week.iterdir():  # calibrate picks graded runs
+        (run_dir / "grades.json").write_text("{}")
+    argv = ["calibrate", str(week), "--runs", str(RUNS), "--samples", "2", "--model", MODEL]
+    with StandIn(judge=keyword_judge, judge_latency_s=0.5) as api:
+        proc = _cli(argv, api, tmp)
+        deadline = time.monotonic() + 60
+        while api.count("judge", ok_only=False) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        _interrupt(proc, tmp, sig, seed)
+        calls = api.count("judge", ok_only=False)
+        time.sleep(1.5)
+        assert api.count("judge", ok_only=False) == calls  # nothing after the interrupt
+        summary = week / "calibration.json"
+        done = json.loads(summary.read_text())["runs"] if summary.exists() else {}
+        assert len(done) < RUNS
+        api.judge_latency_s = 0.0
+        again = _cli(argv, api, tmp)
+        out, err = again.communicate(timeout=180)
+        # Resumed: the runs calibrated before the interrupt are kept, not paid for again.
+        assert api.count("judge", ok_only=False) - calls == 2 * (RUNS - len(done)), out
+    assert again.returncode == 0, err
+    assert out.count("kept from an earlier pass") == len(done), out
+    assert f"{RUNS} run(s) calibrated" in out
+    assert sorted(json.loads(summary.read_text())["runs"]) == sorted(p.name for p in
+                                                                      week.iterdir()
+                                                                      if p.is_dir())
+    assert [p.name for p in tmp.iterdir() if p.name.startswith("skilllift-")] == []
+
+
+DEPTH_CASES = [("deep", signal.SIGINT, 21), ("deep", signal.SIGTERM, 22),
+               ("certify", signal.SIGHUP, 23), ("certify", signal.SIGTERM, 24)]
+
+
+@needs_cli
+@pytest.mark.cli
+@pytest.mark.parametrize(("depth", "sig", "seed"), DEPTH_CASES,
+                         ids=[f"{d}-{s.name}" for d, s, _ in DEPTH_CASES])
+def test_score_deep_and_certify_interrupted_stop_their_agents_and_resume(
+        tmp_path: Path, depth: str, sig: signal.Signals, seed: int) -> None:
+    """The real bundled CLI in flight (the stand-in's slow agent) when the signal comes:
+    its process group is stopped, its temporary HOME removed, the interrupted run is not
+    recorded, and the same command runs only what is missing."""
+    from pytest_skilllift.testing.skill_judge_script import make_skill_judge, mc_agent
+    from tests.test_interrupts import processes_under, wait_for
+    from tests.test_lint_depth_mc import DEMO, PROMPTS
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    prompts = tmp_path / "prompts.json"
+    prompts.write_text(json.dumps(PROMPTS))
+    out = tmp_path / "out"
+    common = [str(DEMO), "--output", "json", "--out", str(out), "--judge-model", MODEL,
+              "--mc-prompts", str(prompts), "--mc-runs", "4", "--model", "claude-haiku-4-5",
+              "--max-turns", "3", "--timeout", "120", "--claude", str(bundled_claude())]
+    if depth == "deep":
+        argv = ["score", "--depth", "deep", *common]
+    else:
+        from pytest_skilllift.testing.skill_dirs import write_skill
+
+        corpus = tmp_path / "corpus"
+        write_skill(corpus / "weak", name="weak", description="weak thing", body="# Weak\n")
+        index = subprocess.run([sys.executable, "-m", "pytest_skilllift.cli.main", "corpus",
+                                "init", str(corpus)], capture_output=True, text=True,
+                               timeout=60)
+        assert index.returncode == 0, index.stderr
+        argv = ["certify", *common, "--corpus", str(corpus)]
+    with StandIn(agent=mc_agent(), judge=make_skill_judge(), latency_s=1.0) as api:
+        proc = _cli(argv, api, tmp)
+        assert wait_for(lambda: processes_under(tmp), 120), "no agent CLI ever started"
+        _interrupt(proc, tmp, sig, seed)
+        agent_calls = api.count("agent", ok_only=False)
+        time.sleep(1.5)
+        assert api.count("agent", ok_only=False) == agent_calls  # no run started after it
+        kept = sorted(out.rglob("record.json"))
+        assert len(kept) < 4
+        api.latency_s = 0.0
+        again = _cli(argv, api, tmp)
+        text, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err
+    report = json.loads(text)
+    mc = next(x for x in report["layers"] if x["layer"] == "monte_carlo")
+    assert mc["figures"]["n_runs"] == 4
+    # the runs that finished before the interrupt are not paid for twice
+    assert report["cost"]["monte_carlo"]["reused"] == len(kept)
+    assert len(sorted(out.rglob("record.json"))) == 4
+    assert not processes_under(tmp)
+    assert [p.name for p in tmp.iterdir() if p.name.startswith("skilllift-")] == []

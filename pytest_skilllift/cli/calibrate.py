@@ -15,7 +15,9 @@ from pytest_skilllift.judge.calibrate import (
     MUST_UNANIMITY_BAR,
     CalibrationError,
     calibrate,
+    earlier_calibration,
     pick_runs,
+    read_week_calibration,
     record_week_calibration,
 )
 from pytest_skilllift.run.transcript import final_answer
@@ -38,6 +40,14 @@ def _run(args: argparse.Namespace) -> int:
     judge = Judge(args.model)
     data: dict[str, Any] = {}
     for run_id in run_ids:
+        kept = (None if args.fresh else
+                earlier_calibration(week, run_id, judge.model, args.samples, args.bar))
+        if kept is not None:
+            # Resuming an interrupted pass: this run was calibrated the same way already.
+            print(f"calibration of {run_id}: kept from an earlier pass ({kept['graded_samples']} "
+                  f"of {args.samples} samples graded by {judge.model}; --fresh to redo it)")
+            data = read_week_calibration(week)
+            continue
         try:
             result = calibrate(week, run_id, args.samples, judge, bar=args.bar,
                                transcript_answer=final_answer)
@@ -85,4 +95,8 @@ def add_parser(subparsers: Any) -> None:
                         help=f"judge model (default {option_default('judge-model')})")
     parser.add_argument("--bar", type=float, default=MUST_UNANIMITY_BAR, metavar="SHARE",
                         help="required share of unanimous must items (default 0.95)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="calibrate every run again, also those an earlier pass with the "
+                             "same model, samples and bar calibrated (by default they are "
+                             "kept, so an interrupted command resumes)")
     parser.set_defaults(func=_run)

@@ -238,6 +238,33 @@ def record_week_calibration(week: Path, result: Calibration) -> dict[str, Any]:
     return data
 
 
+def earlier_calibration(week: Path, run_id: str, judge_model: str, samples: int,
+                        bar: float) -> dict[str, Any] | None:
+    """The run's entry in ``<week>/calibration.json`` when an earlier pass (one that was
+    interrupted, say) calibrated it the same way — judge model, samples, bar — with at least
+    two samples graded; else None. Resuming keeps it instead of paying for it again."""
+    try:
+        data = json.loads((week / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    runs = data.get("runs") if isinstance(data, dict) else None
+    entry = runs.get(run_id) if isinstance(runs, dict) else None
+    if (isinstance(entry, dict) and entry.get("judge_model") == judge_model
+            and entry.get("samples") == samples and entry.get("bar") == bar
+            and isinstance(entry.get("graded_samples"), int) and entry["graded_samples"] >= 2):
+        return entry
+    return None
+
+
+def read_week_calibration(week: Path) -> dict[str, Any]:
+    """``<week>/calibration.json`` as a dict (``{}`` when absent or unreadable)."""
+    try:
+        data = json.loads((week / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def pick_runs(week: Path, count: int, seed: str) -> list[str]:
     """``count`` graded ``ok`` runs of the week, drawn with ``random.Random(seed)``."""
     eligible = []
