@@ -170,6 +170,7 @@ def _interrupt(proc: subprocess.Popen[str], tmp: Path, sig: signal.Signals,
 CLI_CASES = [(signal.SIGINT, 11), (signal.SIGTERM, 12), (signal.SIGHUP, 13)]
 
 
+@pytest.mark.slow  # two skilllift commands as subprocesses, ~15 s
 @pytest.mark.parametrize(("sig", "seed"), CLI_CASES, ids=[s.name for s, _ in CLI_CASES])
 def test_skilllift_calibrate_interrupted_resumes(tmp_path: Path, sig: signal.Signals,
                                                  seed: int) -> None:

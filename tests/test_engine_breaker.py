@@ -70,6 +70,7 @@ def test_the_judge_breaker_stops_grading_and_leaves_runs_ungraded(tmp_path: Path
     assert not list(week.glob("*/grades.json"))  # ungraded, never scored zero
 
 
+@pytest.mark.slow  # the Message Batches client against the stand-in, ~6 s
 def test_batch_judging_a_refusing_judge_opens_the_breaker_and_submits_no_more(
         tmp_path: Path) -> None:
     """``--skill-lift-judge-batch``: the Message Batches API refuses the key; every run stays
