@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from pytest_skilllift.model import AGENTS, CLAUDE_CODE, split_agent
 from pytest_skilllift.week.columns import (
     ACTIVATIONS,
     ARMS,
@@ -495,10 +496,28 @@ def _codes(idx: np.ndarray, table: np.ndarray) -> np.ndarray:
 MODEL_ORDER: tuple[str, ...] = ("opus", "sonnet", "haiku")
 
 
-def order_models(labels: Iterable[str]) -> list[str]:
-    """Conventional model order: larger models first (as the reference), then by name."""
+def order_models(labels: Iterable[str], agents: Mapping[str, str] | None = None) -> list[str]:
+    """Conventional model order: larger models first (as the reference), then by name —
+    within each agent, the agents in ``model.AGENTS`` order (Claude Code first), so every
+    section of a week that mixes agents lists a label next to its agent's others. A label
+    missing from ``agents`` is Claude Code's; a one-agent week keeps the order unchanged."""
     seen = set(labels)
-    return [m for m in MODEL_ORDER if m in seen] + sorted(seen - set(MODEL_ORDER))
+    plain = [m for m in MODEL_ORDER if m in seen] + sorted(seen - set(MODEL_ORDER))
+    of = agents or {}
+    rank = {a: i for i, a in enumerate(AGENTS)}
+    return sorted(plain, key=lambda m: rank.get(of.get(m, CLAUDE_CODE), len(rank)))
+
+
+def _label_agents(manifest: pa.Table, models: tuple[np.ndarray, list[str]]) -> dict[str, str]:
+    """Each label's agent, from the model ids the manifest records it was requested as (the
+    first id in sorted order, as provenance reads it); labels without one are Claude Code's."""
+    if "model_id" not in manifest.column_names:
+        return {}
+    ids: dict[str, list[str]] = {}
+    for m, i in _distinct_pairs(models, _dict_parts(manifest, "model_id")):
+        if m is not None and (i or "").strip():
+            ids.setdefault(m.strip(), []).append((i or "").strip())
+    return {m: split_agent(min(v))[0] for m, v in ids.items()}
 
 
 # --------------------------------------------------------------------------- week
@@ -521,7 +540,9 @@ def load_week(week_dir: Path) -> Week:
     m_model_idx, m_model_vals = (_dict_parts(manifest, "model") if manifest is not None
                                  else no_parts)
     prompts = sorted({v.strip() for v in s_prompt_vals + m_prompt_vals} - {""})
-    models = order_models({v.strip() for v in s_model_vals + m_model_vals} - {""})
+    agents = (_label_agents(manifest, (m_model_idx, m_model_vals))
+              if manifest is not None and m_model_idx is not None else {})
+    models = order_models({v.strip() for v in s_model_vals + m_model_vals} - {""}, agents)
     p_map = {p: i for i, p in enumerate(prompts)}
     mo_map = {m: i for i, m in enumerate(models)}
     week = Week(week_dir=week_dir, prompts=prompts, models=models, problems=problems)

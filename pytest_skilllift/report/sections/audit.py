@@ -16,6 +16,7 @@ import numpy as np
 from pytest_skilllift.report.markdown import cap_note, cell, md_table, signed
 from pytest_skilllift.report.quotes import Quote, verdict_quotes
 from pytest_skilllift.report.sections.prompts import prompt_rows
+from pytest_skilllift.report.sections.provenance import by_agent
 from pytest_skilllift.run import audit
 from pytest_skilllift.week.columns import INVOCATION_STATUSES
 from pytest_skilllift.week.files import RUN_STATUSES
@@ -172,7 +173,8 @@ def render(card: Data) -> list[str]:
     if a["available"]:
         rows = [[m, c["VERIFIED"], c["PARTIAL"], c["NOT_INVOKED"], sum(c.values())]
                 for m, c in a["invocation"].items()]
-        L += md_table(["model", "VERIFIED", "PARTIAL", "NOT_INVOKED", "with-skill runs"], rows)
+        L += md_table(*by_agent(card, ["model", "VERIFIED", "PARTIAL", "NOT_INVOKED",
+                                       "with-skill runs"], rows))
         L += ["", "_VERIFIED: the skill was loaded (Skill tool or a Read of its SKILL.md) and, "
               "where it links sub-files, one was opened; PARTIAL: loaded but no linked file "
               "opened; NOT_INVOKED: installed and never read._", ""]
@@ -203,9 +205,9 @@ def render(card: Data) -> list[str]:
             continue
         shown = chosen[:MAX_HURT_ROWS]
         L += ["", f"{title} ({kind}: {_QUOTE_RULE[outcome]}):", ""]
-        L += md_table(["prompt", "model", "must lift", "k", kind],
+        L += md_table(*by_agent(card, ["prompt", "model", "must lift", "k", kind],
                       [[r["prompt"], r["model"], signed(r["must_lift"]), r.get("k", "?"),
-                        _quote(r["quote"])] for r in shown])
+                        _quote(r["quote"])] for r in shown]))
         L += cap_note(len(shown), len(chosen), f"{outcome} rows")
     if a["flags"]:
         L += ["", "The patterns across models are in Suggested improvements below."]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypedDict
 
 from pytest_skilllift.report.markdown import cap_note, cell, md_table
+from pytest_skilllift.report.sections.provenance import by_agent
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
@@ -45,7 +46,8 @@ def render(card: Data) -> list[str]:
     shown = viol[:MAX_VIOLATION_ROWS]
     rows = [[v["prompt"], v["model"], v["condition"], cell(v["item"])[:80],
              cell(v["evidence"])[:120]] for v in shown]
-    L += md_table(["prompt", "model", "condition", "violated item", "evidence"], rows)
+    L += md_table(*by_agent(card, ["prompt", "model", "condition", "violated item", "evidence"],
+                            rows))
     L += cap_note(len(shown), len(viol), "violations")
     L.append("")
     return L

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from pytest_skilllift.report.markdown import cap_note, cell, md_table
+from pytest_skilllift.report.sections.provenance import by_agent
 from pytest_skilllift.week.columns import ARMS, NO_SKILL
 
 if TYPE_CHECKING:
@@ -93,8 +94,8 @@ def render(card: Data) -> list[str]:
         runs = sum(r["runs"] for r in regen)
         L += ["", f"Generated this week instead ({runs} run(s)), and why:", ""]
         shown = regen[:MAX_ROWS]
-        L += md_table(["prompt", "model", "runs", "why not reused"],
-                      [[r["prompt"], r["model"], r["runs"], cell(r["reason"])] for r in shown])
+        L += md_table(*by_agent(card, ["prompt", "model", "runs", "why not reused"],
+                      [[r["prompt"], r["model"], r["runs"], cell(r["reason"])] for r in shown]))
         L += cap_note(len(shown), len(regen), "regenerated (prompt, model) rows")
     L.append("")
     return L

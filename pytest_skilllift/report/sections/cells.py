@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypedDict
 from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import fmt, md_table
+from pytest_skilllift.report.sections.provenance import by_agent
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
@@ -89,8 +90,8 @@ def render(card: Data) -> list[str]:
     if not rows:
         L.append("_No cells could be scored._\n")
         return L
-    L += md_table(["model", "condition", "must_cov", "bonus_rate", "avoid_viol", "composite",
-                   "mean cost", "mean turns", "n"], rows)
+    L += md_table(*by_agent(card, ["model", "condition", "must_cov", "bonus_rate", "avoid_viol",
+                                   "composite", "mean cost", "mean turns", "n"], rows))
     L.append("")
     return L + _pass_rates(card)
 
@@ -109,9 +110,9 @@ def _pass_rates(card: Data) -> list[str]:
                      f"{c['pass_passed']} of {c['pass_scored']}", c["pass_errored"],
                      c["pass_unscored"]])
     L = [f"### Pass rate (composite ≥ {thr:.2f})\n"]
-    L += md_table(["model", "condition", "pass rate [95% Wilson]",
+    L += md_table(*by_agent(card, ["model", "condition", "pass rate [95% Wilson]",
                    "95% prompt bootstrap (gated)", "passed of scored", "errored", "unscored"],
-                  rows)
+                  rows))
     L.append(f"\n_A prompt×rep passes when its composite is at least {thr:.2f} (3.5 on a 0–5 "
              "scale). **errored**: the judge failed on one of its items — **unscored**: "
              "nothing gradeable (no graded must item, or the run was dropped). Both are "

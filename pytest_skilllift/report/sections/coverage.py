@@ -11,6 +11,7 @@ import numpy as np
 from pytest_skilllift.report import verdicts
 from pytest_skilllift.report.markdown import cap_note, cell, md_table
 from pytest_skilllift.report.sections import scale
+from pytest_skilllift.report.sections.provenance import by_agent
 from pytest_skilllift.week.files import DROP_REASONS, OK, RUN_STATUSES, STATUS_ERRORED, STATUS_OK
 
 if TYPE_CHECKING:
@@ -143,9 +144,9 @@ def render(card: Data) -> list[str]:
     if dropped:
         shown = dropped[:MAX_DROPPED_ROWS]
         L.append("")
-        L += md_table(["run_id", "prompt", "model", "condition", "reason"],
+        L += md_table(*by_agent(card, ["run_id", "prompt", "model", "condition", "reason"],
                       [[d["run_id"], d["prompt"], d["model"], d["condition"], cell(d["reason"])]
-                       for d in shown])
+                       for d in shown]))
         L += cap_note(len(shown), len(dropped), "dropped runs")
     L.append("")
     return L

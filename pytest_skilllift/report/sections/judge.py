@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from pytest_skilllift.report.judging import AMBIGUOUS_RUNS, JudgeReport
 from pytest_skilllift.report.markdown import md_table, untrusted
+from pytest_skilllift.report.sections.provenance import by_agent
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
@@ -52,12 +53,13 @@ def render(card: Data) -> list[str]:
         L.append("_None: every met/violated verdict quoted the answer verbatim._\n")
     else:
         shown = quotes[:MAX_LISTED]
-        L += md_table(["prompt", "model", "condition", "rep", "item", "judge said", "recorded",
+        L += md_table(*by_agent(card, ["prompt", "model", "condition", "rep", "item", "judge said",
+                                       "recorded",
                        "quote (not in the answer)"],
                       [[q["prompt"], q["model"], q["condition"], q["rep"],
                         _cell(f"{q['item_type']}-{q['item_index']}: {q['item_text']}", 70),
                         q["claimed_verdict"], q["recorded_verdict"], _cell(q["quote"], 100)]
-                       for q in shown])
+                       for q in shown]))
         L += _capped(len(shown), len(quotes), "quotes")
         L.append("\n_A judge that paraphrases instead of quoting shows up here, not in the "
                  "lift: the item is scored by the recorded verdict._\n")

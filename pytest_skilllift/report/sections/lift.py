@@ -18,6 +18,7 @@ import numpy as np
 from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import BOOTSTRAP_N, BOOTSTRAP_SEED, TARGET_LIFT, json_float
 from pytest_skilllift.report.markdown import ci_flag, fmt, md_table, signed
+from pytest_skilllift.report.sections.provenance import by_agent
 from pytest_skilllift.week.files import STATUS_OK
 
 if TYPE_CHECKING:
@@ -218,7 +219,7 @@ def render(card: Data) -> list[str]:
         row += [_delta_cell(m.get("cost_delta"), m.get("cost_delta_paired"), 4, 4),
                 _delta_cell(m.get("turns_delta"), m.get("turns_delta_paired"), 1, 1)]
         rows.append(row)
-    L += md_table(headers, rows)
+    L += md_table(*by_agent(card, headers, rows))
     L.append(
         "\n_± SE is one within-week standard error of the paired per-prompt must-coverage "
         "lift — this week's sampling uncertainty (finite prompt set + run/judge noise), "
@@ -260,9 +261,9 @@ def _uncertainty(card: Data) -> list[str]:
                      mdl_text(m.get("min_detectable_lift"), m["n_prompts"]) + no_spread,
                      ("n/a" if need is None else str(need)) + no_spread])
     target = fmt(mdl.get("target_lift", 0.10), 2)
-    L += md_table(["model", "n prompts", "95% CI (exact t)",
-                   f"95% CI (paired bootstrap, {boot.get('n_boot', '?')}×)",
-                   "min detectable lift", f"prompts needed for {target}"], rows)
+    L += md_table(*by_agent(card, ["model", "n prompts", "95% CI (exact t)",
+                                   f"95% CI (paired bootstrap, {boot.get('n_boot', '?')}×)",
+                                   "min detectable lift", f"prompts needed for {target}"], rows))
     mc = [x for v in boot.get("per_model", {}).values() if (x := v.get("mc_se")) is not None]
     mc_note = (f" Printed to the digits its Monte Carlo error allows (the endpoints move by "
                f"about ±{max(mc):.3f} from one seed to another at {boot.get('n_boot')} "
@@ -318,8 +319,8 @@ def _sign_test(card: Data) -> list[str]:
         rows.append([label, st["n_prompts"], f"{st['wins']} / {st['ties']} / {st['losses']}",
                      st["voting"], p, t_ci, f"**{st['verdict']}**", st["reason"]])
     L = ["### One vote per prompt — the sign test\n"]
-    L += md_table(["model", "n prompts", "wins / ties / losses", "voting",
-                   "sign p (one-sided)", "95% CI (t)", "verdict", "why"], rows)
+    L += md_table(*by_agent(card, ["model", "n prompts", "wins / ties / losses", "voting",
+                                   "sign p (one-sided)", "95% CI (t)", "verdict", "why"], rows))
     L.append("\n_Each prompt is one vote (its reps averaged first; dotnet/skills' Vally rule): "
              "a win when the with-skill must coverage is higher by more than "
              f"{verdicts.VOTE_EPSILON:g}, a loss when lower by more, else a tie. Exact "

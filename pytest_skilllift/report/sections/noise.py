@@ -14,6 +14,7 @@ import numpy as np
 from pytest_skilllift.report import noise, stats
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import fmt, md_table, signed
+from pytest_skilllift.report.sections.provenance import by_agent
 from pytest_skilllift.run.audit import IMPACT_THRESHOLD
 from pytest_skilllift.week.columns import ARMS, NO_SKILL, NO_SKILL_B
 
@@ -158,8 +159,8 @@ def render(card: Data) -> list[str]:
                          f"(honest: {_rate(nf.get('reference_se_rate'))})",
                          f"{_rate(nf['exceeds_t_threshold_rate'])} "
                          f"(honest: {_rate(nf.get('reference_t_rate'))})"])
-        L += md_table(["model", "split-half A/A ± SE", "n", "lift SE", "t·SE",
-                       "|A/A| > SE?", "splits > SE", "splits > t·SE"], rows)
+        L += md_table(*by_agent(card, ["model", "split-half A/A ± SE", "n", "lift SE", "t·SE",
+                       "|A/A| > SE?", "splits > SE", "splits > t·SE"], rows))
         sims = max((nf.get("reference_sims", 0) for nf in floor.values()), default=0)
         L.append(
             "\n_Split-half A/A at no extra cost: per prompt, the no-skill arm's even reps "
@@ -181,8 +182,8 @@ def render(card: Data) -> list[str]:
                  f"{m['false_verdicts']} of {m['n_prompts']}"]
                 for label, m in aa["models"].items()]
         thr = aa["impact_threshold"]
-        L += md_table(["model", "A/A lift ± SE", "95% CI ≠ 0?",
-                       f"prompts |Δ| ≥ {thr:.2f}"], rows)
+        L += md_table(*by_agent(card, ["model", "A/A lift ± SE", "95% CI ≠ 0?",
+                       f"prompts |Δ| ≥ {thr:.2f}"], rows))
         L.append(
             f"\n- false lifts: **{aa['false_lift_models']} of {aa['models_with_se']}** "
             "models' A/A intervals exclude zero (about 5% expected)")

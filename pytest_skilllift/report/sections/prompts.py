@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 
 from pytest_skilllift.report.markdown import cap_note, fmt, md_table, signed
+from pytest_skilllift.report.sections.provenance import by_agent
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
@@ -102,8 +103,8 @@ def render(card: Reads) -> list[str]:
              signed(r["must_lift"]), f"{fmt(r['composite_no'])} → {fmt(r['composite_with'])}",
              f"{_range(r['must_no_min'], r['must_no_max'])} / "
              f"{_range(r['must_with_min'], r['must_with_max'])}"] for r in shown]
-    L += md_table(["prompt", "model", "must no→with", "must lift", "comp no→with",
-                   "rep min–max (no / with)"], rows)
+    L += md_table(*by_agent(card, ["prompt", "model", "must no→with", "must lift", "comp no→with",
+                   "rep min–max (no / with)"], rows))
     L += cap_note(len(shown), len(prompts), "per-prompt rows")
     L.append("\n_rep min–max is the spread of must_coverage over the k reps: the stability "
              "signal (a wide range means the item flips on rerun)._\n")

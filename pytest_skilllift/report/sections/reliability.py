@@ -16,6 +16,7 @@ import numpy as np
 from pytest_skilllift.report import stats
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import cap_note, fmt, md_table
+from pytest_skilllift.report.sections.provenance import by_agent
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
@@ -100,8 +101,9 @@ def render(card: Data) -> list[str]:
     rows = [[label, cond, fmt(a["pass_at_k"]), fmt(a["pass_hat_k"]), fmt(a["flakiness"]),
              a["k_max"], a["n_prompts"]]
             for label, arms in data["models"].items() for cond, a in arms.items()]
-    L += md_table(["model", "condition", "pass@k", "pass^k", "flakiness", "k", "n prompts"],
-                  rows)
+    L += md_table(*by_agent(card, ["model", "condition", "pass@k", "pass^k", "flakiness", "k",
+                                   "n prompts"],
+                  rows))
     L.append(f"\n_A rep passes when its composite reaches {data['threshold']:g}. Per prompt "
              "and arm, over its k scored reps: pass@k = some rep passes, pass^k = every rep "
              "passes; means over prompts. Flakiness: share of prompts whose reps disagree._\n")
@@ -112,8 +114,8 @@ def render(card: Data) -> list[str]:
     if flaky:
         shown = flaky[:MAX_ROWS]
         L.append("Flaky prompts (some reps pass, some do not):\n")
-        L += md_table(["prompt", "model", "condition", "passed of k"],
-                      [[p, label, cond, f"{n} of {k}"] for p, label, cond, n, k in shown])
+        L += md_table(*by_agent(card, ["prompt", "model", "condition", "passed of k"],
+                      [[p, label, cond, f"{n} of {k}"] for p, label, cond, n, k in shown]))
         L += cap_note(len(shown), len(flaky), "flaky prompts")
         L.append("")
     return L

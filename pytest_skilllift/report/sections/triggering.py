@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, TypedDict
 import numpy as np
 
 from pytest_skilllift.report.markdown import cell, md_table
+from pytest_skilllift.report.sections.provenance import by_agent
 from pytest_skilllift.report.stats import cluster_bootstrap_rate, wilson_interval
 from pytest_skilllift.run.triggers import read_trigger_table
 from pytest_skilllift.week.files import OK, TRIGGERS_CSV, TRIGGERS_DIR
@@ -389,9 +390,9 @@ def render_triggering(data: Data) -> list[str]:
                 m["n_should"], m["n_should_not"], m["dormancy_violations"],
                 len(m["excluded"]),
             ))
-    L += md_table(("model", "skill", "recall", "precision", "false-trigger rate",
+    L += md_table(*by_agent(data, ("model", "skill", "recall", "precision", "false-trigger rate",
                    "miss rate", "n should", "n should-not", "dormancy violations",
-                   "excluded"), table)
+                   "excluded"), table))
     L.append("\n_Dormancy violations: should-not queries (`should_trigger: false`) that fired "
              "the skill in at least one run — each must stay dormant (dotnet/skills' Vally "
              "contract; gate `dormancy_violations==0`). They are listed by query under False "

@@ -20,7 +20,7 @@ import numpy as np
 from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import cap_note, ci_flag, fmt, md_table, signed
-from pytest_skilllift.report.sections.provenance import recorded_revision
+from pytest_skilllift.report.sections.provenance import by_agent, recorded_revision
 from pytest_skilllift.report.verdicts import (
     CHANGE_MARGIN,
     CHANGES,
@@ -178,10 +178,11 @@ def render(card: Data) -> list[str]:
             (f"{signed(m['lift_ref'])} → {signed(m['lift_with'])}"
              if m["lift_with"] is not None else "no no-skill arm"),
             m["n_prompts"]])
-    L += md_table(["model", "must_coverage REF → now", "version lift ± SE", "95% CI != 0?",
+    L += md_table(*by_agent(card, ["model", "must_coverage REF → now", "version lift ± SE",
+                                   "95% CI != 0?",
                    "votes w / t / l → verdict",
                    "improved / regressed / within rep noise / unchanged / unscored",
-                   "Δcost $", "Δturns", "lift vs no-skill REF → now", "n"], rows)
+                   "Δcost $", "Δturns", "lift vs no-skill REF → now", "n"], rows))
     L.append(f"\n_Version lift = with-skill − {v['arm']} must coverage, paired by prompt "
              "(>0: the edit helped; gate `version_lift_ci_low>-0.05`: the edit did not make "
              "it worse). Votes: one per prompt, as the lift's sign test. Per prompt: "
@@ -191,9 +192,9 @@ def render(card: Data) -> list[str]:
     moved = [r for r in v["prompts"] if r["change"] in (IMPROVED, REGRESSED, WITHIN_REP_NOISE)]
     if moved:
         shown = moved[:MAX_ROWS]
-        L += md_table(["prompt", "model", "composite REF → now", "change"],
+        L += md_table(*by_agent(card, ["prompt", "model", "composite REF → now", "change"],
                       [[r["prompt"], r["model"], f"{fmt(r['ref'])} → {fmt(r['current'])}",
-                        r["change"]] for r in shown])
+                        r["change"]] for r in shown]))
         L += cap_note(len(shown), len(moved), "changed prompts")
         L.append("")
     return L

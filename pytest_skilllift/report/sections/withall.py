@@ -15,6 +15,7 @@ import numpy as np
 from pytest_skilllift.report import stats
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import cap_note, ci_flag, fmt, md_table, signed
+from pytest_skilllift.report.sections.provenance import by_agent
 from pytest_skilllift.run.audit import IMPACT_THRESHOLD
 from pytest_skilllift.week.columns import ARMS, INVOCATION_STATUSES, NO_SKILL, WITH_ALL, WITH_SKILL
 from pytest_skilllift.week.files import COMPLETED, RUN_STATUSES
@@ -111,8 +112,9 @@ def render(card: Data) -> list[str]:
                      f"{signed(m['vs_with_skill'])} ± {fmt(m['vs_with_skill_se'])}",
                      f"{inv.get('NOT_INVOKED', 0)} of {audited}" if audited else "n/a",
                      m["n_prompts"]])
-    L += md_table(["model", "must_coverage no→all", "with-all lift ± SE", "95% CI != 0?",
-                   "with-all − with-skill ± SE", "own skill NOT_INVOKED", "n"], rows)
+    L += md_table(*by_agent(card, ["model", "must_coverage no→all", "with-all lift ± SE",
+                                   "95% CI != 0?",
+                   "with-all − with-skill ± SE", "own skill NOT_INVOKED", "n"], rows))
     L.append(
         "\n_with-all installs every family of the skills root, the prompt's own among them. "
         "Its lift is the skill's lift among its siblings; 'with-all − with-skill' is what the "
@@ -123,9 +125,9 @@ def render(card: Data) -> list[str]:
         thr = wa["impact_threshold"]
         shown = inter[:MAX_ROWS]
         L.append(f"Prompts whose must coverage drops by ≥ {thr:.2f} among the siblings:\n")
-        L += md_table(["prompt", "model", "with-skill → with-all", "Δ"],
+        L += md_table(*by_agent(card, ["prompt", "model", "with-skill → with-all", "Δ"],
                       [[r["prompt"], r["model"], f"{fmt(r['must_with'])} → {fmt(r['must_all'])}",
-                        signed(r["delta"])] for r in shown])
+                        signed(r["delta"])] for r in shown]))
         L += cap_note(len(shown), len(inter), "interference rows")
         L.append("")
     return L

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypedDict
 from pytest_skilllift.report import stats
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import fmt, md_table, signed
+from pytest_skilllift.report.sections.provenance import by_agent
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
@@ -104,8 +105,8 @@ def render(card: Data) -> list[str]:
         rows.append([label, f"{fmt(v.get('prev_lift'))} → {fmt(v.get('now_lift'))}",
                      signed(v.get("delta")), fmt(v.get("within")), fmt(v.get("between")),
                      fmt(v.get("threshold")), reading])
-    L += md_table(["model", "must lift (prev → now)", "Δ", "t·SE_Δ (within)",
-                   "σ (between)", "threshold", "actionable?"], rows)
+    L += md_table(*by_agent(card, ["model", "must lift (prev → now)", "Δ", "t·SE_Δ (within)",
+                   "σ (between)", "threshold", "actionable?"], rows))
     L.append("")
     return L + _pool_lines(h)
 
