@@ -148,3 +148,35 @@ def test_failed_turn_is_an_error_result() -> None:
     assert sig.is_error and sig.result_subtype == "error_during_execution"
     assert "stream disconnected" in sig.final_answer
     assert BODY  # the fixture is the real capture
+
+
+@pytest.mark.parametrize("agent,model,stream,activation", [
+    ("codex", "codex:gpt-5.5", "exec-json-stream.jsonl", "file_read"),
+    ("gemini-cli", "gemini-cli:gemini-2.5-flash", "stream-json-activate_skill.jsonl",
+     "skill_tool"),
+])
+def test_a_check_reads_another_agents_run_as_the_manifest_does(
+        tmp_path: Path, agent: str, model: str, stream: str, activation: str) -> None:
+    """``skill_lift_run.signals`` (custom checks, hooks) parses the run's own agent's stream:
+    read as Claude Code's stream-json, a Codex or Gemini CLI run had no turns and no
+    activation, so the demo's turn check skipped every such run."""
+    from pytest_skilllift.model import PromptSpec, RunSpec
+    from pytest_skilllift.week.files import AGENT_SKILLS_FILE
+    from pytest_skilllift.run.view import SkillLiftRun
+
+    run_dir = tmp_path / "week" / "r1"
+    run_dir.mkdir(parents=True)
+    (run_dir / "stdout.txt").write_text((DATA / agent / stream).read_text())
+    (run_dir / AGENT_SKILLS_FILE).write_text(listing(agent, (FAMILY,)))
+    (tmp_path / "skills" / FAMILY).mkdir(parents=True)
+    (tmp_path / "skills" / FAMILY / "SKILL.md").write_text(
+        "---\nname: codeword-skill\n---\nMAGIC-TOKEN-codeword-skill")
+    prompt = PromptSpec(path=Path("p.json"), name="p", product_area="", prompt="q",
+                        rubric=(), skill_path=f"{FAMILY}/SKILL.md")
+    spec = RunSpec(prompt=prompt, model_label="x", model_id=model, condition="with-skill",
+                   rep=1, run_id="r1")
+    run = SkillLiftRun(spec=spec, week_dir=tmp_path / "week", status="ok", reason="",
+                       record={"cli_version": "9.9.9"}, skills_root=tmp_path / "skills")
+    assert run.signals.num_turns == 2
+    assert run.signals.skill_activation == activation
+    assert run.signals.final_answer == ANSWER

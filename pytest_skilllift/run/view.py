@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.model import RunSpec, Signals
-from pytest_skilllift.run.transcript import Transcript, extract_signals, parse_transcript
+from pytest_skilllift.run.agent_streams import parse_run
+from pytest_skilllift.run.transcript import Transcript, extract_signals
 from pytest_skilllift.week.files import (
     AUDIT_FILE,
     ERRORED,
@@ -55,6 +56,9 @@ class SkillLiftRun:
     grades: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     judge_error: str | None = None
     site_host: str | None = field(default=None, repr=False)
+    #: Where the with-skill arm's families come from: another agent's stream shows a skill
+    #: tool's delivered body only as a summary, so its transcript reads the body from here.
+    skills_root: Path | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         # What a failing check's assertion shows of the run: which one, not all of it.
@@ -63,7 +67,8 @@ class SkillLiftRun:
                 f"status={self.status!r})")
 
     @classmethod
-    def load(cls, week: Ledger, spec: RunSpec, *, site_host: str | None = None) -> SkillLiftRun:
+    def load(cls, week: Ledger, spec: RunSpec, *, site_host: str | None = None,
+             skills_root: Path | None = None) -> SkillLiftRun:
         """The run as the ledger holds it now (``run.json`` must exist)."""
         record = week.load_run(spec.run_id) or {}
         rows = week.load_grades(spec.run_id) or []
@@ -71,7 +76,8 @@ class SkillLiftRun:
         status = str(record.get("run_status") or ERRORED)
         return cls(spec=spec, week_dir=week.root, status=status,
                    reason=str(record.get("run_error") or ""), record=record, grades=grades,
-                   judge_error=week.judge_error(spec.run_id), site_host=site_host)
+                   judge_error=week.judge_error(spec.run_id), site_host=site_host,
+                   skills_root=skills_root)
 
     # -- who ------------------------------------------------------------------------------
     @property
@@ -133,8 +139,12 @@ class SkillLiftRun:
 
     @functools.cached_property
     def transcript(self) -> Transcript:
-        """The parsed transcript: events, tool calls, init and result events."""
-        return parse_transcript(self.transcript_path)
+        """The parsed transcript: events, tool calls, init and result events — another
+        agent's event stream read as the Claude Code events it corresponds to (the engine's
+        own reading, ``agent_streams.parse_run``), so its signals match the manifest's."""
+        return parse_run(self.spec, self.transcript_path,
+                         cli_version=str(self.record.get("cli_version") or ""),
+                         skills_root=self.skills_root)
 
     @property
     def events(self) -> list[dict[str, Any]]:
