@@ -161,8 +161,8 @@ def test_a_check_reads_another_agents_run_as_the_manifest_does(
     read as Claude Code's stream-json, a Codex or Gemini CLI run had no turns and no
     activation, so the demo's turn check skipped every such run."""
     from pytest_skilllift.model import PromptSpec, RunSpec
-    from pytest_skilllift.week.files import AGENT_SKILLS_FILE
     from pytest_skilllift.run.view import SkillLiftRun
+    from pytest_skilllift.week.files import AGENT_SKILLS_FILE
 
     run_dir = tmp_path / "week" / "r1"
     run_dir.mkdir(parents=True)

@@ -355,7 +355,7 @@ class SkillLiftSession:
         """The run as checks and hooks see it, read from the week directory."""
         url = self.settings.site or spec.prompt.skill_url
         return SkillLiftRun.load(self.week, spec, site_host=urlsplit(url).hostname if url
-                                 else None)
+                                 else None, skills_root=self.settings.skills_root)
 
     def revision(self) -> Any:
         """The with-skill@REF arm's resolved revision (``run.revisions.Revision``), or None;
