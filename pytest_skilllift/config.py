@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,7 +44,11 @@ if TYPE_CHECKING:  # pytest is only needed by the glue functions' annotations
 
 DEFAULT_TOOLS = ",".join(DEFAULT_ALLOWED_TOOLS)
 DEFAULT_MODELS = "sonnet,haiku"
-DEMO_MODELS = "sonnet=demo-sonnet,haiku=demo-haiku"
+#: The demo's labels: two Claude Code stand-ins, and one label each for Codex CLI and Gemini
+#: CLI (real model slugs: Codex drops its skills section for a slug it does not know). A
+#: demo label whose CLI is not installed is left out, named (``Settings.without_labels``).
+DEMO_MODELS = ("sonnet=demo-sonnet,haiku=demo-haiku,gpt=codex:gpt-5.5,"
+               "flash=gemini-cli:gemini-2.5-flash")
 
 
 class SettingsError(ValueError):
@@ -126,8 +130,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("fresh", "Regrade the selected runs (all, or those -k/-m select); the others keep "
            "their grades, and a run's grades are replaced only by a regrade that succeeded.",
            "bool", False),
-    Option("demo", "Run the built-in demo against the package's scripted Messages API "
-           "(no API key needed).", "bool", False),
+    Option("demo", "Run the built-in demo against the package's scripted stand-in of the "
+           "agents' APIs (no API key needed; its Codex / Gemini CLI labels run where those "
+           "CLIs are installed).", "bool", False),
     Option("allowed-tools", "Tool allow-list for both arms.", default=DEFAULT_TOOLS,
            metavar="TOOL[,…]"),
     Option("permission-mode", "CLI permission mode for both arms.",
@@ -382,6 +387,12 @@ class Settings:
     #: Environment the runs need beyond the host's (e.g. the demo's dummy key). Not a secret
     #: store: the real key is read from the environment at run time and never kept here.
     extra_env: dict[str, str] = field(default_factory=dict)
+    #: Labels that may be left out when their agent's CLI is missing, instead of the usage
+    #: error: the demo's own Codex and Gemini CLI labels (not labels a user asked for).
+    optional_labels: tuple[str, ...] = ()
+    #: What was left out and why, one line per label ("label gpt not run: codex CLI …"):
+    #: shown in the terminal and the scorecard's banner, never silent.
+    labels_not_run: tuple[str, ...] = ()
 
     @property
     def week(self) -> str:
@@ -407,7 +418,21 @@ class Settings:
         kwargs["allowed_tools"] = tuple(kwargs["allowed_tools"])
         kwargs["conditions"] = tuple(kwargs["conditions"])
         kwargs["gates"] = tuple(kwargs["gates"])
+        for key in ("optional_labels", "labels_not_run"):
+            kwargs[key] = tuple(kwargs.get(key) or ())
         return cls(**kwargs)
+
+    def without_labels(self, missing: Mapping[str, str]) -> Settings:
+        """These settings without the optional labels in ``missing`` (label → why it cannot
+        run, with the fix), each named in :attr:`labels_not_run`."""
+        gone = {label: why for label, why in missing.items() if label in self.optional_labels}
+        if not gone:
+            return self
+        notes = tuple(f"label {label} not run: {gone[label]}"
+                      for label, _ in self.models if label in gone)
+        return dataclasses.replace(
+            self, models=tuple(m for m in self.models if m[0] not in gone),
+            labels_not_run=(*self.labels_not_run, *notes))
 
     @classmethod
     def from_values(
@@ -460,8 +485,12 @@ class Settings:
                 "scripted API on loopback"
             )
         models_text = v["models"]
+        optional: tuple[str, ...] = ()
         if demo and models_text == DEFAULT_MODELS:
             models_text = DEMO_MODELS
+            # The demo's other agents run where their CLIs are installed (plugin.session).
+            optional = tuple(label for label, model in parse_models(DEMO_MODELS)
+                             if split_agent(model)[0] != CLAUDE_CODE)
         day = (today or dt.datetime.now(dt.UTC).date()).strftime("%Y%m%d")
         # The demo gets its own tree so its history never mixes with real weeks'.
         out = v["out"] or f"evals/{'weekly-demo' if demo else 'weekly'}/{day}"
@@ -532,6 +561,7 @@ class Settings:
             progress_interval_s=float(v["progress-interval"]),
             allow_unsafe=bool(v["allow-unsafe"]),
             breaker=_breaker(v["breaker"]),
+            optional_labels=optional,
         )
 
     @classmethod

@@ -3,7 +3,9 @@ other APIs, and a missing agent CLI as a usage error naming its npm package."""
 
 from __future__ import annotations
 
+import csv
 import json
+import os
 import tomllib
 import urllib.request
 from pathlib import Path
@@ -11,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift.config import DEMO_PROJECT
+from pytest_skilllift.config import DEMO_PROJECT, OPTIONS, Settings
 from pytest_skilllift.model import AgentConfig, PromptSpec, RubricItem, RunSpec
+from pytest_skilllift.plugin import session
+from pytest_skilllift.plugin.session import leave_out_missing_agents
 from pytest_skilllift.runners import agents
 from pytest_skilllift.testing.agent_script import make_agent
 from pytest_skilllift.testing.server import StandIn
@@ -173,3 +177,94 @@ def test_a_labels_agent_key_is_required_before_any_run(pytester: pytest.Pytester
                                            "--skill-lift-models=gpt=codex:gpt-5.5")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "need OPENAI_API_KEY in the environment" in result.stderr.str()
+
+
+# -- the demo's Codex and Gemini CLI labels where their CLIs are missing ----------------------
+
+#: The npm CLIs (and npm itself) hidden from the PATH of the tests below.
+NPM_TOOLS = ("codex", "gemini", "opencode", "npm", "npx")
+
+
+def demo_settings(**overrides: Any) -> Settings:
+    values: dict[str, Any] = {o.name: o.default for o in OPTIONS}
+    values.update(demo=True, **overrides)
+    return Settings.from_values(lambda o: values[o.name], enabled=True, rootdir=Path("/proj"))
+
+
+def path_without(tmp: Path, names: tuple[str, ...]) -> str:
+    """A PATH of one directory linking every command on this PATH except ``names`` (the npm
+    CLIs are installed machine-wide, beside everything else, so no real PATH lacks them)."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        if not folder or not Path(folder).is_dir():
+            continue
+        for entry in Path(folder).iterdir():
+            link = bin_dir / entry.name
+            if entry.name not in names and not link.exists() and os.access(entry, os.X_OK):
+                link.symlink_to(entry)
+    return str(bin_dir)
+
+
+def test_the_demo_leaves_out_only_its_own_labels_whose_cli_is_missing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "codex").write_text("#!/bin/sh\n")
+    (tmp_path / "bin" / "codex").chmod(0o755)  # only found, never run: gemini stays missing
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    s = leave_out_missing_agents(demo_settings())
+    assert [label for label, _ in s.models] == ["sonnet", "haiku", "gpt"]
+    assert s.labels_not_run == ("label flash not run: gemini-cli CLI not installed (npm i -g "
+                                "@google/gemini-cli@0.61.0, or --skill-lift-agent-install)",)
+    # With --skill-lift-agent-install nothing is left out: the session installs it.
+    assert leave_out_missing_agents(demo_settings(**{"agent-install": True})).models == \
+        demo_settings().models
+    # A label the user named is never left out (its missing CLI is a usage error instead).
+    asked = demo_settings(models="flash=gemini-cli:gemini-2.5-flash")
+    assert leave_out_missing_agents(asked) == asked
+
+
+def test_the_demo_on_docker_leaves_out_the_agents_its_image_lacks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session, "_image_agents", lambda image: {"codex": "0.169.0"})
+    s = leave_out_missing_agents(demo_settings(runner="docker", **{"docker-network": "host"}))
+    assert [label for label, _ in s.models] == ["sonnet", "haiku", "gpt"]
+    assert s.labels_not_run == (
+        f"label flash not run: gemini-cli CLI not in the docker image {s.image} (skilllift "
+        f"image add-agents --base {s.image} --tag TAG, then --skill-lift-image=TAG)",)
+
+
+def demo_project(pytester: pytest.Pytester) -> None:
+    """The demo as it ships (its prompts, skills and checks), one rep, into ``week``."""
+    pytester.makeini("[pytest]\nskill_lift_reps = 1\nskill_lift_out = week\n")
+
+
+def manifest(week: Path) -> list[dict[str, str]]:
+    with (week / "manifest.csv").open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.mark.cli
+def test_the_demo_runs_without_the_npm_clis_and_names_the_labels_not_run(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    demo_project(pytester)
+    monkeypatch.setenv("PATH", path_without(pytester.path, NPM_TOOLS))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(pytester.path / "cache"))
+    result = pytester.runpytest_subprocess("--skill-lift-demo", "-p", "no:cacheprovider",
+                                           "-p", "no:xdist", timeout=600)
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.OK, out + result.stderr.str()
+    codex_line = ("label gpt not run: codex CLI not installed (npm i -g @openai/codex@0.169.0, "
+                  "or --skill-lift-agent-install)")
+    gemini_line = ("label flash not run: gemini-cli CLI not installed (npm i -g "
+                   "@google/gemini-cli@0.61.0, or --skill-lift-agent-install)")
+    assert codex_line in out and gemini_line in out
+    assert result.stdout.lines[-1].endswith("· 2 labels not run (agent CLI missing, see above)")
+    # The rest of the demo ran: both Claude Code labels, both arms, every run fine.
+    rows = manifest(pytester.path / "week")
+    assert sorted({r["model"] for r in rows}) == ["haiku", "sonnet"] and len(rows) == 12
+    assert all(r["run_status"] == "ok" for r in rows)
+    card = (pytester.path / "week" / "scorecard.md").read_text()
+    assert f"Label {codex_line[6:]}." in card and f"Label {gemini_line[6:]}." in card
+

@@ -45,7 +45,23 @@ def test_judge_defaults_one_sample_and_reject() -> None:
 def test_demo_has_its_own_tree_and_models() -> None:
     s = build(demo=True)
     assert s.enabled and s.out_dir == Path("/proj/evals/weekly-demo/20260808")
-    assert [m[0] for m in s.models] == ["sonnet", "haiku"]
+    assert [m[0] for m in s.models] == ["sonnet", "haiku", "gpt", "flash"]
+    assert [split_agent(m)[0] for _, m in s.models] == [
+        "claude-code", "claude-code", "codex", "gemini-cli"]
+    # Only the demo's own other-agent labels may be left out for a missing CLI …
+    assert s.optional_labels == ("gpt", "flash")
+    # … never labels a user asked for, also in the demo.
+    assert build(demo=True, models="gpt=codex:gpt-5.5").optional_labels == ()
+    assert build(models="gpt=codex:gpt-5.5").optional_labels == ()
+
+
+def test_an_optional_label_left_out_is_named_and_survives_the_wire() -> None:
+    s = build(demo=True).without_labels({"gpt": "codex CLI not installed",
+                                         "sonnet": "never optional"})
+    assert [m[0] for m in s.models] == ["sonnet", "haiku", "flash"]
+    assert s.labels_not_run == ("label gpt not run: codex CLI not installed",)
+    back = Settings.from_wire(s.to_wire())
+    assert back == s
 
 
 @pytest.mark.parametrize(("key", "value", "match"), [
@@ -87,8 +103,9 @@ def test_each_default_is_stated_once() -> None:
     assert Option("reps", "Repetitions.", "int", 2).help_text == "Repetitions. (default: 2)"
     assert Option("t", "Timeout.", "float", 600.0).help_text == "Timeout. (default: 600)"
     assert Option("x", "Flag.", "bool", False).help_text == "Flag."
-    option_fields = {f.name for f in dataclasses.fields(Settings)} - {
-        "base_url", "judge_url", "judge_token", "extra_env"}
+    option_fields = {f.name for f in dataclasses.fields(Settings)} - {  # set by the session
+        "base_url", "judge_url", "judge_token", "extra_env", "optional_labels",
+        "labels_not_run"}
     for f in dataclasses.fields(Settings):
         if f.name in option_fields:
             assert f.default is dataclasses.MISSING, f"Settings.{f.name} restates a default"

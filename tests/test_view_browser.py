@@ -1,7 +1,8 @@
 """``skilllift view`` in a real browser: Debian's Chromium driven by Playwright.
 
 One demo week is made per module by a real ``pytest --skill-lift-demo`` session (the bundled
-Claude Code CLI against the package's scripted Messages API, one rep: twelve runs), which also
+Claude Code CLI against the package's scripted Messages API, one rep, the demo's two Claude
+Code labels these tests were written for: twelve runs), which also
 writes the viewer and prints its path. The browser is the system's ``/usr/bin/chromium``
 (``.ci/run`` installs it with apt; Playwright never downloads one). Select these tests with
 ``-m browser``.
@@ -63,7 +64,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
             shutil.copytree(DEMO_PROJECT / "evals" / "test-prompts",
                             root / "evals" / "test-prompts")
             (root / "pytest.ini").write_text(
-                "[pytest]\nskill_lift_reps = 1\nskill_lift_out = week\n")
+                "[pytest]\nskill_lift_reps = 1\nskill_lift_out = week\n"
+                "skill_lift_models = sonnet=demo-sonnet,haiku=demo-haiku\n")
             proc = subprocess.run(
                 [sys.executable, "-m", "pytest", "--skill-lift-demo", "-p", "no:cacheprovider",
                  "-p", "no:xdist", "-q"], cwd=root, capture_output=True, text=True,

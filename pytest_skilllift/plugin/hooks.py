@@ -20,7 +20,7 @@ from pytest_skilllift.plugin import findings, interrupts, progress_hooks, scale
 from pytest_skilllift.plugin.collect import extra as collect_extra
 from pytest_skilllift.plugin.collect.items import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
 from pytest_skilllift.plugin.fixtures import CHECK_PROP
-from pytest_skilllift.plugin.session import SkillLiftSession
+from pytest_skilllift.plugin.session import SkillLiftSession, leave_out_missing_agents
 from pytest_skilllift.run.prompts import is_heldout
 from pytest_skilllift.week.files import WeekLinkError, WeekWriteError
 
@@ -65,8 +65,8 @@ def pytest_configure(config: pytest.Config) -> None:
             if wire is None:
                 return
             settings = Settings.from_wire(wire)
-        else:
-            settings = Settings.from_pytest(config)
+        else:  # the demo's labels whose agent CLI is missing are left out here, named
+            settings = leave_out_missing_agents(Settings.from_pytest(config))
     except SettingsError as exc:
         raise pytest.UsageError(str(exc)) from None
     if not settings.enabled:
@@ -404,7 +404,9 @@ class ControllerPlugin:
         state, tr = self.state, terminalreporter
         tr.section("skill lift")
         if state.settings.demo:
-            tr.write_line("DEMO: scripted models, not Claude (see the scorecard banner)")
+            tr.write_line("DEMO: scripted models, not real ones (see the scorecard banner)")
+        for line in state.settings.labels_not_run:
+            tr.write_line(line, yellow=True)
         if state.summary is not None:
             for line in state.summary.terminal_lines():
                 tr.write_line(line)
@@ -453,7 +455,11 @@ class ControllerPlugin:
         head = "demo ran (scripted models, not a measurement)" if self.state.settings.demo \
             else "skill-lift"
         ok = self.exitstatus == pytest.ExitCode.OK
-        tr.write_line(f"{head}: {summary.closing_line()}", green=ok, red=not ok, bold=True)
+        left_out = self.state.settings.labels_not_run
+        tail = (f" · {len(left_out)} label{'s' * (len(left_out) != 1)} not run (agent CLI "
+                "missing, see above)" if left_out else "")
+        tr.write_line(f"{head}: {summary.closing_line()}{tail}", green=ok, red=not ok,
+                      bold=True)
 
 
 def _reason(report: pytest.TestReport) -> str:

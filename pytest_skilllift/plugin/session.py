@@ -19,7 +19,15 @@ from urllib.parse import urlsplit
 from pytest_skilllift.config import Settings, SettingsError
 from pytest_skilllift.judge.protocol import Grader
 from pytest_skilllift.judge.session_judge import FixtureGrader, SessionJudge
-from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, JudgeResult, RunSpec, split_agent
+from pytest_skilllift.model import (
+    AGENT_PACKAGES,
+    CLAUDE_CODE,
+    PINNED_AGENT_VERSIONS,
+    AgentConfig,
+    JudgeResult,
+    RunSpec,
+    split_agent,
+)
 from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker
 from pytest_skilllift.run.engine import GradedRun, WeekRun
 from pytest_skilllift.run.matrix import Matrix, load_matrix
@@ -35,9 +43,51 @@ from pytest_skilllift.week.files import OK, RUN_FILE, TRIGGERS_DIR
 from pytest_skilllift.week.ledger import Ledger
 
 DEMO_KEY = "demo-key-not-a-secret"
+
 DEMO_BANNER = ("DEMO — scripted models: every answer and grade below comes from the package's "
-               "scripted Messages API stand-in, not from Claude. Numbers show the pipeline, "
-               "not a skill's real value.")
+               "scripted stand-in of the models' APIs, not from Claude, GPT or Gemini. Numbers "
+               "show the pipeline, not a skill's real value.")
+
+
+def leave_out_missing_agents(settings: Settings) -> Settings:
+    """The settings without the optional labels (the demo's Codex and Gemini CLI labels)
+    whose agent CLI this session cannot run — not installed here, or, with the docker runner,
+    not in the image — each named with its fix (``Settings.labels_not_run``), so the demo
+    still runs its Claude Code labels on a machine without them. With
+    ``--skill-lift-agent-install`` (local runner) nothing is left out: ``agent_config``
+    installs them. Labels a user asked for are never optional (a usage error instead)."""
+    wanted = {label: split_agent(model)[0] for label, model in settings.models
+              if label in settings.optional_labels}
+    if not wanted or (settings.agent_install and settings.runner != "docker"):
+        return settings
+    if settings.runner == "docker":
+        have = _image_agents(settings.image)
+        missing = {label: f"{agent} CLI not in the docker image {settings.image} "
+                          f"(skilllift image add-agents --base {settings.image} --tag TAG, "
+                          "then --skill-lift-image=TAG)"
+                   for label, agent in wanted.items() if agent not in have}
+    else:
+        missing = {label: f"{agent} CLI not installed (npm i -g {AGENT_PACKAGES[agent]}@"
+                          f"{PINNED_AGENT_VERSIONS[agent]}, or --skill-lift-agent-install)"
+                   for label, agent in wanted.items() if agents.find_cli(agent) is None}
+    return settings.without_labels(missing)
+
+
+def _image_agents(image: str) -> dict[str, str]:
+    """The agent CLIs a docker image carries (its ``skilllift.agents`` label); none when the
+    engine or the image cannot be read (the runner reports that itself)."""
+    try:
+        import docker.client
+
+        from pytest_skilllift.runners.agent_image import image_agent_versions
+
+        client = docker.client.from_env()
+        try:
+            return image_agent_versions(dict(client.images.get(image).labels or {}))
+        finally:
+            client.close()
+    except Exception:  # an unreachable engine or a missing image: every agent is missing
+        return {}
 
 
 @dataclass
@@ -549,6 +599,8 @@ class SkillLiftSession:
         self.week.rebuild_csvs()
         merge_checks(self.week.root, self.checks.finished())
         banner = DEMO_BANNER if self.settings.demo else None
+        if banner and self.settings.labels_not_run:  # named in the card, not only the terminal
+            banner += "".join(f" {n[:1].upper()}{n[1:]}." for n in self.settings.labels_not_run)
         self.summary = summarize_week(self.week.root, banner=banner)
         self._write_view()
 
