@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import tomllib
 import urllib.request
 from pathlib import Path
@@ -268,3 +269,54 @@ def test_the_demo_runs_without_the_npm_clis_and_names_the_labels_not_run(
     card = (pytester.path / "week" / "scorecard.md").read_text()
     assert f"Label {codex_line[6:]}." in card and f"Label {gemini_line[6:]}." in card
 
+
+#: What the stand-in for npm below installs: package → its executable.
+NPM_PACKAGES = {"@openai/codex@0.169.0": "codex", "@google/gemini-cli@0.61.0": "gemini"}
+
+
+@pytest.mark.cli
+@pytest.mark.skipif(not all(shutil.which(b) for b in NPM_PACKAGES.values()),
+                    reason="the npm agent CLIs are not installed (bash .ci/run installs them)")
+def test_agent_install_runs_npm_for_the_missing_clis_and_the_demo_runs_them(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--skill-lift-agent-install`` with codex and gemini off PATH. ``npm`` here is a shim
+    that records its argv and "installs" a package by linking this machine's own CLI into
+    ``--prefix``'s ``node_modules/.bin`` (where npm puts it): the command line is checked
+    exactly, the runs are the real CLIs' (a real install is 500 MB from the registry)."""
+    # The demo with one of its prompts and no trigger files: every label, fewer slow runs.
+    (pytester.path / "prompts").mkdir()
+    (pytester.path / "prompts" / "p.json").write_text(
+        (DEMO_PROJECT / "evals" / "test-prompts" / "git-bisect-regression.json").read_text())
+    (pytester.path / "triggers").mkdir()
+    pytester.makeini("[pytest]\nskill_lift_reps = 1\nskill_lift_out = week\n"
+                     "skill_lift_prompts = prompts\nskill_lift_triggers = triggers\n")
+    path = path_without(pytester.path, NPM_TOOLS)
+    log = pytester.path / "npm-argv.txt"
+    links = "\n".join(f'    {pkg}) ln -s {shutil.which(binary)} "$prefix/node_modules/.bin/"'
+                      f"{binary} ;;" for pkg, binary in NPM_PACKAGES.items())
+    npm = Path(path) / "npm"
+    npm.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" >> {log}\necho -- >> {log}\nprefix=""\n'
+                   'prev=""\nfor a in "$@"; do\n  [ "$prev" = --prefix ] && prefix="$a"\n'
+                   '  prev="$a"\ndone\nmkdir -p "$prefix/node_modules/.bin"\n'
+                   f'for a in "$@"; do\n  case "$a" in\n{links}\n  esac\ndone\n')
+    npm.chmod(0o755)
+    monkeypatch.setenv("PATH", path)
+    cache = pytester.path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    result = pytester.runpytest_subprocess("--skill-lift-demo", "--skill-lift-agent-install",
+                                           "-p", "no:cacheprovider", "-p", "no:xdist",
+                                           timeout=600)
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.OK, out + result.stderr.str()
+    # One npm call, the pinned packages of the missing CLIs, into the per-user cache.
+    assert log.read_text().splitlines() == [
+        "install", "--no-audit", "--no-fund", "--prefix", str(cache / "pytest-skilllift" /
+                                                              "agents"),
+        *NPM_PACKAGES, "--"]
+    assert "not run" not in out
+    rows = manifest(pytester.path / "week")
+    assert sorted({r["model"] for r in rows}) == ["flash", "gpt", "haiku", "sonnet"]
+    assert len(rows) == 8  # one prompt, two arms, four labels
+    assert all(r["run_status"] == "ok" for r in rows)
+    versions = {r["model"]: r["cli_version"] for r in rows if r["model"] in ("gpt", "flash")}
+    assert versions == {"gpt": "0.169.0", "flash": "0.61.0"}
