@@ -9,6 +9,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from pytest_skilllift.model import AGENTS
 
 #: Characters that never reach a rendered report from untrusted text: C0/C1 controls (ANSI
 #: escapes start with ESC), DEL, line and paragraph separators, and the bidirectional
@@ -80,3 +83,33 @@ def untrusted(text: object) -> str:
 
 #: Kept under its older name: a free-text value inside its table cell.
 cell = untrusted
+
+
+# -- a week whose labels run on more than one agent ----------------------------------------
+
+
+def label_agents(card: Mapping[str, object]) -> dict[str, str]:
+    """label → its agent when the week's labels run on more than one agent (from
+    ``provenance.agents``), else empty: a one-agent week's tables are left as they were."""
+    prov = cast("dict[str, Any]", card.get("provenance") or {})
+    agents = cast("dict[str, list[str]]", prov.get("agents") or {})
+    if len(agents) < 2:
+        return {}
+    return {label: agent for agent, labels in agents.items() for label in labels}
+
+
+def by_agent(card: Mapping[str, object], headers: Sequence[str], rows: Sequence[Sequence[object]],
+             ) -> tuple[list[str], list[list[object]]]:
+    """A table with a ``model`` (label) column, grouped by agent when the week mixes agents:
+    an ``agent`` column right after the label's, and — when the label is the first column,
+    one row per label — the rows stably sorted by agent (``model.AGENTS`` order), so each
+    agent's labels sit together in the order the section gave them. Unchanged otherwise."""
+    of = label_agents(card)
+    if not of or "model" not in headers:
+        return list(headers), [list(r) for r in rows]
+    at = list(headers).index("model")
+    out = [[*r[:at + 1], of.get(str(r[at]), ""), *r[at + 1:]] for r in rows]
+    if at == 0:
+        rank = {a: i for i, a in enumerate(AGENTS)}
+        out.sort(key=lambda r: rank.get(str(r[1]), len(rank)))
+    return [*headers[:at + 1], "agent", *headers[at + 1:]], out

@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
-from pytest_skilllift.report.markdown import cap_note, cell, md_table, signed
+from pytest_skilllift.report.markdown import by_agent, cap_note, cell, md_table, signed
 from pytest_skilllift.report.quotes import Quote, verdict_quotes
 from pytest_skilllift.report.sections.prompts import prompt_rows
-from pytest_skilllift.report.sections.provenance import by_agent
 from pytest_skilllift.run import audit
 from pytest_skilllift.week.columns import INVOCATION_STATUSES
 from pytest_skilllift.week.files import RUN_STATUSES

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict
 
-from pytest_skilllift.report.markdown import cap_note, cell, md_table
-from pytest_skilllift.report.sections.provenance import by_agent
+from pytest_skilllift.report.markdown import by_agent, cap_note, cell, md_table
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, TypedDict
 import numpy as np
 import pyarrow as pa
 
-from pytest_skilllift.report.markdown import cap_note, cell, md_table
-from pytest_skilllift.report.sections.provenance import by_agent
+from pytest_skilllift.report.markdown import by_agent, cap_note, cell, md_table
 from pytest_skilllift.week.columns import ARMS, NO_SKILL
 
 if TYPE_CHECKING:

@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, TypedDict
 import numpy as np
 
 from pytest_skilllift.report import verdicts
-from pytest_skilllift.report.markdown import cap_note, cell, md_table
+from pytest_skilllift.report.markdown import by_agent, cap_note, cell, md_table
 from pytest_skilllift.report.sections import scale
-from pytest_skilllift.report.sections.provenance import by_agent
 from pytest_skilllift.week.files import DROP_REASONS, OK, RUN_STATUSES, STATUS_ERRORED, STATUS_OK
 
 if TYPE_CHECKING:

@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypedDict
 
 from pytest_skilllift.report.judging import AMBIGUOUS_RUNS, JudgeReport
-from pytest_skilllift.report.markdown import md_table, untrusted
-from pytest_skilllift.report.sections.provenance import by_agent
+from pytest_skilllift.report.markdown import by_agent, md_table, untrusted
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context

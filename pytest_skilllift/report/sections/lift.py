@@ -17,8 +17,7 @@ import numpy as np
 
 from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import BOOTSTRAP_N, BOOTSTRAP_SEED, TARGET_LIFT, json_float
-from pytest_skilllift.report.markdown import ci_flag, fmt, md_table, signed
-from pytest_skilllift.report.sections.provenance import by_agent
+from pytest_skilllift.report.markdown import by_agent, ci_flag, fmt, md_table, signed
 from pytest_skilllift.week.files import STATUS_OK
 
 if TYPE_CHECKING:

@@ -13,8 +13,7 @@ import numpy as np
 
 from pytest_skilllift.report import noise, stats
 from pytest_skilllift.report.context import json_float
-from pytest_skilllift.report.markdown import fmt, md_table, signed
-from pytest_skilllift.report.sections.provenance import by_agent
+from pytest_skilllift.report.markdown import by_agent, fmt, md_table, signed
 from pytest_skilllift.run.audit import IMPACT_THRESHOLD
 from pytest_skilllift.week.columns import ARMS, NO_SKILL, NO_SKILL_B
 

@@ -6,8 +6,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
-from pytest_skilllift.report.markdown import cap_note, fmt, md_table, signed
-from pytest_skilllift.report.sections.provenance import by_agent
+from pytest_skilllift.report.markdown import by_agent, cap_note, fmt, md_table, signed
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context

@@ -5,18 +5,16 @@ fixture), and whether people have checked it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pytest_skilllift.model import (
-    AGENTS,
     CLAUDE_CODE,
     PINNED_AGENT_VERSIONS,
     PINNED_CLI_VERSION,
     cli_version_mismatch,
     split_agent,
 )
-from pytest_skilllift.report.markdown import md_table
+from pytest_skilllift.report.markdown import by_agent, md_table
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
@@ -67,33 +65,6 @@ def _agents(week: Any) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         labels.setdefault(agent, []).append(label)
         versions.setdefault(agent, set()).update(week.cli_versions_by_model.get(label, ()))
     return labels, {a: sorted(v) for a, v in versions.items()}
-
-
-def label_agents(card: Mapping[str, object]) -> dict[str, str]:
-    """label → its agent when the week's labels run on more than one agent (from
-    ``provenance.agents``), else empty: a one-agent week's tables are left as they were."""
-    prov = cast("dict[str, Any]", card.get("provenance") or {})
-    agents = cast("dict[str, list[str]]", prov.get("agents") or {})
-    if len(agents) < 2:
-        return {}
-    return {label: agent for agent, labels in agents.items() for label in labels}
-
-
-def by_agent(card: Mapping[str, object], headers: Sequence[str], rows: Sequence[Sequence[object]],
-             ) -> tuple[list[str], list[list[object]]]:
-    """A table with a ``model`` (label) column, grouped by agent when the week mixes agents:
-    an ``agent`` column right after the label's, and — when the label is the first column,
-    one row per label — the rows stably sorted by agent (``model.AGENTS`` order), so each
-    agent's labels sit together in the order the section gave them. Unchanged otherwise."""
-    of = label_agents(card)
-    if not of or "model" not in headers:
-        return list(headers), [list(r) for r in rows]
-    at = list(headers).index("model")
-    out = [[*r[:at + 1], of.get(str(r[at]), ""), *r[at + 1:]] for r in rows]
-    if at == 0:
-        rank = {a: i for i, a in enumerate(AGENTS)}
-        out.sort(key=lambda r: rank.get(str(r[1]), len(rank)))
-    return [*headers[:at + 1], "agent", *headers[at + 1:]], out
 
 
 def build(ctx: Context) -> Data:

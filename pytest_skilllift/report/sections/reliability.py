@@ -15,8 +15,7 @@ import numpy as np
 
 from pytest_skilllift.report import stats
 from pytest_skilllift.report.context import json_float
-from pytest_skilllift.report.markdown import cap_note, fmt, md_table
-from pytest_skilllift.report.sections.provenance import by_agent
+from pytest_skilllift.report.markdown import by_agent, cap_note, fmt, md_table
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context

@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
-from pytest_skilllift.report.markdown import cell, md_table
-from pytest_skilllift.report.sections.provenance import by_agent
+from pytest_skilllift.report.markdown import by_agent, cell, md_table
 from pytest_skilllift.report.stats import cluster_bootstrap_rate, wilson_interval
 from pytest_skilllift.run.triggers import read_trigger_table
 from pytest_skilllift.week.files import OK, TRIGGERS_CSV, TRIGGERS_DIR

@@ -19,8 +19,8 @@ import numpy as np
 
 from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import json_float
-from pytest_skilllift.report.markdown import cap_note, ci_flag, fmt, md_table, signed
-from pytest_skilllift.report.sections.provenance import by_agent, recorded_revision
+from pytest_skilllift.report.markdown import by_agent, cap_note, ci_flag, fmt, md_table, signed
+from pytest_skilllift.report.sections.provenance import recorded_revision
 from pytest_skilllift.report.verdicts import (
     CHANGE_MARGIN,
     CHANGES,

@@ -14,8 +14,7 @@ import numpy as np
 
 from pytest_skilllift.report import stats
 from pytest_skilllift.report.context import json_float
-from pytest_skilllift.report.markdown import cap_note, ci_flag, fmt, md_table, signed
-from pytest_skilllift.report.sections.provenance import by_agent
+from pytest_skilllift.report.markdown import by_agent, cap_note, ci_flag, fmt, md_table, signed
 from pytest_skilllift.run.audit import IMPACT_THRESHOLD
 from pytest_skilllift.week.columns import ARMS, INVOCATION_STATUSES, NO_SKILL, WITH_ALL, WITH_SKILL
 from pytest_skilllift.week.files import COMPLETED, RUN_STATUSES

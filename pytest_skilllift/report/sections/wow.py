@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from pytest_skilllift.report import stats
 from pytest_skilllift.report.context import json_float
-from pytest_skilllift.report.markdown import fmt, md_table, signed
-from pytest_skilllift.report.sections.provenance import by_agent
+from pytest_skilllift.report.markdown import by_agent, fmt, md_table, signed
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
