@@ -2,10 +2,15 @@
 
 Loaded with ``-p timeline_plugin`` (``benchmarks/`` on ``PYTHONPATH``); xdist workers load it
 too.  Every event is one JSON line appended to the file named by ``SKILLLIFT_BENCH_TIMELINE``:
-the process (``controller`` or the xdist worker id), the event, ``time.time()`` and the
-process's CPU time so far (all its threads).  The
-process's own start comes from ``/proc`` (kernel start time, 10 ms resolution), so the
-interpreter's and pytest's imports before this plugin loads are visible too.
+the process (``controller`` or the xdist worker id), the event, ``time.time()``, the
+process's CPU time so far (all its threads) and its children's (``RUSAGE_CHILDREN``: every
+child it has waited for — in a worker, the agent CLIs it ran).  The process's own start comes
+from ``/proc`` (kernel start time, 10 ms resolution), so the interpreter's and pytest's
+imports before this plugin loads are visible too.
+
+Every test item's start and end are events too (``item_start`` / ``item_end``, with its
+node id): ``bench_week.py`` groups them into each worker's runs (the first item of a run
+generates and grades it; the others read the ledger) and the idle gaps between them.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import resource
 import time
 from collections.abc import Generator
 from typing import Any
@@ -25,12 +31,17 @@ _who = os.environ.get("PYTEST_XDIST_WORKER", "controller")
 _first_item = True
 
 
-def _emit(event: str, t: float | None = None) -> None:
+def _emit(event: str, t: float | None = None, nodeid: str | None = None) -> None:
     if not _PATH:
         return
-    line = json.dumps({"who": _who, "pid": os.getpid(), "event": event,
-                       "t": time.time() if t is None else t,
-                       "cpu": time.process_time()}) + "\n"
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    record: dict[str, Any] = {"who": _who, "pid": os.getpid(), "event": event,
+                              "t": time.time() if t is None else t,
+                              "cpu": time.process_time(),
+                              "children_cpu": children.ru_utime + children.ru_stime}
+    if nodeid is not None:
+        record["nodeid"] = nodeid
+    line = json.dumps(record) + "\n"
     fd = os.open(_PATH, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line.encode())  # one small O_APPEND write: lines never interleave
@@ -91,12 +102,15 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     _emit("runtestloop")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item) -> None:
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, Any, None]:
     global _first_item
     if _first_item:
         _first_item = False
         _emit("first_item")
+    _emit("item_start", nodeid=item.nodeid)
+    yield
+    _emit("item_end", nodeid=item.nodeid)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
