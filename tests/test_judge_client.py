@@ -311,3 +311,21 @@ def test_keyword_rule() -> None:
         "met", "Use RRF fusion by default, because dense and sparse score scales differ.")
     assert decide("avoid", "Recommends tuning HNSW ef", ANSWER) == ("clean", "")
     assert decide("bonus", "the of and", ANSWER) == ("absent", "")  # no content words
+
+
+def test_prepare_imports_the_sdk_ahead_of_the_first_grade() -> None:
+    """The judge service builds its judge ahead of use (``warm_judge``): ``prepare`` imports
+    the anthropic SDK then, so the workers' first grades do not wait for its ~3,500 modules
+    (benchmarks/README.md, the parallel week). A fresh interpreter: this one has the SDK."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from pytest_skilllift.judge.client import Judge\n"
+            "judge = Judge(None, api_key='not-a-key', base_url='http://127.0.0.1:9')\n"
+            "before = 'anthropic' in sys.modules\n"
+            "judge.prepare()\n"
+            "print(before, 'anthropic' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.split() == ["False", "True"]

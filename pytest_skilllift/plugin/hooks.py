@@ -114,9 +114,9 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
         raise pytest.UsageError(str(exc)) from None
     if s.demo:
         state.start_demo()
-    # The judge client and the summarizer's imports are seconds of CPU: they wait until the
-    # runs are under way (ControllerPlugin) instead of slowing the start of the session (its
-    # collection, under xdist every worker's start).
+    # The judge client and the summarizer's imports are seconds of CPU: they wait until every
+    # worker is spawned (the judge client) and the first run is done (the summarizer) instead
+    # of slowing the controller's start, which every worker's start waits for.
     if _uses_workers(config) and _workers_on_this_host(config):
         state.start_judge_service(warm=False)
 
@@ -289,8 +289,8 @@ class ControllerPlugin:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Any) -> None:
-        """Every worker is up: build the judge client now (the runs need it within seconds;
-        while they wait on the model the cores are free)."""
+        """The first worker's collection prints the evals line; the judge client is built
+        from ``pytest_runtestloop`` on (here again only if that was skipped)."""
         self._collected_nodes += 1
         if self._collected_nodes == 1:  # under xdist the controller collects nothing itself
             tr = node.config.pluginmanager.get_plugin("terminalreporter")
@@ -337,6 +337,11 @@ class ControllerPlugin:
             forget_batches(self.state.week.root)
         if self.state.sweeps is not None:  # docker: before any worker makes a container
             self.state.sweeps.sweep("start-up")
+        # Every worker is spawned by now: the judge client (the anthropic SDK's ~3,500
+        # modules) is built while they import and collect, not while their first CLIs
+        # start: built then, every worker's first judge call waited for it (4–12 s at
+        # load 5–11 on 2 cores, benchmarks/README.md).
+        self.state.warm_judge()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Count outcomes per run (the run's status travels in ``user_properties``)."""

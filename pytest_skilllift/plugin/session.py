@@ -231,8 +231,8 @@ class SkillLiftSession:
                                             judge_token=self._judge_service.token)
 
     def warm_judge(self) -> None:
-        """Build the judge service's client (≈ 1.5 s of CPU: the anthropic SDK) in the
-        background, once."""
+        """Build the judge service's client and import the anthropic SDK (≈ 1.5 s of CPU
+        on a quiet machine) in the background, once."""
         if self._judge_service is not None and not self._judge_warmed:
             self._judge_warmed = True
             self._judge_service.grader.warm("skilllift-judge-warmup")
@@ -520,6 +520,8 @@ class SkillLiftSession:
         judge = Judge(s.judge_model or None, api_key=s.extra_env.get("ANTHROPIC_API_KEY"),
                       base_url=s.base_url or None,
                       evidence="flag" if s.evidence == "flag" else "reject")
+        # Built ahead of the first grade under xdist (warm_judge): the SDK's import with it.
+        judge.prepare()
         return SampledJudge(judge, samples=s.judge_samples)
 
     @property
