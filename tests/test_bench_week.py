@@ -36,10 +36,11 @@ def node(prompt: str, condition: str, item: str) -> str:
     return f"evals/test-prompts/{prompt}.json::sonnet::{condition}::r1::{item}"
 
 
-RUNS: dict[str, dict[str, Any]] = {"a-with": {"prompt": "a", "model": "sonnet", "condition": "with-skill", "rep": 1,
-                   "wall_ms": 5000},
-        "b-with": {"prompt": "b", "model": "sonnet", "condition": "with-skill", "rep": 1,
-                   "wall_ms": 4000}}
+RUNS: dict[str, dict[str, Any]] = {
+    "a-with": {"prompt": "a", "model": "sonnet", "condition": "with-skill", "rep": 1,
+               "wall_ms": 5000},
+    "b-with": {"prompt": "b", "model": "sonnet", "condition": "with-skill", "rep": 1,
+               "wall_ms": 4000}}
 GRADES: dict[str, dict[str, Any]] = {"a-with": {"judge_ms": 1500}, "b-with": {"judge_ms": 500}}
 
 
