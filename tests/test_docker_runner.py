@@ -666,10 +666,13 @@ def test_an_unreachable_api_is_named_and_the_container_removed(client: Any, test
     assert _mine(client) == []
 
 
+@pytest.mark.parametrize("after_s", [0.0, 0.5], ids=["while-set-up", "while-running"])
 def test_the_session_stopping_removes_the_container(client: Any, test_image: str,
-                                                    tmp_path: Path) -> None:
+                                                    tmp_path: Path, after_s: float) -> None:
     """Another process of the session is interrupted (its registry says stop): the run in
-    flight here is stopped, its container removed, and nothing is reported for it."""
+    flight here is stopped, its container removed, and nothing is reported for it — also
+    when the stop lands while the container is being set up (the skill archive, its start),
+    where the removed container makes the docker call fail."""
     from pytest_skilllift.runners.inflight import Inflight, RunInterrupted
 
     inflight = Inflight(tmp_path / "registry")
@@ -684,7 +687,7 @@ def test_the_session_stopping_removes_the_container(client: Any, test_image: str
             if inflight.entries():
                 break
             time.sleep(0.05)
-        time.sleep(0.5)
+        time.sleep(after_s)
         stopped.append(inflight.stop_all())
 
     stopper = threading.Thread(target=stop_when_running, daemon=True)

@@ -436,6 +436,12 @@ class DockerRunner:
                         error = (f"docker: the output stream broke ({broken}); "
                                  "the transcript may be incomplete")
             except Exception as exc:  # a harness failure is a run outcome, not a crash
+                if self.inflight is not None and self.inflight.stopping:
+                    # The session's stop removed the container under a docker call (the
+                    # archive, the start, the exec): an interrupted run, not a final error.
+                    interrupted = True
+                    raise RunInterrupted("the session was interrupted while the run was "
+                                         "being set up") from exc
                 error = f"docker: {type(exc).__name__}: {exc}"
             except KeyboardInterrupt:  # Ctrl-C, SIGTERM/SIGHUP, or the session stopping
                 interrupted = True
