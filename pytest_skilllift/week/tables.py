@@ -66,6 +66,9 @@ JUDGE_NOT_CONTESTED: frozenset[str] = frozenset({"", "0", "false", "no"})
 
 #: How many offending rows a problem message lists before saying "and N more".
 MAX_ROWS_LISTED = 10
+#: Up to this many rows a string column is read as a Python list and indexed there; above,
+#: with pyarrow.compute's ``take`` (its import, ≈ 0.05 s, is most of a small week's cost).
+PYLIST_ROWS = 50_000
 
 SCORES_REQUIRED: tuple[str, ...] = (
     "prompt", "model", "condition", "rep", "item_type", "verdict", "credit",
@@ -440,27 +443,41 @@ def _dict_parts(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
         import pyarrow.compute as pc
 
         arr = pc.dictionary_encode(arr)
-    indices = arr.indices
-    if indices.null_count:
-        indices = indices.fill_null(-1)
-    idx = indices.to_numpy(zero_copy_only=False)
-    return idx, [str(v) for v in arr.dictionary.to_pylist()]
+    return dictionary_indices(arr), [str(v) for v in arr.dictionary.to_pylist()]
 
 
 def _strings_at(table: pa.Table, name: str, rows: np.ndarray) -> list[str]:
-    """The values of a string column at ``rows`` ("" for null, and when the column is absent).
-
-    A dictionary column goes through its (small) dictionary: ``take().to_pylist()`` on a
-    dictionary array decodes every row on its own, 100× slower for 10^5 rows.
-    """
+    """The values of a string column at ``rows`` ("" for null, and when the column is absent)."""
     if name not in table.column_names:
         return [""] * rows.size
-    arr = table[name].chunk(0)
+    return strings_at(table[name].chunk(0), rows)
+
+
+def strings_at(arr: pa.Array, rows: np.ndarray) -> list[str]:
+    """The values of a string (or dictionary-encoded string) array at ``rows``, "" for null.
+
+    A dictionary array goes through its (small) dictionary: ``take().to_pylist()`` on a
+    dictionary array decodes every row on its own, 100× slower for 10^5 rows.
+    """
     if pa.types.is_dictionary(arr.type):
         values = np.array([*(v or "" for v in arr.dictionary.to_pylist()), ""], dtype=object)
-        idx = arr.indices.take(pa.array(rows)).fill_null(-1).to_numpy(zero_copy_only=False)
-        return list(values[idx].tolist())
+        return list(values[dictionary_indices(arr)[rows]].tolist())
+    if len(arr) <= PYLIST_ROWS:
+        # A small week: the whole column as Python strings costs less than importing
+        # pyarrow.compute (≈ 0.05 s), which ``take`` needs.
+        column = arr.to_pylist()
+        return [column[i] or "" for i in np.asarray(rows).tolist()]
     return list(arr.take(pa.array(rows)).fill_null("").to_pylist())
+
+
+def dictionary_indices(arr: pa.DictionaryArray) -> np.ndarray:
+    """A dictionary array's indices as numpy, -1 for null, without pyarrow.compute (a null's
+    slot holds an arbitrary index: ``to_numpy`` turns nulls into NaN, mapped to -1 here)."""
+    indices = arr.indices
+    idx = np.asarray(indices.to_numpy(zero_copy_only=False))
+    if indices.null_count:
+        idx = np.where(np.isnan(idx), -1, idx).astype(np.int64)
+    return idx
 
 
 def _distinct_pairs(
