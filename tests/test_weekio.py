@@ -341,7 +341,7 @@ def test_distinct_is_np_unique_without_numpy_ma() -> None:
 
     rng = np.random.default_rng(3)
     for codes in (np.array([], np.int64), np.array([4], np.int8), rng.integers(-1, 7, 500),
-                  rng.integers(0, 10**6, 10**4).astype(np.int32)):
+                  rng.integers(0, 10**6, 10**4).astype(np.int32), rng.integers(0, 9, 10**5)):
         got, want = distinct(codes), np.unique(codes)
         assert got.dtype == want.dtype and got.tolist() == want.tolist()
 
