@@ -103,6 +103,7 @@ def test_exact_t_quantile() -> None:
     assert stats.t_quantile(1) == pytest.approx(12.7062, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_scipy_special_is_its_compiled_functions_without_the_array_api_layer() -> None:
     """A fresh process gets scipy.special's functions without running scipy.special's
     package (its array-API layer is most of a small week's summarize); each is the very

@@ -106,6 +106,7 @@ NOT_IMPORTED_WITHOUT_PLOTS = (
 )
 
 
+@pytest.mark.slow
 def test_no_plots_summary_of_a_small_week_leaves_the_heavy_imports_out(tmp_path: Path) -> None:
     """``skilllift summarize --no-plots`` on the real week, in a fresh interpreter (the way a
     user runs it): none of the imports it does not need is loaded, the week is summarized,
