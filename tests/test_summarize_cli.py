@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,3 +89,48 @@ def test_registered_in_skilllift_main(tmp_path: Path) -> None:
     w = write_week(tmp_path / "w")
     args = parser.parse_args(["summarize", str(w), "--no-plots"])
     assert args.func is summarize_cli.run
+
+
+#: The real week (qdrant/skills 20260808: 208 runs, 1,512 graded items).
+REAL_WEEK = Path(__file__).parent / "fixtures" / "data" / "qdrant-skills" / "weekly" / "20260808"
+#: Loaded by nothing on the no-plots path of a week like it: what a small week's summarize
+#: waits for is mostly imports (issue #29), and each of these is one it does not need.
+NOT_IMPORTED_WITHOUT_PLOTS = (
+    "matplotlib",  # the plots only
+    "pytest_skilllift.report.plots",
+    "pyarrow.compute",  # take / dictionary_encode only above week.tables.PYLIST_ROWS rows
+    "scipy.special",  # the package's array-API layer: intervals.scipy_special loads the functions
+    "pytest_skilllift.run.triggers",  # a week with trigger tests only
+    "pytest_skilllift.week.spend",  # a week with a spend cap only
+    "pytest_skilllift.week.shards",  # a shard only
+)
+
+
+@pytest.mark.slow
+def test_no_plots_summary_of_a_small_week_leaves_the_heavy_imports_out(tmp_path: Path) -> None:
+    """``skilllift summarize --no-plots`` on the real week, in a fresh interpreter (the way a
+    user runs it): none of the imports it does not need is loaded, the week is summarized,
+    and numpy's BLAS threads (which spin ≈ 0.1 s of CPU for nothing) are limited to one."""
+    week = tmp_path / "weekly" / REAL_WEEK.name
+    week.mkdir(parents=True)
+    for name in ("manifest.csv", "scores.csv"):
+        shutil.copyfile(REAL_WEEK / name, week / name)
+    code = ("import json, os, sys\n"
+            "from pytest_skilllift.cli.main import main\n"
+            "status = main(['summarize', sys.argv[1], '--no-plots'])\n"
+            "print(json.dumps({'status': status, 'modules': sorted(sys.modules),\n"
+            "                  'blas': os.environ.get('OPENBLAS_NUM_THREADS')}))\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(Path(__file__).parents[1]),
+                                                      env.get("PYTHONPATH"))))
+    proc = subprocess.run([sys.executable, "-c", code, str(week)], capture_output=True,
+                          text=True, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["status"] == 0
+    assert (week / "scorecard.json").is_file() and not (week / "forest.png").exists()
+    # Exact names: a package's submodules import the package (scipy.special's compiled
+    # submodules are loaded without it, on purpose).
+    assert sorted(set(NOT_IMPORTED_WITHOUT_PLOTS) & set(result["modules"])) == []
+    assert "numpy" in result["modules"]  # the test ran the real path, not a short cut
+    assert result["blas"] == "1"

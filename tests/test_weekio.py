@@ -332,3 +332,31 @@ def test_derived_status_follows_the_one_classification_order(tmp_path: Path) -> 
     s = summarize_week(write_week(tmp_path / "w", run_override=override), write=False)
     (dropped,) = s.data["coverage"]["dropped"]
     assert dropped["status"] == "invalid"
+
+
+def test_distinct_is_np_unique_without_numpy_ma() -> None:
+    """week.tables.distinct gives np.unique's sorted distinct codes (it exists so that a
+    small week's summarize does not import numpy.ma for them)."""
+    from pytest_skilllift.week.tables import distinct
+
+    rng = np.random.default_rng(3)
+    for codes in (np.array([], np.int64), np.array([4], np.int8), rng.integers(-1, 7, 500),
+                  rng.integers(0, 10**6, 10**4).astype(np.int32), rng.integers(0, 9, 10**5)):
+        got, want = distinct(codes), np.unique(codes)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+def test_full_width_run_stamps_read_as_strptime_reads_them() -> None:
+    """The run window's stamps take a short cut past strptime: the same seconds, and
+    whatever the short cut does not take (short fields, out of range) the long way."""
+    from datetime import UTC, datetime
+
+    from pytest_skilllift.week.tables import _parse_utc
+
+    for stamp in ("20260808T101500Z", "20240229T235959Z", "19700101T000000Z"):
+        want = datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).timestamp()
+        assert _parse_utc(stamp) == want
+    assert _parse_utc("20230229T000000Z") is None  # no such day, either way
+    assert _parse_utc("2026088T101500Z") == datetime(2026, 8, 8, 10, 15, tzinfo=UTC).timestamp()
+    assert _parse_utc("2026-08-08T10:15:00Z") == datetime(2026, 8, 8, 10, 15,
+                                                          tzinfo=UTC).timestamp()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import gc
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,13 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status."""
+    if "numpy" not in sys.modules:
+        # numpy's OpenBLAS starts a thread per core when it loads, and they spin ≈ 0.1 s of
+        # CPU waiting for work this command never gives them (the summary calls no BLAS
+        # routine: its einsum is numpy's own loop, so no number depends on this) — a third
+        # of a small week's summarize, taken from whatever else the machine runs.  The plot
+        # worker inherits it.  A user's own setting wins.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from pytest_skilllift.report.scorecard import render_json
     from pytest_skilllift.report.summarize import summarize_week
 

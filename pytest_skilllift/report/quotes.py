@@ -24,6 +24,7 @@ from pytest_skilllift.report.context import Context
 from pytest_skilllift.report.sections.prompts import prompt_rows
 from pytest_skilllift.run.audit import HELPED, HURT, impact_outcome
 from pytest_skilllift.week.columns import ARMS, ITEM_TYPES, NO_SKILL, WITH_SKILL
+from pytest_skilllift.week.tables import dictionary_indices, strings_at
 
 _NO, _WITH = ARMS.index(NO_SKILL), ARMS.index(WITH_SKILL)
 _MUST, _AVOID = ITEM_TYPES.index("must"), ITEM_TYPES.index("avoid")
@@ -89,10 +90,14 @@ class _Items:
             return
         self.ok = True
         import pyarrow as pa
-        import pyarrow.compute as pc
 
-        arr = texts if pa.types.is_dictionary(texts.type) else pc.dictionary_encode(texts)
-        t_idx = arr.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        if pa.types.is_dictionary(texts.type):  # as week.tables reads it
+            arr = texts
+        else:
+            import pyarrow.compute as pc  # ≈ 0.05 s to import: only when needed
+
+            arr = pc.dictionary_encode(texts)
+        t_idx = dictionary_indices(arr).astype(np.int64)
         self.texts = arr.dictionary
         usable = (~np.isnan(ctx.credit) & (w.s_prompt >= 0) & (w.s_model >= 0) & (t_idx >= 0)
                   & ((w.s_cond == _NO) | (w.s_cond == _WITH))
@@ -161,12 +166,10 @@ class _Items:
     def quotes(self, picks: list[_Pick]) -> list[Quote]:
         """The quotes, their text read from the Arrow columns in one pass (a week quotes
         one item per scored prompt and model: ~10^4 on a large week)."""
-        import pyarrow as pa
-
         w = self.week
         rows = [p[4] for p in picks]
-        evidence = (w.s_evidence.take(pa.array(rows, pa.int64())).to_pylist()
-                    if w.s_evidence is not None and rows else [None] * len(rows))
+        evidence = (strings_at(w.s_evidence, np.array(rows, np.int64))
+                    if w.s_evidence is not None and rows else [""] * len(rows))
         texts = self.texts.to_pylist()
         return [{"kind": kind, "item_type": ITEM_TYPES[int(self.item_type[g])],
                  "item_text": str(texts[int(self.item_text_idx[g])] or ""),

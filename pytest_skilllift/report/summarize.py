@@ -37,7 +37,7 @@ from pytest_skilllift.week.files import (
     atomic_write_text,
     scorecard_md,
 )
-from pytest_skilllift.week.tables import Problem, Week, load_week
+from pytest_skilllift.week.tables import Problem, Week, distinct, load_week
 
 
 @dataclass
@@ -187,7 +187,7 @@ def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, w
         agg = stats.aggregate(week.s_prompt[keep], week.s_model[keep], week.s_cond[keep],
                               week.s_rep[keep], week.s_type[keep], credit[keep],
                               n_prompts=P, n_models=M, n_conditions=len(ARMS))
-        present_conds = set(np.unique(week.s_cond[week.s_cond >= 0]).tolist())
+        present_conds = set(distinct(week.s_cond[week.s_cond >= 0]).tolist())
         for c in (0, 1):
             # An A/A or with-all week has no with-skill arm by design: its own sections say so.
             # A version comparison (with-skill and with-skill@REF) needs no no-skill arm.

@@ -14,9 +14,11 @@ producing a wrong figure.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
@@ -66,6 +68,11 @@ JUDGE_NOT_CONTESTED: frozenset[str] = frozenset({"", "0", "false", "no"})
 
 #: How many offending rows a problem message lists before saying "and N more".
 MAX_ROWS_LISTED = 10
+#: Above this many values :func:`distinct` is np.unique (its hashing beats a full sort).
+DISTINCT_SORT_MAX = 50_000
+#: Up to this many rows a string column is read as a Python list and indexed there; above,
+#: with pyarrow.compute's ``take`` (its import, ≈ 0.05 s, is most of a small week's cost).
+PYLIST_ROWS = 50_000
 
 SCORES_REQUIRED: tuple[str, ...] = (
     "prompt", "model", "condition", "rep", "item_type", "verdict", "credit",
@@ -440,41 +447,68 @@ def _dict_parts(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
         import pyarrow.compute as pc
 
         arr = pc.dictionary_encode(arr)
-    indices = arr.indices
-    if indices.null_count:
-        indices = indices.fill_null(-1)
-    idx = indices.to_numpy(zero_copy_only=False)
-    return idx, [str(v) for v in arr.dictionary.to_pylist()]
+    return dictionary_indices(arr), [str(v) for v in arr.dictionary.to_pylist()]
 
 
 def _strings_at(table: pa.Table, name: str, rows: np.ndarray) -> list[str]:
-    """The values of a string column at ``rows`` ("" for null, and when the column is absent).
-
-    A dictionary column goes through its (small) dictionary: ``take().to_pylist()`` on a
-    dictionary array decodes every row on its own, 100× slower for 10^5 rows.
-    """
+    """The values of a string column at ``rows`` ("" for null, and when the column is absent)."""
     if name not in table.column_names:
         return [""] * rows.size
-    arr = table[name].chunk(0)
+    return strings_at(table[name].chunk(0), rows)
+
+
+def strings_at(arr: pa.Array, rows: np.ndarray) -> list[str]:
+    """The values of a string (or dictionary-encoded string) array at ``rows``, "" for null.
+
+    A dictionary array goes through its (small) dictionary: ``take().to_pylist()`` on a
+    dictionary array decodes every row on its own, 100× slower for 10^5 rows.
+    """
     if pa.types.is_dictionary(arr.type):
         values = np.array([*(v or "" for v in arr.dictionary.to_pylist()), ""], dtype=object)
-        idx = arr.indices.take(pa.array(rows)).fill_null(-1).to_numpy(zero_copy_only=False)
-        return list(values[idx].tolist())
+        return list(values[dictionary_indices(arr)[rows]].tolist())
+    if len(arr) <= PYLIST_ROWS:
+        # A small week: the whole column as Python strings costs less than importing
+        # pyarrow.compute (≈ 0.05 s), which ``take`` needs.
+        column = arr.to_pylist()
+        return [column[i] or "" for i in np.asarray(rows).tolist()]
     return list(arr.take(pa.array(rows)).fill_null("").to_pylist())
+
+
+def dictionary_indices(arr: pa.DictionaryArray) -> np.ndarray:
+    """A dictionary array's indices as numpy, -1 for null, without pyarrow.compute (a null's
+    slot holds an arbitrary index: ``to_numpy`` turns nulls into NaN, mapped to -1 here)."""
+    indices = arr.indices
+    idx = np.asarray(indices.to_numpy(zero_copy_only=False))
+    if indices.null_count:
+        idx = np.where(np.isnan(idx), -1, idx).astype(np.int64)
+    return idx
+
+
+def distinct(codes: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of an integer array: ``np.unique(codes)``, without its
+    import of numpy.ma (≈ 0.02 s, a tenth of a small week's summarize) — plain ``np.unique``
+    loads it to ask whether its input is a masked array."""
+    flat = np.asarray(codes).ravel()
+    if flat.size > DISTINCT_SORT_MAX:  # numpy.ma is nothing next to sorting this many
+        return np.unique(flat)
+    flat = np.sort(flat)
+    if flat.size < 2:
+        return flat
+    return flat[np.concatenate(([True], flat[1:] != flat[:-1]))]
 
 
 def _distinct_pairs(
     a: tuple[np.ndarray, Sequence[str]], b: tuple[np.ndarray, Sequence[str]],
 ) -> list[tuple[str | None, str | None]]:
     """The distinct (a, b) value pairs of two coded columns (codes and values, as
-    :func:`_dict_parts` gives them; code -1 = null → None).  One ``np.unique`` over
+    :func:`_dict_parts` gives them; code -1 = null → None).  One :func:`distinct` over
     combined codes: no per-row Python, and no pyarrow group-by (its import alone costs more
     than this)."""
     (a_idx, a_vals), (b_idx, b_vals) = a, b
     nb = len(b_vals) + 1
     code = (a_idx.astype(np.int64) + 1) * nb + (b_idx.astype(np.int64) + 1)
     out: list[tuple[str | None, str | None]] = []
-    for c in np.unique(code).tolist():
+    for c in distinct(code).tolist():
         ai, bi = divmod(c, nb)
         out.append((a_vals[ai - 1] if ai else None, b_vals[bi - 1] if bi else None))
     return out
@@ -849,7 +883,7 @@ def _fill_manifest(
     for attr, col in (("cli_versions", "cli_version"), ("skills_shas", "skills_sha")):
         if col in t.column_names and n:
             c_idx, c_vals = _dict_parts(t, col)
-            used = np.unique(c_idx).tolist()
+            used = distinct(c_idx).tolist()
             vals = {c_vals[i].strip() for i in used if i >= 0}
             setattr(week, attr, sorted(vals - {""}))
     if "skills_sha" in t.column_names and n:
@@ -927,11 +961,22 @@ def _run_status(t: pa.Table, week: Week) -> np.ndarray:
     return status
 
 
+#: ``UTC_STAMP_FORMAT`` with every field at its full width, the stamp every run writes.
+_STAMP = re.compile(r"([0-9]{4})([0-9]{2})([0-9]{2})T([0-9]{2})([0-9]{2})([0-9]{2})Z")
+
+
 def _parse_utc(v: str) -> float | None:
     """yyyymmddTHHMMSSZ (or ISO 8601) → POSIX seconds; None when unparseable."""
     from datetime import datetime
 
     v = v.strip()
+    if (m := _STAMP.fullmatch(v)) is not None:
+        # What strptime(UTC_STAMP_FORMAT) reads from a full-width stamp, without its first
+        # call's cost (≈ 0.02 s: importing _strptime, compiling its pattern) and its ~50 µs a
+        # stamp; anything else (a short field, an out-of-range one) goes the long way below.
+        with contextlib.suppress(ValueError):
+            y, mo, day, h, mi, sec = map(int, m.groups())
+            return datetime(y, mo, day, h, mi, sec, tzinfo=UTC).timestamp()
     for fmt in (UTC_STAMP_FORMAT, "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ"):
         try:
             return datetime.strptime(v, fmt).replace(tzinfo=UTC).timestamp()

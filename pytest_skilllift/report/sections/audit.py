@@ -19,6 +19,7 @@ from pytest_skilllift.report.sections.prompts import prompt_rows
 from pytest_skilllift.run import audit
 from pytest_skilllift.week.columns import INVOCATION_STATUSES
 from pytest_skilllift.week.files import RUN_STATUSES
+from pytest_skilllift.week.tables import distinct
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
@@ -107,7 +108,7 @@ def build(ctx: Context) -> Data:
         outcomes[r["model"]][r["label"]] += 1
         lifts.setdefault(r["prompt"], {})[r["model"]] = r["must_lift"]
         labels.setdefault(r["prompt"], {})[r["model"]] = r["label"]
-    reps = int(np.unique(week.m_rep[week.m_rep >= 0]).size) if week.n_runs else 0
+    reps = int(distinct(week.m_rep[week.m_rep >= 0]).size) if week.n_runs else 0
     return {"audit": {
         "available": bool(has_status.any()),
         "invocation": invocation,

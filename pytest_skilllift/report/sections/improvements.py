@@ -28,6 +28,7 @@ from pytest_skilllift.report.sections.prompts import prompt_rows
 from pytest_skilllift.run import audit
 from pytest_skilllift.week.columns import INVOCATION_STATUSES, NOT_INVOKED
 from pytest_skilllift.week.files import AUDIT_FILE
+from pytest_skilllift.week.tables import distinct
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
@@ -126,7 +127,7 @@ def build(ctx: Context) -> Data:
     not_invoked = INVOCATION_STATUSES.index(NOT_INVOKED)
 
     items: list[Improvement] = []
-    with_runs = {week.prompts[p] for p in np.unique(week.m_prompt[ws]).tolist()}
+    with_runs = {week.prompts[p] for p in distinct(week.m_prompt[ws]).tolist()}
     # Each prompt's with-skill runs, as index arrays (run order kept): one grouping for the
     # week instead of a pass over every run for each prompt (10^4 prompts × 10^5 runs).
     ws_rows = np.flatnonzero(ws)

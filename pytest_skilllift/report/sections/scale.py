@@ -7,12 +7,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypedDict
 
 from pytest_skilllift.report.markdown import money
-from pytest_skilllift.week.files import MERGE_FILE, SPEND_FILE
-from pytest_skilllift.week.shards import ShardPlanError, read_plan
-from pytest_skilllift.week.spend import SpendMeter, read_spend
+from pytest_skilllift.week.files import MERGE_FILE, SHARD_FILE, SPEND_FILE
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pytest_skilllift.report.context import Context
+    from pytest_skilllift.week.spend import SpendRecord
 
 #: At most this many missing run ids per shard in the markdown (all are in scorecard.json).
 SHOWN = 20
@@ -52,10 +53,22 @@ class Data(TypedDict):
     shards: Shards | None
 
 
+def _read_spend(week_dir: Path) -> SpendRecord | None:
+    """The week's spend.json (None without one: week.spend, the session side, then stays
+    unimported — most weeks never had a cap)."""
+    if not (week_dir / SPEND_FILE).exists():
+        return None
+    from pytest_skilllift.week.spend import read_spend
+
+    return read_spend(week_dir)
+
+
 def _spend(ctx: Context) -> SpendCap | None:
-    record = read_spend(ctx.week.week_dir)
+    record = _read_spend(ctx.week.week_dir)
     if record is None:
         return None
+    from pytest_skilllift.week.spend import SpendMeter
+
     now = SpendMeter(ctx.week.week_dir).spent()
     cap = record.cap_usd
     return {"cap_usd": cap, "spent_usd": now.total_usd, "generation_usd": now.generation_usd,
@@ -84,6 +97,10 @@ def _shards(ctx: Context) -> Shards | None:
                 "missing_runs": sum(len(v) for v in missing.values()),
                 "missing": missing,
                 "shards_not_merged": [int(i) for i in merge.get("shards_not_merged", [])]}
+    if not (week_dir / SHARD_FILE).exists():
+        return None  # not a shard (week.shards, the session side, stays unimported)
+    from pytest_skilllift.week.shards import ShardPlanError, read_plan
+
     try:
         own = read_plan(week_dir)
     except ShardPlanError:
@@ -104,7 +121,7 @@ def build(ctx: Context) -> Data:
 
 def not_run_spend_cap(ctx: Context) -> int:
     """``coverage.not_run_spend_cap``: runs the spend cap kept from starting."""
-    record = read_spend(ctx.week.week_dir)
+    record = _read_spend(ctx.week.week_dir)
     return len(record.not_run_spend_cap) if record is not None else 0
 
 

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from pytest_skilllift.week.tables import distinct
+
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
 
@@ -27,7 +29,7 @@ def build(ctx: Context) -> Data:
     week = ctx.week
     ns = week.m_cond == 0
     served = ns & (ctx.run_column("fetched_site") == 1)
-    prompts = sorted({week.prompts[p] for p in np.unique(week.m_prompt[served]).tolist()
+    prompts = sorted({week.prompts[p] for p in distinct(week.m_prompt[served]).tolist()
                       if p >= 0})
     return {"baseline_self_served": {
         "no_skill_runs": int(np.count_nonzero(ns)), "fetched_runs": int(served.sum()),
