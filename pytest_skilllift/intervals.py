@@ -17,13 +17,12 @@ The bootstraps stay with the statistic they resample (``report.stats`` for the p
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import math
-import sys
-import threading
 from collections.abc import Hashable, Sequence
-from types import ModuleType
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 #: Two scores are equal within this: composites are sums of tenths, coverages ratios of small
 #: integers (0.1 + 0.7 is 0.7999999999999999; float noise must not flip a verdict or a gate).
@@ -32,67 +31,17 @@ EPS = 1e-9
 KAPPA_EPS = 1e-12
 
 
-#: The scipy.special functions this package calls.  Each is a numpy ufunc defined in scipy's
-#: compiled ``scipy.special._ufuncs`` module, and ``scipy.special`` re-exports those very
-#: objects (``scipy.special.stdtrit is scipy.special._ufuncs.stdtrit``; tests/test_stats.py
-#: checks every name): the same function, whichever way it was reached.
-SPECIAL_FUNCTIONS: tuple[str, ...] = (
-    "bdtr", "bdtrc", "betaincinv", "erfc", "nctdtr", "ndtri", "stdtr", "stdtrit")
-
-_special: ModuleType | None = None
-
-
 def scipy_special() -> ModuleType:
-    """scipy.special's functions (:data:`SPECIAL_FUNCTIONS`), imported on first use.
+    """scipy.special, imported on first use.
 
     scipy.special, not scipy.stats: the same distribution functions (stdtrit = t quantile,
-    ndtri = normal quantile, nctdtr = noncentral t CDF) at a fraction of the import time.
-    Not imported with this module: not by whoever only needs the aggregation, and a pytest
-    session imports it while its runs go (``summarize.warm_imports``).
-
-    ``import scipy.special`` itself costs ≈ 0.25 s of CPU — more than numpy — nearly all of it
-    scipy's array-API layer, which clones numpy's whole namespace (importing numpy.testing,
-    numpy.f2py, unittest, importlib.metadata) to dispatch on array types this package never
-    passes.  A one-shot process (``skilllift summarize`` on a week of a few hundred runs is
-    mostly imports) loads just the compiled module that defines the functions, ≈ 0.02 s:
-    see :func:`_special_ufuncs`.  Anywhere else, or if that fails, it is the normal import.
+    ndtri = normal quantile, nctdtr = noncentral t CDF) at a third of the import time.  Still
+    ≈ 0.25 s of CPU, so it is not imported with this module: not by whoever only needs the
+    aggregation, and a pytest session imports it while its runs go (``summarize.warm_imports``).
     """
-    global _special
-    if _special is None:
-        module = None
-        if "scipy.special" not in sys.modules and threading.active_count() == 1:
-            try:
-                module = _special_ufuncs()
-            except Exception:  # any surprise in scipy's layout: the normal import below
-                module = None
-        _special = module or importlib.import_module("scipy.special")
-    return _special
+    from scipy import special
 
-
-def _special_ufuncs() -> ModuleType:
-    """``scipy.special._ufuncs`` without running ``scipy.special/__init__.py``.
-
-    The extension's relative imports need its package in ``sys.modules``: an unexecuted
-    module object made from the package's own spec stands in for it while the extension
-    loads, and is removed right after.  The extension and its compiled siblings stay
-    registered under their real names, so a later ``import scipy.special`` (a pytest session
-    in the same process) runs the package as usual and reuses them.  Called only while this
-    is the process's one thread: no other import can see the stand-in.
-    """
-    spec = importlib.util.find_spec("scipy.special")  # imports scipy, not scipy.special
-    if spec is None or spec.submodule_search_locations is None:
-        raise ImportError("scipy.special is not a package here")
-    stand_in = importlib.util.module_from_spec(spec)
-    sys.modules["scipy.special"] = stand_in
-    try:
-        ufuncs = importlib.import_module("scipy.special._ufuncs")
-    finally:
-        if sys.modules.get("scipy.special") is stand_in:
-            del sys.modules["scipy.special"]
-    missing = [name for name in SPECIAL_FUNCTIONS if not hasattr(ufuncs, name)]
-    if missing:
-        raise ImportError(f"scipy.special._ufuncs has no {', '.join(missing)}")
-    return ufuncs
+    return cast("ModuleType", special)
 
 
 def wilson_interval(k: int, n: int, *, level: float = 0.95) -> tuple[float, float]:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -101,32 +99,6 @@ def test_paired_lift_small_n() -> None:
 def test_exact_t_quantile() -> None:
     assert stats.t_quantile(25) == pytest.approx(2.059539, abs=1e-6)
     assert stats.t_quantile(1) == pytest.approx(12.7062, abs=1e-4)
-
-
-@pytest.mark.slow
-def test_scipy_special_is_its_compiled_functions_without_the_array_api_layer() -> None:
-    """A fresh process gets scipy.special's functions without running scipy.special's
-    package (its array-API layer is most of a small week's summarize); each is the very
-    object ``scipy.special`` exports, so every number is the same.  A process with other
-    threads, or one that imported scipy.special already, gets the normal import."""
-    code = """if True:
-        import sys, threading
-        from pytest_skilllift.intervals import SPECIAL_FUNCTIONS, scipy_special
-        if sys.argv[1] == "thread":
-            t = threading.Thread(target=threading.Event().wait, args=(5,), daemon=True)
-            t.start()
-        special = scipy_special()
-        print("scipy.special" in sys.modules, special.__name__)
-        import scipy.special as full
-        print(all(getattr(special, n) is getattr(full, n) for n in SPECIAL_FUNCTIONS),
-              full.stdtrit(25, 0.975) == special.stdtrit(25, 0.975))
-    """
-    alone = subprocess.run([sys.executable, "-c", code, "alone"], capture_output=True,
-                           text=True, check=True).stdout.split()
-    assert alone == ["False", "scipy.special._ufuncs", "True", "True"]
-    threaded = subprocess.run([sys.executable, "-c", code, "thread"], capture_output=True,
-                              text=True, check=True).stdout.split()
-    assert threaded == ["True", "scipy.special", "True", "True"]
 
 
 def test_bootstrap_is_seeded_and_sane() -> None:

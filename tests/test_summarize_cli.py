@@ -99,7 +99,6 @@ NOT_IMPORTED_WITHOUT_PLOTS = (
     "matplotlib",  # the plots only
     "pytest_skilllift.report.plots",
     "pyarrow.compute",  # take / dictionary_encode only above week.tables.PYLIST_ROWS rows
-    "scipy.special",  # the package's array-API layer: intervals.scipy_special loads the functions
     "pytest_skilllift.run.triggers",  # a week with trigger tests only
     "pytest_skilllift.week.spend",  # a week with a spend cap only
     "pytest_skilllift.week.shards",  # a shard only
@@ -129,8 +128,7 @@ def test_no_plots_summary_of_a_small_week_leaves_the_heavy_imports_out(tmp_path:
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["status"] == 0
     assert (week / "scorecard.json").is_file() and not (week / "forest.png").exists()
-    # Exact names: a package's submodules import the package (scipy.special's compiled
-    # submodules are loaded without it, on purpose).
+    # Exact names: a package's submodules import the package.
     assert sorted(set(NOT_IMPORTED_WITHOUT_PLOTS) & set(result["modules"])) == []
     assert "numpy" in result["modules"]  # the test ran the real path, not a short cut
     assert result["blas"] == "1"

@@ -21,8 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
-from pytest_skilllift.intervals import EPS, scipy_special
+from pytest_skilllift.intervals import EPS
 
 #: Upper bounds of the anchored rubric bands (F 0–0.19, 0.20–0.39, 0.40–0.59, 0.60–0.79,
 #: 0.80–1.00): a score's band is the first bound it stays under.
@@ -69,8 +70,8 @@ def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]
     if n <= 0:
         return (math.nan, math.nan)
     alpha = 1.0 - level
-    lo = 0.0 if k == 0 else float(scipy_special().betaincinv(k, n - k + 1, alpha / 2))
-    hi = 1.0 if k == n else float(scipy_special().betaincinv(k + 1, n - k, 1 - alpha / 2))
+    lo = 0.0 if k == 0 else float(special.betaincinv(k, n - k + 1, alpha / 2))
+    hi = 1.0 if k == n else float(special.betaincinv(k + 1, n - k, 1 - alpha / 2))
     return (lo, hi)
 
 
@@ -106,7 +107,7 @@ def t_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, fl
         return None
     mean = statistics.fmean(values)
     sd = statistics.stdev(values)
-    t = float(scipy_special().stdtrit(n - 1, 0.5 + level / 2))
+    t = float(special.stdtrit(n - 1, 0.5 + level / 2))
     half = t * sd / math.sqrt(n)
     return (max(0.0, mean - half), min(1.0, mean + half))
 
