@@ -127,21 +127,34 @@ def build(ctx: Context) -> Data:
     not_invoked = INVOCATION_STATUSES.index(NOT_INVOKED)
 
     items: list[Improvement] = []
-    with_runs = {week.prompts[p] for p in distinct(week.m_prompt[ws]).tolist()}
+    P = len(week.prompts)
     # Each prompt's with-skill runs, as index arrays (run order kept): one grouping for the
     # week instead of a pass over every run for each prompt (10^4 prompts × 10^5 runs).
     ws_rows = np.flatnonzero(ws)
     ws_rows = ws_rows[np.argsort(week.m_prompt[ws_rows], kind="stable")]
-    bounds = np.searchsorted(week.m_prompt[ws_rows], np.arange(len(week.prompts) + 1)).tolist()
+    ws_prompt = week.m_prompt[ws_rows]
+    bounds = np.searchsorted(ws_prompt, np.arange(P + 1)).tolist()
+    with_runs = {week.prompts[p] for p in distinct(ws_prompt).tolist()}
+    # The per-prompt counts in one bincount each (not a few numpy calls per prompt: on a week
+    # of 5,000 prompts those small calls were most of this section's time); a prompt's runs
+    # are sliced out only for the few prompts that get a NEVER_INVOKED or MISUSE item.
+    inv_ws = week.m_invocation[ws_rows]
+    audited_ws = inv_ws >= 0
+    audited_of = np.bincount(ws_prompt[audited_ws], minlength=P).tolist()
+    missed_of = np.bincount(ws_prompt[inv_ws == not_invoked], minlength=P).tolist()
+    strong_ws = audited_ws & (week.m_model[ws_rows] == s_idx) & (s_idx >= 0)
+    misused_of = np.bincount(ws_prompt[strong_ws & top[ws_rows]], minlength=P).tolist()
     p_of = {p: i for i, p in enumerate(week.prompts)}
     for prompt in sorted(set(lifts) | with_runs):
         p_idx = p_of[prompt]
-        rows = ws_rows[bounds[p_idx]:bounds[p_idx + 1]]
         per_model = lifts.get(prompt, {})
         named = list(labels.get(prompt, {}).values())
-        shown = ", ".join(f"{m} {signed(d)}" for m, d in per_model.items())
-        if per_model:
-            shown += f"; k = {ks.get(prompt, 0)} rep(s) per arm"
+
+        def shown(per_model: dict[str, float] = per_model, prompt: str = prompt) -> str:
+            text = ", ".join(f"{m} {signed(d)}" for m, d in per_model.items())
+            if per_model:
+                text += f"; k = {ks.get(prompt, 0)} rep(s) per arm"
+            return text
 
         def add(pattern: str, evidence: str, prompt: str = prompt) -> None:
             items.append({"skill": family_of.get(prompt) or prompt, "prompt": prompt,
@@ -153,14 +166,12 @@ def build(ctx: Context) -> Data:
         alone = family_flat.get(family_of.get(prompt) or prompt, 0) <= 1
         if saturated and alone:
             add(SATURATED_ALL, f"must coverage 1.0 in every rep of both arms on every model "
-                               f"({shown}), and no other prompt of the skill agrees")
+                               f"({shown()}), and no other prompt of the skill agrees")
         elif (per_model and not noisy
               and all(d <= audit.HURT_ALL_THRESHOLD + 1e-12 for d in per_model.values())):
             q = next((q for m in per_model if (q := quotes.get((prompt, m))) is not None), None)
-            add(HURT_ALL, f"must lift {shown}{_quote_text(q)}")
-        inv = week.m_invocation[rows]
-        audited = int(np.count_nonzero(inv >= 0))
-        missed = int(np.count_nonzero(inv == not_invoked))
+            add(HURT_ALL, f"must lift {shown()}{_quote_text(q)}")
+        audited, missed = audited_of[p_idx], missed_of[p_idx]
         # "retire or merge" needs a prompt not at the ceiling in both arms on some model, or
         # more than one prompt of the skill
         if (named and all(x in (audit.NO_OP, audit.SATURATED) for x in named)
@@ -170,21 +181,24 @@ def build(ctx: Context) -> Data:
                     "likely already had the content" if read else "the skill was never read")
                    if audited else "invocation not recorded")
             add(NO_OP_ALL, f"|must lift| < {audit.IMPACT_THRESHOLD:.2f} on every model "
-                           f"({shown}); {how}")
+                           f"({shown()}); {how}")
         if audited and missed == audited:
+            rows = ws_rows[bounds[p_idx]:bounds[p_idx + 1]]
+            inv = week.m_invocation[rows]
             models = sorted({week.models[m] for m in week.m_model[rows[inv >= 0]].tolist()})
             add(NEVER_INVOKED, f"NOT_INVOKED in all {audited} audited with-skill runs "
                                f"({', '.join(models)})")
-        if s_idx >= 0:
+        if misused_of[p_idx]:
+            rows = ws_rows[bounds[p_idx]:bounds[p_idx + 1]]
+            inv = week.m_invocation[rows]
             strong = rows[(week.m_model[rows] == s_idx) & (inv >= 0)]
             misused = strong[top[strong]]
-            if misused.size:
-                first = week.run_ids(misused[:1].tolist())[0]
-                ev = _audit_evidence(ctx, first)
-                add(MISUSE, f"top-level only (SKILL.md read, no linked file opened) in "
-                            f"{misused.size} of {strong.size} with-skill runs "
-                            f"on {strongest}, the strongest model this week"
-                            + (f"; e.g. {first}: {ev}" if ev else f"; e.g. {first}"))
+            first = week.run_ids(misused[:1].tolist())[0]
+            ev = _audit_evidence(ctx, first)
+            add(MISUSE, f"top-level only (SKILL.md read, no linked file opened) in "
+                        f"{misused.size} of {strong.size} with-skill runs "
+                        f"on {strongest}, the strongest model this week"
+                        + (f"; e.g. {first}: {ev}" if ev else f"; e.g. {first}"))
     return {"improvements": {"strongest_model": strongest, "items": items}}
 
 
