@@ -14,30 +14,25 @@ import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from pytest_skilllift.report import judging, scorecard, stats, verdicts
 from pytest_skilllift.report.card import Scorecard, build_card
-from pytest_skilllift.report.context import BOOTSTRAP_N, BOOTSTRAP_SEED, Context, json_float
+from pytest_skilllift.report.context import Context
 from pytest_skilllift.report.markdown import ci_flag, fmt, signed
 from pytest_skilllift.report.plot_drawing import PLOTS_MODULE, Drawer, PlotJob, start_drawer
 from pytest_skilllift.report.plot_inputs import PLOT_INPUTS_BUILT, has_forest, has_trend
-from pytest_skilllift.week import history as hist
-from pytest_skilllift.week.columns import ARMS, CONDITIONS, WITH_REF
 from pytest_skilllift.week.files import (
     FOREST_PNG,
     HISTORY_CSV,
     SCORECARD_JSON,
     SCORECARD_MD,
     SCORECARD_OURS_MD,
-    STATUS_OK,
     TREND_PNG,
     WEEK_JSON,
     atomic_write_bytes,
     atomic_write_text,
     scorecard_md,
 )
-from pytest_skilllift.week.tables import Problem, Week, distinct, load_week
+from pytest_skilllift.week.tables import Problem, Week, load_week
 
 
 @dataclass
@@ -164,121 +159,19 @@ def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, w
                banner: str | None) -> Summary:
     """``summarize_week``'s work; ``drawer`` draws the plots (None: no plots)."""
     week = load_week(week_dir)
-    problems = week.problems
     hist_path = Path(history) if history is not None else week_dir.parent / HISTORY_CSV
-    P, M = len(week.prompts), len(week.models)
-
-    # Scores of runs that must not be scored (invalid install, errored, capped, timeout)
-    # are excluded here, even if a judge graded them; the run shows up as dropped.
-    run_ok = np.ones(week.s_run.size, bool)
-    if week.manifest_present and week.s_run.size:
-        linked = week.s_run >= 0
-        run_ok[linked] = week.m_status[week.s_run[linked]] == STATUS_OK
-    credit = np.where(run_ok, week.s_credit, np.nan)
-    n_excluded_run_items = int(np.count_nonzero(~run_ok & ~np.isnan(week.s_credit)))
-
-    agg: stats.Aggregates | None = None
-    lifts: dict[str, stats.Lift] = {}
-    boots: dict[str, stats.Bootstrap] = {}
-    if week.scores_present and P and M:
-        # Rows of dropped runs are left out entirely (not just NaN): their prompt×rep is
-        # already reported as a dropped run and must not also count as "unscored".
-        keep = run_ok if not run_ok.all() else slice(None)
-        agg = stats.aggregate(week.s_prompt[keep], week.s_model[keep], week.s_cond[keep],
-                              week.s_rep[keep], week.s_type[keep], credit[keep],
-                              n_prompts=P, n_models=M, n_conditions=len(ARMS))
-        present_conds = set(distinct(week.s_cond[week.s_cond >= 0]).tolist())
-        for c in (0, 1):
-            # An A/A or with-all week has no with-skill arm by design: its own sections say so.
-            # A version comparison (with-skill and with-skill@REF) needs no no-skill arm.
-            versions_only = c == 0 and {1, ARMS.index(WITH_REF)} <= present_conds
-            if c not in present_conds and (c == 0 or present_conds <= {0, 1}) and not (
-                    versions_only):
-                problems.append(Problem(
-                    "scores.csv", f"no {CONDITIONS[c]} rows at all: this week has one arm "
-                    "only, so no lift can be computed (the other arm's cells are shown)",
-                    column="condition"))
-        for mi, label in enumerate(week.models):
-            lifts[label] = stats.paired_lift(agg.must[:, mi, 0], agg.must[:, mi, 1])
-            boots[label] = stats.paired_bootstrap(agg.must[:, mi, 0], agg.must[:, mi, 1],
-                                                  n_boot=BOOTSTRAP_N, seed=BOOTSTRAP_SEED)
-            if {0, 1} <= present_conds:
-                for c in (0, 1):
-                    if agg.cell_n[mi, c] == 0:
-                        problems.append(Problem(
-                            "scores.csv", f"model {label!r} has no scored {CONDITIONS[c]} "
-                            "prompt: its lift cannot be computed", column="condition"))
-
-    # Per-run means (cost, turns) exclude errored/capped/invalid runs and runs with no cost.
-    num = week.m_num
-    nan_runs = np.full(week.n_runs, np.nan)
-    cost = num.get("total_cost_usd", nan_runs)
-    turns = num.get("num_turns", nan_runs)
-    include = week.m_status == STATUS_OK
-    cost_mean, cost_n = stats.cell_run_means(cost, week.m_model, week.m_cond, include, M,
-                                             len(ARMS))
-    turns_mean, _ = stats.cell_run_means(turns, week.m_model, week.m_cond, include & ~np.isnan(
-        cost), M, len(ARMS))
-    cost_excluded = int(np.count_nonzero(~(include & ~np.isnan(cost))))
-
-    # History: this week's rows merged into the file (or in memory when not writing).
-    run_key = week_dir.name
-    window_end = week.window[1] if week.window else ""
-    judge = judging.build(week_dir, history=hist_path, run_key=run_key, write=write,
+    judge = judging.build(week_dir, history=hist_path, run_key=week_dir.name, write=write,
                           flagged=week.s_judge_flagged if week.scores_present else None)
-    contested = judging.contested_per_model(judge, week.models)
-    hist_rows_now = []
-    for mi, label in enumerate(week.models):
-        lf = lifts.get(label)
-        comp_lift = (stats.paired_mean_delta(agg.composite[:, mi, 0], agg.composite[:, mi, 1])
-                     if agg is not None else None)
-        hist_rows_now.append(hist.HistoryRow(
-            run_key=run_key, window_end=window_end, model=label,
-            must_lift=lf.lift if lf else None, must_lift_se=lf.se if lf else None,
-            composite_lift=comp_lift,
-            cost_delta=json_float(cost_mean[mi, 1] - cost_mean[mi, 0]) if M else None,
-            turns_delta=json_float(turns_mean[mi, 1] - turns_mean[mi, 0]) if M else None,
-            contested_items=contested[label],
-        ))
-    # A week without any lift (one arm only, unreadable scores) is not a run of history:
-    # it would count toward the four runs while contributing nothing.
-    can_write_history = write and any(lf.lift is not None for lf in lifts.values())
-    try:
-        existing = hist.read_history(hist_path)
-    except hist.HistoryError as exc:
-        # Never overwrite a file we cannot read: it may hold weeks we cannot rebuild.
-        problems.append(Problem(str(hist_path), f"{exc}; it was left untouched and this "
-                                "week was not added"))
-        existing, can_write_history = [], False
-    # Nor is it counted or plotted: only the runs that have a lift are history.
-    has_lift = any(lf.lift is not None for lf in lifts.values())
-    all_hist = hist.merge_history(existing, hist_rows_now if has_lift else [])
-    if can_write_history:
-        hist.write_history(hist_path, all_hist)
-    all_hist = hist.with_lift(all_hist)  # an older file's empty weeks are not runs either
-    # Only earlier weeks measured alike (same prompts, models, judge protocol) are pooled
-    # into the between-week σ and the "run N of 4" count; the scorecard names them.
-    pool = hist.pool_decisions(all_hist, run_key, hist_path.parent)
-    pooled = {d.run_key for d in pool if d.pooled}
-    wow = {}
-    for label in week.models:
-        lf = lifts.get(label)
-        wow[label] = stats.week_over_week(
-            lf.lift if lf else None, lf.se if lf else None, lf.n if lf else 0,
-            hist.prior_runs(all_hist, run_key, label, pooled=pooled))
-    # A week with nothing graded is no run of the history: it does not count itself.
-    n_runs_hist = hist.runs_up_to(all_hist, run_key, pooled=pooled) - (not has_lift)
-    # The pass threshold the week was started with (week.json), for pass rates.
+    # The pass threshold the week was started with (week.json), for pass rates; a problem
+    # with week.json is listed after the ones the numbers found (as it always was).
     pass_threshold, week_json_problem = verdicts.pass_threshold_of(week_dir)
+    ctx = Context.of_week(week, judge=judge,
+                          contested=judging.contested_per_model(judge, week.models),
+                          pass_threshold=pass_threshold, hist_path=hist_path, write=write,
+                          banner=banner)
     if week_json_problem:
-        problems.append(Problem(WEEK_JSON, week_json_problem))
-
-    ctx = Context(week=week, banner=banner, credit=credit,
-                  n_excluded_run_items=n_excluded_run_items, agg=agg, lifts=lifts, boots=boots,
-                  cost_mean=cost_mean, cost_n=cost_n, turns_mean=turns_mean,
-                  cost_excluded=cost_excluded, hist_rows=hist_rows_now, wow=wow,
-                  n_runs_hist=n_runs_hist, hist_path=hist_path, judge=judge, pool=pool,
-                  pass_threshold=pass_threshold)
+        week.problems.append(Problem(WEEK_JSON, week_json_problem))
+    problems, all_hist, agg = week.problems, ctx.all_hist, ctx.agg
     job = PlotJob(None, None)
 
     def submit_plots(card: Scorecard) -> None:
@@ -326,7 +219,7 @@ def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, w
         atomic_write_text(md, markdown)
         atomic_write_bytes(js, card_json)
         written[:0] = [md, js]
-        if can_write_history:
-            written.append(hist_path)
-    return Summary(week_dir, week, agg, lifts, boots, wow, data, markdown,
+        if ctx.history_written:
+            written.append(ctx.hist_path)
+    return Summary(week_dir, week, agg, ctx.lifts, ctx.boots, ctx.wow, data, markdown,
                    [str(p) for p in problems], written)
