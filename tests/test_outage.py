@@ -150,6 +150,35 @@ def test_connection_failures_are_an_outage_only_when_the_host_is_down() -> None:
                          "ANTHROPIC_BASE_URL")
 
 
+def test_a_silent_cli_has_the_host_probed_and_only_an_unreachable_one_is_an_outage(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenCode retries a refused connection without a word: after SILENT_PROBE_S without
+    a line the host is probed (in a thread); a host that answers leaves the run alone."""
+    import time
+
+    from pytest_skilllift.runners import outage
+
+    monkeypatch.setattr(outage, "SILENT_PROBE_S", 0.2)
+
+    def silent_cause(watch: OutageWatch, *, feed: bool = False) -> str | None:
+        assert watch.tick() is None  # not silent long enough yet
+        time.sleep(0.1)
+        if feed:
+            watch.feed(b'{"type":"step_start"}')  # a line: the silence starts again
+        time.sleep(0.15)
+        watch.tick()
+        if watch._silent_probe is not None:
+            watch._silent_probe.join(10)
+        return watch.cause
+
+    with StandIn() as api:  # a model thinking: the host answers
+        assert silent_cause(OutageWatch(api.base_url, "m")) is None
+    port = dead_port()
+    assert silent_cause(OutageWatch(f"http://127.0.0.1:{port}", "m"), feed=True) is None
+    assert silent_cause(OutageWatch(f"http://127.0.0.1:{port}", "m", url_hint="X_URL")) == (
+        f"API unreachable at 127.0.0.1:{port}: connection refused; check X_URL")
+
+
 def test_probe_names_a_dns_failure() -> None:
     why = probe("https://no-such-host.invalid")
     assert why is not None and why.startswith("DNS lookup of no-such-host.invalid failed")
@@ -369,7 +398,9 @@ def test_trigger_runs_have_the_circuit_breaker_too(tmp_path: Path) -> None:
     ("codex:gpt-5.5", "OPENAI_BASE_URL", "dead"),  # Codex: its stdout error events
     ("gemini-cli:gemini-2.5-flash", "GOOGLE_GEMINI_BASE_URL", "dead"),  # Gemini: stderr
     ("opencode:anthropic/claude-sonnet-4-5", "ANTHROPIC_BASE_URL", "401"),  # it gives up
-], ids=["codex-unreachable", "gemini-unreachable-stderr", "opencode-bad-key"])
+    ("opencode:anthropic/claude-sonnet-4-5", "ANTHROPIC_BASE_URL", "dead"),  # silent: probed
+], ids=["codex-unreachable", "gemini-unreachable-stderr", "opencode-bad-key",
+        "opencode-unreachable-silent"])
 def test_the_other_agents_outages_are_named_from_their_own_output(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_id: str, url_var: str,
         mode: str) -> None:

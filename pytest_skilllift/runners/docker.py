@@ -632,7 +632,7 @@ class DockerRunner:
             if self.inflight is not None and self.inflight.stopping:
                 self._kill(container_id, reader)
                 raise RunInterrupted("the session was interrupted while the run was in flight")
-            if watch is not None and watch.cause is not None:  # an outage: stop waiting
+            if watch is not None and watch.tick() is not None:  # an outage: stop waiting
                 self._kill(container_id, reader)
                 return None, False, None
             if time.monotonic() >= deadline:

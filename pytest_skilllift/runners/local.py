@@ -284,7 +284,7 @@ class LocalRunner:
         deadline = time.monotonic() + cfg.timeout_s
         stop: str | None = None  # why the runner ended the run itself
         while proc.poll() is None:
-            if watch is not None and watch.cause is not None:
+            if watch is not None and watch.tick() is not None:
                 stop = "outage"
             elif self.inflight is not None and self.inflight.stopping:
                 stop = "interrupt"

@@ -27,7 +27,9 @@ with a ``status: 401`` line before it gives up; OpenCode ends with an ``error`` 
 ``statusCode`` is 401. Claude Code's stderr stays empty (its retries are on stdout). A CLI that
 gave up on its own after a refused key or a missing model (one final error, exit status not
 0) is named the same way when it ends. OpenCode against a port with nothing listening prints
-nothing at all (it retries silently), so that case still waits for the run's timeout.
+nothing at all (it retries silently): a CLI silent for :data:`SILENT_PROBE_S` has the API's
+host probed in the background (:meth:`OutageWatch.tick`, called by the runner's wait loop), and
+a host that cannot be reached is that run's outage, in the same words.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ import json
 import re
 import socket
 import ssl
+import threading
+import time
 from urllib.parse import urlsplit
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -45,6 +49,9 @@ REFUSED_AFTER = 2
 #: Retries without an HTTP status before the API's host is probed (≈ 4 s of the CLI's back-off).
 UNREACHABLE_AFTER = 3
 PROBE_TIMEOUT_S = 5.0
+#: A CLI that printed nothing for this long has its API's host probed (a model thinking is
+#: silent too, but its host answers: only a host that cannot be reached is an outage).
+SILENT_PROBE_S = 10.0
 #: OpenSSL's reasons when the far end answered a ClientHello with plain text (an HTTP server).
 PLAIN_TEXT_REPLIES = frozenset({"WRONG_VERSION_NUMBER", "HTTP_REQUEST", "RECORD_LAYER_FAILURE",
                                 "PACKET_LENGTH_TOO_LONG", "UNKNOWN_PROTOCOL"})
@@ -133,9 +140,13 @@ class OutageWatch:
         self._stderr_error = False
         #: Claude Code's words when it gave up connecting on its own (a TLS failure).
         self._unreachable: str | None = None
+        #: When the CLI last printed a line (or the last silent probe started).
+        self._heard = time.monotonic()
+        self._silent_probe: threading.Thread | None = None
 
     def feed(self, line: bytes) -> str | None:
         """Read one transcript line; the outage's cause once known, else None."""
+        self._heard = time.monotonic()
         if self.cause is not None:
             return self.cause
         if b'"api_retry"' not in line:
@@ -155,6 +166,7 @@ class OutageWatch:
 
     def feed_stderr(self, line: bytes) -> str | None:
         """Read one line of the CLI's stderr (Gemini CLI reports its retries there)."""
+        self._heard = time.monotonic()
         if self.cause is not None:
             return self.cause
         text = line.decode("utf-8", "replace").strip()
@@ -170,6 +182,25 @@ class OutageWatch:
         elif self._stderr_error and (status := status_in(text)) and text.startswith("status"):
             self._final = (status, "")
         return self.cause
+
+    def tick(self) -> str | None:
+        """Called by the runner while it waits for the CLI: after :data:`SILENT_PROBE_S`
+        without a line, the API's host is probed once per silent stretch, in a thread (a
+        probe may take :data:`PROBE_TIMEOUT_S`, and the runner must keep seeing a stop).
+        The outage's cause once known, else None."""
+        if (self.cause is None and time.monotonic() - self._heard >= SILENT_PROBE_S
+                and (self._silent_probe is None or not self._silent_probe.is_alive())):
+            self._heard = time.monotonic()  # the next probe after another silent stretch
+            self._silent_probe = threading.Thread(target=self._probe_silence, daemon=True,
+                                                  name="skilllift-probe")
+            self._silent_probe.start()
+        return self.cause
+
+    def _probe_silence(self) -> None:
+        why = probe(self.base_url)
+        if why is not None and self.cause is None:
+            self.cause = (f"API unreachable at {where(self.base_url)}: {why}; "
+                          f"check {self.url_hint}")
 
     def _error_event(self, line: bytes) -> None:
         """Codex's ``error`` events (retries, then the final one), OpenCode's and Gemini
