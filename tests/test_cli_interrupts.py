@@ -188,6 +188,7 @@ def test_skilllift_calibrate_interrupted_resumes(tmp_path: Path, sig: signal.Sig
         while api.count("judge", ok_only=False) < 1 and time.monotonic() < deadline:
             time.sleep(0.05)
         _interrupt(proc, tmp, sig, seed)
+        time.sleep(api.judge_latency_s + 0.5)  # a call made before the stop is recorded late
         calls = api.count("judge", ok_only=False)
         time.sleep(1.5)
         assert api.count("judge", ok_only=False) == calls  # nothing after the interrupt
@@ -249,6 +250,9 @@ def test_score_deep_and_certify_interrupted_stop_their_agents_and_resume(
         proc = _cli(argv, api, tmp)
         assert wait_for(lambda: processes_under(tmp), 120), "no agent CLI ever started"
         _interrupt(proc, tmp, sig, seed)
+        # The stand-in records a call once its latency has passed: one that arrived just
+        # before the stop is counted up to a second later. Count once those have landed.
+        time.sleep(api.latency_s + 0.5)
         agent_calls = api.count("agent", ok_only=False)
         time.sleep(1.5)
         assert api.count("agent", ok_only=False) == agent_calls  # no run started after it
