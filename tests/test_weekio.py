@@ -95,7 +95,7 @@ def test_clean_week_loads_without_problems(tmp_path: Path) -> None:
     assert week.problems == []
     assert week.prompts == ["p-a", "p-b", "p-c"] and week.models == ["sonnet"]
     assert week.n_runs == 12 and week.n_items == 60
-    assert (week.s_run >= 0).all() and (week.m_status == STATUS_OK).all()
+    assert (week.scores.run >= 0).all() and (week.manifest.status == STATUS_OK).all()
     assert len(week.violations) == 3  # one violated avoid per prompt (no-skill rep 1)
 
 
@@ -315,10 +315,10 @@ def test_vectorised_codes_agree_with_the_csv(tmp_path: Path) -> None:
     week = load_week(w)
     assert week.models == ["opus", "sonnet", "haiku"]
     rows = list(csv.DictReader((w / "scores.csv").open(newline="")))
-    got = [(week.prompts[p], week.models[m]) for p, m in zip(week.s_prompt, week.s_model,
+    got = [(week.prompts[p], week.models[m]) for p, m in zip(week.scores.prompt, week.scores.model,
                                                               strict=True)]
     assert got == [(r["prompt"], r["model"]) for r in rows]
-    assert np.nansum(week.s_credit) == sum(float(r["credit"]) for r in rows)
+    assert np.nansum(week.scores.credit) == sum(float(r["credit"]) for r in rows)
 
 
 def test_derived_status_follows_the_one_classification_order(tmp_path: Path) -> None:

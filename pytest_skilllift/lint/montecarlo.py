@@ -627,30 +627,30 @@ def runs_from_week(week_dir: Path, family: str) -> tuple[list[SimRun], list[str]
 
     week = load_week(Path(week_dir))
     problems = [str(p) for p in week.problems]
-    if not week.manifest_present:
+    if not week.manifest.present:
         return [], [*problems, f"{week_dir}: no manifest.csv (the runs of the week)"]
     fam_rows = [
         i for i in range(week.n_runs)
-        if week.m_cond[i] == 1 and week.m_prompt[i] >= 0
-        and week.prompt_family.get(week.prompts[week.m_prompt[i]]) == family
+        if week.manifest.cond[i] == 1 and week.manifest.prompt[i] >= 0
+        and week.prompt_family.get(week.prompts[week.manifest.prompt[i]]) == family
     ]
     must = 0
     run_ids = week.run_ids(fam_rows)
     out: list[SimRun] = []
     for k, row in enumerate(fam_rows):
-        sel = (week.s_run == row) & (week.s_type == must) & ~np.isnan(week.s_credit)
-        cov = float(week.s_credit[sel].mean()) if sel.any() else None
-        act_code = int(week.m_activation[row])
+        sel = (week.scores.run == row) & (week.scores.type == must) & ~np.isnan(week.scores.credit)
+        cov = float(week.scores.credit[sel].mean()) if sel.any() else None
+        act_code = int(week.manifest.activation[row])
         activation = ACTIVATIONS[act_code] if 0 <= act_code < len(ACTIVATIONS) else "none"
-        status = RUN_STATUSES[int(week.m_status[row])]
+        status = RUN_STATUSES[int(week.manifest.status[row])]
         rid = run_ids[k] if k < len(run_ids) else ""
         tokens = None
-        cost = week.m_num.get("total_cost_usd")
+        cost = week.manifest.num.get("total_cost_usd")
         cost_v = None if cost is None or math.isnan(cost[row]) else float(cost[row])
         if rid and rid in week.run_dirs:
             tr = parse_transcript(week.week_dir / rid / "stdout.txt")
             tokens = _tokens((tr.result or {}).get("usage"))
-        out.append(SimRun(index=k + 1, prompt=week.prompts[week.m_prompt[row]],
+        out.append(SimRun(index=k + 1, prompt=week.prompts[week.manifest.prompt[row]],
                           should_trigger=True, status=status,
                           activated=activation != "none", activation=activation,
                           tokens=tokens, cost_usd=cost_v,

@@ -106,24 +106,25 @@ class Context:
 
         # Scores of runs that must not be scored (invalid install, errored, capped, timeout)
         # are excluded here, even if a judge graded them; the run shows up as dropped.
-        run_ok = np.ones(week.s_run.size, bool)
-        if week.manifest_present and week.s_run.size:
-            linked = week.s_run >= 0
-            run_ok[linked] = week.m_status[week.s_run[linked]] == STATUS_OK
-        credit = np.where(run_ok, week.s_credit, np.nan)
-        n_excluded_run_items = int(np.count_nonzero(~run_ok & ~np.isnan(week.s_credit)))
+        run_ok = np.ones(week.scores.run.size, bool)
+        if week.manifest.present and week.scores.run.size:
+            linked = week.scores.run >= 0
+            run_ok[linked] = week.manifest.status[week.scores.run[linked]] == STATUS_OK
+        credit = np.where(run_ok, week.scores.credit, np.nan)
+        n_excluded_run_items = int(np.count_nonzero(~run_ok & ~np.isnan(week.scores.credit)))
 
         agg: stats.Aggregates | None = None
         lifts: dict[str, stats.Lift] = {}
         boots: dict[str, stats.Bootstrap] = {}
-        if week.scores_present and P and M:
+        if week.scores.present and P and M:
             # Rows of dropped runs are left out entirely (not just NaN): their prompt×rep is
             # already reported as a dropped run and must not also count as "unscored".
             keep = run_ok if not run_ok.all() else slice(None)
-            agg = stats.aggregate(week.s_prompt[keep], week.s_model[keep], week.s_cond[keep],
-                                  week.s_rep[keep], week.s_type[keep], credit[keep],
+            sc = week.scores
+            agg = stats.aggregate(sc.prompt[keep], sc.model[keep], sc.cond[keep],
+                                  sc.rep[keep], sc.type[keep], credit[keep],
                                   n_prompts=P, n_models=M, n_conditions=len(ARMS))
-            present_conds = set(distinct(week.s_cond[week.s_cond >= 0]).tolist())
+            present_conds = set(distinct(week.scores.cond[week.scores.cond >= 0]).tolist())
             for c in (0, 1):
                 # An A/A or with-all week has no with-skill arm by design: its own sections say so.
                 # A version comparison (with-skill and with-skill@REF) needs no no-skill arm.
@@ -146,15 +147,15 @@ class Context:
                                 "prompt: its lift cannot be computed", column="condition"))
 
         # Per-run means (cost, turns) exclude errored/capped/invalid runs and runs with no cost.
-        num = week.m_num
+        num = week.manifest.num
         nan_runs = np.full(week.n_runs, np.nan)
         cost = num.get("total_cost_usd", nan_runs)
         turns = num.get("num_turns", nan_runs)
-        include = week.m_status == STATUS_OK
-        cost_mean, cost_n = stats.cell_run_means(cost, week.m_model, week.m_cond, include, M,
-                                                 len(ARMS))
-        turns_mean, _ = stats.cell_run_means(turns, week.m_model, week.m_cond, include & ~np.isnan(
-            cost), M, len(ARMS))
+        include = week.manifest.status == STATUS_OK
+        mf = week.manifest
+        cost_mean, cost_n = stats.cell_run_means(cost, mf.model, mf.cond, include, M, len(ARMS))
+        turns_mean, _ = stats.cell_run_means(turns, mf.model, mf.cond,
+                                             include & ~np.isnan(cost), M, len(ARMS))
         cost_excluded = int(np.count_nonzero(~(include & ~np.isnan(cost))))
 
         # History: this week's rows merged into the file (or in memory when not writing).
@@ -219,16 +220,16 @@ class Context:
         """
         w = self.week
         completed = [RUN_STATUSES.index(s) for s in sorted(COMPLETED)]
-        return cast("np.ndarray", (w.m_cond == 1) & np.isin(w.m_status, completed))
+        return cast("np.ndarray", (w.manifest.cond == 1) & np.isin(w.manifest.status, completed))
 
     @cached_property
     def excluded_with_skill(self) -> np.ndarray:
         """With-skill runs that did not complete: left out of activation and the audit."""
-        return cast("np.ndarray", (self.week.m_cond == 1) & ~self.with_skill_runs)
+        return cast("np.ndarray", (self.week.manifest.cond == 1) & ~self.with_skill_runs)
 
     def run_column(self, name: str) -> np.ndarray:
         """A numeric manifest column per run (all NaN when the week does not have it)."""
-        return self.week.m_num.get(name, np.full(self.week.n_runs, np.nan))
+        return self.week.manifest.num.get(name, np.full(self.week.n_runs, np.nan))
 
     def shared(self, compute: Callable[[Context], T]) -> T:
         """``compute(self)``, computed once per week: for a value several sections read

@@ -200,7 +200,7 @@ def _flagged_rows(scores: Path, flagged: np.ndarray | None = None) -> list[dict[
     """Rows of scores.csv with ``evidence_ok`` = 0 or a truthy ``contested``.
 
     ``flagged``: those rows as a mask, when the caller has read scores.csv already
-    (``Week.s_judge_flagged``): then the file is read again only when some row is flagged.
+    (``Week.scores.judge_flagged``): then the file is read again only when some row is flagged.
     """
     import numpy as np
     import pyarrow as pa
@@ -310,7 +310,7 @@ def build(week_dir: Path, *, history: Path | None = None, run_key: str | None = 
 
     ``history`` is the scorecard history file; the contested-items history lives beside it
     and is updated when ``write`` (one idempotent upsert per run key).  ``flagged`` is
-    ``Week.s_judge_flagged`` when the caller loaded the week (scores.csv is then not parsed
+    ``Week.scores.judge_flagged`` when the caller loaded the week (scores.csv is then not parsed
     again for a week without flags).
     """
     week_dir = Path(week_dir)

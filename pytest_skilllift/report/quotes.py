@@ -83,8 +83,8 @@ class _Items:
         self._starts: list[int] = []
         M = max(len(w.models), 1)
         self.M = M
-        texts = w.s_item_text
-        n = w.s_prompt.size
+        texts = w.scores.item_text
+        n = w.scores.prompt.size
         if texts is None or n == 0:
             self.ok = False
             return
@@ -99,22 +99,23 @@ class _Items:
             arr = pc.dictionary_encode(texts)
         t_idx = dictionary_indices(arr).astype(np.int64)
         self.texts = arr.dictionary
-        usable = (~np.isnan(ctx.credit) & (w.s_prompt >= 0) & (w.s_model >= 0) & (t_idx >= 0)
-                  & ((w.s_cond == _NO) | (w.s_cond == _WITH))
-                  & ((w.s_type == _MUST) | (w.s_type == _AVOID)))
+        usable = (~np.isnan(ctx.credit) & (w.scores.prompt >= 0) & (w.scores.model >= 0)
+                  & (t_idx >= 0)
+                  & ((w.scores.cond == _NO) | (w.scores.cond == _WITH))
+                  & ((w.scores.type == _MUST) | (w.scores.type == _AVOID)))
         self.rows = np.flatnonzero(usable)
         # One item = (prompt, item text): its id g is its rank among the week's items, so a
         # prompt's items are contiguous (prompt-major).
         n_t = len(self.texts) + 1
-        item_key = w.s_prompt[self.rows].astype(np.int64) * n_t + t_idx[self.rows]
+        item_key = w.scores.prompt[self.rows].astype(np.int64) * n_t + t_idx[self.rows]
         keys, self.g = _unique_inverse(item_key, len(w.prompts) * n_t)
         self.item_prompt = keys // n_t
         self.item_text_idx = keys % n_t
         self.item_type = np.zeros(keys.size, np.int64)
-        self.item_type[self.g] = w.s_type[self.rows]
+        self.item_type[self.g] = w.scores.type[self.rows]
         G = keys.size
-        self.cond = (w.s_cond[self.rows] == _WITH).astype(np.int64)  # 0 no-skill, 1 with
-        self.model = w.s_model[self.rows].astype(np.int64)
+        self.cond = (w.scores.cond[self.rows] == _WITH).astype(np.int64)  # 0 no-skill, 1 with
+        self.model = w.scores.model[self.rows].astype(np.int64)
         self.hit = ctx.credit[self.rows] == 1.0
         cell = (self.g * M + self.model) * 2 + self.cond
         n_cell = np.bincount(cell, minlength=G * M * 2).reshape(G, M, 2)
@@ -168,13 +169,13 @@ class _Items:
         one item per scored prompt and model: ~10^4 on a large week)."""
         w = self.week
         rows = [p[4] for p in picks]
-        evidence = (strings_at(w.s_evidence, np.array(rows, np.int64))
-                    if w.s_evidence is not None and rows else [""] * len(rows))
+        evidence = (strings_at(w.scores.evidence, np.array(rows, np.int64))
+                    if w.scores.evidence is not None and rows else [""] * len(rows))
         texts = self.texts.to_pylist()
         return [{"kind": kind, "item_type": ITEM_TYPES[int(self.item_type[g])],
                  "item_text": str(texts[int(self.item_text_idx[g])] or ""),
                  "evidence": str(ev or ""), "condition": WITH_SKILL if from_with else NO_SKILL,
-                 "rep": int(w.s_rep[row]), "rate_with": rates[0], "rate_no": rates[1]}
+                 "rep": int(w.scores.rep[row]), "rate_with": rates[0], "rate_no": rates[1]}
                 for (kind, g, from_with, rates, row), ev in zip(picks, evidence, strict=True)]
 
 

@@ -161,7 +161,7 @@ def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, w
     week = load_week(week_dir)
     hist_path = Path(history) if history is not None else week_dir.parent / HISTORY_CSV
     judge = judging.build(week_dir, history=hist_path, run_key=week_dir.name, write=write,
-                          flagged=week.s_judge_flagged if week.scores_present else None)
+                          flagged=week.scores.judge_flagged if week.scores.present else None)
     # The pass threshold the week was started with (week.json), for pass rates; a problem
     # with week.json is listed after the ones the numbers found (as it always was).
     pass_threshold, week_json_problem = verdicts.pass_threshold_of(week_dir)

@@ -279,20 +279,20 @@ class WeekMeasures:
     def _states(self) -> None:
         w, agg = self.week, self.agg
         P, M = len(w.prompts), len(w.models)
-        if agg is not None and P and M and w.s_run.size:
+        if agg is not None and P and M and w.scores.run.size:
             R, C = agg.rep_composite.shape[-1], agg.rep_composite.shape[2]
-            run_ok = np.ones(w.s_run.size, bool)
-            if w.manifest_present:
-                linked = w.s_run >= 0
-                run_ok[linked] = w.m_status[w.s_run[linked]] == STATUS_OK
-            ok = (run_ok & (w.s_prompt >= 0) & (w.s_model >= 0) & (w.s_cond >= 0)
-                  & (w.s_cond < C) & (w.s_rep >= 0) & (w.s_type >= 0))
-            slot = np.searchsorted(agg.rep_values, w.s_rep[ok])
+            run_ok = np.ones(w.scores.run.size, bool)
+            if w.manifest.present:
+                linked = w.scores.run >= 0
+                run_ok[linked] = w.manifest.status[w.scores.run[linked]] == STATUS_OK
+            ok = (run_ok & (w.scores.prompt >= 0) & (w.scores.model >= 0) & (w.scores.cond >= 0)
+                  & (w.scores.cond < C) & (w.scores.rep >= 0) & (w.scores.type >= 0))
+            slot = np.searchsorted(agg.rep_values, w.scores.rep[ok])
             slot = np.minimum(slot, max(agg.rep_values.size - 1, 0))
-            flat = ((w.s_prompt[ok].astype(np.int64) * M + w.s_model[ok]) * C
-                    + w.s_cond[ok]) * R + slot
+            flat = ((w.scores.prompt[ok].astype(np.int64) * M + w.scores.model[ok]) * C
+                    + w.scores.cond[ok]) * R + slot
             G = P * M * C * R
-            err_slot = (np.bincount(flat[w.s_ungraded[ok]], minlength=G) > 0).reshape(
+            err_slot = (np.bincount(flat[w.scores.ungraded[ok]], minlength=G) > 0).reshape(
                 P, M, C, R)
             exists = (np.bincount(flat, minlength=G) > 0).reshape(P, M, C, R)
             comp = agg.rep_composite
@@ -302,14 +302,14 @@ class WeekMeasures:
             self.passed[:, :, :C] += passed.sum(axis=-1)
             self.errored[:, :, :C] += err_slot.sum(axis=-1)
             self.unscored[:, :, :C] += (exists & ~scored & ~err_slot).sum(axis=-1)
-        if w.manifest_present and w.n_runs and P and M:
+        if w.manifest.present and w.n_runs and P and M:
             # Runs that never reached the scores: judge failed (errored) or dropped (unscored).
-            rows_per_run = np.bincount(w.s_run[w.s_run >= 0], minlength=w.n_runs)
-            valid = (w.m_prompt >= 0) & (w.m_model >= 0) & (w.m_cond >= 0)
+            rows_per_run = np.bincount(w.scores.run[w.scores.run >= 0], minlength=w.n_runs)
+            valid = (w.manifest.prompt >= 0) & (w.manifest.model >= 0) & (w.manifest.cond >= 0)
             C = len(ARMS)
-            key = (w.m_prompt.astype(np.int64) * M + w.m_model) * C + w.m_cond
-            judge_failed = valid & (w.m_status == STATUS_OK) & (rows_per_run == 0)
-            dropped = valid & (w.m_status != STATUS_OK)
+            key = (w.manifest.prompt.astype(np.int64) * M + w.manifest.model) * C + w.manifest.cond
+            judge_failed = valid & (w.manifest.status == STATUS_OK) & (rows_per_run == 0)
+            dropped = valid & (w.manifest.status != STATUS_OK)
             self.errored += np.bincount(key[judge_failed], minlength=P * M * C).reshape(P, M, C)
             self.unscored += np.bincount(key[dropped], minlength=P * M * C).reshape(P, M, C)
 
@@ -317,19 +317,20 @@ class WeekMeasures:
     def _runs(self) -> None:
         w = self.week
         n = w.n_runs
-        if w.manifest_present and n:
-            usable_must = ~np.isnan(w.s_credit) & (w.s_type == 0) & (w.s_run >= 0)
-            has_must = np.bincount(w.s_run[usable_must], minlength=n) > 0
-            self._graded = has_must & (w.m_status == STATUS_OK)
-            self._valid_run = (w.m_prompt >= 0) & (w.m_model >= 0) & (w.m_cond >= 0)
+        if w.manifest.present and n:
+            usable_must = ~np.isnan(w.scores.credit) & (w.scores.type == 0) & (w.scores.run >= 0)
+            has_must = np.bincount(w.scores.run[usable_must], minlength=n) > 0
+            self._graded = has_must & (w.manifest.status == STATUS_OK)
+            self._valid_run = ((w.manifest.prompt >= 0) & (w.manifest.model >= 0)
+                               & (w.manifest.cond >= 0))
             # Completed with-skill runs only (``files.COMPLETED``), as the Activation section
             # counts them: an outage, a timeout, a budget cap or a failed install says nothing
             # about the skill's description, so it is neither a miss nor a denominator run.
             completed = [RUN_STATUSES.index(s) for s in sorted(COMPLETED)]
-            ws = (w.m_cond == 1) & np.isin(w.m_status, completed)
+            ws = (w.manifest.cond == 1) & np.isin(w.manifest.status, completed)
             self._ws = ws
-            self._miss = ws & (w.m_activation == ACTIVATIONS.index("none"))
-            self._has_activation = "skill_activation" in w.manifest_columns
+            self._miss = ws & (w.manifest.activation == ACTIVATIONS.index("none"))
+            self._has_activation = "skill_activation" in w.manifest.columns
         else:
             self._graded = np.zeros(0, bool)
             self._valid_run = np.zeros(0, bool)
@@ -343,19 +344,19 @@ class WeekMeasures:
         if model is not None:
             if model not in self._m:
                 return None
-            mask &= w.m_model == self._m[model]
+            mask &= w.manifest.model == self._m[model]
         if condition is not None:
-            mask &= w.m_cond == arm_code(condition)
+            mask &= w.manifest.cond == arm_code(condition)
         if prompt is not None:
             if prompt not in self._p:
                 return None
-            mask &= w.m_prompt == self._p[prompt]
+            mask &= w.manifest.prompt == self._p[prompt]
         return mask
 
     def coverage(self, model: str | None, condition: str | None,
                  prompt: str | None) -> tuple[int, int]:
         """(graded runs, runs) of the selection; without a manifest, prompt×reps instead."""
-        if not self.week.manifest_present:
+        if not self.week.manifest.present:
             sel = self._select(model, condition, prompt)
             if sel is None:
                 return 0, 0
@@ -410,9 +411,9 @@ class WeekMeasures:
         if mask is None:
             return None, None
         w, P = self.week, len(self.week.prompts)
-        sel = mask & self._ws & (w.m_prompt >= 0)
-        k = np.bincount(w.m_prompt[sel & self._miss], minlength=P)
-        n = np.bincount(w.m_prompt[sel], minlength=P)
+        sel = mask & self._ws & (w.manifest.prompt >= 0)
+        k = np.bincount(w.manifest.prompt[sel & self._miss], minlength=P)
+        n = np.bincount(w.manifest.prompt[sel], minlength=P)
         return stats.cluster_bootstrap_rate(k[n > 0], n[n > 0])
 
     def trigger_misses(self, model: str | None, prompt: str | None) -> tuple[int, int] | None:

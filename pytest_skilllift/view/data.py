@@ -117,15 +117,15 @@ def runs_of(week: Any) -> list[RunRow]:
     nan_none: list[float | None] = [None] * week.n_runs
 
     def numbers(name: str) -> list[float | None]:
-        values = week.m_num.get(name)
+        values = week.manifest.num.get(name)
         if values is None:
             return nan_none
         return [None if x != x else x for x in values.tolist()]  # NaN: empty or absent
 
     cost, turns, ms = numbers("total_cost_usd"), numbers("num_turns"), numbers("duration_ms")
-    cols = zip(week.m_prompt.tolist(), week.m_model.tolist(), week.m_cond.tolist(),
-               week.m_rep.tolist(), week.m_status.tolist(), week.m_invocation.tolist(),
-               week.m_activation.tolist(), strict=True)
+    mf = week.manifest
+    cols = zip(mf.prompt.tolist(), mf.model.tolist(), mf.cond.tolist(), mf.rep.tolist(),
+               mf.status.tolist(), mf.invocation.tolist(), mf.activation.tolist(), strict=True)
     rows = []
     for i, (p, m, c, rep, st, inv, act) in enumerate(cols):
         if p < 0 or m < 0 or c < 0:
@@ -208,22 +208,23 @@ def items_of(week: Any) -> Items:
     """The item columns of a loaded week."""
     import numpy as np
 
-    n, kept = week.n_items, week.s_kept
+    n, kept = week.n_items, week.scores.kept
     index = kept.get("item_index")
-    plain = (np.ones(n, bool) & _blank(week.s_evidence) & _blank(kept.get("claimed_verdict"))
-             & _blank(kept.get("claimed_evidence")) & ~week.s_contested
+    plain = (np.ones(n, bool) & _blank(week.scores.evidence) & _blank(kept.get("claimed_verdict"))
+             & _blank(kept.get("claimed_evidence")) & ~week.scores.contested
              & _not_zero(kept.get("evidence_ok")))
     verdict = _strings(kept.get("verdict"), n)
-    for r in np.flatnonzero(week.s_ungraded).tolist():
+    for r in np.flatnonzero(week.scores.ungraded).tolist():
         verdict[r] = "ungraded"
     return Items(
-        prompt=week.s_prompt.tolist(), model=week.s_model.tolist(), cond=week.s_cond.tolist(),
-        rep=week.s_rep.tolist(), type=week.s_type.tolist(),
+        prompt=week.scores.prompt.tolist(), model=week.scores.model.tolist(),
+        cond=week.scores.cond.tolist(),
+        rep=week.scores.rep.tolist(), type=week.scores.type.tolist(),
         index=(index.to_numpy(zero_copy_only=False).tolist() if index is not None
                else [float("nan")] * n),
-        text=_strings(week.s_item_text, n), verdict=[v.strip() or "ungraded" for v in verdict],
-        ungraded=week.s_ungraded.tolist(), evidence=_strings(week.s_evidence, n),
-        contested=week.s_contested.tolist(), evidence_ok=_strings(kept.get("evidence_ok"), n),
+        text=_strings(week.scores.item_text, n), verdict=[v.strip() or "ungraded" for v in verdict],
+        ungraded=week.scores.ungraded.tolist(), evidence=_strings(week.scores.evidence, n),
+        contested=week.scores.contested.tolist(), evidence_ok=_strings(kept.get("evidence_ok"), n),
         claimed_verdict=_strings(kept.get("claimed_verdict"), n),
         claimed_evidence=_strings(kept.get("claimed_evidence"), n), plain=plain.tolist(),
     )
@@ -354,11 +355,11 @@ def prompt_records(week_dir: Path, week: Any,
     it = items_of(week)
     # Usable rows (a prompt, a model, an arm, a rep, an item type), grouped by prompt in
     # file order; load_week reports the others as input problems.
-    ok = ((week.s_prompt >= 0) & (week.s_model >= 0) & (week.s_cond >= 0) & (week.s_rep >= 0)
-          & (week.s_type >= 0))
+    sc = week.scores
+    ok = ((sc.prompt >= 0) & (sc.model >= 0) & (sc.cond >= 0) & (sc.rep >= 0) & (sc.type >= 0))
     usable = np.flatnonzero(ok)
-    order = usable[np.argsort(week.s_prompt[usable], kind="stable")]
-    starts = np.searchsorted(week.s_prompt[order], np.arange(len(week.prompts) + 1))
+    order = usable[np.argsort(week.scores.prompt[usable], kind="stable")]
+    starts = np.searchsorted(week.scores.prompt[order], np.arange(len(week.prompts) + 1))
     for p, prompt in enumerate(week.prompts):
         item_rows = order[starts[p]:starts[p + 1]].tolist()
         if not item_rows and prompt not in runs:

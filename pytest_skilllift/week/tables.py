@@ -149,12 +149,68 @@ class Problem:
 
 
 @dataclass
+class ScoresTable:
+    """scores.csv, one entry per row: integer codes into the week's vocabularies
+    (``Week.prompts`` / ``Week.models``; -1 = unusable) and the columns a section reads."""
+
+    present: bool = False
+    prompt: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    model: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    cond: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    rep: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    type: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    #: 1.0 / 0.0 per graded item; NaN when ungraded or invalid (excluded, counted).
+    credit: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    contested: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    #: Rows the judge's report lists (``report.judging``): contested, or ``evidence_ok`` = 0.
+    judge_flagged: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    #: Index of the manifest row this item belongs to (-1: none found).
+    run: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: Per row: the judge gave no usable verdict (errored item: an absence, never a zero).
+    ungraded: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    #: scores.csv's ``item_text`` (dictionary-encoded) and ``evidence_quote`` columns, kept
+    #: as Arrow arrays so a section takes the text of the few rows it quotes (None: absent).
+    item_text: pa.Array | None = None
+    evidence: pa.Array | None = None
+    #: The ``_SCORES_KEPT`` columns the file has, as read (absent columns are absent).
+    kept: dict[str, pa.Array] = field(default_factory=dict)
+
+
+@dataclass
+class ManifestTable:
+    """manifest.csv, one entry per run: integer codes into the week's vocabularies and
+    the run's columns."""
+
+    present: bool = False
+    columns: tuple[str, ...] = ()
+    prompt: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    model: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    cond: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    rep: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    num: dict[str, np.ndarray] = field(default_factory=dict)  # numeric columns, NaN = empty
+    activation: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    status: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    run_id: pa.Array | None = None
+    run_error: pa.Array | None = None
+    exit_code: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    #: Trajectory-audit invocation status per run: index into ``INVOCATION_STATUSES``, -1 = none.
+    invocation: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    #: ``--skill-lift-baseline-from``: per run, whether it was copied in from an earlier week
+    #: (so it is left out of this week's spend and run window); the week it came from and,
+    #: for a no-skill run generated instead, why (Arrow arrays; None when the column is absent).
+    reused: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    baseline_from: pa.Array | None = None
+    baseline_reason: pa.Array | None = None
+
+
+@dataclass
 class Week:
     """A loaded week: integer-coded numpy arrays over shared vocabularies.
 
     ``prompts``/``models`` are the union of both files' values (sorted / conventional
-    order); every ``*_prompt``/``*_model`` array holds indices into them (-1 = unusable).
-    Scores arrays are prefixed ``s_``, manifest arrays ``m_``.
+    order); the tables' ``prompt``/``model`` arrays hold indices into them (-1 = unusable).
+    The two files' own columns are its :class:`ScoresTable` (``scores``) and
+    :class:`ManifestTable` (``manifest``); what is derived from both stays here.
     """
 
     week_dir: Path
@@ -163,46 +219,13 @@ class Week:
     problems: list[Problem] = field(default_factory=list)
     #: The week's with-skill@REF condition as written (``with-skill@HEAD~1``), or None.
     ref_condition: str | None = None
-    # -- scores.csv (one entry per row) --
-    scores_present: bool = False
-    s_prompt: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
-    s_model: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
-    s_cond: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
-    s_rep: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    s_type: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
-    #: 1.0 / 0.0 per graded item; NaN when ungraded or invalid (excluded, counted).
-    s_credit: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
-    s_contested: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
-    #: Rows the judge's report lists (``report.judging``): contested, or ``evidence_ok`` = 0.
-    s_judge_flagged: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
-    #: Index of the manifest row this item belongs to (-1: none found).
-    s_run: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    scores: ScoresTable = field(default_factory=ScoresTable)
+    manifest: ManifestTable = field(default_factory=ManifestTable)
     n_items: int = 0
     n_ungraded: int = 0  # judge/parse errors: excluded and counted
-    #: Per row: the judge gave no usable verdict (errored item: an absence, never a zero).
-    s_ungraded: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     n_invalid_rows: int = 0  # rows that failed validation: excluded and counted
     #: Avoid items judged ``violated`` (columns), in scorecard order.
     violations: Violations = field(default_factory=Violations)
-    #: scores.csv's ``item_text`` (dictionary-encoded) and ``evidence_quote`` columns, kept
-    #: as Arrow arrays so a section takes the text of the few rows it quotes (None: absent).
-    s_item_text: pa.Array | None = None
-    s_evidence: pa.Array | None = None
-    #: The ``_SCORES_KEPT`` columns the file has, as read (absent columns are absent).
-    s_kept: dict[str, pa.Array] = field(default_factory=dict)
-    # -- manifest.csv (one entry per run) --
-    manifest_present: bool = False
-    manifest_columns: tuple[str, ...] = ()
-    m_prompt: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
-    m_model: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
-    m_cond: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
-    m_rep: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    m_num: dict[str, np.ndarray] = field(default_factory=dict)  # numeric columns, NaN = empty
-    m_activation: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
-    m_status: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
-    m_run_id: pa.Array | None = None
-    m_run_error: pa.Array | None = None
-    m_exit_code: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     n_runs: int = 0
     #: model label → sorted distinct snapshot strings.
     snapshots: dict[str, list[str]] = field(default_factory=dict)
@@ -211,8 +234,6 @@ class Week:
     cli_versions: list[str] = field(default_factory=list)
     #: model label → sorted distinct CLI versions (each label's agent has its own CLI).
     cli_versions_by_model: dict[str, list[str]] = field(default_factory=dict)
-    #: Trajectory-audit invocation status per run: index into ``INVOCATION_STATUSES``, -1 = none.
-    m_invocation: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
     #: CLI versions of runs made by the docker runner (checked against the pinned image CLI).
     docker_cli_versions: list[str] = field(default_factory=list)
     skills_shas: list[str] = field(default_factory=list)
@@ -228,12 +249,6 @@ class Week:
     run_dirs: set[str] = field(default_factory=set)
     #: prompt → skill_family (from the manifest; the installed unit).
     prompt_family: dict[str, str] = field(default_factory=dict)
-    #: ``--skill-lift-baseline-from``: per run, whether it was copied in from an earlier week
-    #: (so it is left out of this week's spend and run window); the week it came from and,
-    #: for a no-skill run generated instead, why (Arrow arrays; None when the column is absent).
-    m_reused: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
-    m_baseline_from: pa.Array | None = None
-    m_baseline_reason: pa.Array | None = None
 
     @property
     def arm_names(self) -> tuple[str, ...]:
@@ -257,12 +272,12 @@ class Week:
 
     def run_ids(self, rows: Iterable[int]) -> list[str]:
         """The run ids of the given manifest rows (materialised only for these rows)."""
-        if self.m_run_id is None:
+        if self.manifest.run_id is None:
             return []
         idx = np.fromiter(rows, dtype=np.int64)
         if idx.size == 0:
             return []
-        return [str(x) if x is not None else "" for x in self.m_run_id.take(idx).to_pylist()]
+        return [str(x) if x is not None else "" for x in self.manifest.run_id.take(idx).to_pylist()]
 
 
 # --------------------------------------------------------------------------- reading
@@ -635,13 +650,13 @@ def _fill_scores(
     file = SCORES_CSV
     probs = week.problems
     n = t.num_rows
-    week.scores_present = True
+    week.scores.present = True
     week.n_items = n
-    week.s_prompt = _codes(p_idx, _lookup(p_vals, p_map)).astype(np.int32)
-    week.s_model = _codes(m_idx, _lookup(m_vals, mo_map)).astype(np.int32)
-    week.s_cond = _cond_codes(t, file, probs, week)
-    week.s_rep = _rep_codes(_float_col(t, "rep"), file, probs)
-    for name, codes in (("prompt", week.s_prompt), ("model", week.s_model)):
+    week.scores.prompt = _codes(p_idx, _lookup(p_vals, p_map)).astype(np.int32)
+    week.scores.model = _codes(m_idx, _lookup(m_vals, mo_map)).astype(np.int32)
+    week.scores.cond = _cond_codes(t, file, probs, week)
+    week.scores.rep = _rep_codes(_float_col(t, "rep"), file, probs)
+    for name, codes in (("prompt", week.scores.prompt), ("model", week.scores.model)):
         bad = np.flatnonzero(codes < 0)
         if bad.size:
             probs.append(Problem(file, f"empty {name}; {_row_list(bad)} excluded",
@@ -668,18 +683,18 @@ def _fill_scores(
     vi_row = np.where(v_idx < 0, nv - 1, v_idx)
     status = status_tab[ti_row, vi_row]
     credit = credit_tab[ti_row, vi_row]
-    week.s_type = _codes(t_idx, type_code).astype(np.int8)
+    week.scores.type = _codes(t_idx, type_code).astype(np.int8)
 
-    bad_type = np.flatnonzero(week.s_type < 0)
+    bad_type = np.flatnonzero(week.scores.type < 0)
     if bad_type.size:
         sample = sorted({t_vals[i] for i in t_idx[bad_type[:50]] if i >= 0} or {""})
         probs.append(Problem(
             file, f"unknown item_type {', '.join(map(repr, sample))} (expected one of "
             f"{', '.join(ITEM_TYPES)}); {_row_list(bad_type)} excluded",
             row=int(bad_type[0]) + 1, column="item_type"))
-    bad_verdict = np.flatnonzero((status == 2) & (week.s_type >= 0))
+    bad_verdict = np.flatnonzero((status == 2) & (week.scores.type >= 0))
     if bad_verdict.size:
-        pairs = sorted({(ITEM_TYPES[week.s_type[r]], v_vals[v_idx[r]] if v_idx[r] >= 0 else "")
+        pairs = sorted({(ITEM_TYPES[week.scores.type[r]], v_vals[v_idx[r]] if v_idx[r] >= 0 else "")
                         for r in bad_verdict[:200]})
         desc = "; ".join(
             f"{v!r} for a {ty} item (expected {VERDICTS[ty][0]!r} or {VERDICTS[ty][1]!r})"
@@ -711,43 +726,45 @@ def _fill_scores(
                 "excluded", row=int(rows[0]) + 1, column="credit"))
     dup = _duplicate_rows(week, t, probs)
     usable = (
-        graded & ~nonnum & ~mismatch & (week.s_prompt >= 0) & (week.s_model >= 0)
-        & (week.s_cond >= 0) & (week.s_rep >= 0) & ~dup
+        graded & ~nonnum & ~mismatch & (week.scores.prompt >= 0) & (week.scores.model >= 0)
+        & (week.scores.cond >= 0) & (week.scores.rep >= 0) & ~dup
     )
-    week.s_credit = np.where(usable, credit, np.nan)
-    week.s_type = np.where(dup, -1, week.s_type).astype(np.int8)  # counted once: the first
+    week.scores.credit = np.where(usable, credit, np.nan)
+    # a duplicated item is counted once: the first
+    week.scores.type = np.where(dup, -1, week.scores.type).astype(np.int8)
     week.n_ungraded = int(np.count_nonzero((status == 1) & ~dup))
-    week.s_ungraded = (status == 1) & ~dup
+    week.scores.ungraded = (status == 1) & ~dup
     week.n_invalid_rows = int(np.count_nonzero(~usable & (status != 1) & ~dup))
 
     c_idx, c_vals = _dict_parts(t, "contested")
     falsy = {"", "0", "false", "False", "FALSE", "no"}
-    week.s_contested = _codes(c_idx, np.array(
+    week.scores.contested = _codes(c_idx, np.array(
         [0 if v.strip() in falsy else 1 for v in c_vals] + [0], np.int64)).astype(bool)
     # report.judging's reading of the same columns, so it need not parse scores.csv again.
     e_idx, e_vals = _dict_parts(t, "evidence_ok")
-    week.s_judge_flagged = _codes(c_idx, np.array(
+    week.scores.judge_flagged = _codes(c_idx, np.array(
         [v.strip().lower() not in JUDGE_NOT_CONTESTED for v in c_vals] + [False])) | _codes(
         e_idx, np.array([v.strip() == "0" for v in e_vals] + [False]))
 
-    week.s_item_text = t["item_text"].chunk(0) if ("item_text" in t.column_names and n) else None
-    week.s_evidence = (t["evidence_quote"].chunk(0)
+    week.scores.item_text = (t["item_text"].chunk(0) if ("item_text" in t.column_names and n)
+                             else None)
+    week.scores.evidence = (t["evidence_quote"].chunk(0)
                        if ("evidence_quote" in t.column_names and n) else None)
-    week.s_kept = {c: t[c].chunk(0) for c in _SCORES_KEPT if c in t.column_names and n}
+    week.scores.kept = {c: t[c].chunk(0) for c in _SCORES_KEPT if c in t.column_names and n}
     # Avoid violations with their evidence: only these rows' text is materialised, column by
     # column (a bad week has ~150,000 of them), in scorecard order (by the names).
-    viol = np.flatnonzero(usable & (week.s_type == 2) & (credit == 1.0))
+    viol = np.flatnonzero(usable & (week.scores.type == 2) & (credit == 1.0))
     if viol.size:
         model_rank = np.argsort(np.argsort(np.array(week.models, dtype=object)))
         arm_rank = np.argsort(np.argsort(np.array(ARMS, dtype=object)))
-        pr, mo, co = week.s_prompt[viol], week.s_model[viol], week.s_cond[viol]
+        pr, mo, co = week.scores.prompt[viol], week.scores.model[viol], week.scores.cond[viol]
         # np.lexsort is stable: file order within one (prompt, model, condition).
         viol = viol[np.lexsort((arm_rank[co], model_rank[mo], pr))]
         week.violations = Violations(
-            prompt=np.array(week.prompts, dtype=object)[week.s_prompt[viol]].tolist(),
-            model=np.array(week.models, dtype=object)[week.s_model[viol]].tolist(),
-            condition=np.array(week.arm_names, dtype=object)[week.s_cond[viol]].tolist(),
-            rep=week.s_rep[viol].tolist(),
+            prompt=np.array(week.prompts, dtype=object)[week.scores.prompt[viol]].tolist(),
+            model=np.array(week.models, dtype=object)[week.scores.model[viol]].tolist(),
+            condition=np.array(week.arm_names, dtype=object)[week.scores.cond[viol]].tolist(),
+            rep=week.scores.rep[viol].tolist(),
             item_text=_strings_at(t, "item_text", viol),
             evidence=_strings_at(t, "evidence_quote", viol),
         )
@@ -766,14 +783,15 @@ def _duplicate_rows(week: Week, t: pa.Table, probs: list[Problem]) -> np.ndarray
         item, texts = _dict_parts(t, "item_text")
         item = item.astype(np.int64)
         n_item = len(texts) + 1
-    parts = (week.s_prompt, week.s_model, week.s_cond, week.s_rep, week.s_type, item)
+    sc = week.scores
+    parts = (sc.prompt, sc.model, sc.cond, sc.rep, sc.type, item)
     valid = np.ones(n, bool)
     for part in parts:
         valid &= part >= 0
     if not valid.any():
         return np.zeros(n, bool)
     sizes = (len(week.prompts) or 1, len(week.models) or 1, len(ARMS),
-             int(week.s_rep.max(initial=0)) + 1, len(ITEM_TYPES), n_item)
+             int(week.scores.rep.max(initial=0)) + 1, len(ITEM_TYPES), n_item)
     # Built in place (a row with an invalid part gets a meaningless key; it is masked next).
     key = parts[0].astype(np.int64)
     for part, size in zip(parts[1:], sizes[1:], strict=True):
@@ -813,31 +831,32 @@ def _fill_manifest(
     file = MANIFEST_CSV
     probs = week.problems
     n = t.num_rows
-    week.manifest_present = True
-    week.manifest_columns = tuple(header)
+    week.manifest.present = True
+    week.manifest.columns = tuple(header)
     week.n_runs = n
-    week.m_prompt = _codes(p_idx, _lookup(p_vals, p_map)).astype(np.int32)
-    week.m_model = _codes(m_idx, _lookup(m_vals, mo_map)).astype(np.int32)
-    week.m_cond = _cond_codes(t, file, probs, week)
-    week.m_rep = _rep_codes(_float_col(t, "rep"), file, probs)
-    week.m_num = {c: _float_col(t, c) for c in _MANIFEST_NUMERIC}
-    week.m_exit_code = week.m_num["exit_code"]
-    week.m_run_id = t["run_id"].chunk(0) if n else pa.array([], pa.string())
-    week.m_run_error = t["run_error"].chunk(0) if ("run_error" in t.column_names and n) else None
+    week.manifest.prompt = _codes(p_idx, _lookup(p_vals, p_map)).astype(np.int32)
+    week.manifest.model = _codes(m_idx, _lookup(m_vals, mo_map)).astype(np.int32)
+    week.manifest.cond = _cond_codes(t, file, probs, week)
+    week.manifest.rep = _rep_codes(_float_col(t, "rep"), file, probs)
+    week.manifest.num = {c: _float_col(t, c) for c in _MANIFEST_NUMERIC}
+    week.manifest.exit_code = week.manifest.num["exit_code"]
+    week.manifest.run_id = t["run_id"].chunk(0) if n else pa.array([], pa.string())
+    week.manifest.run_error = (t["run_error"].chunk(0) if ("run_error" in t.column_names and n)
+                               else None)
 
     a_idx, a_vals = _dict_parts(t, "skill_activation")
     act_map = {a: i for i, a in enumerate(ACTIVATIONS)}
     act_map[""] = ACTIVATIONS.index("none")  # qdrant writes "none"; empty means the same
-    week.m_activation = _codes(a_idx, _lookup(a_vals, act_map, default=-1)).astype(np.int8)
+    week.manifest.activation = _codes(a_idx, _lookup(a_vals, act_map, default=-1)).astype(np.int8)
     if "skill_activation" in t.column_names:
-        bad = np.flatnonzero(week.m_activation < 0)
+        bad = np.flatnonzero(week.manifest.activation < 0)
         if bad.size:
             probs.append(Problem(
                 file, f"unknown skill_activation (expected one of {', '.join(ACTIVATIONS)}) "
                 f"in {_row_list(bad)}; counted as 'unknown'", row=int(bad[0]) + 1,
                 column="skill_activation"))
     else:
-        week.m_activation = np.full(n, -1, np.int8)
+        week.manifest.activation = np.full(n, -1, np.int8)
 
     for c in ("exit_code", "skill_available", "total_cost_usd", "num_turns", "budget_hit",
               "skill_activation", "reached_leaf", "fetched_site", "duration_ms", "timestamp"):
@@ -845,20 +864,20 @@ def _fill_manifest(
             probs.append(Problem(file, "column missing; the numbers that need it are "
                                  "reported as n/a", row=0, column=c))
 
-    week.m_status = _run_status(t, week)
+    week.manifest.status = _run_status(t, week)
 
     if "skill_family" in t.column_names and n:
         # First family seen per prompt: one np.unique over codes, not a row loop.
         f_idx, f_vals = _dict_parts(t, "skill_family")
-        valid = np.flatnonzero((week.m_prompt >= 0) & (f_idx >= 0))
-        prompts_u, first = np.unique(week.m_prompt[valid], return_index=True)
+        valid = np.flatnonzero((week.manifest.prompt >= 0) & (f_idx >= 0))
+        prompts_u, first = np.unique(week.manifest.prompt[valid], return_index=True)
         week.prompt_family = {
             week.prompts[int(p)]: f_vals[int(f_idx[valid[i]])]
             for p, i in zip(prompts_u, first, strict=True)
         }
 
     # Provenance: the distinct (model, snapshot) pairs and version strings (few values).
-    models = (week.m_model, week.models)
+    models = (week.manifest.model, week.models)
     if "model_snapshot" in t.column_names and n:
         snaps: dict[str, set[str]] = {}
         for m, s in _distinct_pairs(models, _dict_parts(t, "model_snapshot")):
@@ -890,7 +909,7 @@ def _fill_manifest(
         shas: dict[str, set[str]] = {}
         # The with-skill@REF arm's runs install the family at another commit by design:
         # they are keyed ``<family>@<REF>``, so only a change within one arm is a mismatch.
-        is_ref = week.m_cond == ARMS.index(WITH_REF)
+        is_ref = week.manifest.cond == ARMS.index(WITH_REF)
         parts = ((t, ""),) if not is_ref.any() else (
             (t.filter(pa.array(~is_ref)), ""), (t.filter(pa.array(is_ref)),
                                                  f"@{arm_ref(week.ref_condition or '')}"))
@@ -904,21 +923,21 @@ def _fill_manifest(
         week.skills_shas_by_family = {f: sorted(v) for f, v in sorted(shas.items())}
     i_idx, i_vals = _dict_parts(t, "invocation_status")
     inv_map = {v: i for i, v in enumerate(INVOCATION_STATUSES)}
-    week.m_invocation = (_codes(i_idx, _lookup(i_vals, inv_map, default=-1)).astype(np.int8)
+    week.manifest.invocation = (_codes(i_idx, _lookup(i_vals, inv_map, default=-1)).astype(np.int8)
                          if "invocation_status" in t.column_names else np.full(n, -1, np.int8))
     if {"runner", "cli_version"} <= set(t.column_names) and n:
         pairs = _distinct_pairs(_dict_parts(t, "runner"), _dict_parts(t, "cli_version"))
         week.docker_cli_versions = sorted(
             {(v or "").strip() for r, v in pairs if r == "docker"} - {""})
-    week.m_reused = np.zeros(n, bool)
+    week.manifest.reused = np.zeros(n, bool)
     if "baseline_from" in t.column_names and n:
-        week.m_baseline_from = t["baseline_from"].chunk(0)
+        week.manifest.baseline_from = t["baseline_from"].chunk(0)
         b_idx, b_vals = _dict_parts(t, "baseline_from")
-        week.m_reused = np.array([bool(v.strip()) for v in b_vals] + [False])[b_idx]
+        week.manifest.reused = np.array([bool(v.strip()) for v in b_vals] + [False])[b_idx]
     if "baseline_reason" in t.column_names and n:
-        week.m_baseline_reason = t["baseline_reason"].chunk(0)
-    if week.m_reused.any():  # a reused run ran in its own week: not in this week's window
-        keep = ~week.m_reused
+        week.manifest.baseline_reason = t["baseline_reason"].chunk(0)
+    if week.manifest.reused.any():  # a reused run ran in its own week: not in this week's window
+        keep = ~week.manifest.reused
         week.window, week.wall_clock_s = _window(t.filter(pa.array(keep)), week, keep)
     else:
         week.window, week.wall_clock_s = _window(t, week)
@@ -943,11 +962,11 @@ def _run_status(t: pa.Table, week: Week) -> np.ndarray:
                 row=int(unknown[0]) + 1, column="run_status"))
         status[given] = code[given]
         derived = ~given
-    num = week.m_num
+    num = week.manifest.num
     avail = num["skill_available"]
     exit_code = num["exit_code"]
     applies = {
-        INVALID: np.isin(week.m_cond, _SKILL_ARM_CODES) & (avail != 1) & ~np.isnan(avail),
+        INVALID: np.isin(week.manifest.cond, _SKILL_ARM_CODES) & (avail != 1) & ~np.isnan(avail),
         BUDGET_CAPPED: num["budget_hit"] == 1,
         ERRORED: ~np.isnan(exit_code) & (exit_code != 0),
     }
@@ -1027,7 +1046,7 @@ def _window(t: pa.Table, week: Week, keep: np.ndarray | None = None,
             if starts and ends:
                 window = (starts[0], ends[-1])
     if wall is None and np.isfinite(start_s).any():
-        dur = week.m_num.get("duration_ms", np.full(week.n_runs, np.nan))
+        dur = week.manifest.num.get("duration_ms", np.full(week.n_runs, np.nan))
         dur = dur if keep is None else dur[keep]  # the rows of ``t``
         end = start_s + np.nan_to_num(dur, nan=0.0) / 1000.0
         wall = float(np.nanmax(end) - np.nanmin(start_s))
@@ -1036,11 +1055,11 @@ def _window(t: pa.Table, week: Week, keep: np.ndarray | None = None,
 
 def _link_runs(week: Week) -> None:
     """Map every scores row to its manifest row by (prompt, model, condition, rep)."""
-    n_s = week.s_prompt.size
-    week.s_run = np.full(n_s, -1, np.int64)
-    if not (week.scores_present and week.manifest_present) or n_s == 0 or week.n_runs == 0:
+    n_s = week.scores.prompt.size
+    week.scores.run = np.full(n_s, -1, np.int64)
+    if not (week.scores.present and week.manifest.present) or n_s == 0 or week.n_runs == 0:
         return
-    max_rep = int(max(week.s_rep.max(initial=0), week.m_rep.max(initial=0))) + 1
+    max_rep = int(max(week.scores.rep.max(initial=0), week.manifest.rep.max(initial=0))) + 1
     n_m = len(week.models) or 1
 
     def key(p: np.ndarray, m: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -1048,8 +1067,8 @@ def _link_runs(week: Week) -> None:
         bad = (p < 0) | (m < 0) | (c < 0) | (r < 0)
         return np.where(bad, -1, k)
 
-    mk = key(week.m_prompt, week.m_model, week.m_cond, week.m_rep)
-    sk = key(week.s_prompt, week.s_model, week.s_cond, week.s_rep)
+    mk = key(week.manifest.prompt, week.manifest.model, week.manifest.cond, week.manifest.rep)
+    sk = key(week.scores.prompt, week.scores.model, week.scores.cond, week.scores.rep)
     order = np.argsort(mk, kind="stable")
     sorted_k = mk[order]
     dup = np.flatnonzero((sorted_k[1:] == sorted_k[:-1]) & (sorted_k[1:] >= 0))
@@ -1061,7 +1080,7 @@ def _link_runs(week: Week) -> None:
     pos = np.searchsorted(sorted_k, sk)
     pos = np.clip(pos, 0, max(sorted_k.size - 1, 0))
     hit = (sorted_k[pos] == sk) & (sk >= 0)
-    week.s_run = np.where(hit, order[pos], -1)
+    week.scores.run = np.where(hit, order[pos], -1)
     orphan = np.flatnonzero(~hit & (sk >= 0))
     if orphan.size:
         week.problems.append(Problem(
@@ -1078,10 +1097,10 @@ def _judge_costs(week: Week) -> dict[str, float]:
     except OSError:
         return {}
     week.run_dirs = subdirs
-    if not subdirs or week.m_run_id is None:
+    if not subdirs or week.manifest.run_id is None:
         return {}
-    known = {str(v) for v in week.m_run_id.dictionary.to_pylist()} if pa.types.is_dictionary(
-        week.m_run_id.type) else set(week.m_run_id.to_pylist())
+    known = {str(v) for v in week.manifest.run_id.dictionary.to_pylist()} if pa.types.is_dictionary(
+        week.manifest.run_id.type) else set(week.manifest.run_id.to_pylist())
     out: dict[str, float] = {}
     for rid in sorted(subdirs & known):
         p = week.week_dir / rid / JUDGE_COST_FILE

@@ -70,10 +70,10 @@ def build(ctx: Context) -> Data:
     activation: list[ActivationRow] = []
     act_total = np.zeros(n_src + 1, np.int64)
     cluster: tuple[float | None, float | None] = (None, None)
-    if week.manifest_present and week.prompts:
+    if week.manifest.present and week.prompts:
         counts, runs, leaf, _ = stats.activation_counts(
-            week.m_prompt, week.m_activation, reached, ctx.run_column("fetched_site"), ws,
-            len(week.prompts), n_src)
+            week.manifest.prompt, week.manifest.activation, reached,
+            ctx.run_column("fetched_site"), ws, len(week.prompts), n_src)
         act_total = counts.sum(axis=0)
         none_i = ACTIVATIONS.index("none")
         cluster = stats.cluster_bootstrap_rate(counts[runs > 0, none_i], runs[runs > 0])
@@ -113,7 +113,7 @@ def build(ctx: Context) -> Data:
                                            for x in stats.wilson_interval(leaf_total, n_ws)],
             "never_triggered": [a["prompt"] for a in activation if a["never_triggered"]],
             "unknown_activation_runs": int(act_total[n_src]),
-            "available": "skill_activation" in week.manifest_columns,
+            "available": "skill_activation" in week.manifest.columns,
             "excluded_runs": int(np.count_nonzero(ctx.excluded_with_skill)),
         },
     }

@@ -81,18 +81,18 @@ def build(ctx: Context) -> Data:
     week = ctx.week
     ws = ctx.with_skill_runs
     n_st = len(INVOCATION_STATUSES)
-    has_status = ws & (week.m_invocation >= 0)
+    has_status = ws & (week.manifest.invocation >= 0)
 
     def tally(group: np.ndarray, names: list[str]) -> dict[str, dict[str, int]]:
         # One bincount over (group, status) pairs: no per-group pass over the runs.
         keep = has_status & (group >= 0)
-        counts = np.bincount(group[keep].astype(np.int64) * n_st + week.m_invocation[keep],
+        counts = np.bincount(group[keep].astype(np.int64) * n_st + week.manifest.invocation[keep],
                              minlength=len(names) * n_st).reshape(len(names), n_st)
         return {names[g]: dict(zip(INVOCATION_STATUSES, counts[g].tolist(), strict=True))
                 for g in np.flatnonzero(counts.sum(axis=1)).tolist()}
 
-    invocation = tally(week.m_model, list(week.models))
-    per_prompt = tally(week.m_prompt, list(week.prompts))
+    invocation = tally(week.manifest.model, list(week.models))
+    per_prompt = tally(week.manifest.prompt, list(week.prompts))
     top = ctx.run_column("top_level_only")
     quotes = ctx.shared(verdict_quotes)
     labels_of = ctx.shared(impact_labels)
@@ -108,7 +108,7 @@ def build(ctx: Context) -> Data:
         outcomes[r["model"]][r["label"]] += 1
         lifts.setdefault(r["prompt"], {})[r["model"]] = r["must_lift"]
         labels.setdefault(r["prompt"], {})[r["model"]] = r["label"]
-    reps = int(distinct(week.m_rep[week.m_rep >= 0]).size) if week.n_runs else 0
+    reps = int(distinct(week.manifest.rep[week.manifest.rep >= 0]).size) if week.n_runs else 0
     return {"audit": {
         "available": bool(has_status.any()),
         "invocation": invocation,
@@ -150,12 +150,12 @@ def _excluded_runs(ctx: Context) -> list[ExcludedRun]:
     if rows.size == 0:
         return []
     ids = week.run_ids(rows.tolist())
-    errors = (week.m_run_error.take(rows).to_pylist() if week.m_run_error is not None
+    errors = (week.manifest.run_error.take(rows).to_pylist() if week.manifest.run_error is not None
               else [None] * rows.size)
     out: list[ExcludedRun] = []
     for j, r in enumerate(rows.tolist()):
-        status = RUN_STATUSES[int(week.m_status[r])]
-        p, m = int(week.m_prompt[r]), int(week.m_model[r])
+        status = RUN_STATUSES[int(week.manifest.status[r])]
+        p, m = int(week.manifest.prompt[r]), int(week.manifest.model[r])
         out.append({
             "run_id": ids[j], "status": status,
             "prompt": week.prompts[p] if p >= 0 else "",

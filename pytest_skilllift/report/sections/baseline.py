@@ -49,19 +49,19 @@ def _strings(arr: pa.Array | None, rows: np.ndarray) -> list[str]:
 def build(ctx: Context) -> Data:
     week = ctx.week
     n = week.n_runs
-    if n == 0 or (week.m_baseline_from is None and week.m_baseline_reason is None):
+    if n == 0 or (week.manifest.baseline_from is None and week.manifest.baseline_reason is None):
         return {"baseline": None}
-    reused = week.m_reused if week.m_reused.size == n else np.zeros(n, bool)
-    no_skill = week.m_cond == _NO
+    reused = week.manifest.reused if week.manifest.reused.size == n else np.zeros(n, bool)
+    no_skill = week.manifest.cond == _NO
     reason_rows = np.flatnonzero(no_skill & ~reused)
-    reasons = _strings(week.m_baseline_reason, reason_rows)
+    reasons = _strings(week.manifest.baseline_reason, reason_rows)
     asked = [(r, why) for r, why in zip(reason_rows.tolist(), reasons, strict=True) if why]
     if not reused.any() and not asked:
         return {"baseline": None}
-    sources = sorted(set(_strings(week.m_baseline_from, np.flatnonzero(reused))) - {""})
+    sources = sorted(set(_strings(week.manifest.baseline_from, np.flatnonzero(reused))) - {""})
     groups: dict[tuple[str, str, str], int] = {}
     for r, why in asked:
-        p, m = week.m_prompt[r], week.m_model[r]
+        p, m = week.manifest.prompt[r], week.manifest.model[r]
         key = (week.prompts[p] if p >= 0 else "", week.models[m] if m >= 0 else "", why)
         groups[key] = groups.get(key, 0) + 1
     regenerated: list[Regenerated] = [

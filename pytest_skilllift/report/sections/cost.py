@@ -42,10 +42,11 @@ if TYPE_CHECKING:
 def build(ctx: Context) -> Data:
     week = ctx.week
     M = len(week.models)
-    reused = week.m_reused if week.m_reused.size == week.n_runs else np.zeros(week.n_runs, bool)
+    reused = (week.manifest.reused if week.manifest.reused.size == week.n_runs
+              else np.zeros(week.n_runs, bool))
     cost_all = ctx.run_column("total_cost_usd")
-    has_cost = ~np.isnan(cost_all) & (week.m_model >= 0) & ~reused
-    per_model_gen = np.bincount(week.m_model[has_cost], weights=cost_all[has_cost],
+    has_cost = ~np.isnan(cost_all) & (week.manifest.model >= 0) & ~reused
+    per_model_gen = np.bincount(week.manifest.model[has_cost], weights=cost_all[has_cost],
                                 minlength=M) if M else np.zeros(0)
     gen_total = float(per_model_gen.sum()) if has_cost.any() else None
     reused_ids = set(week.run_ids(np.flatnonzero(reused).tolist()))
@@ -58,7 +59,7 @@ def build(ctx: Context) -> Data:
         "generation_usd": gen_total,
         "generation_usd_per_model": {label: float(per_model_gen[i])
                                      for i, label in enumerate(week.models)
-                                     if np.any(has_cost & (week.m_model == i))},
+                                     if np.any(has_cost & (week.manifest.model == i))},
         "generation_runs_with_cost": int(has_cost.sum()),
         "judge_usd": judge_total, "judge_runs_with_cost": len(judge_costs),
         "total_usd": (gen_total or 0.0) + (judge_total or 0.0)

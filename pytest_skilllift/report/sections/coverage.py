@@ -73,19 +73,20 @@ def build(ctx: Context) -> Data:
     week, credit, agg = ctx.week, ctx.credit, ctx.agg
     graded_runs = 0
     dropped: list[Dropped] = []
-    if week.manifest_present:
-        usable_must = ~np.isnan(credit) & (week.s_type == 0) & (week.s_run >= 0)
-        has_must = np.bincount(week.s_run[usable_must], minlength=week.n_runs) > 0
-        graded_mask = has_must & (week.m_status == STATUS_OK)
+    if week.manifest.present:
+        usable_must = ~np.isnan(credit) & (week.scores.type == 0) & (week.scores.run >= 0)
+        has_must = np.bincount(week.scores.run[usable_must], minlength=week.n_runs) > 0
+        graded_mask = has_must & (week.manifest.status == STATUS_OK)
         graded_runs = int(graded_mask.sum())
         drop_rows = np.flatnonzero(~graded_mask)
         ids = week.run_ids(drop_rows.tolist())
-        errs = (week.m_run_error.take(np.asarray(drop_rows)).to_pylist()
-                if week.m_run_error is not None and drop_rows.size else [None] * drop_rows.size)
+        errs = (week.manifest.run_error.take(np.asarray(drop_rows)).to_pylist()
+                if week.manifest.run_error is not None and drop_rows.size
+                else [None] * drop_rows.size)
         for j, r in enumerate(drop_rows.tolist()):
-            p, mo, c = week.m_prompt[r], week.m_model[r], week.m_cond[r]
+            p, mo, c = week.manifest.prompt[r], week.manifest.model[r], week.manifest.cond[r]
             err = (errs[j] or "").strip() or None
-            if err is None and week.m_status[r] == STATUS_OK:
+            if err is None and week.manifest.status[r] == STATUS_OK:
                 # A completed run with an answer but no graded must item: the judge, not
                 # the answer, is what is missing.
                 judge_err = week.judge_error(ids[j])
@@ -93,12 +94,13 @@ def build(ctx: Context) -> Data:
                                                    else "no graded must item in scores.csv")
             dropped.append({
                 "run_id": ids[j],
-                "reason": _reason(int(week.m_status[r]), float(week.m_exit_code[r]), err),
-                "status": RUN_STATUSES[int(week.m_status[r])],
+                "reason": _reason(int(week.manifest.status[r]),
+                                  float(week.manifest.exit_code[r]), err),
+                "status": RUN_STATUSES[int(week.manifest.status[r])],
                 "prompt": week.prompts[p] if p >= 0 else "",
                 "model": week.models[mo] if mo >= 0 else "",
                 "condition": week.arm_names[c] if c >= 0 else "",
-                "rep": int(week.m_rep[r]),
+                "rep": int(week.manifest.rep[r]),
             })
     return {"coverage": {
         "graded_runs": graded_runs, "total_runs": week.n_runs, "dropped": dropped,

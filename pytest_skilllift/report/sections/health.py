@@ -45,9 +45,9 @@ if TYPE_CHECKING:
 
 def build(ctx: Context) -> Data:
     week = ctx.week
-    status = week.m_status
+    status = week.manifest.status
     return {"run_health": {
-        "contested_items": int(np.count_nonzero(week.s_contested)),
+        "contested_items": int(np.count_nonzero(week.scores.contested)),
         "ungraded_items": week.n_ungraded,
         "invalid_items": week.n_invalid_rows,
         "budget_capped_runs": int(np.count_nonzero(status == STATUS_BUDGET)),

@@ -120,7 +120,7 @@ def build(ctx: Context) -> Data:
     quotes = ctx.shared(verdict_quotes)
 
     # With-skill runs (skill installed) per prompt: audit statuses and top-level-only runs.
-    ws = ctx.with_skill_runs & (week.m_prompt >= 0) & (week.m_model >= 0)
+    ws = ctx.with_skill_runs & (week.manifest.prompt >= 0) & (week.manifest.model >= 0)
     top = ctx.run_column("top_level_only") == 1
     strongest = _strongest(ctx)
     s_idx = week.models.index(strongest) if strongest is not None else -1
@@ -131,18 +131,18 @@ def build(ctx: Context) -> Data:
     # Each prompt's with-skill runs, as index arrays (run order kept): one grouping for the
     # week instead of a pass over every run for each prompt (10^4 prompts × 10^5 runs).
     ws_rows = np.flatnonzero(ws)
-    ws_rows = ws_rows[np.argsort(week.m_prompt[ws_rows], kind="stable")]
-    ws_prompt = week.m_prompt[ws_rows]
+    ws_rows = ws_rows[np.argsort(week.manifest.prompt[ws_rows], kind="stable")]
+    ws_prompt = week.manifest.prompt[ws_rows]
     bounds = np.searchsorted(ws_prompt, np.arange(P + 1)).tolist()
     with_runs = {week.prompts[p] for p in distinct(ws_prompt).tolist()}
     # The per-prompt counts in one bincount each (not a few numpy calls per prompt: on a week
     # of 5,000 prompts those small calls were most of this section's time); a prompt's runs
     # are sliced out only for the few prompts that get a NEVER_INVOKED or MISUSE item.
-    inv_ws = week.m_invocation[ws_rows]
+    inv_ws = week.manifest.invocation[ws_rows]
     audited_ws = inv_ws >= 0
     audited_of = np.bincount(ws_prompt[audited_ws], minlength=P).tolist()
     missed_of = np.bincount(ws_prompt[inv_ws == not_invoked], minlength=P).tolist()
-    strong_ws = audited_ws & (week.m_model[ws_rows] == s_idx) & (s_idx >= 0)
+    strong_ws = audited_ws & (week.manifest.model[ws_rows] == s_idx) & (s_idx >= 0)
     misused_of = np.bincount(ws_prompt[strong_ws & top[ws_rows]], minlength=P).tolist()
     p_of = {p: i for i, p in enumerate(week.prompts)}
     for prompt in sorted(set(lifts) | with_runs):
@@ -184,14 +184,14 @@ def build(ctx: Context) -> Data:
                            f"({shown()}); {how}")
         if audited and missed == audited:
             rows = ws_rows[bounds[p_idx]:bounds[p_idx + 1]]
-            inv = week.m_invocation[rows]
-            models = sorted({week.models[m] for m in week.m_model[rows[inv >= 0]].tolist()})
+            inv = week.manifest.invocation[rows]
+            models = sorted({week.models[m] for m in week.manifest.model[rows[inv >= 0]].tolist()})
             add(NEVER_INVOKED, f"NOT_INVOKED in all {audited} audited with-skill runs "
                                f"({', '.join(models)})")
         if misused_of[p_idx]:
             rows = ws_rows[bounds[p_idx]:bounds[p_idx + 1]]
-            inv = week.m_invocation[rows]
-            strong = rows[(week.m_model[rows] == s_idx) & (inv >= 0)]
+            inv = week.manifest.invocation[rows]
+            strong = rows[(week.manifest.model[rows] == s_idx) & (inv >= 0)]
             misused = strong[top[strong]]
             first = week.run_ids(misused[:1].tolist())[0]
             ev = _audit_evidence(ctx, first)

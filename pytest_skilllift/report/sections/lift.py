@@ -166,11 +166,12 @@ def _run_deltas(ctx: Context) -> dict[str, np.ndarray]:
     with a cost (turns likewise, as the reference counts them)."""
     w = ctx.week
     cost, turns = ctx.run_column("total_cost_usd"), ctx.run_column("num_turns")
-    ok = w.m_status == STATUS_OK
+    ok = w.manifest.status == STATUS_OK
     P, M = len(w.prompts), len(w.models)
     return {
-        "cost": stats.prompt_run_means(cost, w.m_prompt, w.m_model, w.m_cond, ok, P, M),
-        "turns": stats.prompt_run_means(turns, w.m_prompt, w.m_model, w.m_cond,
+        "cost": stats.prompt_run_means(cost, w.manifest.prompt, w.manifest.model, w.manifest.cond,
+                                       ok, P, M),
+        "turns": stats.prompt_run_means(turns, w.manifest.prompt, w.manifest.model, w.manifest.cond,
                                         ok & ~np.isnan(cost), P, M),
     }
 

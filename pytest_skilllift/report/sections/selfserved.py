@@ -27,13 +27,13 @@ class Data(TypedDict):
 
 def build(ctx: Context) -> Data:
     week = ctx.week
-    ns = week.m_cond == 0
+    ns = week.manifest.cond == 0
     served = ns & (ctx.run_column("fetched_site") == 1)
-    prompts = sorted({week.prompts[p] for p in distinct(week.m_prompt[served]).tolist()
+    prompts = sorted({week.prompts[p] for p in distinct(week.manifest.prompt[served]).tolist()
                       if p >= 0})
     return {"baseline_self_served": {
         "no_skill_runs": int(np.count_nonzero(ns)), "fetched_runs": int(served.sum()),
-        "prompts": prompts, "available": "fetched_site" in week.manifest_columns,
+        "prompts": prompts, "available": "fetched_site" in week.manifest.columns,
     }}
 
 

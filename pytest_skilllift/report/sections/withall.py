@@ -70,8 +70,9 @@ def build(ctx: Context) -> Data:
         return {"with_all": None}
     n_st = len(INVOCATION_STATUSES)
     completed = [RUN_STATUSES.index(s) for s in sorted(COMPLETED)]  # as the audit counts
-    runs = (week.m_cond == _ALL) & np.isin(week.m_status, completed) & (week.m_invocation >= 0)
-    counts = np.bincount(week.m_model[runs].astype(np.int64) * n_st + week.m_invocation[runs],
+    mf = week.manifest
+    runs = (mf.cond == _ALL) & np.isin(mf.status, completed) & (mf.invocation >= 0)
+    counts = np.bincount(mf.model[runs].astype(np.int64) * n_st + mf.invocation[runs],
                          minlength=len(week.models) * n_st).reshape(len(week.models), n_st)
     models: dict[str, AllModel] = {}
     rows: list[Interference] = []
