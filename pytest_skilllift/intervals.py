@@ -5,21 +5,25 @@
 * :func:`newcombe_interval` — a difference of two proportions (Newcombe's hybrid score method,
   built on two Wilson intervals; the custom checks' lift);
 * :func:`cohen_kappa` / :func:`kappa` — Cohen's kappa of two raters (the judge against
-  people in ``skilllift judge-check``, judges against each other in ``skilllift score``).
+  people in ``skilllift judge-check``, judges against each other in ``skilllift score``);
+* :func:`bootstrap_resamples` — the nonparametric bootstrap's draw (Efron 1979): resamples
+  of the data's rows with replacement, which every percentile bootstrap here takes (the
+  paired lift's over prompts, the static analysis' quality, token and Elo bounds).
 
 **Kappa's undefined case, decided once.** ``(p_o − p_e) / (1 − p_e)`` has no value when there
 is nothing to rate or when the chance agreement ``p_e`` is 1 — both raters gave one and the
 same category to every item, so agreement cannot tell skill from chance. Both are ``None``
 (reported as "n/a", never as 1 or 0), with ``p_e`` counted as 1 within :data:`KAPPA_EPS`.
-The bootstraps stay with the statistic they resample (``report.stats`` for the paired lift,
-``lint.depth_stats`` for the quality and Elo bounds).
+The statistic each bootstrap computes stays with it (``report.stats`` for the paired lift and
+the prompt-cluster rate, which also draw multinomial counts when few distinct values make that
+cheaper; ``lint.depth_stats`` for the quality and Elo bounds); the draw is this one.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -91,3 +95,16 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
     cats = set(a) | set(b)
     pe = sum((list(a).count(c) / n) * (list(b).count(c) / n) for c in cats)
     return kappa(po, pe)
+
+
+def bootstrap_resamples(data: Any, rng: Any, n_resamples: int, *, dtype: Any = None) -> Any:
+    """``n_resamples`` bootstrap resamples of ``data`` (a numpy array; resampled along its
+    first axis): shape ``(n_resamples, len(data), …)``, each row drawn with replacement, one
+    ``rng.integers`` draw (so a seeded ``numpy.random.Generator`` gives the same resamples
+    every time). ``dtype`` is the indices' integer type (numpy's default int64 when None;
+    int32 halves a large draw's memory)."""
+    n = len(data)
+    size = (n_resamples, n)
+    idx = (rng.integers(0, n, size=size) if dtype is None
+           else rng.integers(0, n, size=size, dtype=dtype))
+    return data[idx]

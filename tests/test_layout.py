@@ -305,3 +305,20 @@ def test_the_weeks_run_set_is_derived_once() -> None:
                     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
                     and {"RunSpec", "make_run_id"} <= _called(fn))
     assert makers == ["run/matrix.py:prompt_runs"]
+
+
+def test_one_bootstrap_draw() -> None:
+    """Every percentile bootstrap resamples through ``intervals.bootstrap_resamples``: no other
+    module draws bootstrap indices itself (``rng.integers(0, n, …)`` over the data's length;
+    the A/A noise floor's sign flips and random bits are no resampling)."""
+    def draws_indices(call: ast.Call) -> bool:
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "integers"):
+            return False
+        low, high = [*call.args, None, None][:2]
+        return (isinstance(low, ast.Constant) and low.value == 0
+                and not (isinstance(high, ast.Constant) and high.value == 2)
+                and not (isinstance(high, ast.Attribute) and high.attr == "max"))
+
+    found = sorted({f.relative_to(PACKAGE).as_posix() for f in PACKAGE.rglob("*.py")
+                    for node in _nodes(f) if isinstance(node, ast.Call) and draws_indices(node)})
+    assert found == ["intervals.py"]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from pytest_skilllift.intervals import EPS
+from pytest_skilllift.intervals import EPS, bootstrap_resamples
 
 #: Upper bounds of the anchored rubric bands (F 0–0.19, 0.20–0.39, 0.40–0.59, 0.60–0.79,
 #: 0.80–1.00): a score's band is the first bound it stays under.
@@ -92,8 +92,7 @@ def bootstrap_ci(
     if arr.size < 2:
         return None
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, arr.size, size=(n_resamples, arr.size))
-    samples = arr[idx]
+    samples = bootstrap_resamples(arr, rng, n_resamples)
     out = samples.mean(axis=1) if stat is None else stat(samples)
     tail = (1.0 - level) / 2 * 100
     lo, hi = np.percentile(out, [tail, 100 - tail])
@@ -236,9 +235,10 @@ def elo_bootstrap_ci(
     if len(matches) < 2:
         return None
     rng = np.random.default_rng(seed)
+    order = np.arange(len(matches))
     finals = []
     for _ in range(n_resamples):
-        picks = rng.integers(0, len(matches), size=len(matches))
+        picks = bootstrap_resamples(order, rng, 1)[0]
         finals.append(elo_replay([matches[i] for i in picks], start=start, k=k))
     tail = (1.0 - level) / 2 * 100
     lo, hi = np.percentile(finals, [tail, 100 - tail])

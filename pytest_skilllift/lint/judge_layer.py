@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_skilllift.intervals import cohen_kappa
+from pytest_skilllift.intervals import bootstrap_resamples, cohen_kappa
 from pytest_skilllift.lint.depth_stats import QUALITY_BOOTSTRAP, t_interval
 from pytest_skilllift.lint.skill_judge import (
     ASSESS_TOOL,
@@ -162,8 +162,7 @@ def _nested_bootstrap(per_judge: list[np.ndarray], stat: Any, rng: np.random.Gen
         return None
     total = np.zeros(QUALITY_BOOTSTRAP)
     for data in per_judge:
-        idx = rng.integers(0, len(data), size=(QUALITY_BOOTSTRAP, len(data)))
-        total += stat(data[idx])
+        total += stat(bootstrap_resamples(data, rng, QUALITY_BOOTSTRAP))
     means = total / len(per_judge)
     lo, hi = np.percentile(means, [2.5, 97.5])
     return (float(lo), float(hi))

@@ -18,6 +18,8 @@ from typing import cast
 
 import numpy as np
 
+from pytest_skilllift.intervals import bootstrap_resamples
+
 # Re-exported for the sections (``stats.scipy_special()``); their home is ``intervals``.
 from pytest_skilllift.intervals import scipy_special as scipy_special
 from pytest_skilllift.intervals import wilson_interval as wilson_interval
@@ -267,8 +269,8 @@ def paired_bootstrap(
             draws = rng.multinomial(n, counts / n, size=k)
             means[start:start + k] = draws @ values / n
         else:
-            idx = rng.integers(0, n, size=(k, n), dtype=np.int32 if n < 2**31 else np.int64)
-            means[start:start + k] = d[idx].mean(axis=1)
+            means[start:start + k] = bootstrap_resamples(
+                d, rng, k, dtype=np.int32 if n < 2**31 else np.int64).mean(axis=1)
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
     return Bootstrap(float(lo), float(hi), bool(lo > 0 or hi < 0), n_boot, seed,
