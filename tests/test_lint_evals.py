@@ -348,3 +348,28 @@ def test_summary_line_in_collection_output(pytester: pytest.Pytester,
     result.stdout.fnmatch_lines([
         "skill-lift lint-evals: 2 warning(s) in 4 eval file(s) (1 FEW_TRIGGERS, "
         "1 ITEM_QUOTES_SKILL); details: skilllift lint-evals"])
+
+
+def test_the_near_duplicate_shortcut_gives_difflibs_answer() -> None:
+    """The length and letter bounds tried before the ratio never change the answer: on
+    random item pairs (many near each other) the result is difflib's ratio ≥ the bar."""
+    import random
+    from collections import Counter
+    from difflib import SequenceMatcher
+
+    from pytest_skilllift.lint.evals import NEAR_DUPLICATE, _near
+
+    rng = random.Random(7)
+    words = ["the", "answer", "names", "uses", "a", "index", "payload", "filter", "vector",
+             "shard", "replica", "quantization"]
+    pairs = []
+    for _ in range(3000):
+        a = " ".join(rng.choices(words, k=rng.randint(2, 14)))
+        b = a if rng.random() < 0.2 else " ".join(
+            w if rng.random() < 0.8 else rng.choice(words) for w in a.split())
+        if rng.random() < 0.3:
+            b += " " + " ".join(rng.choices(words, k=rng.randint(0, 3)))
+        pairs.append((a, b))
+    near = [(SequenceMatcher(None, a, b).ratio() >= NEAR_DUPLICATE) for a, b in pairs]
+    assert [_near(a, b, Counter(a), Counter(b)) for a, b in pairs] == near
+    assert 300 < sum(near) < 2700  # both answers are well represented
