@@ -46,7 +46,6 @@ def _run(args: argparse.Namespace) -> int:
             # Resuming an interrupted pass: this run was calibrated the same way already.
             print(f"calibration of {run_id}: kept from an earlier pass ({kept['graded_samples']} "
                   f"of {args.samples} samples graded by {judge.model}; --fresh to redo it)")
-            data = read_week_calibration(week)
             continue
         try:
             result = calibrate(week, run_id, args.samples, judge, bar=args.bar,
@@ -63,7 +62,8 @@ def _run(args: argparse.Namespace) -> int:
                   "agreement to report", file=sys.stderr)
             return 2
         data = record_week_calibration(week, result)
-    summary = data["summary"]
+    # Every run kept from an earlier pass: the file already holds them and their summary.
+    summary = (data or read_week_calibration(week))["summary"]
     share = summary["must_unanimous_share"]
     flips = ", ".join(
         f"{t} {'n/a' if s['flip_rate'] is None else format(s['flip_rate'], '.0%')} "

@@ -226,15 +226,11 @@ def calibration_summary(runs: dict[str, dict[str, Any]],
 
 def record_week_calibration(week: Path, result: Calibration) -> dict[str, Any]:
     """Upsert one run's calibration into ``<week>/calibration.json``; returns the file's dict."""
-    path = week / CALIBRATION_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        runs = data.get("runs", {}) if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        runs = {}
+    runs = read_week_calibration(week).get("runs")
+    runs = runs if isinstance(runs, dict) else {}
     runs[result.run_id] = result.to_json()
     data = {"runs": runs, "summary": calibration_summary(runs, result.bar)}
-    atomic_write_json(path, data)
+    atomic_write_json(week / CALIBRATION_FILE, data)
     return data
 
 
@@ -243,11 +239,7 @@ def earlier_calibration(week: Path, run_id: str, judge_model: str, samples: int,
     """The run's entry in ``<week>/calibration.json`` when an earlier pass (one that was
     interrupted, say) calibrated it the same way — judge model, samples, bar — with at least
     two samples graded; else None. Resuming keeps it instead of paying for it again."""
-    try:
-        data = json.loads((week / CALIBRATION_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    runs = data.get("runs") if isinstance(data, dict) else None
+    runs = read_week_calibration(week).get("runs")
     entry = runs.get(run_id) if isinstance(runs, dict) else None
     if (isinstance(entry, dict) and entry.get("judge_model") == judge_model
             and entry.get("samples") == samples and entry.get("bar") == bar
