@@ -124,7 +124,7 @@ class Context:
             agg = stats.aggregate(sc.prompt[keep], sc.model[keep], sc.cond[keep],
                                   sc.rep[keep], sc.type[keep], credit[keep],
                                   n_prompts=P, n_models=M, n_conditions=len(ARMS))
-            present_conds = set(distinct(week.scores.cond[week.scores.cond >= 0]).tolist())
+            present_conds = set(distinct(sc.cond[sc.cond >= 0]).tolist())
             for c in (0, 1):
                 # An A/A or with-all week has no with-skill arm by design: its own sections say so.
                 # A version comparison (with-skill and with-skill@REF) needs no no-skill arm.
@@ -147,12 +147,11 @@ class Context:
                                 "prompt: its lift cannot be computed", column="condition"))
 
         # Per-run means (cost, turns) exclude errored/capped/invalid runs and runs with no cost.
-        num = week.manifest.num
-        nan_runs = np.full(week.n_runs, np.nan)
-        cost = num.get("total_cost_usd", nan_runs)
-        turns = num.get("num_turns", nan_runs)
-        include = week.manifest.status == STATUS_OK
         mf = week.manifest
+        nan_runs = np.full(week.n_runs, np.nan)
+        cost = mf.num.get("total_cost_usd", nan_runs)
+        turns = mf.num.get("num_turns", nan_runs)
+        include = mf.status == STATUS_OK
         cost_mean, cost_n = stats.cell_run_means(cost, mf.model, mf.cond, include, M, len(ARMS))
         turns_mean, _ = stats.cell_run_means(turns, mf.model, mf.cond,
                                              include & ~np.isnan(cost), M, len(ARMS))
@@ -176,7 +175,8 @@ class Context:
             ))
         # A week without any lift (one arm only, unreadable scores) is not a run of history:
         # it would count toward the four runs while contributing nothing.
-        can_write_history = write and any(lf.lift is not None for lf in lifts.values())
+        has_lift = any(lf.lift is not None for lf in lifts.values())
+        can_write_history = write and has_lift
         try:
             existing = hist.read_history(hist_path)
         except hist.HistoryError as exc:
@@ -185,7 +185,6 @@ class Context:
                                     "week was not added"))
             existing, can_write_history = [], False
         # Nor is it counted or plotted: only the runs that have a lift are history.
-        has_lift = any(lf.lift is not None for lf in lifts.values())
         all_hist = hist.merge_history(existing, hist_rows_now if has_lift else [])
         if can_write_history:
             hist.write_history(hist_path, all_hist)
