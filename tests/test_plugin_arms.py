@@ -146,7 +146,10 @@ def test_invoked_item_passes_only_for_verified(pytester: pytest.Pytester, worker
             " - sqlite-performance PARTIAL (not VERIFIED) on haiku") in out
     assert "linked sub-files never opened" in out
     assert "Traceback" not in out and "InvocationFinding" not in out
-    assert "1 invocation findings" in out
+    # One findings line: the count, and where such findings are listed (once, not twice).
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("findings: ")]
+    assert line.startswith("findings: 1 uninvoked — ") and "-k invoked" in line, line
+    assert "invocation findings" not in out
     # Only the with-skill runs were needed.
     assert sorted(r["condition"] for r in rows(root / "week" / "manifest.csv")) == [
         "with-skill", "with-skill"]

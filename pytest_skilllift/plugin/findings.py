@@ -96,6 +96,26 @@ def count_line(stats: dict[str, list[Any]]) -> str:
     return ", ".join(parts)
 
 
+#: Where a category's findings are read beyond ``-rA`` (the scorecard has every item).
+WHERE: dict[str, str] = {
+    "uninvoked": "runs whose skill was not VERIFIED: -k invoked",
+    "untriggered": "trigger misses and false triggers: the scorecard's Triggering section",
+}
+WHERE["misfired"] = WHERE["untriggered"]
+
+
+def summary_line(stats: dict[str, list[Any]]) -> str:
+    """The session's one line about its findings (empty when there are none): their counts,
+    that they are not failed tests, where each kind is listed, and the exit status rule."""
+    counted = count_line(stats)
+    if not counted:
+        return ""
+    where = dict.fromkeys(WHERE[c] for c in CATEGORIES if c in WHERE and stats.get(c))
+    return (f"findings: {counted} — what the week measured, not failed tests (scorecard and "
+            f"-rA list them{''.join(f'; {w}' for w in where)}); the exit status is 0 when "
+            "coverage is enough and no hard gate failed")
+
+
 def _reason(report: Any) -> str:
     props: Iterable[tuple[str, object]] = report.user_properties
     text = next((str(v) for k, v in props if k == REASON_PROP), "")

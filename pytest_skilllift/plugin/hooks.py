@@ -427,22 +427,14 @@ class ControllerPlugin:
 
         for line in trigger_terminal_lines(state.summary.data) if state.summary else []:
             tr.write_line(line)
-        if state.tally.trigger_findings:
-            tr.write_line(f"{state.tally.trigger_findings} trigger findings (misses / false "
-                          "triggers) are reported in the Triggering section, not a failed run")
         for line in [*state.ci.terminal_lines(), *_extension_lines(state)]:
             tr.write_line(line)
-        if state.tally.invocation_findings:
-            tr.write_line(f"{state.tally.invocation_findings} invocation findings (with-skill "
-                          "runs whose skill was not VERIFIED; -k invoked lists them) are "
-                          "reported, not a failed run")
         for line in [*scale.summary_lines(state), *self.breaker_lines]:
             tr.write_line(line)
-        counted = findings.count_line(tr.stats)
-        if counted:
-            tr.write_line(f"findings: {counted} — what the week measured, not failed tests "
-                          "(scorecard and -rA list them); the exit status is 0 when coverage "
-                          "is enough and no hard gate failed")
+        # One line for every kind of finding (pytest's own count line has their numbers).
+        line = findings.summary_line(tr.stats)
+        if line:
+            tr.write_line(line)
         if tr.verbosity > 0 or "p" in tr.reportchars.lower():  # -v, or -rA / -rp / -rP
             reasons = findings.reason_lines(tr.stats)
             if reasons:
