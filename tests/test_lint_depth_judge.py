@@ -124,7 +124,8 @@ def test_standard_blends_and_renormalises_by_hand(api: StandIn, tmp_path: Path) 
     assert dims["progressive_disclosure"]["ci95"] is None  # static only: deterministic
     # Cost from the API's usage: 2 calls x (1000 x $5 + 200 x $25) / 1e6.
     assert j["cost"]["judge"] == {"calls": 2, "reused": 0, "input_tokens": 2000,
-                                  "output_tokens": 400, "usd": 0.02, "not_run_spend_cap": 0}
+                                  "output_tokens": 400, "usd": 0.02, "not_run_spend_cap": 0,
+                                  "not_run_outage": 0}
     assert j["layers_ran"] == ["static", "judge"] and j["unscored_layers"] == []
 
 

@@ -360,3 +360,60 @@ def test_max_spend_stops_the_runs_and_counts_them(tmp_path: Path,
                  "reason": "no Monte Carlo run was made (--max-spend reached)"}
     mc = next(x for x in j["layers"] if x["layer"] == "monte_carlo")
     assert mc["notes"] == ["runs 1-3 not run: --max-spend reached"]
+
+
+@pytest.mark.cli
+def test_an_outage_opens_the_circuit_breaker_and_a_rerun_makes_the_rest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API refuses the key (an outage: no run can succeed): three Monte Carlo runs fail
+    with it, the other two are not started, counted and named; run again with the right key,
+    the failed and the held-back runs are made."""
+    if CLAUDE is None:
+        pytest.skip("claude-agent-sdk's bundled CLI missing")
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("How do I calibrate widget torque?\n")
+    argv = ["score", str(DEMO), "--depth", "deep", "--output", "json",
+            "--out", str(tmp_path / "out"), "--judge-model", "claude-opus-4-6",
+            "--mc-prompts", str(prompts), "--mc-runs", "5", "--claude", str(CLAUDE),
+            "--model", "claude-haiku-4-5", "--timeout", "120"]
+    with StandIn(agent=mc_agent(), judge=make_skill_judge(), api_key="sk-ant-right-0123456789"
+                 ) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        port = api.base_url.rsplit(":", 1)[1]
+        runs = []
+        for key in ("sk-ant-wrong-0123456789", "sk-ant-right-0123456789"):
+            monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+            buf = io.StringIO()
+            before = api.count("agent", ok_only=False)
+            with contextlib.redirect_stderr(io.StringIO()):
+                rc = _main(argv, buf)
+            layers = json.loads(buf.getvalue())["layers"]
+            records = [json.loads(p.read_text()) for p in sorted(
+                (tmp_path / "out" / "mc").rglob("record.json"))]
+            runs.append((rc, next(x for x in layers if x["layer"] == "monte_carlo"),
+                         api.count("agent", ok_only=False) - before, records))
+    (_, mc, _, records), (rc, again, made, records_again) = runs
+    assert len(records) == 3  # the two held back were never started
+    [cause] = {r["reason"] for r in records}
+    assert cause.startswith(f"API refused the key at 127.0.0.1:{port} (HTTP 401"), cause
+    assert mc["cost"]["not_run_outage"] == 2 and mc["scored"] is False
+    assert mc["notes"] == [f"runs 4-5 not run: {cause} (the last 3 runs failed with it: the "
+                           "circuit breaker; run the command again to make them)"]
+    # With the right key the three failed runs and the two held back are made.
+    assert rc == 0 and again["scored"] is True and again["figures"]["n_runs"] == 5
+    assert again["cost"]["not_run_outage"] == 0 and again["notes"] == []
+    assert made >= 5 and [r["status"] for r in records_again] == ["ok"] * 5
+
+
+def test_the_breaker_rule_is_consecutive_runs_with_one_cause() -> None:
+    from pytest_skilllift.run.breaker import streak_cause
+
+    down = "API unreachable at 127.0.0.1:9: connection refused"
+    assert streak_cause([down, down, down], 3) == down
+    assert streak_cause(["", down, down, down], 3) == down
+    assert streak_cause([down, down], 3) is None  # not yet
+    assert streak_cause([down, "", down, down], 3) is None  # a run got through in between
+    assert streak_cause([down, "API refused the key", down], 3) is None  # two causes
+    assert streak_cause(["", "", ""], 3) is None  # runs that failed for no outage
+    assert streak_cause([down] * 5, 0) is None  # 0: the breaker off
+    assert streak_cause([f"{down}\n", f" {down}", down], 3) == down  # one line, as recorded

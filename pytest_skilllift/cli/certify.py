@@ -26,6 +26,7 @@ from pytest_skilllift.lint.depth_context import DEFAULT_OUT, make_context
 #: The weekly run's defaults (``config.OPTIONS``), which the Monte Carlo runs share.
 _IMAGE, _NETWORK = option_default("image"), option_default("docker-network")
 _TIMEOUT = option_default("timeout")
+_BREAKER = option_default("breaker")
 
 
 def add_depth_arguments(p: argparse.ArgumentParser, *, certify: bool = False) -> None:
@@ -60,6 +61,10 @@ def add_depth_arguments(p: argparse.ArgumentParser, *, certify: bool = False) ->
     g.add_argument("--max-turns", type=int, default=None, metavar="N", help="per-run --max-turns")
     g.add_argument("--timeout", type=float, default=_TIMEOUT, metavar="S",
                    help=f"per-run timeout in seconds (default {_TIMEOUT:g})")
+    g.add_argument("--breaker", type=int, default=_BREAKER, metavar="N",
+                   help="circuit breaker: after N runs in a row fail with the same outage "
+                        "(API unreachable, key refused, model not found) the rest are not "
+                        f"run, counted in the report; 0 turns it off (default {_BREAKER})")
     if certify:
         g.add_argument("--corpus", type=Path, default=None, metavar="INDEX",
                        help="gold corpus index from `skilllift corpus init` (the file or its "
@@ -81,6 +86,7 @@ _DEPTH_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("--claude", "claude", None, "deep"),
     ("--max-turns", "max_turns", None, "deep"),
     ("--timeout", "timeout", _TIMEOUT, "deep"),
+    ("--breaker", "breaker", _BREAKER, "deep"),
 )
 _ORDER = {"quick": 0, "standard": 1, "deep": 2, "certify": 3}
 
@@ -222,5 +228,5 @@ def build_context(args: argparse.Namespace) -> Any:
         args.depth, judges=args.judges, judge_model=args.judge_model, max_spend=args.max_spend,
         out=args.out, mc_prompts=args.mc_prompts, mc_runs=args.mc_runs, model=args.model,
         runner=args.runner, image=args.image, docker_network=args.docker_network,
-        claude=args.claude, max_turns=args.max_turns, timeout=args.timeout, week=args.week,
-        corpus=getattr(args, "corpus", None))
+        claude=args.claude, max_turns=args.max_turns, timeout=args.timeout,
+        breaker=args.breaker, week=args.week, corpus=getattr(args, "corpus", None))

@@ -37,6 +37,7 @@ def make_context(
     claude: str | None = None,
     max_turns: int | None = None,
     timeout: float = option_default("timeout"),
+    breaker: int = option_default("breaker"),
     week: Path | None = None,
     corpus: Path | None = None,
     progress: Any = _progress,
@@ -54,6 +55,9 @@ def make_context(
         raise DepthUsageError(f"--judges must be 1 or more, not {judges}")
     if mc_runs < 1:
         raise DepthUsageError(f"--mc-runs must be 1 or more, not {mc_runs}")
+    if breaker < 0:
+        raise DepthUsageError(f"--breaker must be a whole number of runs, at least 0 (0 turns "
+                              f"the circuit breaker off), not {breaker}")
     if max_spend is not None and not max_spend >= 0:
         raise DepthUsageError(f"--max-spend must be 0 or more dollars, not {max_spend}")
     budget = Budget(max_spend)
@@ -93,7 +97,7 @@ def make_context(
             claude_path = found
         mc_agent = replace(agent_config(claude_path, Path("."), max_turns=max_turns,
                                         timeout_s=timeout), agent_paths=agent_paths)
-        ctx.mc = MCConfig(agent=mc_agent, model_id=model, runs=mc_runs)
+        ctx.mc = MCConfig(agent=mc_agent, model_id=model, runs=mc_runs, breaker=breaker)
         ctx.runner_factory = _runner_factory(runner, image, docker_network)
     if depth == "certify":
         if corpus is None:

@@ -59,6 +59,7 @@ from pytest_skilllift.lint.skill_judge import (
 from pytest_skilllift.lint.skillfile import SkillFile
 from pytest_skilllift.lint.spend import Budget, LayerCost, Store, slug
 from pytest_skilllift.model import AgentConfig, PromptSpec, RubricItem, RunSpec
+from pytest_skilllift.run.breaker import DEFAULT_THRESHOLD, streak_cause
 from pytest_skilllift.run.prompts import HELDOUT_PREFIX  # never loaded from a directory
 
 DEFAULT_RUNS = 50
@@ -444,6 +445,9 @@ class MCConfig:
     model_id: str
     runs: int = DEFAULT_RUNS
     per_run_budget_usd: float = 2.0
+    #: The circuit breaker: after this many runs in a row fail with the same outage (API
+    #: unreachable, key refused, model not found) the rest are not started; 0 turns it off.
+    breaker: int = DEFAULT_THRESHOLD
 
 
 def _tokens(usage: Any) -> int | None:
@@ -495,6 +499,7 @@ def run_monte_carlo(
     leaf = f"{skill.rel_id}/SKILL.md"
     runner = None
     runs: list[SimRun] = []
+    causes: list[str] = []  # each run made now: its outage, "" for none (the breaker's input)
     try:
         for i, mp in enumerate(plan, 1):
             run_dir = base / f"run-{i:03d}"
@@ -528,6 +533,7 @@ def run_monte_carlo(
                     0.01, min(cfg.per_run_budget_usd, remaining))
                 agent = replace(cfg.agent, skills_root=skill.root, max_budget_usd=per_run)
                 outcome = runner.run(spec, agent, run_dir)
+                causes.append(outcome.outage)
                 tr = parse_run(spec, run_dir / STDOUT_NAME, cli_version=outcome.cli_version,
                                skills_root=skill.root)  # any agent (docs/agents.md)
                 sig = extract_signals(tr, family=skill.family, leaf=leaf, site_host=None,
@@ -561,6 +567,15 @@ def run_monte_carlo(
                 rec = _judge_quality(rec, mp, run_dir, client, budget, layer)
                 _save(rec_path, rec)
             runs.append(rec)
+            cause = streak_cause(causes, cfg.breaker)
+            if cause is not None and i < len(plan):
+                # Each further run would spend its time failing the same way; a rerun
+                # (the results kept in --out) makes them once the API is back.
+                layer.cost.not_run_outage += len(plan) - i
+                layer.notes.append(f"runs {i + 1}-{len(plan)} not run: {cause} (the last "
+                                   f"{cfg.breaker} runs failed with it: the circuit breaker; "
+                                   "run the command again to make them)")
+                break
     finally:
         if runner is not None:
             runner.close()

@@ -32,6 +32,9 @@ class LayerCost:
     usd: float = 0.0
     #: calls or runs not made because ``--max-spend`` was reached.
     not_run_spend_cap: int = 0
+    #: runs not started because the last ones all failed with the same outage (the circuit
+    #: breaker); a rerun starts them.
+    not_run_outage: int = 0
     notes: list[str] = field(default_factory=list)
 
     def add_usage(self, usage: Any, usd: float) -> None:
@@ -51,6 +54,7 @@ class LayerCost:
             "output_tokens": self.output_tokens,
             "usd": round(self.usd, 6),
             "not_run_spend_cap": self.not_run_spend_cap,
+            "not_run_outage": self.not_run_outage,
         }
 
 

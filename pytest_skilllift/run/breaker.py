@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 #: The tally status of a run the breaker did not start.
@@ -47,15 +48,25 @@ class CircuitBreaker:
         lines: list[str] = []
         with contextlib.suppress(OSError):
             lines = self.path.read_text(encoding="utf-8").splitlines()
-        last = lines[-self.threshold:]
-        if len(last) < self.threshold or not last[0] or len(set(last)) != 1:
-            return None
-        return last[0]
+        return streak_cause(lines, self.threshold)
 
     def reason(self) -> str | None:
         """What a run the breaker holds back reports (``not run: <cause>``), or None."""
         cause = self.open_cause()
         return None if cause is None else f"not run: {cause}"
+
+
+def streak_cause(outcomes: Sequence[str], threshold: int) -> str | None:
+    """The cause once the last ``threshold`` outcomes (each run's cause, ``""`` for none)
+    share one, else None; never with ``threshold`` 0 (the breaker off). The rule of
+    :class:`CircuitBreaker`, also kept in memory by a single process's runs (``skilllift
+    score --depth deep``'s Monte Carlo runs)."""
+    if threshold <= 0:
+        return None
+    last = [" ".join(c.split()) for c in outcomes[-threshold:]]
+    if len(last) < threshold or not last[0] or len(set(last)) != 1:
+        return None
+    return last[0]
 
 
 def judge_cause(error: str) -> str:
