@@ -355,7 +355,7 @@ def write_depth_text(r: DepthReport, out: TextIO) -> None:
         if cj:
             capped = (f", {cj['not_run_spend_cap']} not run (--max-spend)"
                       if cj["not_run_spend_cap"] else "")
-            if cj.get("not_run_outage"):
+            if cj["not_run_outage"]:
                 capped += f", {cj['not_run_outage']} not run (outage, see the notes)"
             print(f"cost {name}: ${cj['usd']:.4f}, {cj['input_tokens']} input + "
                   f"{cj['output_tokens']} output tokens, {cj['calls']} call(s), "

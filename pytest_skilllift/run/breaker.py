@@ -17,9 +17,12 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_skilllift.config import option_default
+
 #: The tally status of a run the breaker did not start.
 NOT_RUN_OUTAGE = "not_run_outage"
-DEFAULT_THRESHOLD = 3
+#: ``--skill-lift-breaker``'s default, stated once in the option table.
+DEFAULT_THRESHOLD: int = option_default("breaker")
 
 
 class CircuitBreaker:
