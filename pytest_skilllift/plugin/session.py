@@ -99,12 +99,8 @@ class SessionTally:
     other_failures: int = 0
     passed: int = 0
     skipped: int = 0
-    #: ``…::invoked`` items that failed (skill not VERIFIED): findings, not a broken run.
-    invocation_findings: int = 0
-    #: Trigger tests: run_id -> status, and misses / false triggers (findings, like rubric
-    #: failures: reported, not a broken run). Trigger runs never count toward the lift.
+    #: Trigger tests: run_id -> status. Trigger runs never count toward the lift.
     trigger_runs: dict[str, str] = field(default_factory=dict)
-    trigger_findings: int = 0
     #: Custom checks (tests over skill_lift_run): a failed one is a finding, like a rubric item.
     check_failures: int = 0
     #: ``pytest_skilllift_*`` implementations that raised, each message naming it.
@@ -116,15 +112,13 @@ class SessionTally:
             run_id, _, status = trigger.partition("|")
             self.trigger_runs[run_id] = status
             if outcome == "failed" and when == "call" and "trigger" in props:
-                self.trigger_findings += 1
-                return
+                return  # a miss or a false trigger: a finding (counted by its report status)
         run = props.get("skilllift_run")
         if run is not None:
             run_id, _, status = run.partition("|")
             self.runs[run_id] = status
         if "invocation" in props and outcome == "failed" and when == "call":
-            self.invocation_findings += 1
-            return
+            return  # an ``…::invoked`` item whose skill was not VERIFIED: a finding, likewise
         if outcome == "failed" and when == "call" and "skilllift_check" in props:
             self.check_failures += 1
         elif outcome == "failed":
