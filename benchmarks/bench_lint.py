@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from pytest_skilllift.lint.analyze import score_path
-from pytest_skilllift.lint.security.scanner import scan_path
+from pytest_skilllift.skill.security.scanner import scan_path
 
 SECTION = """
 ## Step {i}

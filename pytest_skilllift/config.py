@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_skilllift.model import (
     AGENTS,
+    ARMS,
     CLAUDE_CODE,
+    CONDITIONS,
     DEFAULT_ALLOWED_TOOLS,
     DEFAULT_JUDGE_MODEL,
     DEFAULT_MAX_BUDGET_USD,
@@ -27,16 +29,12 @@ from pytest_skilllift.model import (
     DEFAULT_PASS_THRESHOLD,
     DEFAULT_PERMISSION_MODE,
     DEFAULT_TIMEOUT_S,
-    split_agent,
-)
-from pytest_skilllift.week.columns import (
-    ARMS,
-    CONDITIONS,
     NO_SKILL,
     NO_SKILL_B,
     WITH_REF_PREFIX,
     WITH_SKILL,
     arm_ref,
+    split_agent,
 )
 
 if TYPE_CHECKING:  # pytest is only needed by the glue functions' annotations
@@ -275,7 +273,7 @@ def _agent_model(label: str, model_id: str, where: str = "--skill-lift-models") 
 
 def parse_conditions(text: str, *, aa: bool = False,
                      where: str = "--skill-lift-conditions") -> tuple[str, ...]:
-    """``"no-skill,with-skill,with-all"`` → the arms in ``columns.ARMS`` order (stable ids);
+    """``"no-skill,with-skill,with-all"`` → the arms in ``model.ARMS`` order (stable ids);
     ``aa`` (``--skill-lift-aa``) is ``no-skill,no-skill-b``."""
     default = ",".join(CONDITIONS)
     if aa:
@@ -356,7 +354,7 @@ class Settings:
     docker_network: str
     demo_latency_s: float
     demo_judge_latency_s: float
-    #: The arms every (prompt, model, rep) runs, in ``columns.ARMS`` order.
+    #: The arms every (prompt, model, rep) runs, in ``model.ARMS`` order.
     conditions: tuple[str, ...]
     #: ``--skill-lift-baseline-from``: the source week directory (absolute), or "" when off.
     baseline_from: str

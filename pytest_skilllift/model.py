@@ -11,7 +11,45 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_skilllift.week.columns import SKILL_ARMS, arm_of
+#: The arms: the lift's two conditions and the opt-in ones. A condition's code in the week's
+#: tables is its arm's index in :data:`ARMS` (``week/tables.py``), so the order is fixed.
+CONDITIONS: tuple[str, str] = ("no-skill", "with-skill")
+NO_SKILL, WITH_SKILL = CONDITIONS
+#: Arms beyond the lift's two: ``with-all`` installs every family of the skills root (a skill's
+#: lift among its siblings), ``no-skill-b`` is a second no-skill arm (an A/A week measures the
+#: false-lift rate).  Opt-in (``--skill-lift-conditions``, ``--skill-lift-aa``).
+WITH_ALL, NO_SKILL_B = "with-all", "no-skill-b"
+#: ``with-skill@REF``: the prompt's family as it was at revision REF of the skills repository
+#: (a git rev: ``HEAD~1``, a tag, a sha; or a directory), installed like with-skill — did an
+#: edit of the skill help (docs/versions.md). A week holds at most one REF; the arm's name in
+#: ids, the manifest and scores.csv is the REF as written (``with-skill@HEAD~1``), its code in
+#: the tables this placeholder's index (:func:`arm_of`).
+WITH_REF_PREFIX = "with-skill@"
+WITH_REF = "with-skill@REF"
+#: Every condition a week may hold; a condition's code in the tables is its index here, so
+#: the lift's two arms keep codes 0 and 1 (any ``with-skill@…`` has ``WITH_REF``'s).
+ARMS: tuple[str, ...] = (*CONDITIONS, WITH_ALL, NO_SKILL_B, WITH_REF)
+#: Arms whose runs install skills (the availability check and the audit apply to them).
+SKILL_ARMS: frozenset[str] = frozenset({WITH_SKILL, WITH_ALL, WITH_REF})
+
+
+def arm_ref(condition: str) -> str | None:
+    """``"with-skill@HEAD~1"`` → ``"HEAD~1"``; None for every other condition."""
+    if condition.startswith(WITH_REF_PREFIX) and condition != WITH_REF:
+        ref = condition[len(WITH_REF_PREFIX):]
+        return ref or None
+    return None
+
+
+def arm_of(condition: str) -> str:
+    """The arm a condition belongs to: itself, or ``WITH_REF`` for any ``with-skill@REF``."""
+    return WITH_REF if arm_ref(condition) is not None else condition
+
+
+def arm_code(condition: str) -> int:
+    """A condition's code in the tables (its arm's index in :data:`ARMS`); -1 if unknown."""
+    arm = arm_of(condition)
+    return ARMS.index(arm) if arm in ARMS else -1
 
 
 @dataclass(frozen=True)
@@ -117,7 +155,7 @@ class RunSpec:
     prompt: PromptSpec
     model_label: str
     model_id: str
-    condition: str  # one of columns.ARMS
+    condition: str  # one of ARMS
     rep: int
     run_id: str
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilllift.run.agent_streams import listed_skills, parse_agent_stream, price
-from pytest_skilllift.run.audit import audit_invocation
-from pytest_skilllift.run.transcript import extract_signals
+from pytest_skilllift.trace.agent_streams import listed_skills, parse_agent_stream, price
+from pytest_skilllift.trace.audit import audit_invocation
+from pytest_skilllift.trace.transcript import extract_signals
 from pytest_skilllift.week.columns import NOT_INVOKED, VERIFIED
 
 DATA = Path(__file__).parent / "fixtures" / "data" / "agents"

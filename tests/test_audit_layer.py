@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_skilllift.report.summarize import summarize_week
-from pytest_skilllift.run.audit import HELPED, HURT, NO_OP, impact_flags, impact_outcome
+from pytest_skilllift.trace.audit import HELPED, HURT, NO_OP, impact_flags, impact_outcome
 from pytest_skilllift.week.columns import (
     MANIFEST_COLUMNS,
     MANIFEST_EXTRA_COLUMNS,

@@ -217,7 +217,7 @@ def _init_skills(run_dir: Path) -> list[str]:
 
 
 def _signals(run_dir: Path, family: str) -> Any:
-    from pytest_skilllift.run.transcript import extract_signals, parse_transcript
+    from pytest_skilllift.trace.transcript import extract_signals, parse_transcript
 
     return extract_signals(parse_transcript(run_dir / STDOUT_FILE), family=family,
                            leaf=f"{family}/SKILL.md", site_host=None)

@@ -27,8 +27,8 @@ from pytest_skilllift.model import AgentConfig, PromptSpec, RubricItem, RunSpec
 from pytest_skilllift.report.markdown import untrusted
 from pytest_skilllift.report.sections import improvements
 from pytest_skilllift.report.terminal_text import terminal_safe
-from pytest_skilllift.run.transcript import extract_signals, parse_transcript
 from pytest_skilllift.runners.local import LocalRunner
+from pytest_skilllift.trace.transcript import extract_signals, parse_transcript
 from pytest_skilllift.week.files import RUN_FILE, STDERR_FILE, STDOUT_FILE
 from tests.test_engine import Canned, CountingGrader, FakeRunner, engine, spec
 

@@ -1,7 +1,8 @@
 """The package's layering, read from its import statements (no module is imported here).
 
-No import cycles anywhere (lazy, function-level imports included; ``if TYPE_CHECKING:``
-blocks excluded); report code never imports runners; pure layers never import pytest.
+The packages import only along the arrows of docs/architecture.md's table (every import:
+top level, function level, ``if TYPE_CHECKING:``); no import cycles between modules either
+(lazy ones included; type-only ones checked on their own); pure layers never import pytest.
 """
 
 from __future__ import annotations
@@ -110,50 +111,121 @@ def test_no_type_only_import_cycles(typed_graph: dict[str, set[str]]) -> None:
     assert _cycles(typed_graph) == []
 
 
-#: The layers, bottom to top: a module imports only modules of its own layer or of lower ones
-#: (``if TYPE_CHECKING:`` imports included). A prefix ending in "." is a package; the week's
-#: vocabulary (file names, statuses, columns) sits below everything, the rest of ``week/``
-#: above the plain data types. ``cli/`` is on top: no other package imports a command.
-LAYERS: tuple[tuple[str, ...], ...] = (
-    ("week.columns", "week.files"),  # the vocabulary
-    ("model", "warm", "intervals"),  # data types, warm-ups, the formulas
-    ("lint.skillfile", "lint.security."),  # a SKILL.md read, and its security scan
-    ("week.",),  # the ledger, its tables, identity, history
-    ("config",),  # options and Settings
-    ("runners.",),  # where a run executes
-    ("judge.",),  # grading an answer
-    ("run.",),  # prompts, one run generated and graded, the week's runs
-    ("report.",),  # the scorecard
-    ("lint.",),  # static analysis and the model layers on a skill
-    ("testing.",),  # the scripted stand-in
-    ("view.",),  # skilllift view: the week as an offline site
-    ("plugin.",),  # the pytest glue
-    ("cli.", "demo."),  # the skilllift commands; the demo project (a user's, shipped as data)
-    ("__init__",),  # the public names, each imported from its home on first use
-)
 #: The one name the package's own modules read from its ``__init__``.
 ROOT_NAMES_READ_INSIDE = {"__version__"}
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+#: A rule of the arrows table: ``name → a, b, c`` (or ``→ nothing``), its reason on the
+#: indented lines under it.
+_RULE = re.compile(r"^(?P<name>[\w.]+/?)\s+→\s+(?P<deps>.*)$")
 
 
-def _layer(module: str) -> int:
-    rel = module.removeprefix("pytest_skilllift").removeprefix(".") or "__init__"
-    best = [(len(p), i) for i, layer in enumerate(LAYERS) for p in layer
-            if rel == p.rstrip(".") or (p.endswith(".") and rel.startswith(p))]
-    assert best, f"pytest_skilllift.{rel} is in no layer of LAYERS (tests/test_layout.py)"
-    return max(best)[1]
+def _node(name: str) -> str:
+    """``cli/`` / ``config.py`` / ``config`` → ``config`` (a package or a top-level module)."""
+    return name.rstrip("/").removesuffix(".py")
 
 
-def test_every_module_has_a_layer(graph: dict[str, set[str]]) -> None:
-    for m in graph:
-        _layer(m)
+@functools.cache
+def _arrows() -> dict[str, tuple[frozenset[str], str]]:
+    """docs/architecture.md's arrows table — the one source of the package picture: each
+    package (or top-level module) → the packages it may import, and why."""
+    doc = ARCHITECTURE.read_text(encoding="utf-8")
+    block = doc.split("## The layers", 1)[1].split("```", 2)[1]
+    rules: dict[str, tuple[frozenset[str], str]] = {}
+    name = ""
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        m = _RULE.match(line)
+        if m:
+            name = _node(m["name"])
+            deps = m["deps"].strip()
+            allowed = frozenset() if deps == "nothing" else frozenset(
+                _node(d.strip()) for d in deps.split(","))
+            assert name not in rules, f"docs/architecture.md: {name} has two rules"
+            rules[name] = (allowed, "")
+        else:
+            assert name and line[0].isspace(), f"docs/architecture.md: not a rule: {line!r}"
+            allowed, why = rules[name]
+            rules[name] = (allowed, f"{why} {line.strip()}".strip())
+    return rules
 
 
-def test_packages_import_only_lower_layers(typed_graph: dict[str, set[str]]) -> None:
-    """The package-level order: ``judge/`` never imports ``run/``, ``run/`` never ``report/``,
-    nothing imports ``cli/`` or ``plugin/`` but what is above them."""
-    upward = sorted(f"{m} -> {d}" for m, deps in typed_graph.items() for d in deps
-                    if d in typed_graph and d != "pytest_skilllift" and _layer(d) > _layer(m))
-    assert upward == []
+def _imported(path: Path) -> list[tuple[int, str, str]]:
+    """Every project import in ``path`` — top level, in functions, under ``TYPE_CHECKING``:
+    (line, module, name) where name is the imported name of a ``from X import name``."""
+    pkg = path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1]
+    found: list[tuple[int, str, str]] = []
+    for node in _nodes(path):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = pkg[:len(pkg) - node.level + 1]
+                module = ".".join([*base, *([module] if module else [])])
+            found += [(node.lineno, module, a.name) for a in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name, "") for a in node.names]
+    return [f for f in found if f[1].split(".")[0] == "pytest_skilllift"]
+
+
+def _target(module: str, name: str) -> str | None:
+    """The package an import reaches: ``pytest_skilllift.run.engine`` → ``run``;
+    ``from pytest_skilllift import trace`` → ``trace``; the root's own names → None."""
+    parts = module.split(".")[1:]
+    if parts:
+        return parts[0]
+    sub = PACKAGE / name
+    return name if sub.is_dir() or sub.with_suffix(".py").is_file() else None
+
+
+def _packages() -> set[str]:
+    return {p.stem if p.suffix == ".py" else p.name for p in PACKAGE.iterdir()
+            if (p.suffix == ".py" or (p / "__init__.py").is_file()
+                or any(p.rglob("*.py"))) and p.name != "__pycache__"}
+
+
+def test_every_package_has_one_rule() -> None:
+    """The table names exactly the packages there are, each once."""
+    assert set(_arrows()) == _packages()
+    unknown = {d for allowed, _ in _arrows().values() for d in allowed} - _packages()
+    assert unknown == set()
+
+
+def test_the_arrows_point_one_way() -> None:
+    """The table is a picture of layers: no package reaches itself through the arrows, and
+    ``cli/`` and ``plugin/`` — both on top — never import each other."""
+    arrows = {name: allowed for name, (allowed, _) in _arrows().items()}
+    assert _cycles({n: set(a) for n, a in arrows.items()}) == []
+    assert "plugin" not in arrows["cli"] and "cli" not in arrows["plugin"]
+    assert not any(top in allowed for name, allowed in arrows.items()
+                   for top in ("cli", "plugin") if name not in ("cli", "plugin", "__init__"))
+
+
+def package_violations() -> list[str]:
+    """Each import between packages that the arrows table does not allow, as
+    ``file:line: a → b: not allowed (a's rule and reason)``."""
+    rules = _arrows()
+    found = []
+    for f in sorted(PACKAGE.rglob("*.py")):
+        rel = f.relative_to(PACKAGE)
+        src = rel.with_suffix("").parts[0]
+        for line, module, name in _imported(f):
+            dst = _target(module, name)
+            if dst is None or dst == src:
+                continue
+            allowed, why = rules.get(src, (frozenset(), "no rule in docs/architecture.md"))
+            if dst not in allowed:  # one line per import statement and package reached
+                shown = ", ".join(sorted(allowed)) or "nothing"
+                found.append(f"pytest_skilllift/{rel.as_posix()}:{line}: {src} → {dst} is not "
+                             f"allowed ({src} → {shown}: {why})")
+    return list(dict.fromkeys(found))
+
+
+def test_packages_import_only_what_the_arrows_allow() -> None:
+    """Every import of the package — top level, function level, ``if TYPE_CHECKING:`` — goes
+    along an arrow of docs/architecture.md's table ("The layers"). No exception list: a
+    needed import that is not an arrow means the code lives in the wrong package."""
+    violations = package_violations()
+    assert violations == [], "\n" + "\n".join(violations)
 
 
 def test_package_modules_read_only_the_version_from_the_root() -> None:
@@ -165,14 +237,9 @@ def test_package_modules_read_only_the_version_from_the_root() -> None:
     assert read == set()
 
 
-def test_report_never_imports_runners(graph: dict[str, set[str]]) -> None:
-    for m, deps in graph.items():
-        if m.startswith("pytest_skilllift.report"):
-            assert not any(d.startswith("pytest_skilllift.runners") for d in deps), m
-
-
 @pytest.mark.parametrize("layer", ["report", "week", "run", "judge", "runners", "testing",
-                                   "view"])
+                                   "view", "trace", "skill", "lint", "model", "intervals",
+                                   "warm"])
 def test_pure_layers_never_import_pytest(graph: dict[str, set[str]], layer: str) -> None:
     for m, deps in graph.items():
         if m.startswith(f"pytest_skilllift.{layer}"):
@@ -230,20 +297,6 @@ def test_text_cites_public_sources_and_no_machine_paths() -> None:
                                                or ABSOLUTE_MACHINE_PATH.search(line)):
                 found.append(f"{f.relative_to(REPO)}:{n}: {line.strip()}")
     assert found == []
-
-
-def test_the_architecture_diagram_is_the_layer_order() -> None:
-    """docs/architecture.md draws ``LAYERS`` top-down: each line of its layer diagram starts
-    with the first entry of a layer (a package as ``name/``), in this order."""
-    doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
-    block = doc.split("## The layers", 1)[1].split("```", 2)[1]
-    drawn = [line.split()[0] for line in block.splitlines()  # continuation lines: deeper
-             if line.strip() and line.split()[0][0].isalpha()
-             and len(line) - len(line.lstrip()) <= 8]
-    expected = ["pytest_skilllift/__init__.py", *(
-        layer[0].replace(".", "/").rstrip("/") + ("/" if layer[0].endswith(".") else "")
-        for layer in reversed(LAYERS[:-1]))]
-    assert drawn == expected
 
 
 #: Constants with one home: each is assigned at module level in exactly one module (the

@@ -12,7 +12,7 @@ from pytest_skilllift.lint.antipatterns import (
     frontmatter_rule_findings,
     has_trigger,
 )
-from pytest_skilllift.lint.skillfile import load_skill
+from pytest_skilllift.skill.skillfile import load_skill
 from pytest_skilllift.testing.skill_dirs import write_skill
 
 

@@ -26,7 +26,7 @@ from pytest_skilllift.lint.composite import (
     compute_composite,
     grade,
 )
-from pytest_skilllift.lint.skillfile import SkillFile, load_skill
+from pytest_skilllift.skill.skillfile import SkillFile, load_skill
 from pytest_skilllift.testing.skill_dirs import GOOD_DESCRIPTION, write_skill
 
 FULL_BODY = """# Sizing

@@ -328,7 +328,7 @@ def test_deep_on_the_docker_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_project_prompt_files_are_kept_for_their_family(tmp_path: Path) -> None:
     from pytest_skilllift.lint.montecarlo import discover_mc_prompts, for_family
-    from pytest_skilllift.lint.skillfile import load_skill
+    from pytest_skilllift.skill.skillfile import load_skill
 
     prompts_dir = QDRANT_WEEK.parents[1] / "test-prompts"
     files = sorted(f for f in prompts_dir.glob("*.json") if not f.name.startswith("discord-"))

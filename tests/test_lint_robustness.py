@@ -11,7 +11,7 @@ import pytest
 
 from pytest_skilllift.cli import score as cli
 from pytest_skilllift.lint.analyze import analyze, score_path
-from pytest_skilllift.lint.skillfile import MAX_BYTES, load_skill
+from pytest_skilllift.skill.skillfile import MAX_BYTES, load_skill
 from pytest_skilllift.testing.skill_dirs import write_skill
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_skilllift.lint.skillfile import family_root, find_skill_dirs, load_skill, scan_markdown
+from pytest_skilllift.skill.skillfile import family_root, find_skill_dirs, load_skill, scan_markdown
 from pytest_skilllift.testing.skill_dirs import write_skill
 
 DOC = """# Title

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_skilllift.lint.analyze import analyze
-from pytest_skilllift.lint.skillfile import load_skill
+from pytest_skilllift.skill.skillfile import load_skill
 from pytest_skilllift.testing.skill_dirs import GOOD_DESCRIPTION
 
 VALID = f"---\nname: widget-sizer\ndescription: \"{GOOD_DESCRIPTION}\"\n---\n# Body\n"

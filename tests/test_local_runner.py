@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.model import AgentConfig, PromptSpec, RunOutcome, RunSpec, Signals
-from pytest_skilllift.run.audit import VERIFIED, audit_invocation
-from pytest_skilllift.run.transcript import Transcript, extract_signals, parse_transcript
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.runners.local import LocalRunner, redact, secret_values
 from pytest_skilllift.testing import Faults, Reply, StandIn
 from pytest_skilllift.testing.agent_script import make_agent, skill_agent
+from pytest_skilllift.trace.audit import VERIFIED, audit_invocation
+from pytest_skilllift.trace.transcript import Transcript, extract_signals, parse_transcript
 from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE
 
 SKILLS = Path(__file__).parent / "fixtures" / "skills"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_skilllift.lint.security import rules as R
-from pytest_skilllift.lint.security.scanner import scan_text
+from pytest_skilllift.skill.security import rules as R
+from pytest_skilllift.skill.security.scanner import scan_text
 
 # Random-looking, not a key of anyone: 40 characters of mixed case and digits.
 _RANDOM = "q7Vb2kLm9XwPz4RtY8sN3dJf6HgC1aEo5UiK0lMn"

@@ -12,9 +12,9 @@ import pytest
 
 from pytest_skilllift.cli import main as cli
 from pytest_skilllift.config import DEMO_PROJECT
-from pytest_skilllift.lint.security.rules import RULES
-from pytest_skilllift.lint.security.sarif import to_sarif
-from pytest_skilllift.lint.security.scanner import ScanUsageError, scan_family, scan_path
+from pytest_skilllift.skill.security.rules import RULES
+from pytest_skilllift.skill.security.sarif import to_sarif
+from pytest_skilllift.skill.security.scanner import ScanUsageError, scan_family, scan_path
 
 #: qdrant/skills (Apache-2.0, tests/fixtures/data/qdrant-skills/LICENSE): a real, well-kept set.
 QDRANT = Path(__file__).parent / "fixtures" / "data" / "qdrant-skills" / "skills"
@@ -148,7 +148,7 @@ def test_private_key_block_and_an_elided_example(tmp_path: Path) -> None:
 
 def test_a_large_file_is_scanned_in_part_and_says_so(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_skilllift.lint.security import scanner
+    from pytest_skilllift.skill.security import scanner
 
     monkeypatch.setattr(scanner, "MAX_BYTES", 4096)
     text = "a\n" * 1500 + "rm -rf ~\n" + "b\n" * 2000 + "rm -rf /\n"
@@ -358,7 +358,7 @@ def test_a_link_that_climbs_out_and_back_into_its_own_family_stays(tmp_path: Pat
 def test_fast_path_arithmetic_agrees_with_normpath() -> None:
     import itertools
 
-    from pytest_skilllift.lint.security.scanner import _leaves
+    from pytest_skilllift.skill.security.scanner import _leaves
 
     root = "/r/skills/fam"
     bases = [root, root + "/sub", root + "/sub/deeper"]

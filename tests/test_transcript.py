@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift.run.audit import NOT_INVOKED, PARTIAL, VERIFIED, audit_invocation
-from pytest_skilllift.run.transcript import (
+from pytest_skilllift.trace.audit import NOT_INVOKED, PARTIAL, VERIFIED, audit_invocation
+from pytest_skilllift.trace.transcript import (
     extract_signals,
     leaf_skill_names,
     parse_events,

@@ -26,9 +26,7 @@ import pytest
 from pytest_skilllift.config import DEMO_PROJECT
 from pytest_skilllift.model import RunOutcome
 from pytest_skilllift.report.sections.triggering import render_triggering, trigger_data
-from pytest_skilllift.run import audit
 from pytest_skilllift.run.prompts import PromptError
-from pytest_skilllift.run.transcript import parse_text, parse_transcript
 from pytest_skilllift.run.triggers import (
     INVALID,
     OK,
@@ -37,6 +35,8 @@ from pytest_skilllift.run.triggers import (
     load_trigger_file,
 )
 from pytest_skilllift.runners.claude import QUIET_ENV, bundled_claude
+from pytest_skilllift.trace import audit
+from pytest_skilllift.trace.transcript import parse_text, parse_transcript
 
 REPO = Path(__file__).resolve().parents[1]
 SKILLS = DEMO_PROJECT / "skills"

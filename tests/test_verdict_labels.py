@@ -13,7 +13,7 @@ import pytest
 
 from pytest_skilllift.report import gates
 from pytest_skilllift.report.summarize import Summary, summarize_week
-from pytest_skilllift.run import audit
+from pytest_skilllift.trace import audit
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "data" / "qdrant-skills" / "weekly" \
     / "20260808"

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from pytest_skilllift.config import SettingsError, parse_conditions
+from pytest_skilllift.model import arm_code, arm_of, arm_ref
 from pytest_skilllift.report import gates, stats
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.report.verdicts import WeekMeasures
 from pytest_skilllift.run.engine import make_run_id
-from pytest_skilllift.week.columns import arm_code, arm_of, arm_ref
 from pytest_skilllift.week.tables import load_week
 from tests.test_weekio import edit_csv, write_week
 

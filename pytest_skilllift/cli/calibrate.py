@@ -20,7 +20,7 @@ from pytest_skilllift.judge.calibrate import (
     read_week_calibration,
     record_week_calibration,
 )
-from pytest_skilllift.run.transcript import final_answer
+from pytest_skilllift.trace.transcript import final_answer
 from pytest_skilllift.week.files import CALIBRATION_FILE, atomic_write_text
 
 

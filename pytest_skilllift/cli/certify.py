@@ -163,7 +163,7 @@ def run_depth(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from pytest_skilllift.lint.montecarlo import MCPromptError
     from pytest_skilllift.lint.output import stdout as _stdout
     from pytest_skilllift.lint.output import write_json
-    from pytest_skilllift.lint.skillfile import load_skill
+    from pytest_skilllift.skill.skillfile import load_skill
 
     out = out or _stdout()
     name = "certify" if args.depth == "certify" else "score"

@@ -47,9 +47,8 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run the subcommand; returns the exit status."""
     from pytest_skilllift.model import DEFAULT_MIN_COVERAGE
-    from pytest_skilllift.plugin.ci import append_step_summary
     from pytest_skilllift.report import gates as gatemod
-    from pytest_skilllift.report.gates import measure
+    from pytest_skilllift.report.gates import append_step_summary, measure
     from pytest_skilllift.report.summarize import summarize_week
     from pytest_skilllift.week.files import MANIFEST_CSV, SCORES_CSV, WEEK_JSON
     from pytest_skilllift.week.identity import WeekFileError, read_week_record

@@ -10,7 +10,7 @@ from typing import Any
 
 from pytest_skilllift.judge.graded import GradedWeekError, read_graded_items
 from pytest_skilllift.judge.labels import stratified_sample, write_sheet
-from pytest_skilllift.run.transcript import final_answer
+from pytest_skilllift.trace.transcript import final_answer
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -44,7 +44,7 @@ def add_parser(subparsers: Any) -> None:
 def run_scan(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """``skilllift scan``."""
     from pytest_skilllift.lint.output import stdout
-    from pytest_skilllift.lint.security.scanner import ScanUsageError, scan_path
+    from pytest_skilllift.skill.security.scanner import ScanUsageError, scan_path
 
     out = out or stdout()
     try:
@@ -53,7 +53,7 @@ def run_scan(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print(f"skilllift scan: {exc}", file=sys.stderr)
         return 2
     if args.output == "sarif":
-        from pytest_skilllift.lint.security.sarif import to_sarif
+        from pytest_skilllift.skill.security.sarif import to_sarif
 
         json.dump(to_sarif(result, uri_prefix=args.uri_prefix), out, indent=2,
                   ensure_ascii=False)

@@ -22,7 +22,7 @@ from pytest_skilllift.lint.measured import WeekError, load_scorecard
 from pytest_skilllift.lint.output import stdout as _stdout
 from pytest_skilllift.lint.output import write_findings as _write_findings
 from pytest_skilllift.lint.output import write_json
-from pytest_skilllift.lint.skillfile import SKILL_FILENAME, Finding
+from pytest_skilllift.skill.skillfile import SKILL_FILENAME, Finding
 from pytest_skilllift.week.files import MANIFEST_CSV, SCORES_CSV
 
 

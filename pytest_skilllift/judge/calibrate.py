@@ -137,7 +137,7 @@ def read_prompt(path: Path) -> tuple[str, tuple[RubricItem, ...]]:
         raise CalibrationError(f"cannot read the prompt file {path}: {err!r}") from None
 
 
-#: The final answer parsed from a run's transcript (``run.transcript.final_answer``: the
+#: The final answer parsed from a run's transcript (``trace.transcript.final_answer``: the
 #: commands hand it in, so the judge never imports the run layer).
 TranscriptAnswer = Callable[[Path], str]
 

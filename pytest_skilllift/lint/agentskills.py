@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_skilllift.lint.skillfile import Finding
+from pytest_skilllift.skill.skillfile import Finding
 
 SPEC = "Agent Skills specification (agentskills.io/specification), Frontmatter"
 VALIDATOR = "anthropics/skills skill-creator scripts/quick_validate.py"

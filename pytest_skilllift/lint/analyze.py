@@ -18,8 +18,8 @@ from pytest_skilllift.lint.composite import (
     compute_composite,
 )
 from pytest_skilllift.lint.measured import Measured, measured_for_family
-from pytest_skilllift.lint.security.findings import security_findings
-from pytest_skilllift.lint.skillfile import (
+from pytest_skilllift.skill.security.findings import security_findings
+from pytest_skilllift.skill.skillfile import (
     SKILL_FILENAME,
     Finding,
     SkillFile,

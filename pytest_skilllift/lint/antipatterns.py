@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from pytest_skilllift.lint.agentskills import spec_findings
-from pytest_skilllift.lint.skillfile import Finding, Link, SkillFile
+from pytest_skilllift.skill.skillfile import Finding, Link, SkillFile
 
 OVER_CONSTRAINED_THRESHOLD = 15  # "more than 15"
 EMPTY_DESCRIPTION_MIN = 20  # "fewer than 20 characters after stripping"

@@ -22,7 +22,7 @@ from pytest_skilllift.lint.antipatterns import (
     resolve_links,
     skill_directives,
 )
-from pytest_skilllift.lint.skillfile import SkillFile
+from pytest_skilllift.skill.skillfile import SkillFile
 
 SUB_CHECKS: tuple[str, ...] = (
     "frontmatter_quality",

@@ -49,9 +49,9 @@ from pytest_skilllift.lint.montecarlo import (
     week_layer,
 )
 from pytest_skilllift.lint.skill_judge import SkillJudgeClient
-from pytest_skilllift.lint.skillfile import SkillFile
 from pytest_skilllift.lint.spend import Budget, Store, tree_hash
 from pytest_skilllift.model import AgentConfig
+from pytest_skilllift.skill.skillfile import SkillFile
 
 DEPTHS: tuple[str, ...] = ("quick", "standard", "deep")
 #: The layers each depth runs (certify = deep + Elo).

@@ -38,8 +38,8 @@ from pytest_skilllift.lint.skill_judge import (
     preference_request,
     skill_material,
 )
-from pytest_skilllift.lint.skillfile import SkillFile, find_skill_dirs, load_skill
 from pytest_skilllift.lint.spend import Budget, LayerCost, Store, slug, tree_hash
+from pytest_skilllift.skill.skillfile import SkillFile, find_skill_dirs, load_skill
 
 INDEX_NAME = "skilllift-corpus.json"
 INDEX_VERSION = 1

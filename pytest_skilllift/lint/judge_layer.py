@@ -39,8 +39,8 @@ from pytest_skilllift.lint.skill_judge import (
     parse_assessment,
     skill_material,
 )
-from pytest_skilllift.lint.skillfile import SkillFile
 from pytest_skilllift.lint.spend import Budget, LayerCost, Store, slug
+from pytest_skilllift.skill.skillfile import SkillFile
 
 
 @dataclass

@@ -5,7 +5,7 @@ prompts; repeated in order until there are N, default 50) each run once through 
 with the skill installed, by the same runners as the weekly run
 (:class:`pytest_skilllift.runners.local.LocalRunner`,
 :class:`pytest_skilllift.runners.docker.DockerRunner`) and the same transcript signals and run
-statuses (:mod:`pytest_skilllift.run.transcript`, :func:`pytest_skilllift.run.engine.classify`).
+statuses (:mod:`pytest_skilllift.trace.transcript`, :func:`pytest_skilllift.run.engine.classify`).
 Recorded per run: activation, status, tokens (the result event's ``usage``), cost, and — for
 activated, successful runs of prompts that should trigger — a judged quality (0–1, one forced
 tool call, :data:`pytest_skilllift.lint.skill_judge.QUALITY_TOOL`).
@@ -56,11 +56,11 @@ from pytest_skilllift.lint.skill_judge import (
     parse_quality,
     quality_request,
 )
-from pytest_skilllift.lint.skillfile import SkillFile
 from pytest_skilllift.lint.spend import Budget, LayerCost, Store, slug
 from pytest_skilllift.model import AgentConfig, PromptSpec, RubricItem, RunSpec
 from pytest_skilllift.run.breaker import DEFAULT_THRESHOLD, streak_cause
 from pytest_skilllift.run.prompts import HELDOUT_PREFIX  # never loaded from a directory
+from pytest_skilllift.skill.skillfile import SkillFile
 
 DEFAULT_RUNS = 50
 #: Where a skill keeps prompt files this layer reads by default (skill-creator's layout).
@@ -482,9 +482,9 @@ def run_monte_carlo(
     progress: Callable[[str], None] | None = None,
 ) -> MCLayer:
     """Run (or reuse) the scheduled prompts through the real CLI and judge the answers."""
-    from pytest_skilllift.run.agent_streams import parse_run
     from pytest_skilllift.run.engine import classify
-    from pytest_skilllift.run.transcript import extract_signals
+    from pytest_skilllift.trace.agent_streams import parse_run
+    from pytest_skilllift.trace.transcript import extract_signals
     from pytest_skilllift.week.files import STDOUT_FILE as STDOUT_NAME
 
     layer = MCLayer(source="cli", planned=cfg.runs)
@@ -635,7 +635,7 @@ def runs_from_week(week_dir: Path, family: str) -> tuple[list[SimRun], list[str]
     """
     import numpy as np
 
-    from pytest_skilllift.run.transcript import parse_transcript
+    from pytest_skilllift.trace.transcript import parse_transcript
     from pytest_skilllift.week.columns import ACTIVATIONS
     from pytest_skilllift.week.files import RUN_STATUSES
     from pytest_skilllift.week.tables import load_week

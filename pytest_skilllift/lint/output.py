@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from pytest_skilllift.lint.skillfile import Finding
+from pytest_skilllift.skill.skillfile import Finding
 
 
 def write_json(payload: dict[str, Any], out: TextIO) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 from pytest_skilllift.judge.client import Judge, _CallFailed, estimate_cost
 from pytest_skilllift.judge.protocol import JUDGE_MARKER
 from pytest_skilllift.lint.depth_stats import band, f1_score
-from pytest_skilllift.lint.skillfile import SkillFile
+from pytest_skilllift.skill.skillfile import SkillFile
 
 #: Bumped whenever a prompt or schema below changes: stored replies of another version are
 #: not reused.

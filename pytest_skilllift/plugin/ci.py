@@ -15,17 +15,17 @@ The computing lives in ``week.identity``, ``report.gates`` and ``report.verdicts
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_skilllift.config import SettingsError
+from pytest_skilllift.model import ARMS, WITH_ALL, WITH_REF, WITH_REF_PREFIX, arm_ref
 from pytest_skilllift.report import gates as gatemod
 from pytest_skilllift.report.gates import measure
 from pytest_skilllift.run.triggers import skill_families
 from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week import identity as ident
-from pytest_skilllift.week.columns import ARMS, WITH_ALL, WITH_REF, WITH_REF_PREFIX, arm_ref
 from pytest_skilllift.week.files import RUN_FILE
 
 if TYPE_CHECKING:
@@ -220,8 +220,8 @@ class SessionVerdicts:
             self.report = measure(self.gates, summary, s.min_coverage, s.week)
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if step_summary and (self.report is not None or summary is not None):
-            append_step_summary(Path(step_summary), self.report,
-                                summary.data if summary is not None else None)
+            gatemod.append_step_summary(Path(step_summary), self.report,
+                                        summary.data if summary is not None else None)
 
     def terminal_lines(self) -> list[str]:
         lines = [f"week.json: {n}" for n in self.notes]
@@ -233,16 +233,3 @@ class SessionVerdicts:
     def failed(self) -> bool:
         """A hard gate failed or the coverage guard tripped (exit status 1)."""
         return self.report is not None and not self.report.passed
-
-
-def append_step_summary(path: Path, report: gatemod.GateReport | None,
-                        data: Mapping[str, Any] | None) -> None:
-    """Append the gate table and the lift table to GitHub's job summary file."""
-    lines: list[str] = []
-    if report is not None:
-        lines += gatemod.markdown(report)
-    if data is not None:
-        lines += gatemod.lift_markdown(data)
-    if lines:
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write("\n".join(lines) + "\n")

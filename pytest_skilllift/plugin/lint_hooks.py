@@ -34,7 +34,7 @@ from pytest_skilllift.config import LintSettings, SettingsError
 if TYPE_CHECKING:  # the model layers (numpy, scipy, the SDK) load only when a depth test runs
     from pytest_skilllift.lint.analyze import SkillReport
     from pytest_skilllift.lint.depth import DepthContext, DepthReport
-    from pytest_skilllift.lint.skillfile import Finding
+    from pytest_skilllift.skill.skillfile import Finding
 
 # The analysis modules (YAML, the checks) are imported only when --skill-lint is on: every
 # pytest process loads this plugin, and each module it imports is one more for pytest's
@@ -48,7 +48,7 @@ def _checks() -> tuple[str, ...]:
         FRONTMATTER_CHECK,
         LINKS_CHECK,
     )
-    from pytest_skilllift.lint.security.findings import SECURITY_CHECK
+    from pytest_skilllift.skill.security.findings import SECURITY_CHECK
 
     return (*ANTI_PATTERN_FLAGS, FRONTMATTER_CHECK, "SKILL_FILE", LINKS_CHECK, SECURITY_CHECK)
 
@@ -118,7 +118,7 @@ def pytest_collection_modifyitems(
 def _collect_root(session: pytest.Session, items: list[pytest.Item], root: Path, label: str,
                   threshold: float | None, depth: str) -> None:
     """Append one collector's items per skill under ``root``."""
-    from pytest_skilllift.lint.skillfile import find_skill_dirs
+    from pytest_skilllift.skill.skillfile import find_skill_dirs
 
     walk: list[Finding] = []
     for skill_dir in find_skill_dirs(root, walk):
@@ -156,7 +156,7 @@ class SkillCollector(pytest.Collector):
     def collect(self) -> Iterator[pytest.Item]:
         """Analyse once; every check's item carries its own findings."""
         from pytest_skilllift.lint.analyze import analyze
-        from pytest_skilllift.lint.skillfile import load_skill
+        from pytest_skilllift.skill.skillfile import load_skill
 
         report = analyze(load_skill(self.path))
         by_check: dict[str, list[Finding]] = {c: [] for c in _checks()}
@@ -176,7 +176,7 @@ class SkillCollector(pytest.Collector):
         test, never at collection)."""
         if self._depth_report is None:
             from pytest_skilllift.lint.depth import evaluate
-            from pytest_skilllift.lint.skillfile import load_skill
+            from pytest_skilllift.skill.skillfile import load_skill
 
             ctx = _depth_context(self.config, self.depth)
             self._depth_report = evaluate(load_skill(self.path), ctx)

@@ -35,7 +35,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
+from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD, WITH_SKILL, arm_code
 from pytest_skilllift.report import stats
 from pytest_skilllift.report.verdicts import (
     CHANGE_MARGIN,
@@ -51,7 +51,6 @@ from pytest_skilllift.report.verdicts import (
 )
 from pytest_skilllift.week import history as hist
 from pytest_skilllift.week import identity as ident
-from pytest_skilllift.week.columns import WITH_SKILL, arm_code
 from pytest_skilllift.week.files import HISTORY_CSV
 
 DIRECT, SIDE_BY_SIDE, INSPECTION = "direct", "side-by-side", "inspection only"

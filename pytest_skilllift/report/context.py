@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
+from pytest_skilllift.model import ARMS, CONDITIONS, WITH_REF
 from pytest_skilllift.report import stats
 from pytest_skilllift.week import history as hist
-from pytest_skilllift.week.columns import ARMS, CONDITIONS, WITH_REF
 from pytest_skilllift.week.files import (
     COMPLETED,
     RUN_STATUSES,

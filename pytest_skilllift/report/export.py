@@ -33,8 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.run.skill_creator import safe_name
-from pytest_skilllift.week.columns import NO_SKILL, WITH_SKILL
+from pytest_skilllift.model import NO_SKILL, WITH_SKILL
 from pytest_skilllift.week.files import (
     GRADES_FILE,
     MANIFEST_CSV,
@@ -47,6 +46,7 @@ from pytest_skilllift.week.files import (
     atomic_write_text,
     find_link,
     no_link,
+    safe_name,
 )
 
 FORMATS: tuple[str, ...] = ("skill-creator",)
@@ -89,7 +89,7 @@ def _float(text: str | None) -> float | None:
 
 def _transcript_metrics(run_dir: Path) -> dict[str, Any]:
     """Tool calls, errors, tokens from the run's transcript, when the week kept it."""
-    from pytest_skilllift.run.transcript import parse_transcript
+    from pytest_skilllift.trace.transcript import parse_transcript
 
     path = run_dir / STDOUT_FILE
     if not path.is_file():

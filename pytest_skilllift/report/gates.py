@@ -27,11 +27,11 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from pytest_skilllift.intervals import EPS  # comparisons: equal within float noise
-from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
-from pytest_skilllift.week.columns import CONDITIONS
+from pytest_skilllift.model import CONDITIONS, DEFAULT_PASS_THRESHOLD
 
 #: The vocabulary of the ``verdict`` metric (one vote per prompt, ``report.verdicts``).
 VERDICTS: tuple[str, ...] = ("helps", "no change", "hurts", "underpowered")
@@ -563,3 +563,16 @@ class _Nothing:
     def coverage(self, model: str | None, condition: str | None,
                  prompt: str | None) -> tuple[int, int]:
         return 0, 0
+
+
+def append_step_summary(path: Path, report: GateReport | None,
+                        data: Mapping[str, Any] | None) -> None:
+    """Append the gate table and the lift table to GitHub's job summary file."""
+    lines: list[str] = []
+    if report is not None:
+        lines += markdown(report)
+    if data is not None:
+        lines += lift_markdown(data)
+    if lines:
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")

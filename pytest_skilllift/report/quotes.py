@@ -20,10 +20,11 @@ from typing import TypedDict
 
 import numpy as np
 
+from pytest_skilllift.model import ARMS, NO_SKILL, WITH_SKILL
 from pytest_skilllift.report.context import Context
 from pytest_skilllift.report.sections.prompts import prompt_rows
-from pytest_skilllift.run.audit import HELPED, HURT, impact_outcome
-from pytest_skilllift.week.columns import ARMS, ITEM_TYPES, NO_SKILL, WITH_SKILL
+from pytest_skilllift.trace.audit import HELPED, HURT, impact_outcome
+from pytest_skilllift.week.columns import ITEM_TYPES
 from pytest_skilllift.week.tables import dictionary_indices, strings_at
 
 _NO, _WITH = ARMS.index(NO_SKILL), ARMS.index(WITH_SKILL)

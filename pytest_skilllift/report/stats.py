@@ -101,7 +101,7 @@ def aggregate(
     """Aggregate item credits to prompt×rep, prompt and cell levels.
 
     Codes are indices (-1 = unusable row, ignored); ``condition`` 0 = no-skill,
-    1 = with-skill, further arms up to ``n_conditions`` − 1 (``columns.ARMS``; rows of a
+    1 = with-skill, further arms up to ``n_conditions`` − 1 (``model.ARMS``; rows of a
     condition beyond it are ignored); ``item_type`` 0 must, 1 bonus, 2 avoid; ``credit`` is
     1.0/0.0 per graded item and NaN for an ungraded one (excluded, never counted as zero).
     """

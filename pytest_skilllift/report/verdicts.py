@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 
 from pytest_skilllift.intervals import EPS  # votes and passes: equal within float noise
-from pytest_skilllift.model import DEFAULT_PASS_THRESHOLD
+from pytest_skilllift.model import ARMS, CONDITIONS, DEFAULT_PASS_THRESHOLD, WITH_REF, arm_code
 from pytest_skilllift.report import stats
-from pytest_skilllift.week.columns import ACTIVATIONS, ARMS, CONDITIONS, WITH_REF, arm_code
+from pytest_skilllift.week.columns import ACTIVATIONS
 from pytest_skilllift.week.files import COMPLETED, RUN_STATUSES, STATUS_OK
 from pytest_skilllift.week.identity import WeekFileError, read_week_record
 from pytest_skilllift.week.tables import Week
@@ -265,7 +265,7 @@ class WeekMeasures:
         self._m = {m: i for i, m in enumerate(week.models)}
         P, M = len(week.prompts), len(week.models)
         # Per (prompt, model, condition): passed, scored, errored, unscored prompt×reps.
-        # Conditions are ``columns.ARMS`` (the lift's two, then with-all and no-skill-b).
+        # Conditions are ``model.ARMS`` (the lift's two, then with-all and no-skill-b).
         C = len(ARMS)
         self.passed = np.zeros((P, M, C), np.int64)
         self.scored = np.zeros((P, M, C), np.int64)

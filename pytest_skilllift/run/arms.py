@@ -4,7 +4,7 @@
   ``--skill-lift-triggers-all`` does), the prompt's own first, so a skill's lift alone
   (with-skill) can be told from its lift among its siblings (interference, the wrong skill
   chosen). The runners install ``PromptSpec.installed_families`` for every arm that installs
-  skills (``columns.SKILL_ARMS``).
+  skills (``model.SKILL_ARMS``).
 * ``no-skill-b`` is a second no-skill arm (nothing installed): an A/A week.
 * ``with-skill@REF`` installs the prompt's family as it was at revision REF
   (``run.revisions``): the same install as with-skill from another skills root.
@@ -18,8 +18,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_skilllift.model import PromptSpec
-from pytest_skilllift.week.columns import WITH_ALL, arm_ref
+from pytest_skilllift.model import WITH_ALL, PromptSpec, arm_ref
 
 
 def arm_prompt(spec: PromptSpec, condition: str, families: Sequence[str],

@@ -41,10 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.model import RunSpec
+from pytest_skilllift.model import NO_SKILL, WITH_REF_PREFIX, WITH_SKILL, RunSpec, arm_ref
 from pytest_skilllift.run.engine import make_run_id
 from pytest_skilllift.week import identity as ident
-from pytest_skilllift.week.columns import NO_SKILL, WITH_REF_PREFIX, WITH_SKILL, arm_ref
 from pytest_skilllift.week.files import (
     BASELINE_FILE,
     GRADES_FILE,

@@ -22,14 +22,21 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from pytest_skilllift.judge.protocol import PROMPT_VERSION, Grader
-from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, JudgeResult, RunOutcome, RunSpec
+from pytest_skilllift.model import (
+    CLAUDE_CODE,
+    NO_SKILL,
+    AgentConfig,
+    JudgeResult,
+    RunOutcome,
+    RunSpec,
+    arm_ref,
+)
 from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker, judge_cause
 from pytest_skilllift.run.revisions import revision_commit
 from pytest_skilllift.run.skill_creator import judge_prompt_text
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.install import install_root
 from pytest_skilllift.warm import Warmed
-from pytest_skilllift.week.columns import NO_SKILL, arm_ref
 from pytest_skilllift.week.files import (
     BUDGET_CAPPED,
     COMPLETED,
@@ -51,7 +58,7 @@ from pytest_skilllift.week.files import (
 from pytest_skilllift.week.ledger import Ledger
 
 if TYPE_CHECKING:
-    from pytest_skilllift.run.transcript import Transcript
+    from pytest_skilllift.trace.transcript import Transcript
 
 
 class BaselineSource(Protocol):
@@ -273,8 +280,8 @@ class WeekRun:
         return record, True
 
     def _record(self, spec: RunSpec, outcome: RunOutcome, transcript: Path) -> dict[str, Any]:
-        from pytest_skilllift.run import audit
-        from pytest_skilllift.run.transcript import extract_signals
+        from pytest_skilllift.trace import audit
+        from pytest_skilllift.trace.transcript import extract_signals
 
         parsed = self._parse(spec, outcome, transcript)
         sig = extract_signals(parsed, family=spec.prompt.family, leaf=spec.prompt.leaf,
@@ -323,8 +330,8 @@ class WeekRun:
 
     def _parse(self, spec: RunSpec, outcome: RunOutcome, transcript: Path) -> Transcript:
         """The run's transcript: Claude Code's stream-json, or another agent's event stream
-        with its skill listing (``run/agent_streams.py``)."""
-        from pytest_skilllift.run.agent_streams import parse_run
+        with its skill listing (``trace/agent_streams.py``)."""
+        from pytest_skilllift.trace.agent_streams import parse_run
 
         return parse_run(spec, transcript, cli_version=outcome.cli_version,
                          skills_root=Path(self.agent.skills_root))

@@ -17,14 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.config import Settings
-from pytest_skilllift.model import PromptSpec, RunSpec
+from pytest_skilllift.model import ARMS, WITH_ALL, WITH_REF, WITH_REF_PREFIX, PromptSpec, RunSpec
 from pytest_skilllift.run.arms import arm_prompt
 from pytest_skilllift.run.engine import make_run_id
 from pytest_skilllift.run.prompt_names import check_unique, declared_names, prompt_files
 from pytest_skilllift.run.prompts import PromptError, is_heldout, load_prompt
 from pytest_skilllift.run.revisions import session_revision
 from pytest_skilllift.run.triggers import skill_families
-from pytest_skilllift.week.columns import ARMS, WITH_ALL, WITH_REF, WITH_REF_PREFIX
 
 __all__ = ["NARROWING_KEYS", "Matrix", "keywords_of", "load_matrix", "narrow", "prompt_runs",
            "run_key", "run_scope"]

@@ -160,7 +160,7 @@ def session_revision(conditions: tuple[str, ...], skills_root: Path, *, rootdir:
                      week_dir: Path) -> Revision | None:
     """The with-skill@REF arm's revision among ``conditions`` (None without one), resolved
     once per process (collection, the matrix and the week identity all ask)."""
-    from pytest_skilllift.week.columns import arm_ref
+    from pytest_skilllift.model import arm_ref
 
     ref = next((r for r in map(arm_ref, conditions) if r is not None), None)
     if ref is None:

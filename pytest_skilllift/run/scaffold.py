@@ -96,7 +96,7 @@ def _write(project: Path, rel: Path, text: str, out: Scaffold) -> None:
 
 def scaffold(project: Path, skills_root: Path) -> Scaffold:
     """Write the project's first files under ``project`` for every skill of ``skills_root``."""
-    from pytest_skilllift.lint.skillfile import find_skill_dirs, load_skill
+    from pytest_skilllift.skill.skillfile import find_skill_dirs, load_skill
 
     out = Scaffold()
     root = skills_root.resolve()

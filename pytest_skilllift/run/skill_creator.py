@@ -28,19 +28,14 @@ from typing import Any
 
 from pytest_skilllift.model import PromptSpec, RubricItem
 from pytest_skilllift.run.prompts import PromptError, read_json_file
+from pytest_skilllift.week.files import safe_name
 
 EVALS_DIR, EVALS_NAME = "evals", "evals.json"
-_ID_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _FM_NAME = re.compile(r"^name:\s*['\"]?([^'\"\n]+?)['\"]?\s*$", re.MULTILINE)
 
 #: How the judge is told about ``expected_output`` (context, not an item to grade).
 CONTEXT_HEADER = ("Expected output, as the eval's author describes success (context for "
                   "grading the items below; it is not an item itself):")
-
-
-def safe_name(text: str) -> str:
-    """``text`` reduced to characters safe in a run id and a test id."""
-    return _ID_SAFE.sub("-", text).strip("-") or "x"
 
 
 def judge_prompt_text(prompt: PromptSpec) -> str:

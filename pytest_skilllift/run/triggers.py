@@ -12,7 +12,7 @@ or, in the shape of Anthropic skill-creator's description eval, a bare list of
 Each query is run through the real CLI with the family installed exactly as the with-skill
 arm installs it (same ``RunSpec``, same runner, same ``AgentConfig`` apart from a small
 ``--max-turns``), without a judge. The run counts as *triggered* when the transcript audit
-(:mod:`pytest_skilllift.run.audit`) finds the family loaded — through the ``Skill`` tool or a
+(:mod:`pytest_skilllift.trace.audit`) finds the family loaded — through the ``Skill`` tool or a
 ``Read`` of its files — at any point, also after other tool calls. That is what makes it
 measure the real thing: skill-creator's description eval has been reported to register the
 description as a command and to count any earlier tool call as "not triggered"
@@ -32,19 +32,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.model import AgentConfig, PromptSpec, RunOutcome, RunSpec
-from pytest_skilllift.run import audit
-from pytest_skilllift.run.agent_streams import parse_run
+from pytest_skilllift.model import WITH_SKILL, AgentConfig, PromptSpec, RunOutcome, RunSpec
 from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker
 from pytest_skilllift.run.engine import NotStarted
 from pytest_skilllift.run.prompts import PromptError, check_placeholder, read_json_file
-from pytest_skilllift.run.transcript import (
+from pytest_skilllift.runners.base import Runner
+from pytest_skilllift.trace import audit
+from pytest_skilllift.trace.agent_streams import parse_run
+from pytest_skilllift.trace.transcript import (
     CLAUDE_SKILL_ROOT,
     Transcript,
     extract_signals,
 )
-from pytest_skilllift.runners.base import Runner
-from pytest_skilllift.week.columns import NOT_INVOKED, WITH_SKILL
+from pytest_skilllift.week.columns import NOT_INVOKED
 from pytest_skilllift.week.files import (
     BUDGET_CAPPED,
     ERRORED,
@@ -470,12 +470,4 @@ def rebuild_trigger_table(week_root: Path) -> int:
     return len(records)
 
 
-def read_trigger_table(week_root: Path) -> list[dict[str, str]]:
-    """Rows of ``<week>/triggers/triggers.csv``; empty when the week has none."""
-    path = Path(week_root) / TRIGGERS_DIR / TRIGGERS_CSV
-    try:
-        with path.open(newline="", encoding="utf-8") as fh:
-            return list(csv.DictReader(fh))
-    except FileNotFoundError:
-        return []
 

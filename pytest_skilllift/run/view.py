@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.model import RunSpec, Signals
-from pytest_skilllift.run.agent_streams import parse_run
-from pytest_skilllift.run.transcript import Transcript, extract_signals
+from pytest_skilllift.trace.agent_streams import parse_run
+from pytest_skilllift.trace.transcript import Transcript, extract_signals
 from pytest_skilllift.week.files import (
     AUDIT_FILE,
     ERRORED,

@@ -11,7 +11,7 @@ what is measured). Symlinks inside the family are handled the same way by both:
   run is an invalid install naming the link. Following it would copy files from outside the
   skill under test into the agent's HOME or container — files the agent could then read.
 
-A family with a critical finding of the security scan (``lint/security``: a script piped
+A family with a critical finding of the security scan (``skill/security``: a script piped
 from the network to a shell, credential exfiltration, a committed key…) is refused the same
 way, naming the finding, unless ``--skill-lift-allow-unsafe`` is given.
 
@@ -143,7 +143,7 @@ def unsafe_reason(family_dir: Path) -> str | None:
     rule, file and line), or None. The scan reads every file of the family: an agent with
     the skill installed would read and run them."""
     # Imported here: the rules compile their patterns, and only with-skill installs need them.
-    from pytest_skilllift.lint.security.scanner import critical_findings
+    from pytest_skilllift.skill.security.scanner import critical_findings
 
     critical = critical_findings(Path(family_dir))
     if not critical:

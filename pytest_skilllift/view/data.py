@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_skilllift.model import ARMS
 from pytest_skilllift.view.runs import read_run
-from pytest_skilllift.week.columns import ACTIVATIONS, ARMS, INVOCATION_STATUSES, ITEM_TYPES
+from pytest_skilllift.week.columns import ACTIVATIONS, INVOCATION_STATUSES, ITEM_TYPES
 from pytest_skilllift.week.files import RUN_STATUSES, SCORECARD_JSON, WEEK_JSON
 
 __all__ = ["OVERVIEW_KEYS", "Items", "RunRow", "ViewError", "items_of", "overview",

@@ -71,7 +71,7 @@ class LabelSession:
 
     def _answer(self, item: GradedItem) -> str:
         from pytest_skilllift.judge.labels import _answers  # the sheet's own answer lookup
-        from pytest_skilllift.run.transcript import final_answer
+        from pytest_skilllift.trace.transcript import final_answer
 
         run = (item.prompt, item.model, item.condition, item.rep)
         if run not in self._answers:

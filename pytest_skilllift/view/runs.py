@@ -1,7 +1,7 @@
 """What the viewer shows of one run: its final answer, its trajectory of tool calls, its audit.
 
 Read from the run's own files (``run.json``, ``stdout.txt``, ``audit.json``) through the
-readers that own them (``judge.calibrate.read_answer``, ``run.transcript``); a file that is
+readers that own them (``judge.calibrate.read_answer``, ``trace.transcript``); a file that is
 missing or unreadable becomes a note on the page, never an exception.
 """
 
@@ -49,7 +49,7 @@ def trajectory(run_dir: Path) -> tuple[list[dict[str, Any]], str]:
     stdout = run_dir / STDOUT_FILE
     if not stdout.is_file():
         return [], f"no {STDOUT_FILE} in the run directory"
-    from pytest_skilllift.run.transcript import parse_transcript
+    from pytest_skilllift.trace.transcript import parse_transcript
 
     try:
         tr = parse_transcript(stdout)
@@ -64,7 +64,7 @@ def trajectory(run_dir: Path) -> tuple[list[dict[str, Any]], str]:
 def read_run(week_dir: Path, run_id: str) -> dict[str, Any]:
     """The answer, trajectory and audit of one run (``answer`` None with ``answer_note``)."""
     from pytest_skilllift.judge.calibrate import CalibrationError, read_answer
-    from pytest_skilllift.run.transcript import final_answer
+    from pytest_skilllift.trace.transcript import final_answer
 
     run_dir = week_dir / run_id
     if not run_id or not run_dir.is_dir():

@@ -1,5 +1,6 @@
 """The week directory's vocabulary, each word defined once: file names, run statuses and
-their drop reasons, the UTC stamp, and the one atomic writer every file goes through.
+their drop reasons, the UTC stamp, the one atomic writer every file goes through, the
+name a run id or a folder may hold (``safe_name``) and the trigger table's reader.
 
 Layout (the qdrant/skills pipeline's week directory, our files beside it)::
 
@@ -27,11 +28,13 @@ Layout (the qdrant/skills pipeline's week directory, our files beside it)::
 from __future__ import annotations
 
 import contextlib
+import csv
 import errno
 import fcntl
 import functools
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -96,6 +99,8 @@ TRIGGERS_DIR: Final = "triggers"
 #: Inside ``<week>/``: ``skilllift view``'s site (derived from the week, never a run).
 VIEW_DIR: Final = "view"
 TRIGGERS_CSV: Final = "triggers.csv"
+#: What a name keeps in a run id, a test id and a folder name (``safe_name``).
+_ID_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 #: Inside ``<week>/``: the week's identity, pass threshold and gates (``week.identity``), and
 #: the lock concurrent sessions take around reading and writing it.
 WEEK_JSON: Final = "week.json"
@@ -387,3 +392,18 @@ def scorecard_md(week_dir: Path) -> Path:
     if ours.exists() or (md.is_file() and not (week_dir / SCORECARD_JSON).exists()):
         return ours
     return md
+
+
+def safe_name(text: str) -> str:
+    """``text`` reduced to characters safe in a run id and a test id."""
+    return _ID_SAFE.sub("-", text).strip("-") or "x"
+
+
+def read_trigger_table(week_root: Path) -> list[dict[str, str]]:
+    """Rows of ``<week>/triggers/triggers.csv``; empty when the week has none."""
+    path = Path(week_root) / TRIGGERS_DIR / TRIGGERS_CSV
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            return list(csv.DictReader(fh))
+    except FileNotFoundError:
+        return []

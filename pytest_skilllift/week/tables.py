@@ -32,17 +32,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from pytest_skilllift.model import AGENTS, CLAUDE_CODE, split_agent
-from pytest_skilllift.week.columns import (
-    ACTIVATIONS,
+from pytest_skilllift.model import (
+    AGENTS,
     ARMS,
-    INVOCATION_STATUSES,
-    ITEM_TYPES,
+    CLAUDE_CODE,
     SKILL_ARMS,
-    VERDICTS,
     WITH_REF,
     arm_ref,
+    split_agent,
 )
+from pytest_skilllift.week.columns import ACTIVATIONS, INVOCATION_STATUSES, ITEM_TYPES, VERDICTS
 from pytest_skilllift.week.files import (
     BUDGET_CAPPED,
     ERRORED,
@@ -252,7 +251,7 @@ class Week:
 
     @property
     def arm_names(self) -> tuple[str, ...]:
-        """Each condition code's name as the week writes it: ``columns.ARMS`` with the
+        """Each condition code's name as the week writes it: ``model.ARMS`` with the
         with-skill@REF placeholder replaced by the week's REF (when it has one)."""
         ref = self.ref_condition
         return tuple(ref if a == WITH_REF and ref else a for a in ARMS)

@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from pytest_skilllift.model import PromptSpec, RubricItem, RunSpec, split_agent
+from pytest_skilllift.model import (
+    WITH_ALL,
+    WITH_SKILL,
+    PromptSpec,
+    RubricItem,
+    RunSpec,
+    split_agent,
+)
 from pytest_skilllift.plugin.collect.invoked import INVOKED, InvokedTest
 from pytest_skilllift.plugin.findings import Finding
 from pytest_skilllift.plugin.hookcalls import HookError
@@ -31,7 +38,7 @@ from pytest_skilllift.run.prompt_names import (
 )
 from pytest_skilllift.run.prompts import PromptError, load_prompt
 from pytest_skilllift.run.triggers import skill_families
-from pytest_skilllift.week.columns import ITEM_TYPES, WITH_ALL, WITH_SKILL
+from pytest_skilllift.week.columns import ITEM_TYPES
 from pytest_skilllift.week.files import OK
 
 if TYPE_CHECKING:

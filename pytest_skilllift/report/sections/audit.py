@@ -16,7 +16,7 @@ import numpy as np
 from pytest_skilllift.report.markdown import by_agent, cap_note, cell, md_table, signed
 from pytest_skilllift.report.quotes import Quote, verdict_quotes
 from pytest_skilllift.report.sections.prompts import prompt_rows
-from pytest_skilllift.run import audit
+from pytest_skilllift.trace import audit
 from pytest_skilllift.week.columns import INVOCATION_STATUSES
 from pytest_skilllift.week.files import RUN_STATUSES
 from pytest_skilllift.week.tables import distinct

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, TypedDict
 import numpy as np
 import pyarrow as pa
 
+from pytest_skilllift.model import ARMS, NO_SKILL
 from pytest_skilllift.report.markdown import by_agent, cap_note, cell, md_table
-from pytest_skilllift.week.columns import ARMS, NO_SKILL
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, TypedDict
 import numpy as np
 
 from pytest_skilllift.intervals import newcombe_interval
+from pytest_skilllift.model import CONDITIONS
 from pytest_skilllift.report import stats
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.week.checks import read_checks
-from pytest_skilllift.week.columns import CONDITIONS
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context

@@ -25,7 +25,7 @@ from pytest_skilllift.report.markdown import signed, untrusted
 from pytest_skilllift.report.quotes import Quote, verdict_quotes
 from pytest_skilllift.report.sections.audit import impact_labels
 from pytest_skilllift.report.sections.prompts import prompt_rows
-from pytest_skilllift.run import audit
+from pytest_skilllift.trace import audit
 from pytest_skilllift.week.columns import INVOCATION_STATUSES, NOT_INVOKED
 from pytest_skilllift.week.files import AUDIT_FILE
 from pytest_skilllift.week.tables import distinct

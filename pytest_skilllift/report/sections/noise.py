@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from pytest_skilllift.model import ARMS, NO_SKILL, NO_SKILL_B
 from pytest_skilllift.report import noise, stats
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import by_agent, fmt, md_table, signed
-from pytest_skilllift.run.audit import IMPACT_THRESHOLD
-from pytest_skilllift.week.columns import ARMS, NO_SKILL, NO_SKILL_B
+from pytest_skilllift.trace.audit import IMPACT_THRESHOLD
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context

@@ -27,7 +27,7 @@ import numpy as np
 
 from pytest_skilllift.report.markdown import by_agent, cell, md_table
 from pytest_skilllift.report.stats import cluster_bootstrap_rate, wilson_interval
-from pytest_skilllift.week.files import OK, TRIGGERS_CSV, TRIGGERS_DIR
+from pytest_skilllift.week.files import OK, TRIGGERS_CSV, TRIGGERS_DIR, read_trigger_table
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
@@ -205,13 +205,7 @@ def trigger_data(week_dir: Path) -> Data:
     ``n_should``/``n_should_not`` count runs (queries × reps) that ended in a measurement;
     excluded runs are listed, never counted as misses.
     """
-    rows: list[dict[str, str]] = []
-    if (week_dir / TRIGGERS_DIR / TRIGGERS_CSV).exists():
-        # Imported only for a week with trigger tests: run.triggers is the runner side
-        # (the engine, the agent streams, the runners: ≈ 15 ms to import).
-        from pytest_skilllift.run.triggers import read_trigger_table
-
-        rows = read_trigger_table(week_dir)
+    rows = read_trigger_table(week_dir)
     groups: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in rows:
         groups[(row.get("model", ""), row.get("family", ""))].append(row)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from pytest_skilllift.model import ARMS, NO_SKILL, WITH_REF, WITH_SKILL
 from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import by_agent, cap_note, ci_flag, fmt, md_table, signed
@@ -31,7 +32,6 @@ from pytest_skilllift.report.verdicts import (
     WITHIN_REP_NOISE,
     prompt_change,
 )
-from pytest_skilllift.week.columns import ARMS, NO_SKILL, WITH_REF, WITH_SKILL
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context

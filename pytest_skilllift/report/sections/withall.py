@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from pytest_skilllift.model import ARMS, NO_SKILL, WITH_ALL, WITH_SKILL
 from pytest_skilllift.report import stats
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import by_agent, cap_note, ci_flag, fmt, md_table, signed
-from pytest_skilllift.run.audit import IMPACT_THRESHOLD
-from pytest_skilllift.week.columns import ARMS, INVOCATION_STATUSES, NO_SKILL, WITH_ALL, WITH_SKILL
+from pytest_skilllift.trace.audit import IMPACT_THRESHOLD
+from pytest_skilllift.week.columns import INVOCATION_STATUSES
 from pytest_skilllift.week.files import COMPLETED, RUN_STATUSES
 
 if TYPE_CHECKING:

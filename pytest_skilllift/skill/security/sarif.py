@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_skilllift import __version__
-from pytest_skilllift.lint.security.rules import RULES, Rule
-from pytest_skilllift.lint.security.scanner import ScanResult, SecurityFinding
+from pytest_skilllift.skill.security.rules import RULES, Rule
+from pytest_skilllift.skill.security.scanner import ScanResult, SecurityFinding
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

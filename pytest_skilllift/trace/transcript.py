@@ -79,7 +79,7 @@ class Transcript:
     orphan_results: int = 0
     path: Path | None = None
     #: Where the run's agent finds installed skills, relative to HOME: a ``Read`` under
-    #: ``<skill_root>/<family>/`` is a file read of the skill (``run/agent_streams.py``
+    #: ``<skill_root>/<family>/`` is a file read of the skill (``trace/agent_streams.py``
     #: sets the other agents' root).
     skill_root: str = CLAUDE_SKILL_ROOT
     #: The agent that wrote the stream (``model.AGENTS``).

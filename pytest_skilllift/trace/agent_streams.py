@@ -13,7 +13,7 @@ Each agent's stream is rewritten as the Claude Code events it corresponds to, so
 - turns, cost (when the agent reports it, else tokens priced by :data:`PRICES_PER_MTOK`),
   duration and the final answer become the result event.
 
-Parsing is forgiving like ``run/transcript.py``: bad lines are counted, never raised, and a
+Parsing is forgiving like ``trace/transcript.py``: bad lines are counted, never raised, and a
 stream without its terminal event has no result (``signals_ok`` false). Pure logic.
 """
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.model import AGENT_SKILL_ROOT, CLAUDE_CODE, RunSpec
-from pytest_skilllift.run.transcript import (
+from pytest_skilllift.trace.transcript import (
     Transcript,
     decode_lines,
     parse_events,

@@ -9,9 +9,9 @@ measures harm. Pure logic.
 
 from __future__ import annotations
 
-from pytest_skilllift.lint.security.rules import STUDY
-from pytest_skilllift.lint.security.scanner import SecurityFinding, scan_skill
-from pytest_skilllift.lint.skillfile import Finding, SkillFile
+from pytest_skilllift.skill.security.rules import STUDY
+from pytest_skilllift.skill.security.scanner import SecurityFinding, scan_skill
+from pytest_skilllift.skill.skillfile import Finding, SkillFile
 
 SECURITY_CHECK = "SECURITY"
 

@@ -19,10 +19,10 @@ from typing import Any
 
 import yaml
 
-from pytest_skilllift.lint.security import rules as R
-from pytest_skilllift.lint.security.rules import Rule, rank
+from pytest_skilllift.skill.security import rules as R
+from pytest_skilllift.skill.security.rules import Rule, rank
 
-# The C loader when PyYAML has it (~10x faster), as in lint/skillfile.py.
+# The C loader when PyYAML has it (~10x faster), as in skill/skillfile.py.
 _YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 #: Bytes of one file scanned; the rest is reported in ``skipped`` (never silent).
 MAX_BYTES = 2 * 1024 * 1024

@@ -11,7 +11,7 @@ Statuses, made mechanical for Claude Code transcripts:
   sub-file was opened.
 
 The audit's "workflow followed" and cargo-cult checks need an LLM reader; they are not
-attempted here. Pure logic over a :class:`~pytest_skilllift.run.transcript.Transcript`.
+attempted here. Pure logic over a :class:`~pytest_skilllift.trace.transcript.Transcript`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_skilllift.run.transcript import CLAUDE_SKILL_ROOT, ToolUse, Transcript
+from pytest_skilllift.trace.transcript import CLAUDE_SKILL_ROOT, ToolUse, Transcript
 from pytest_skilllift.week.columns import NOT_INVOKED, PARTIAL, VERIFIED
 
 _SKILL_BODY_PREFIX = "Base directory for this skill:"

@@ -6,7 +6,8 @@ and every such problem becomes a :class:`Finding` with a message and a fix, so `
 score --output json`` still prints valid JSON and ``pytest --skill-lint`` still reports a
 clean failure instead of a traceback.
 
-Pure logic: no pytest import (only ``lint/plugin.py`` may import pytest).
+Pure logic: no pytest import. Below ``run/`` and ``runners/`` (the scaffold and the install read
+skills through it) and ``lint/`` (the static analysis).
 """
 
 from __future__ import annotations
