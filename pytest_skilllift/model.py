@@ -8,6 +8,7 @@ the judge returns one ``ItemVerdict`` per rubric item.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -146,6 +147,53 @@ def split_agent(model_id: str) -> tuple[str, str]:
     if m and m.group(1) in AGENTS:
         return m.group(1), m.group(2)
     return CLAUDE_CODE, model_id
+
+
+# ---------------------------------------------------------------------------------------------
+# Model families (who is whose relative: the judge's family warning, self-preference)
+
+ANTHROPIC, OPENAI, GOOGLE = "anthropic", "openai", "google"
+#: The providers a judge may come from (``--skill-lift-judge-model PROVIDER:MODEL``).
+PROVIDERS: tuple[str, ...] = (ANTHROPIC, OPENAI, GOOGLE)
+
+_FAMILY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (ANTHROPIC, re.compile(r"claude|opus|sonnet|haiku|anthropic")),
+    (OPENAI, re.compile(r"(^|[^a-z])(gpt|o[1-9]|codex|chatgpt|openai)")),
+    (GOOGLE, re.compile(r"gemini|gemma|google")),
+)
+#: The family an agent CLI's models belong to when the model id names none.
+_AGENT_FAMILY: dict[str, str] = {"claude-code": ANTHROPIC, "codex": OPENAI,
+                                 "gemini-cli": GOOGLE}
+
+
+def family_of(model_id: str) -> str:
+    """The family (provider) a model id belongs to, or "" when the id names none."""
+    name = model_id.lower()
+    head, sep, _rest = name.partition(":")
+    if sep and head in PROVIDERS:
+        return head
+    for family, pattern in _FAMILY_PATTERNS:
+        if pattern.search(name):
+            return family
+    return ""
+
+
+def label_family(agent: str, agent_model: str) -> str:
+    """The family of a label's agent model: by the model id, else by its agent CLI."""
+    return family_of(agent_model) or _AGENT_FAMILY.get(agent, "")
+
+
+def same_family_labels(judge_names: Iterable[str],
+                       labels: Mapping[str, str]) -> dict[str, list[str]]:
+    """``{label: [judges of its family]}`` for every label (``label → family``) graded by a
+    relative; labels with no relative among the judges are left out."""
+    judges = [(name, family_of(name) or ANTHROPIC) for name in judge_names]
+    out: dict[str, list[str]] = {}
+    for label, family in labels.items():
+        kin = [name for name, fam in judges if family and fam == family]
+        if kin:
+            out[label] = kin
+    return out
 
 
 @dataclass(frozen=True)

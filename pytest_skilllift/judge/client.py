@@ -53,6 +53,7 @@ from typing import Any
 from pytest_skilllift.judge.protocol import (
     EVIDENCE_POLICIES,
     EvidencePolicy,
+    JudgeRequest,
     ReplyMode,
     build_judge_request,
     parse_judge_reply,
@@ -62,8 +63,10 @@ from pytest_skilllift.model import JudgeResult, RubricItem
 __all__ = [
     "PRICES",
     "Judge",
+    "ReplyParts",
     "default_judge_model",
     "estimate_cost",
+    "status_failure",
 ]
 
 log = logging.getLogger("pytest_skilllift.judge.protocol")
@@ -170,6 +173,17 @@ def default_judge_model() -> str:
 # The client
 
 
+@dataclasses.dataclass(frozen=True)
+class ReplyParts:
+    """What :meth:`Judge.grade` needs of one provider reply, in one shape."""
+
+    content: list[Any]
+    model: str
+    cost_usd: float
+    price_note: str | None
+    cut_off: bool
+
+
 class _CallFailed(Exception):
     """The judge call failed for good; ``reason`` is what the result will say."""
 
@@ -198,6 +212,15 @@ def _parse_retry_after(headers: Any) -> float | None:
         if value >= 0:
             return value
     return None
+
+
+def status_failure(status: int, kind: str, headers: Any) -> tuple[bool, str, float | None]:
+    """``(retryable, reason, retry_after_s)`` of an HTTP error status, for every provider:
+    408, 409, 429 and 5xx are retried unless the server says ``x-should-retry: false``."""
+    reason = f"HTTP {status} {kind}"
+    if headers is not None and headers.get("x-should-retry") == "false":
+        return False, reason, None
+    return status in (408, 409, 429) or status >= 500, reason, _parse_retry_after(headers)
 
 
 def _classify(err: BaseException, timeout_s: float) -> tuple[bool, str, float | None]:
@@ -361,9 +384,7 @@ class Judge:
             )
         request = build_judge_request(prompt_text, answer, items, seed,
                                       reply_mode=self.reply_mode)
-        kwargs = request.api_kwargs(self.model, self.max_tokens)
-        if self.temperature is not None:
-            kwargs["temperature"] = self.temperature
+        kwargs = self._request_kwargs(request)
         try:
             message, retry_notes = self._call(kwargs)
         except _CallFailed as failed:
@@ -373,19 +394,14 @@ class Judge:
                 notes=tuple(self._scrub(n) for n in failed.notes),
                 calls=1, evidence_policy=self.evidence,
             )
-        replied_model = str(getattr(message, "model", "") or self.model)
-        cost, price_note = estimate_cost(replied_model, getattr(message, "usage", None))
-        content = [
-            block.model_dump() if hasattr(block, "model_dump") else block
-            for block in getattr(message, "content", []) or []
-        ]
-        result = parse_judge_reply(request, content, model=replied_model, cost_usd=cost,
-                                   evidence=self.evidence)
+        reply = self._read_reply(message)
+        result = parse_judge_reply(request, reply.content, model=reply.model,
+                                   cost_usd=reply.cost_usd, evidence=self.evidence)
         notes = list(retry_notes)
-        if price_note:
-            notes.append(price_note)
+        if reply.price_note:
+            notes.append(reply.price_note)
         error = result.error
-        if getattr(message, "stop_reason", None) == "max_tokens":
+        if reply.cut_off:
             # A cut-off reply may still carry some verdicts; the rest are ungraded, and the
             # cause must be visible (raise max_tokens), not read as a judge that skipped items.
             notes.append(f"judge reply cut off at max_tokens={self.max_tokens}")
@@ -397,12 +413,12 @@ class Judge:
         )
 
     def prepare(self) -> None:
-        """Import the anthropic SDK now (≈ 3,500 modules, seconds of CPU on a small machine)
+        """Import the provider's SDK now (≈ 3,500 modules, seconds of CPU on a small machine)
         instead of in the first :meth:`grade`: a judge built ahead of use (the judge
         service's warm-up under xdist) is then ready when the first runs are. A missing
         SDK is still reported by that first grade, as before."""
         with contextlib.suppress(ImportError):
-            importlib.import_module("anthropic")
+            importlib.import_module(self.sdk_module)
 
     def close(self) -> None:
         """Close the SDK client's connection pool (a later :meth:`grade` opens a new one)."""
@@ -413,15 +429,53 @@ class Judge:
     # -- internals -------------------------------------------------------------------------
 
     def _scrub(self, text: str) -> str:
-        key = self.__api_key or os.environ.get("ANTHROPIC_API_KEY")
-        return text.replace(key, "***") if key else text
+        for key in (self.__api_key, *(os.environ.get(var) for var in self.key_vars)):
+            if key:
+                text = text.replace(key, "***")
+        return text
+
+    @property
+    def _api_key(self) -> str | None:
+        """The key handed to the SDK (None: the SDK reads its own variables)."""
+        return self.__api_key
+
+    # -- what a provider's judge overrides (the rest is the same protocol) -----------------
+
+    #: The module :meth:`prepare` imports, and the variables whose values are scrubbed.
+    sdk_module = "anthropic"
+    key_vars: tuple[str, ...] = ("ANTHROPIC_API_KEY",)
+    #: The batch API this judge can grade through, "" when it grades directly only.
+    batch_api = "Message Batches"
+
+    def _request_kwargs(self, request: JudgeRequest) -> dict[str, Any]:
+        """The SDK call's keyword arguments for one blind request (Messages API)."""
+        kwargs = request.api_kwargs(self.model, self.max_tokens)
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        return kwargs
+
+    def _read_reply(self, message: Any) -> ReplyParts:
+        """The reply as content blocks (the Messages shape :func:`parse_judge_reply` reads),
+        the model that answered, its cost and whether it was cut off at ``max_tokens``."""
+        replied_model = str(getattr(message, "model", "") or self.model)
+        cost, price_note = estimate_cost(replied_model, getattr(message, "usage", None))
+        content = [
+            block.model_dump() if hasattr(block, "model_dump") else block
+            for block in getattr(message, "content", []) or []
+        ]
+        return ReplyParts(content, replied_model, cost, price_note,
+                          getattr(message, "stop_reason", None) == "max_tokens")
+
+    def _classify_error(self, err: BaseException) -> tuple[bool, str, float | None]:
+        """``(retryable, reason, retry_after_s)`` of one failed attempt (re-raises a bug)."""
+        return _classify(err, self.timeout_s)
 
     def _get_client(self) -> Any:
         if self._client is None:
             import anthropic
 
             self._client = anthropic.Anthropic(
-                api_key=self.__api_key,
+                api_key=self._api_key,
                 base_url=self.base_url,
                 timeout=self.timeout_s,
                 max_retries=0,  # our loop retries; see the module docstring
@@ -468,7 +522,7 @@ class Judge:
                 return self._attempt(kwargs), notes
             except Exception as err:
                 # _classify re-raises anything that is not an API/transport failure.
-                retryable, reason, retry_after = _classify(err, self.timeout_s)
+                retryable, reason, retry_after = self._classify_error(err)
             reason = self._scrub(reason)
             if not retryable or attempt == attempts:
                 final = (f"judge call failed: {reason} (not retryable)" if not retryable else

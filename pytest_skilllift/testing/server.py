@@ -37,6 +37,7 @@ from typing import Any
 
 # The marker the judge puts in its system prompt: requests carrying it go to the judge.
 from pytest_skilllift.judge.protocol import JUDGE_MARKER
+from pytest_skilllift.testing import judge_dialects as jd
 from pytest_skilllift.testing.agent_script import skill_agent
 from pytest_skilllift.testing.batches import BatchQueue, BatchScript
 from pytest_skilllift.testing.dialects import (
@@ -759,6 +760,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
         model = gem.group(1) if gem else str(body.get("model", ""))
         # Gemini CLI's non-streaming calls are its side checks, never the conversation.
         kind = "aux" if isinstance(dialect, GeminiDialect) and not stream else "agent"
+        judge_api = jd.GEMINI if isinstance(dialect, GeminiDialect) else jd.RESPONSES
+        if jd.is_judge_request(judge_api, body):
+            # An OpenAI or Google judge (our protocol's marker): graded by the judge script.
+            kind = "judge"
 
         def record(status: int, fault: str | None = None) -> None:
             api._record(Recorded(kind, model, self.path, status, ts, stream, fault, body=body,
@@ -768,7 +773,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             record(401)
             self._send_error(401, "invalid API key")
             return
-        api._sleep(api.latency_s)
+        api._sleep(api.judge_latency_s if kind == "judge" else api.latency_s)
         fault = api._pick_fault(kind)
         if fault in ("429", "529", "500"):
             record(int(fault), fault)
@@ -780,6 +785,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
             if fault == "timeout":
                 api._sleep(api.faults.hang_s if api.faults else 30.0)
             self._reset()
+            return
+        if kind == "judge":
+            self._judge_dialect_call(judge_api, body, model, fault, record)
             return
         # Gemini names the model in the path; scripts route on the body's model.
         canonical = dict(dialect.canonical(body), model=model) if kind == "agent" else {}
@@ -822,6 +830,41 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         self._stream_frames(frames, keep=2 if fault == "truncate" else None)
+
+    def _judge_dialect_call(self, judge_api: str, body: dict[str, Any], model: str,
+                            fault: str | None, record: Any) -> None:
+        """A judge request in the Responses or Gemini API: the judge script grades the
+        translated body (:mod:`~pytest_skilllift.testing.judge_dialects`), the reply goes back
+        as the API's non-streamed response (half of it, then a hang-up, for ``truncate``)."""
+        api = self.api
+        handler = api._handler_for("judge")
+        if handler is None:
+            record(500)
+            self._send_error(500, "no judge handler configured on this StandIn "
+                                  "(pass judge=... to StandIn)")
+            return
+        try:
+            reply = handler(jd.canonical_judge_body(judge_api, body, model))
+        except Exception as exc:  # a broken script is an API error, not a hang
+            record(500)
+            self._send_error(500, f"judge handler raised {type(exc).__name__}: {exc}")
+            return
+        usage = {"input": estimate_tokens(body), "output": estimate_tokens(reply.content)}
+        if reply.usage:
+            usage["input"] = int(reply.usage.get("input_tokens", usage["input"]))
+            usage["output"] = int(reply.usage.get("output_tokens", usage["output"]))
+        payload = json.dumps(jd.native_judge_reply(judge_api, reply, reply.model or model,
+                                                   usage)).encode()
+        record(200, fault)
+        if fault == "truncate":
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload[: len(payload) // 2])
+            self._hang_up()
+            return
+        self._send_json(200, payload)
 
     def _authorized_any(self) -> bool:
         """The key check for every API: ``x-api-key``, ``x-goog-api-key`` or a bearer token."""
