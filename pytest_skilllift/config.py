@@ -35,6 +35,7 @@ from pytest_skilllift.model import (
     WITH_SKILL,
     arm_ref,
     split_agent,
+    split_judge,
 )
 
 if TYPE_CHECKING:  # pytest is only needed by the glue functions' annotations
@@ -145,8 +146,22 @@ OPTIONS: tuple[Option, ...] = (
            "family is an invalid install, named, instead of being copied into every "
            "with-skill run; 0 for no limit.", "float", DEFAULT_MAX_FAMILY_MB, metavar="MIB"),
     Option("judge-model", "Judge model, pinned: it changes only with a release note, never "
-           "because the anthropic SDK was upgraded.", default=DEFAULT_JUDGE_MODEL,
-           metavar="MODEL"),
+           "because an SDK was upgraded. PROVIDER:MODEL picks a judge of another family: "
+           "anthropic: (the default; a bare id), openai: (the Responses API, OPENAI_API_KEY, "
+           "OPENAI_BASE_URL), google: (the Gemini API, GEMINI_API_KEY, "
+           "GOOGLE_GEMINI_BASE_URL); pip install 'pytest-skilllift[judges]' "
+           "(docs/judge.md).", default=DEFAULT_JUDGE_MODEL, metavar="[PROVIDER:]MODEL"),
+    Option("judges", "A panel of judges, comma-separated PROVIDER:MODEL: every run graded by "
+           "each, an item's verdict their majority (a tie: avoid violated, must missing, "
+           "bonus absent), disagreements contested; the scorecard's Judge section reports "
+           "their agreement (Krippendorff's alpha, Cohen's kappa) and the lift per judge. "
+           "Replaces --skill-lift-judge-model.", default="", default_text="one judge",
+           metavar="J1,J2[,…]"),
+    Option("judge-mask", "Mask the installed family's name and skill phrasing (\"the X skill\", "
+           "SKILL.md) in the answer the judge sees, in both arms, so an answer cannot tell "
+           "the judge its arm; evidence is checked against the masked text. off sends the "
+           "answer as written (leaks are still counted).", default="on",
+           choices=("on", "off")),
     Option("judge-samples", "Independent judge samples per run, each with its own rubric "
            "shuffle (2 is the escalation: items whose samples disagree get a third, "
            "tie-breaking sample and are flagged contested).", "int", 1, metavar="N"),
@@ -348,6 +363,10 @@ class Settings:
     max_family_mb: float
     judge_model: str
     judge_samples: int
+    #: ``--skill-lift-judges``: the panel's judges as given (empty: one judge).
+    judges: tuple[str, ...]
+    #: ``--skill-lift-judge-mask``: mask family names and skill phrasing for the judge.
+    judge_mask: bool
     evidence: str
     min_coverage: float
     image: str
@@ -466,6 +485,17 @@ class Settings:
         if int(v["triggers-max-turns"]) < 1:
             raise SettingsError(f"{n('triggers-max-turns')} must be at least 1, got "
                                 f"{v['triggers-max-turns']}")
+        judges = tuple(j.strip() for j in str(v["judges"] or "").split(",") if j.strip())
+        for text in (str(v["judge-model"] or ""), *judges):
+            try:
+                split_judge(text)
+            except ValueError as exc:
+                raise SettingsError(f"{n('judges' if judges else 'judge-model')}: {exc}"
+                                    ) from None
+        if len(judges) == 1 or len(set(judges)) != len(judges):
+            raise SettingsError(f"{n('judges')}: a panel names two or more judges, each "
+                                f"once (got {','.join(judges)}); for one judge use "
+                                f"{n('judge-model')}")
         judge_samples = int(v["judge-samples"])
         if judge_samples < 1:
             raise SettingsError(f"{n('judge-samples')} must be at least 1, got {judge_samples}")
@@ -534,6 +564,8 @@ class Settings:
             max_family_mb=_family_limit(v["max-family-mb"]),
             judge_model=v["judge-model"],
             judge_samples=judge_samples,
+            judges=judges,
+            judge_mask=v["judge-mask"] != "off",
             evidence=v["evidence"],
             min_coverage=cov,
             image=v["image"],

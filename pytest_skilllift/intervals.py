@@ -6,6 +6,8 @@
   built on two Wilson intervals; the custom checks' lift);
 * :func:`cohen_kappa` / :func:`kappa` — Cohen's kappa of two raters (the judge against
   people in ``skilllift judge-check``, judges against each other in ``skilllift score``);
+* :func:`krippendorff_alpha` — Krippendorff's alpha (nominal) of several raters with missing
+  values (a panel of judges over rubric items);
 * :func:`bootstrap_resamples` — the nonparametric bootstrap's draw (Efron 1979): resamples
   of the data's rows with replacement, which every percentile bootstrap here takes (the
   paired lift's over prompts, the static analysis' quality, token and Elo bounds).
@@ -95,6 +97,34 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
     cats = set(a) | set(b)
     pe = sum((list(a).count(c) / n) * (list(b).count(c) / n) for c in cats)
     return kappa(po, pe)
+
+
+def krippendorff_alpha(units: Sequence[Sequence[Hashable]]) -> float | None:
+    """Krippendorff's alpha, nominal, of several raters over units (Krippendorff 2011,
+    "Computing Krippendorff's Alpha-Reliability").
+
+    ``units[u]`` holds the values the raters gave unit ``u`` (a rater with no value is simply
+    absent); units with fewer than two values are not pairable and left out. From the
+    coincidences ``o_ck = Σ_u (pairs (c, k) in u) / (m_u − 1)``:
+    ``α = 1 − (n − 1) · Σ_{c≠k} o_ck / Σ_{c≠k} n_c · n_k``. None when undefined (no pairable
+    unit, or every value the same category: no disagreement is expected by chance)."""
+    from collections import Counter
+
+    disagree = 0.0
+    totals: Counter[Hashable] = Counter()
+    for values in units:
+        m = len(values)
+        if m < 2:
+            continue
+        counts = Counter(values)
+        # Ordered pairs of different values within the unit: m² − Σ count², weighted 1/(m−1).
+        disagree += (m * m - sum(c * c for c in counts.values())) / (m - 1)
+        totals.update(counts)
+    n = sum(totals.values())
+    expected = n * n - sum(c * c for c in totals.values())  # Σ_{c≠k} n_c · n_k
+    if n < 2 or expected <= 0:
+        return None
+    return 1.0 - (n - 1) * disagree / expected
 
 
 def bootstrap_resamples(data: Any, rng: Any, n_resamples: int, *, dtype: Any = None) -> Any:

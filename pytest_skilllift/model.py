@@ -178,6 +178,24 @@ def family_of(model_id: str) -> str:
     return ""
 
 
+def split_judge(text: str) -> tuple[str, str]:
+    """``"openai:gpt-5"`` → ``("openai", "gpt-5")``; a bare id (or a Claude id with a colon,
+    Bedrock's ``…-v2:0``) → ``("anthropic", id)``. Raises ``ValueError`` naming the fix for
+    an unknown provider or a provider with no model."""
+    raw = text.strip()
+    provider, sep, model = raw.partition(":")
+    if not sep:
+        return ANTHROPIC, raw
+    if provider not in PROVIDERS:
+        if re.fullmatch(r"[a-z][a-z0-9-]*", provider) and family_of(provider) != ANTHROPIC:
+            raise ValueError(f"judge {raw!r}: unknown provider {provider!r}; use one of "
+                             f"{', '.join(p + ':MODEL' for p in PROVIDERS)}")
+        return ANTHROPIC, raw
+    if not model.strip():
+        raise ValueError(f"judge {raw!r}: no model after {provider}: (e.g. openai:gpt-5)")
+    return provider, model.strip()
+
+
 def label_family(agent: str, agent_model: str) -> str:
     """The family of a label's agent model: by the model id, else by its agent CLI."""
     return family_of(agent_model) or _AGENT_FAMILY.get(agent, "")
@@ -340,6 +358,8 @@ class SampleVote:
     claimed_evidence: str = ""
     #: True for the extra sample drawn only to break a tie between the others.
     tie_break: bool = False
+    #: The panel judge whose verdict this is (``--skill-lift-judges``; "" for a sample).
+    judge: str = ""
 
 
 @dataclass(frozen=True)
@@ -382,6 +402,10 @@ class JudgeResult:
     #: What happened to a met/violated whose quote is not in the answer: "reject" (recorded as
     #: the negative verdict, no credit) or "flag" (verdict kept, ``evidence_ok`` = 0).
     evidence_policy: str = "reject"
+    #: Spans of the answer that say which arm it came from (a family name, "the installed
+    #: skill", SKILL.md), and whether they were masked before the judge saw the answer.
+    arm_leaks: int = 0
+    masked: bool = False
 
 
 #: The Claude Code CLI version scored runs are pinned to (qdrant/skills SCORING.md, "Weekly

@@ -18,8 +18,7 @@ Pure: no SDK import, no network.
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +30,7 @@ from pytest_skilllift.model import (
     family_of,
     label_family,
     same_family_labels,
+    split_judge,
 )
 
 __all__ = [
@@ -43,8 +43,10 @@ __all__ = [
     "family_of",
     "label_family",
     "parse_judge_spec",
+    "parse_judges",
     "price_rates",
     "same_family_labels",
+    "session_judges",
 ]
 
 
@@ -97,22 +99,24 @@ class JudgeSpec:
 
 
 def parse_judge_spec(text: str, *, default_model: str = "") -> JudgeSpec:
-    """``"openai:gpt-5"`` → ``JudgeSpec("openai", "gpt-5")``; a bare id is an Anthropic model.
-
-    Raises ``ValueError`` naming the fix for an unknown provider or an empty model."""
-    raw = text.strip()
-    provider, sep, model = raw.partition(":")
-    if not sep:
-        provider, model = ANTHROPIC, raw
-    elif provider not in PROVIDERS:
-        if re.fullmatch(r"[a-z][a-z0-9-]*", provider) and not provider.startswith("claude"):
-            raise ValueError(f"judge {raw!r}: unknown provider {provider!r}; use one of "
-                             f"{', '.join(p + ':MODEL' for p in PROVIDERS)}")
-        provider, model = ANTHROPIC, raw  # a Claude id with a colon (Bedrock's ...-v2:0)
-    model = model.strip() or (default_model if provider == ANTHROPIC else "")
+    """``"openai:gpt-5"`` → ``JudgeSpec("openai", "gpt-5")``; a bare id is an Anthropic model
+    (``default_model`` when empty). Raises ``ValueError`` naming the fix
+    (:func:`~pytest_skilllift.model.split_judge`)."""
+    provider, model = split_judge(text)
+    model = model or default_model
     if not model:
-        raise ValueError(f"judge {raw!r}: no model after {provider}: (e.g. openai:gpt-5)")
+        raise ValueError(f"judge {text!r}: no model given")
     return JudgeSpec(provider, model)
+
+
+def parse_judges(text: str, *, default_model: str = "") -> list[JudgeSpec]:
+    """``--skill-lift-judges=a,b,c``: the panel's judges, in order (each named once)."""
+    specs = [parse_judge_spec(part, default_model=default_model)
+             for part in text.split(",") if part.strip()]
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"judges {text!r}: a judge is named twice")
+    return specs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -142,6 +146,17 @@ def price_rates(provider: str, model: str) -> tuple[float, float, str | None]:
     rate_in, rate_out = table[dearest]
     return rate_in, rate_out, (f"judge model {model!r} is not in the {provider} price table; "
                                f"priced as {dearest} (${rate_in:g}/${rate_out:g} per MTok)")
+
+
+def session_judges(judge_model: str, judges: Sequence[str]) -> list[JudgeSpec]:
+    """The judges a session grades with: the panel when ``judges`` names one, else the one
+    ``judge_model`` (the pinned default when empty)."""
+    from pytest_skilllift.judge.client import default_judge_model
+
+    default = default_judge_model()
+    if judges:
+        return parse_judges(",".join(judges), default_model=default)
+    return [parse_judge_spec(judge_model or default, default_model=default)]
 
 
 def build_judge(spec: JudgeSpec | str, *, env: Mapping[str, str] | None = None,

@@ -46,6 +46,7 @@ def result_from_dict(data: dict[str, Any]) -> JudgeResult:
         notes=tuple(data.get("notes", ())), calls=int(data.get("calls", 0)),
         samples=int(data.get("samples", 1)), tie_breaks=int(data.get("tie_breaks", 0)),
         evidence_policy=str(data.get("evidence_policy", "reject")),
+        arm_leaks=int(data.get("arm_leaks", 0)), masked=bool(data.get("masked", False)),
     )
 
 

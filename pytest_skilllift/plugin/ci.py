@@ -94,7 +94,9 @@ class SessionVerdicts:
                 path = agents.find_cli(agent)
                 agent_clis[agent] = agents.cli_version(path) if path else ""
         judge = s.judge_model
-        if not judge:
+        if s.judges:  # a panel: its judges, in order (judge.panel.panel_name)
+            judge = ",".join(s.judges)
+        elif not judge:
             from pytest_skilllift.judge.client import default_judge_model
 
             judge = default_judge_model()

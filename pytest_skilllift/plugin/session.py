@@ -507,16 +507,28 @@ class SkillLiftSession:
         return self._local_grader()
 
     def _local_grader(self) -> Grader:
-        from pytest_skilllift.judge.client import Judge
+        from pytest_skilllift.judge.mask import MaskingGrader
+        from pytest_skilllift.judge.panel import PanelCache, PanelJudge
+        from pytest_skilllift.judge.providers import build_judge, session_judges
         from pytest_skilllift.judge.samples import SampledJudge
+        from pytest_skilllift.run.triggers import skill_families
 
         s = self.settings
-        judge = Judge(s.judge_model or None, api_key=s.extra_env.get("ANTHROPIC_API_KEY"),
-                      base_url=s.base_url or None,
-                      evidence="flag" if s.evidence == "flag" else "reject")
-        # Built ahead of the first grade under xdist (warm_judge): the SDK's import with it.
-        judge.prepare()
-        return SampledJudge(judge, samples=s.judge_samples)
+        evidence = "flag" if s.evidence == "flag" else "reject"
+
+        def one(spec: Any) -> Grader:
+            judge = build_judge(spec, env=s.extra_env, base_url=s.base_url or None,
+                                evidence=evidence)
+            # Built ahead of the first grade under xdist (warm_judge): the SDK's import too.
+            judge.prepare()
+            return SampledJudge(judge, samples=s.judge_samples)
+
+        specs = session_judges(s.judge_model, s.judges)
+        grader: Grader = (one(specs[0]) if len(specs) == 1 else
+                          PanelJudge([(spec.name, one(spec)) for spec in specs],
+                                     cache=PanelCache(self.week.root),
+                                     evidence_policy=evidence))
+        return MaskingGrader(grader, skill_families(s.skills_root), mask=s.judge_mask)
 
     @property
     def batch_results(self) -> Any:

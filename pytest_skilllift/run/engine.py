@@ -472,13 +472,15 @@ def score_rows(spec: RunSpec, result: JudgeResult) -> list[dict[str, Any]]:
          "contribution": v.contribution, "contested": int(v.contested) if v.contested else "",
          "evidence_quote": v.evidence, "evidence_ok": int(v.evidence_ok),
          "claimed_verdict": v.claimed_verdict, "claimed_evidence": v.claimed_evidence,
+         "judge_votes": ";".join(f"{s.judge}={s.verdict}" for s in v.samples if s.judge),
          **({"samples": [dataclasses.asdict(s) for s in v.samples]} if v.samples else {})}
         for v in result.verdicts
     ]
     rows += [
         {**common, "item_type": item.type, "item_index": item.index, "item_text": item.text,
          "verdict": "", "credit": "", "contribution": "", "contested": "",
-         "evidence_quote": "", "evidence_ok": "", "claimed_verdict": "", "claimed_evidence": ""}
+         "evidence_quote": "", "evidence_ok": "", "claimed_verdict": "", "claimed_evidence": "",
+         "judge_votes": ""}
         for item in result.ungraded
     ]
     order = {item.key: pos for pos, item in enumerate(spec.prompt.rubric)}
@@ -490,4 +492,5 @@ def judge_meta(result: JudgeResult) -> dict[str, Any]:
     """What grades.json records about how a run was judged (calls, samples, evidence policy)."""
     return {"judge_calls": result.calls, "judge_samples": result.samples,
             "tie_breaks": result.tie_breaks, "evidence_policy": result.evidence_policy,
-            "prompt_version": PROMPT_VERSION}
+            "prompt_version": PROMPT_VERSION, "arm_leaks": result.arm_leaks,
+            "judge_mask": result.masked}

@@ -22,8 +22,13 @@ from typing import Any
 from pytest_skilllift.judge.protocol import JUDGE_MARKER
 from pytest_skilllift.testing.replies import Reply
 
-__all__ = ["RESPONSES", "GEMINI", "canonical_judge_body", "is_judge_request",
-           "native_judge_reply"]
+__all__ = [
+    "GEMINI",
+    "RESPONSES",
+    "canonical_judge_body",
+    "is_judge_request",
+    "native_judge_reply",
+]
 
 RESPONSES, GEMINI = "responses", "gemini"
 

@@ -32,6 +32,8 @@ SCORES_COLUMNS: tuple[str, ...] = (
 #: quote was not found in the answer and the item was recorded with the negative verdict.
 SCORES_EXTRA_COLUMNS: tuple[str, ...] = (
     "item_index", "evidence_ok", "run_id", "claimed_verdict", "claimed_evidence",
+    # A panel's per-judge verdicts (--skill-lift-judges): "judge=verdict;judge=verdict".
+    "judge_votes",
 )
 
 ITEM_TYPES: tuple[str, ...] = ("must", "bonus", "avoid")
