@@ -202,11 +202,10 @@ class SkillLiftSession:
     # -- controller set-up --------------------------------------------------------------
     def start_demo(self) -> None:
         """Start the scripted Messages API on loopback; both the CLI and the judge use it."""
-        from pytest_skilllift.testing.demo import demo_agent
-        from pytest_skilllift.testing.judge_script import keyword_judge
+        from pytest_skilllift.testing.demo import demo_agent, demo_judge
         from pytest_skilllift.testing.server import StandIn
 
-        self._server = StandIn(agent=demo_agent(), judge=keyword_judge,
+        self._server = StandIn(agent=demo_agent(), judge=demo_judge(),
                                latency_s=self.settings.demo_latency_s,
                                judge_latency_s=self.settings.demo_judge_latency_s)
         url = self._server.start()

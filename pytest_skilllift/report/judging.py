@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
+from pytest_skilllift.report.judge_audit import build_audit
 from pytest_skilllift.week.files import (
     CALIBRATION_FILE,
     CONTESTED_HISTORY_CSV,
@@ -166,6 +167,8 @@ class JudgeReport(TypedDict):
     contested_history: str
     calibration: Calibration | None
     trust: Trust
+    #: The panel's agreement, the family warning and the bias audit (``report.judge_audit``).
+    audit: dict[str, Any]
 
 CONTESTED_COLUMNS = ("run_key", "prompt", "item_type", "item_index", "item_text", "runs")
 
@@ -429,6 +432,7 @@ def build(week_dir: Path, *, history: Path | None = None, run_key: str | None = 
         "contested_history": str(hist_path),
         "calibration": _calibration(calibration),
         "trust": trust,
+        "audit": build_audit(week_dir),
     }
 
 

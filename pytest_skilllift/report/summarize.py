@@ -83,6 +83,9 @@ class Summary:
         from pytest_skilllift.report.sections.noise import terminal_lines as arm_lines
 
         lines += arm_lines(self.data)  # the A/A and with-all arms, when the week has them
+        from pytest_skilllift.report.sections.judge_audit import terminal_lines as judge_lines
+
+        lines += judge_lines(self.data.get("judge"))  # type: ignore[arg-type]
         cov = self.data.get("coverage", {})
         lines.append(f"  graded {cov.get('graded_runs', 0)} of {cov.get('total_runs', 0)} runs;"
                      f" dropped {len(cov.get('dropped', []))}")

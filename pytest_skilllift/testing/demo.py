@@ -31,6 +31,27 @@ def demo_agent() -> Handler:
     return route
 
 
+#: The match share of the demo's judge per family (``judge_script.decide``): the Claude
+#: judge the keyword judge's own, the OpenAI judge stricter, the Google judge more lenient —
+#: a panel of the three then disagrees on the items near the threshold, as judges do.
+DEMO_JUDGE_SHARES: dict[str, float] = {"anthropic": 0.5, "openai": 0.6, "google": 0.4}
+
+
+def demo_judge() -> Handler:
+    """The demo's judge: the keyword judge, its match share by the requested model's family
+    (:data:`DEMO_JUDGE_SHARES`; a Claude id or an unknown one gets the keyword judge's)."""
+    from pytest_skilllift.model import family_of
+    from pytest_skilllift.testing.judge_script import threshold_judge
+
+    judges = {fam: threshold_judge(share) for fam, share in DEMO_JUDGE_SHARES.items()}
+
+    def route(body: dict[str, Any]) -> Reply:
+        family = family_of(str(body.get("model", "")))
+        return judges.get(family, judges["anthropic"])(body)
+
+    return route
+
+
 #: The demo's earlier revision of its skills (``skills-v1`` beside the demo project's
 #: ``skills``, in ``config.DEMO_PROJECT``): the git-bisect skill without its ``git bisect
 #: run`` and ``git bisect skip`` lines, the other families unchanged. Where the scripted agent

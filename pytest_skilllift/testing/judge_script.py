@@ -49,6 +49,7 @@ __all__ = [
     "keyword_judge",
     "make_judge",
     "read_judge_request",
+    "threshold_judge",
 ]
 
 #: Share of an item's content stems that must appear in the answer for a match.
@@ -94,14 +95,16 @@ def content_stems(text: str) -> set[str]:
     }
 
 
-def decide(item_type: str, item_text: str, answer: str) -> tuple[str, str]:
-    """``(verdict, evidence)`` for one item by the overlap rule."""
+def decide(item_type: str, item_text: str, answer: str,
+           match_share: float = MATCH_SHARE) -> tuple[str, str]:
+    """``(verdict, evidence)`` for one item by the overlap rule (``match_share``: the share
+    of the item's content stems the answer must hold; :data:`MATCH_SHARE` by default)."""
     positive, negative = VERDICTS[item_type]
     wanted = content_stems(item_text)
     if not wanted:
         return negative, ""
     share = len(wanted & content_stems(answer)) / len(wanted)
-    if share < MATCH_SHARE:
+    if share < match_share:
         return negative, ""
     best, best_overlap = "", -1
     for sentence in _SENTENCE_SPLIT.split(answer):
@@ -166,11 +169,12 @@ def read_judge_request(body: dict[str, Any]) -> tuple[str, list[tuple[int, str, 
     return answer, rows
 
 
-def _verdicts(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+def _verdicts(body: dict[str, Any], match_share: float = MATCH_SHARE,
+              ) -> tuple[str, list[dict[str, Any]]]:
     answer, rows = read_judge_request(body)
     out = []
     for index, item_type, text in rows:
-        verdict, evidence = decide(item_type, text, answer)
+        verdict, evidence = decide(item_type, text, answer, match_share)
         out.append({"index": index, "verdict": verdict, "evidence": evidence})
     return answer, out
 
@@ -189,6 +193,18 @@ def keyword_judge(request: dict[str, Any]) -> Reply:
     """The well-behaved scripted judge (see the module docstring for the rule)."""
     _answer, verdicts = _verdicts(request)
     return _reply(request, {"verdicts": verdicts})
+
+
+def threshold_judge(match_share: float) -> Handler:
+    """The keyword judge with another match share: a stricter (higher) or more lenient
+    (lower) grader of the same answers, so a panel of them disagrees the way real judges of
+    different families do, on the items near the threshold."""
+
+    def handler(request: dict[str, Any]) -> Reply:
+        _answer, verdicts = _verdicts(request, match_share)
+        return _reply(request, {"verdicts": verdicts})
+
+    return handler
 
 
 def make_judge(mode: str = "keyword") -> Handler:

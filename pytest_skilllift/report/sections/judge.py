@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from pytest_skilllift.report.judging import AMBIGUOUS_RUNS, JudgeReport
 from pytest_skilllift.report.markdown import by_agent, md_table, untrusted
+from pytest_skilllift.report.sections.judge_audit import render_audit
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
@@ -46,6 +47,7 @@ def render(card: Data) -> list[str]:
     if not j:
         return []
     L = ["## Judge reliability\n"]
+    L += render_audit(j.get("audit"))
     L.append("### Quotes not found in the answer\n")
     quotes = j["quotes_not_in_answer"]
     if not quotes:
