@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_skilllift.model import (
     AGENTS,
+    ANTHROPIC,
     ARMS,
     CLAUDE_CODE,
     CONDITIONS,
@@ -382,6 +383,8 @@ class Settings:
     max_spend_usd: float | None
     judge_batch: bool
     judge_batch_poll_s: float
+    #: Why ``--skill-lift-judge-batch`` was given but the judge grades directly ("" if not).
+    judge_batch_direct: str
     #: ``--skill-lift-agent-install``: npm-install the labels' agent CLIs when missing.
     agent_install: bool
     triggers_dir: Path
@@ -496,6 +499,14 @@ class Settings:
             raise SettingsError(f"{n('judges')}: a panel names two or more judges, each "
                                 f"once (got {','.join(judges)}); for one judge use "
                                 f"{n('judge-model')}")
+        # Batch judging is the Message Batches API's: another provider's judge, or a panel,
+        # grades directly, and the terminal's batch line says so.
+        providers = sorted({split_judge(t)[0] for t in (judges or (str(v["judge-model"]),))})
+        batch_direct = ""
+        if bool(v["judge-batch"]) and (judges or providers != [ANTHROPIC]):
+            batch_direct = (f"{n('judge-batch')} uses Anthropic's Message Batches API; the "
+                            f"{'panel' if judges else ', '.join(providers) + ' judge'} "
+                            "grades by direct calls (list price)")
         judge_samples = int(v["judge-samples"])
         if judge_samples < 1:
             raise SettingsError(f"{n('judge-samples')} must be at least 1, got {judge_samples}")
@@ -578,7 +589,8 @@ class Settings:
             else "",
             shard=shard,
             max_spend_usd=None if spend in (None, "") else float(spend),
-            judge_batch=bool(v["judge-batch"]),
+            judge_batch=bool(v["judge-batch"]) and not batch_direct,
+            judge_batch_direct=batch_direct,
             agent_install=bool(v["agent-install"]),
             judge_batch_poll_s=float(v["judge-batch-poll"]),
             triggers_dir=project.get("triggers") or _resolve(rootdir, v["triggers"]),

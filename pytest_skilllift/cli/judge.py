@@ -8,7 +8,7 @@ import argparse
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +40,38 @@ def finish(week_dir: Path, *, history: Path | None = None) -> Any:
     return summarize_week(Path(week_dir), history=history)
 
 
-def _make_grader(args: argparse.Namespace, model: str) -> Grader:
-    from pytest_skilllift.judge.client import Judge
+def _make_grader(args: argparse.Namespace, model: str, target: Path | None = None,
+                 families: Sequence[str] = ()) -> Grader:
+    """The judge (or with ``--judges`` the panel) the runs are graded by, behind the arm-leak
+    mask; a panel keeps each judge's result in the runs' panel.json (``target``'s)."""
+    from pytest_skilllift.judge.mask import MaskingGrader
+    from pytest_skilllift.judge.panel import PanelCache, PanelJudge
+    from pytest_skilllift.judge.providers import build_judge, session_judges
     from pytest_skilllift.judge.samples import SampledJudge
 
-    return SampledJudge(Judge(model, evidence=args.evidence), samples=args.samples)
+    specs = session_judges(model, args.judges.split(",") if args.judges else ())
+    graders = [(spec.name, SampledJudge(build_judge(spec, evidence=args.evidence),
+                                        samples=args.samples)) for spec in specs]
+    grader: Grader = graders[0][1] if len(graders) == 1 else PanelJudge(
+        graders, cache=PanelCache(target) if target is not None else None,
+        evidence_policy=args.evidence)
+    return MaskingGrader(grader, families, mask=args.mask != "off")
+
+
+def _missing_keys(model: str, judges: str) -> list[str]:
+    """The key variables of the judges' providers that are not set (one per provider)."""
+    from pytest_skilllift.judge.providers import KEY_VARS, session_judges
+
+    specs = session_judges(model, judges.split(",") if judges else ())
+    missing = []
+    for spec in specs:
+        if spec.provider == "anthropic" and os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+            continue
+        if spec.key() is None:
+            names = " or ".join(KEY_VARS[spec.provider])
+            if names not in missing:
+                missing.append(names)
+    return missing
 
 
 def _grade_in_batches(args: argparse.Namespace, plan: RegradePlan, target: Path, model: str,
@@ -118,9 +145,31 @@ def _run(args: argparse.Namespace) -> int:
     if args.samples < 1 or args.jobs < 1:
         print("skilllift judge: --samples and -j must be at least 1", file=err)
         return 2
-    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
-        print("skilllift judge: the judge needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) "
-              "in the environment", file=err)
+    if args.judges:
+        # A panel replaces the week's judge on every run (in place: what each judge already
+        # graded is kept, in panel.json or the run's one-judge grades.json, and not paid again).
+        from pytest_skilllift.judge.panel import panel_name
+        from pytest_skilllift.judge.providers import parse_judges
+
+        try:
+            specs = parse_judges(args.judges)
+        except ValueError as exc:
+            print(f"skilllift judge: --judges: {exc}", file=err)
+            return 2
+        if len(specs) < 2:
+            print("skilllift judge: --judges names two or more judges (one judge: "
+                  "--judge-model)", file=err)
+            return 2
+        args.judge_model = panel_name([spec.name for spec in specs])
+        args.fresh = True
+    try:
+        missing = _missing_keys(args.judge_model, args.judges)
+    except ValueError as exc:
+        print(f"skilllift judge: --judge-model: {exc}", file=err)
+        return 2
+    if missing:
+        print(f"skilllift judge: the judge needs {', '.join(missing)} in the environment",
+              file=err)
         return 2
     model = args.judge_model
     graded_by = week_judge_models(week_dir)
@@ -180,7 +229,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.batch:  # the Message Batches API takes the grading step's place
         _grade_in_batches(args, plan, target, model, fresh, progress)
     else:
-        grade_direct(plan, _make_grader(args, model), jobs=args.jobs, on_graded=progress,
+        grade_direct(plan, _make_grader(args, model, target,
+                                        sorted({sp.prompt.family for sp in plan.specs})),
+                     jobs=args.jobs, on_graded=progress,
                      regrade_pass=fresh.pass_id if fresh is not None else "")
     if fresh is not None:
         fresh.finish(complete=done["failed"] == 0)
@@ -235,6 +286,15 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--judge-model", default="", metavar="M",
                         help="judge model (default: the one week.json records, else "
                              f"{_DEFAULTS['judge-model']})")
+    parser.add_argument("--judges", default="", metavar="J1,J2[,…]",
+                        help="grade every run with a panel of judges (PROVIDER:MODEL, "
+                             "comma-separated; e.g. claude-sonnet-4-5,openai:gpt-5,"
+                             "google:gemini-2.5-pro): adds or replaces judges on a graded "
+                             "week in place, without any agent call; a judge that already "
+                             "graded a run is not called again (docs/judge.md)")
+    parser.add_argument("--mask", choices=("on", "off"), default="on",
+                        help="mask the skill family's name and skill phrasing in the answer "
+                             "the judge sees (default on)")
     parser.add_argument("--samples", type=int, default=None, metavar="N",
                         help="independent judge samples per run; with 2, items whose samples "
                              "disagree get a tie-breaking third and are flagged contested "

@@ -159,18 +159,55 @@ class PanelCache:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def get(self, seed: int | str, judge: str, fingerprint: str) -> JudgeResult | None:
-        """The judge's stored result for this run, when still valid."""
+    def get(self, seed: int | str, judge: str, fingerprint: str,
+            items: Sequence[RubricItem] = (), policy: str = "") -> JudgeResult | None:
+        """The judge's stored result for this run, when still valid: from ``panel.json``,
+        else — the run graded by this judge alone before (``skilllift judge --judges``
+        adding judges to a graded week) — from its ``grades.json``."""
         path = self._path(seed)
         if path is None:
             return None
         entry = self._load(path).get(judge)
-        if not isinstance(entry, dict) or entry.get("fingerprint") != fingerprint:
+        if isinstance(entry, dict) and entry.get("fingerprint") == fingerprint:
+            try:
+                return result_from_dict(entry["result"])
+            except (KeyError, TypeError, ValueError):
+                pass
+        found = self._from_grades(path.parent, judge, items, policy) if items else None
+        if found is not None:  # kept beside the panel's: the panel's grades.json replaces it
+            self.put(seed, judge, fingerprint, found)
+        return found
+
+    def _from_grades(self, run_dir: Path, judge: str, items: Sequence[RubricItem],
+                     policy: str) -> JudgeResult | None:
+        """A one-judge ``grades.json`` of ``judge`` as its result, when it graded every item
+        under the same evidence policy and judge prompt (what was paid for is kept)."""
+        from pytest_skilllift.week.columns import contribution_for
+        from pytest_skilllift.week.files import GRADES_FILE
+
+        data = self._load(run_dir / GRADES_FILE)
+        if (data.get("judge_model") != judge or data.get("prompt_version") != PROMPT_VERSION
+                or data.get("evidence_policy", "reject") != policy):
             return None
-        try:
-            return result_from_dict(entry["result"])
-        except (KeyError, TypeError, ValueError):
-            return None
+        by_key = {f"{r.get('item_type')}-{r.get('item_index')}": r
+                  for r in data.get("rows") or () if isinstance(r, dict) and r.get("verdict")}
+        verdicts = []
+        for item in items:
+            row = by_key.get(item.key)
+            if row is None or row.get("item_text") != item.text:
+                return None
+            credit = float(row.get("credit") or 0.0)
+            verdicts.append(ItemVerdict(
+                item=item, verdict=str(row["verdict"]), evidence=str(row.get("evidence_quote")
+                                                                     or ""),
+                credit=credit, contribution=contribution_for(item.type, credit),
+                evidence_ok=str(row.get("evidence_ok", 1)) not in ("0", "False", "false"),
+                claimed_verdict=str(row.get("claimed_verdict") or ""),
+                claimed_evidence=str(row.get("claimed_evidence") or "")))
+        return JudgeResult(verdicts=tuple(verdicts), cost_usd=float(data.get("cost_usd") or 0),
+                           model=judge, calls=int(data.get("judge_calls") or 1),
+                           notes=("reused from the run's grades.json (not called again)",),
+                           evidence_policy=policy)
 
     def put(self, seed: int | str, judge: str, fingerprint: str, result: JudgeResult) -> None:
         """Store a judge's answered result for this run (under the run's file lock)."""
@@ -228,11 +265,9 @@ class PanelJudge:
         def one(pair: tuple[str, Grader]) -> tuple[str, JudgeResult]:
             name, grader = pair
             if self.cache is not None and items and answer.strip():
-                cached = self.cache.get(seed, name, key)
+                cached = self.cache.get(seed, name, key, items, self.evidence_policy)
                 if cached is not None:
-                    return name, dataclasses.replace(
-                        cached, notes=(*cached.notes, "reused from panel.json (not called "
-                                                      "again)"))
+                    return name, cached
             result = grader.grade(prompt_text, answer, items, seed)
             self.called[name] += 1
             if self.cache is not None and result.error is None and result.calls:

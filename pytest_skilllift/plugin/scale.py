@@ -195,6 +195,8 @@ def summary_lines(state: SkillLiftSession) -> list[str]:
             line += (f"; cap reached: {len(spend.not_run_spend_cap)} run(s) not run: spend "
                      "cap (raise --skill-lift-max-spend and run again to finish the week)")
         lines.append(line)
+    if s.judge_batch_direct:
+        lines.append(f"batch judging: {s.judge_batch_direct}")
     if s.judge_batch:
         from pytest_skilllift.judge.batch import BatchStore
 
