@@ -148,7 +148,7 @@ OPTIONS: tuple[Option, ...] = (
            "with-skill run; 0 for no limit.", "float", DEFAULT_MAX_FAMILY_MB, metavar="MIB"),
     Option("judge-model", "Judge model, pinned: it changes only with a release note, never "
            "because an SDK was upgraded. PROVIDER:MODEL picks a judge of another family: "
-           "anthropic: (the default; a bare id), openai: (the Responses API, OPENAI_API_KEY, "
+           "anthropic: (or a bare id), openai: (the Responses API, OPENAI_API_KEY, "
            "OPENAI_BASE_URL), google: (the Gemini API, GEMINI_API_KEY, "
            "GOOGLE_GEMINI_BASE_URL); pip install 'pytest-skilllift[judges]' "
            "(docs/judge.md).", default=DEFAULT_JUDGE_MODEL, metavar="[PROVIDER:]MODEL"),
@@ -157,7 +157,7 @@ OPTIONS: tuple[Option, ...] = (
            "bonus absent), disagreements contested; the scorecard's Judge section reports "
            "their agreement (Krippendorff's alpha, Cohen's kappa) and the lift per judge. "
            "Replaces --skill-lift-judge-model.", default="", default_text="one judge",
-           metavar="J1,J2[,…]"),
+           metavar="JUDGE[,…]"),
     Option("judge-mask", "Mask the installed family's name and skill phrasing (\"the X skill\", "
            "SKILL.md) in the answer the judge sees, in both arms, so an answer cannot tell "
            "the judge its arm; evidence is checked against the masked text. off sends the "

@@ -44,9 +44,9 @@ def _make_grader(args: argparse.Namespace, model: str, target: Path | None = Non
                  families: Sequence[str] = ()) -> Grader:
     """The judge (or with ``--judges`` the panel) the runs are graded by, behind the arm-leak
     mask; a panel keeps each judge's result in the runs' panel.json (``target``'s)."""
+    from pytest_skilllift.judge.factory import build_judge, session_judges
     from pytest_skilllift.judge.mask import MaskingGrader
     from pytest_skilllift.judge.panel import PanelCache, PanelJudge
-    from pytest_skilllift.judge.providers import build_judge, session_judges
     from pytest_skilllift.judge.samples import SampledJudge
 
     specs = session_judges(model, args.judges.split(",") if args.judges else ())
@@ -60,7 +60,8 @@ def _make_grader(args: argparse.Namespace, model: str, target: Path | None = Non
 
 def _missing_keys(model: str, judges: str) -> list[str]:
     """The key variables of the judges' providers that are not set (one per provider)."""
-    from pytest_skilllift.judge.providers import KEY_VARS, session_judges
+    from pytest_skilllift.judge.factory import session_judges
+    from pytest_skilllift.judge.providers import KEY_VARS
 
     specs = session_judges(model, judges.split(",") if judges else ())
     missing = []
@@ -286,7 +287,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--judge-model", default="", metavar="M",
                         help="judge model (default: the one week.json records, else "
                              f"{_DEFAULTS['judge-model']})")
-    parser.add_argument("--judges", default="", metavar="J1,J2[,…]",
+    parser.add_argument("--judges", default="", metavar="JUDGE[,…]",
                         help="grade every run with a panel of judges (PROVIDER:MODEL, "
                              "comma-separated; e.g. claude-sonnet-4-5,openai:gpt-5,"
                              "google:gemini-2.5-pro): adds or replaces judges on a graded "

@@ -18,9 +18,8 @@ Pure: no SDK import, no network.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from pytest_skilllift.model import (
     ANTHROPIC,
@@ -39,14 +38,12 @@ __all__ = [
     "KEY_VARS",
     "PROVIDERS",
     "JudgeSpec",
-    "build_judge",
     "family_of",
     "label_family",
     "parse_judge_spec",
     "parse_judges",
     "price_rates",
     "same_family_labels",
-    "session_judges",
 ]
 
 
@@ -146,44 +143,3 @@ def price_rates(provider: str, model: str) -> tuple[float, float, str | None]:
     rate_in, rate_out = table[dearest]
     return rate_in, rate_out, (f"judge model {model!r} is not in the {provider} price table; "
                                f"priced as {dearest} (${rate_in:g}/${rate_out:g} per MTok)")
-
-
-def session_judges(judge_model: str, judges: Sequence[str]) -> list[JudgeSpec]:
-    """The judges a session grades with: the panel when ``judges`` names one, else the one
-    ``judge_model`` (the pinned default when empty)."""
-    from pytest_skilllift.judge.client import default_judge_model
-
-    default = default_judge_model()
-    if judges:
-        return parse_judges(",".join(judges), default_model=default)
-    return [parse_judge_spec(judge_model or default, default_model=default)]
-
-
-def build_judge(spec: JudgeSpec | str, *, env: Mapping[str, str] | None = None,
-                api_key: str | None = None, base_url: str | None = None,
-                **kwargs: Any) -> Any:
-    """The judge client for ``spec`` (a :class:`JudgeSpec` or its text): a
-    :class:`~pytest_skilllift.judge.client.Judge` for ``anthropic:``, an
-    :class:`~pytest_skilllift.judge.openai_client.OpenAIJudge` or a
-    :class:`~pytest_skilllift.judge.google_client.GoogleJudge`. The key and base URL come from
-    the arguments, else ``env`` (the session's, e.g. the demo's), else the provider's
-    variables; ``kwargs`` are the judge's knobs (evidence, retries, deadlines…). No SDK is
-    imported here (the judge imports it on first use, or in ``prepare``)."""
-    if isinstance(spec, str):
-        from pytest_skilllift.judge.client import default_judge_model
-
-        spec = parse_judge_spec(spec or default_judge_model(),
-                                default_model=default_judge_model())
-    key = api_key or spec.key(env)
-    url = base_url or spec.base_url(env)
-    if spec.provider == OPENAI:
-        from pytest_skilllift.judge.openai_client import OpenAIJudge
-
-        return OpenAIJudge(spec.model, api_key=key, base_url=url, **kwargs)
-    if spec.provider == GOOGLE:
-        from pytest_skilllift.judge.google_client import GoogleJudge
-
-        return GoogleJudge(spec.model, api_key=key, base_url=url, **kwargs)
-    from pytest_skilllift.judge.client import Judge
-
-    return Judge(spec.model, api_key=key, base_url=url, **kwargs)

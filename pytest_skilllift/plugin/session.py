@@ -506,9 +506,9 @@ class SkillLiftSession:
         return self._local_grader()
 
     def _local_grader(self) -> Grader:
+        from pytest_skilllift.judge.factory import build_judge, session_judges
         from pytest_skilllift.judge.mask import MaskingGrader
         from pytest_skilllift.judge.panel import PanelCache, PanelJudge
-        from pytest_skilllift.judge.providers import build_judge, session_judges
         from pytest_skilllift.judge.samples import SampledJudge
         from pytest_skilllift.run.triggers import skill_families
 
