@@ -12,7 +12,9 @@ and ``judge_mask``, counted per arm in the scorecard's Judge section).
 What counts, in both arms alike (a no-skill answer is masked the same way):
 
 * a skill family's directory name (every family of the skills root, whole word,
-  case-insensitive: ``sqlite-performance``), with a following "skill" when there is one;
+  case-insensitive: ``sqlite-performance``), with a following "skill" when there is one; a
+  name that is a plain word (``fusion``) only when "skill" follows it ("the fusion skill"),
+  since alone it is the answer's own vocabulary;
 * skill phrasing: ``SKILL.md``; "installed / loaded / available / provided / bundled
   skill(s)"; "the / this / that / my skill" (the skill as a source).
 
@@ -43,7 +45,10 @@ _PHRASES = (
 def leak_pattern(families: Iterable[str]) -> re.Pattern[str]:
     """One case-insensitive pattern for the families' names and the skill phrasing."""
     names = sorted({f for f in families if f.strip()}, key=len, reverse=True)
-    family = [rf"(?:the\s+)?{re.escape(n)}(?:\s+skill(?:'s)?)?" for n in names]
+    # A name that is an identifier (sqlite-performance) is masked alone; a plain word
+    # (fusion, docker) only as "the fusion skill": alone it is the answer's own vocabulary.
+    family = [rf"(?:the\s+)?{re.escape(n)}" + (r"(?:\s+skill(?:'s)?)?" if re.search(r"[-_.]", n)
+                                                else r"\s+skill(?:'s)?") for n in names]
     return re.compile(r"(?<![\w-])(?:" + "|".join([*family, *_PHRASES]) + r")(?![\w-])",
                       re.IGNORECASE)
 
