@@ -9,7 +9,6 @@ import json
 from collections import Counter
 from itertools import permutations
 from pathlib import Path
-from typing import Any
 
 import pytest
 

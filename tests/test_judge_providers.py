@@ -134,7 +134,7 @@ def test_judge_specs_parse_and_name_the_fix() -> None:
     assert split_judge("claude-sonnet-4-5") == ("anthropic", "claude-sonnet-4-5")
     # A Bedrock-style Claude id keeps its colon.
     assert split_judge("anthropic.claude-3-haiku-v1:0")[0] == "anthropic"
-    with pytest.raises(ValueError, match="unknown provider 'mistral'.*openai:MODEL"):
+    with pytest.raises(ValueError, match=r"unknown provider 'mistral'.*openai:MODEL"):
         split_judge("mistral:large")
     with pytest.raises(ValueError, match="no model after google"):
         split_judge("google:")

@@ -40,7 +40,7 @@ DEMO_JUDGE_SHARES: dict[str, float] = {"anthropic": 0.5, "openai": 0.6, "google"
 def demo_judge() -> Handler:
     """The demo's judge: the keyword judge, its match share by the requested model's family
     (:data:`DEMO_JUDGE_SHARES`; a Claude id or an unknown one gets the keyword judge's)."""
-    from pytest_skilllift.model import family_of
+    from pytest_skilllift.judge.providers import family_of
     from pytest_skilllift.testing.judge_script import threshold_judge
 
     judges = {fam: threshold_judge(share) for fam, share in DEMO_JUDGE_SHARES.items()}
