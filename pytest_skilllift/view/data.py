@@ -89,6 +89,10 @@ def overview(card: dict[str, Any], week_dir: Path, pages: dict[str, str]) -> dic
     prov = data.get("provenance")
     if isinstance(prov, dict):
         data["provenance"] = {k: v for k, v in prov.items() if not k.endswith("_by_family")}
+    judge = card.get("judge")
+    judge_audit = judge.get("audit") if isinstance(judge, dict) else None
+    if isinstance(judge_audit, dict):  # the family warning, the panel, the bias audit
+        data["judge_audit"] = judge_audit
     data["identity"] = _identity(week_dir)
     data["pages"] = pages
     return data

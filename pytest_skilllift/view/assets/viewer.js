@@ -247,6 +247,48 @@
     var rh = d.run_health || {};
     add(au, kv(Object.keys(rh).map(function (k) { return [k.replace(/_/g, " "), rh[k]]; })));
 
+    var ja = d.judge_audit;
+    if (ja) {
+      var js = section("Judge: family, panel, bias audit", "judge-audit");
+      (ja.family_warnings || []).forEach(function (w) {
+        add(js, el("p", { "class": "neg" }, "⚠ " + w.label + " (" + w.family + ") is graded by its own family's judge " +
+          (w.judges || []).join(", ") + ": a warning, the verdicts stand."));
+      });
+      var pa = ja.panel;
+      if (pa) {
+        add(js, kv([["judges", (pa.judges || []).join(", ")], ["graded items", pa.items + " of " + pa.runs + " runs"],
+                    ["contested items", pa.disagreed_items],
+                    ["Krippendorff's alpha", isNum(pa.alpha) ? f3(pa.alpha) : "n/a"],
+                    ["alpha 95% CI (runs resampled)", pa.alpha_ci95 ? "[" + f3(pa.alpha_ci95[0]) + ", " + f3(pa.alpha_ci95[1]) + "]" : "n/a"]]));
+        add(js, table([col("judge A", "a"), col("judge B", "b"), col("items", "items", null, true),
+          col("agreement", "agreement", f3, true), col("Cohen's kappa", "kappa", f3, true)], pa.kappa || []));
+        var lcols = [col("model", "model"), col("panel lift", "panel", signed, true)].concat(
+          (pa.judges || []).map(function (j) { return col("lift by " + j, j, signed, true); }));
+        add(js, table(lcols, Object.keys(pa.lift || {}).map(function (m) { return Object.assign({ model: m }, pa.lift[m]); })));
+      } else {
+        add(js, el("p", { "class": "note" }, "One judge graded this week; --skill-lift-judges=a,b,c (or skilllift judge WEEK --judges …) reports a panel's agreement here."));
+      }
+      var sp = ja.self_preference || {};
+      if (Object.keys(sp).length) {
+        add(js, table([col("model", "model"), col("family", "family"), col("lift by own family", "lift_own", signed, true),
+          col("lift by others", "lift_other", signed, true), col("difference", "difference", signed, true),
+          col("± SE", "difference_se", f3, true)], Object.keys(sp).map(function (m) { return Object.assign({ model: m }, sp[m]); })));
+      }
+      var lk = ja.leakage || {}, lrows = [];
+      Object.keys(lk).forEach(function (m) {
+        Object.keys(lk[m]).forEach(function (a) { lrows.push(Object.assign({ model: m, arm: a }, lk[m][a])); });
+      });
+      add(js, el("p", { "class": "note" }, "Arm leakage: answers that name their skill (masked for the judge unless --skill-lift-judge-mask=off)."));
+      add(js, table([col("model", "model"), col("arm", "arm"), col("runs", "runs", null, true),
+        col("naming the skill", "leaking", null, true), col("masked", "masked", null, true)], lrows));
+      var vb = ja.verbosity || {};
+      add(js, table([col("model", "model"), col("lift", "lift", signed, true),
+        col("lift at equal length", "lift_length_adjusted", signed, true),
+        { label: "flag", value: function (r) { return r.flag ? 1 : 0; },
+          cell: function (r) { return r.flag ? el("span", { "class": "neg" }, "lift may partly reflect longer answers") : ""; } }],
+        Object.keys(vb).map(function (m) { return Object.assign({ model: m }, vb[m]); })));
+    }
+
     var pv = section("Identity and provenance", "provenance");
     var id = d.identity || {}, p = d.provenance || {};
     add(pv, kv([["week", d.week], ["generator", d.generator],
