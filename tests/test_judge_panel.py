@@ -261,3 +261,78 @@ def test_judges_added_to_a_graded_week_without_an_agent_call(
     assert all(r["judge_votes"].count("=") == 3 for r in rows)
     md = (week / "scorecard.md").read_text()
     assert "Krippendorff's alpha" in md and "is graded by its own family's judge" in md
+
+
+# ---------------------------------------------------------------------------------------------
+# The bias audit's arithmetic on a week written by hand
+
+
+def write_run(week: Path, run_id: str, *, label: str, model_id: str, cond: str, prompt: str,
+              answer: str, votes: list[dict[str, str]], judge_model: str) -> None:
+    (week / run_id).mkdir(parents=True)
+    (week / run_id / "run.json").write_text(json.dumps({
+        "run_id": run_id, "model": label, "model_id": model_id, "condition": cond,
+        "prompt": prompt, "final_answer": answer}))
+    rows = []
+    for i, vote in enumerate(votes, start=1):
+        majority = Counter(vote.values()).most_common(1)[0][0]
+        rows.append({"item_type": "must", "item_index": i, "item_text": f"item {i}",
+                     "verdict": majority, "samples": [
+                         {"judge": j, "verdict": x} for j, x in vote.items()] if len(vote) > 1
+                     else []})
+    (week / run_id / "grades.json").write_text(json.dumps({
+        "judge_model": judge_model, "rows": rows, "arm_leaks": 0}))
+
+
+def test_verbosity_is_flagged_when_the_lift_follows_answer_length(tmp_path: Path) -> None:
+    """Coverage that grows with length: the lift (0.625) is all length — at equal length
+    (the intercept of the paired regression) it is 0 — so the row is flagged."""
+    from pytest_skilllift.report.judge_audit import VERBOSITY_GAP, build_audit
+
+    week = tmp_path / "week"
+    for k in range(1, 5):
+        met = ["met"] * k + ["missing"] * (4 - k)
+        for cond, answer, verdicts in (("no-skill", "x" * 500, ["missing"] * 4),
+                                       ("with-skill", "x" * (500 + 1000 * k), met)):
+            write_run(week, f"p{k}-sonnet-{cond}", label="sonnet", model_id="claude-sonnet-4-5",
+                      cond=cond, prompt=f"p{k}", answer=answer,
+                      votes=[{"claude-sonnet-4-5": x} for x in verdicts],
+                      judge_model="claude-sonnet-4-5")
+    audit = build_audit(week)
+    row = audit["verbosity"]["sonnet"]
+    assert row["lift"] == pytest.approx(0.625)
+    assert row["lift_length_adjusted"] == pytest.approx(0.0, abs=1e-12)
+    assert row["credit_per_kchar"] == pytest.approx(0.25)
+    assert row["flag"] and row["lift"] - row["lift_length_adjusted"] >= VERBOSITY_GAP
+    assert row["length_credit_r"]["with-skill"] == pytest.approx(1.0)
+    assert audit["panel"] is None and audit["self_preference"] == {}
+    assert audit["family_warnings"] == [{"label": "sonnet", "family": "anthropic",
+                                         "judges": ["claude-sonnet-4-5"]}]
+
+
+def test_self_preference_is_the_own_family_lift_minus_the_others(tmp_path: Path) -> None:
+    """A Claude judge that credits the Claude label's with-skill answers more than the OpenAI
+    judge does: own-family lift 1.0 vs 0.5 on each of two prompts... and 0.5 vs 0.5 on a
+    third; the difference is their mean, its SE the paired one over prompts."""
+    from pytest_skilllift.report.judge_audit import build_audit
+
+    week = tmp_path / "week"
+    panel_name = "claude-sonnet-4-5,openai:gpt-5"
+    for k, (own, other) in enumerate((("met", "missing"), ("met", "missing"), ("met", "met")),
+                                     start=1):
+        for cond in ("no-skill", "with-skill"):
+            votes = ([{"claude-sonnet-4-5": "missing", "openai:gpt-5": "missing"}] * 2
+                     if cond == "no-skill" else
+                     [{"claude-sonnet-4-5": "met", "openai:gpt-5": "met"},
+                      {"claude-sonnet-4-5": own, "openai:gpt-5": other}])
+            write_run(week, f"p{k}-sonnet-{cond}", label="sonnet", model_id="claude-sonnet-4-5",
+                      cond=cond, prompt=f"p{k}", answer="a", votes=votes, judge_model=panel_name)
+    pref = build_audit(week)["self_preference"]["sonnet"]
+    diffs = [0.5, 0.5, 0.0]
+    mean = sum(diffs) / 3
+    se = (sum((d - mean) ** 2 for d in diffs) / 2 / 3) ** 0.5
+    assert (pref["own_judges"], pref["other_judges"]) == (["claude-sonnet-4-5"], ["openai:gpt-5"])
+    assert pref["lift_own"] == pytest.approx(1.0)
+    assert pref["lift_other"] == pytest.approx(1.0 - mean)
+    assert pref["difference"] == pytest.approx(mean)
+    assert pref["difference_se"] == pytest.approx(se)
