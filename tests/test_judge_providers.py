@@ -163,3 +163,10 @@ def test_other_providers_prices() -> None:
     assert price_rates("google", "gemini-2.5-flash")[:2] == (0.30, 2.50)
     rate_in, rate_out, note = price_rates("openai", "gpt-9-ultra")
     assert note and "not in the openai price table" in note and (rate_in, rate_out) > (0, 0)
+
+
+def test_a_recorded_panel_is_read_back_as_its_judges() -> None:
+    """week.json records a panel as its judges joined by commas: a regrade reads them back."""
+    assert [s.name for s in session_judges("claude-sonnet-4-5,openai:gpt-5", ())] == [
+        "claude-sonnet-4-5", "openai:gpt-5"]
+    assert [s.name for s in session_judges("", ())] != []  # the pinned default

@@ -17,11 +17,14 @@ __all__ = ["build_judge", "session_judges"]
 
 
 def session_judges(judge_model: str, judges: Sequence[str]) -> list[JudgeSpec]:
-    """The judges a session grades with: the panel when ``judges`` names one, else the one
+    """The judges a session grades with: the panel when ``judges`` names one (or
+    ``judge_model`` is a recorded panel, its judges joined by commas), else the one
     ``judge_model`` (the pinned default when empty)."""
     from pytest_skilllift.judge.client import default_judge_model
 
     default = default_judge_model()
+    if not judges and "," in judge_model:
+        judges = judge_model.split(",")  # a panel as week.json records it (judge.panel)
     if judges:
         return parse_judges(",".join(judges), default_model=default)
     return [parse_judge_spec(judge_model or default, default_model=default)]
