@@ -45,7 +45,7 @@ from pytest_skilllift.intervals import cohen_kappa, krippendorff_alpha
 from pytest_skilllift.model import ANTHROPIC, family_of, label_family, split_agent
 from pytest_skilllift.week.files import GRADES_FILE, RUN_FILE
 
-__all__ = ["ALPHA_RESAMPLES", "VERBOSITY_GAP", "build_audit", "panel_lift"]
+__all__ = ["ALPHA_RESAMPLES", "VERBOSITY_GAP", "alpha_with_ci", "build_audit", "panel_lift"]
 
 #: Bootstrap resamples of runs behind alpha's CI (seeded: the same week, the same CI).
 ALPHA_RESAMPLES = 1000
@@ -80,10 +80,15 @@ def _runs(week_dir: Path) -> list[dict[str, Any]]:
                     "prompt": str(run.get("prompt", "")),
                     "answer_chars": len(str(run.get("final_answer") or "")),
                     "judge_model": str(grades.get("judge_model") or ""),
-                    "arm_leaks": int(grades.get("arm_leaks") or 0),
+                    "arm_leaks": _count(grades.get("arm_leaks")),
                     "masked": bool(grades.get("judge_mask")),
                     "rows": [r for r in grades["rows"] if isinstance(r, dict)]})
     return out
+
+
+def _count(value: Any) -> int:
+    """A count from a file that may have been edited by hand: anything else counts 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _votes(row: dict[str, Any]) -> dict[str, str]:
@@ -162,13 +167,17 @@ def _units(runs: Sequence[dict[str, Any]], judges: Sequence[str]) -> list[list[l
     return out
 
 
-def _agreement(runs: Sequence[dict[str, Any]], judges: list[str]) -> dict[str, Any]:
-    by_run = _units(runs, judges)
+def alpha_with_ci(by_run: Sequence[Sequence[Sequence[str]]], *,
+                  resamples: int = ALPHA_RESAMPLES, seed: int = 0,
+                  ) -> tuple[float | None, list[float] | None, int]:
+    """Krippendorff's alpha over every run's units, its 95% percentile bootstrap CI
+    resampling runs (``by_run[r]`` is run ``r``'s units), and the resamples that had an
+    alpha. ``benchmarks/bench_alpha_ci.py`` measures the CI's coverage."""
     flat = [unit for items in by_run for unit in items]
     alpha = krippendorff_alpha(flat)
-    rng = random.Random(0)
+    rng = random.Random(seed)
     draws = []
-    for _ in range(ALPHA_RESAMPLES if alpha is not None and len(by_run) > 1 else 0):
+    for _ in range(resamples if alpha is not None and len(by_run) > 1 else 0):
         sample = [unit for _k in range(len(by_run))
                   for unit in by_run[rng.randrange(len(by_run))]]
         value = krippendorff_alpha(sample)
@@ -177,6 +186,13 @@ def _agreement(runs: Sequence[dict[str, Any]], judges: list[str]) -> dict[str, A
     draws.sort()
     ci = ([draws[int(0.025 * (len(draws) - 1))], draws[int(0.975 * (len(draws) - 1))]]
           if draws else None)
+    return alpha, ci, len(draws)
+
+
+def _agreement(runs: Sequence[dict[str, Any]], judges: list[str]) -> dict[str, Any]:
+    by_run = _units(runs, judges)
+    flat = [unit for items in by_run for unit in items]
+    alpha, ci, n_draws = alpha_with_ci(by_run)
     pairs = []
     for a, b in combinations(judges, 2):
         va, vb = [], []
@@ -194,7 +210,7 @@ def _agreement(runs: Sequence[dict[str, Any]], judges: list[str]) -> dict[str, A
                     if r.get("verdict") and len(set(_votes(r).values())) > 1)
     return {"judges": judges, "runs": len(by_run), "items": len(flat),
             "disagreed_items": contested, "alpha": alpha, "alpha_ci95": ci,
-            "alpha_resamples": len(draws), "kappa": pairs}
+            "alpha_resamples": n_draws, "kappa": pairs}
 
 
 def _judge_family(name: str) -> str:
