@@ -305,6 +305,7 @@ def test_verbosity_is_flagged_when_the_lift_follows_answer_length(tmp_path: Path
     assert row["credit_per_kchar"] == pytest.approx(0.25)
     assert row["flag"] and row["lift"] - row["lift_length_adjusted"] >= VERBOSITY_GAP
     assert row["length_credit_r"]["with-skill"] == pytest.approx(1.0)
+    assert row["length_credit_r_within_item"] == {"no-skill": None, "with-skill": None}  # 1 rep
     assert audit["panel"] is None and audit["self_preference"] == {}
     assert audit["family_warnings"] == [{"label": "sonnet", "family": "anthropic",
                                          "judges": ["claude-sonnet-4-5"]}]

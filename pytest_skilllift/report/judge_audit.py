@@ -21,10 +21,11 @@ Read from the week's run folders (``grades.json``: the verdicts and each panel j
   skill", SKILL.md; ``judge.mask``), counted per label and arm from grades.json's
   ``arm_leaks``, and how many of them were masked before the judge saw them.
 * **Verbosity**: per label and arm, the correlation between answer length (characters) and the
-  run's must coverage; and the lift recomputed with answer length as a covariate (the paired
-  per-prompt differences regressed on the length differences: the intercept is the lift at
-  equal length). Flagged "lift may partly reflect longer answers" when the adjusted lift is
-  below the lift by :data:`VERBOSITY_GAP` or more.
+  run's must coverage, and within rubric items (length and credit centred on each item's mean
+  over the reps, pooled; None with one rep); and the lift recomputed with answer length as a
+  covariate (the paired per-prompt differences regressed on the length differences: the
+  intercept is the lift at equal length). Flagged "lift may partly reflect longer answers"
+  when the adjusted lift is below the lift by :data:`VERBOSITY_GAP` or more.
 
 Numbers nothing defines (one judge, one prompt) are None, said as "n/a"; never 0.
 """
@@ -151,6 +152,28 @@ def _pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     if sxx <= 0 or syy <= 0:
         return None
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / math.sqrt(sxx * syy)
+
+
+def _within_item_r(runs: Sequence[dict[str, Any]]) -> float | None:
+    """The correlation of answer length and an item's credit *within* rubric items: length and
+    credit centred on their item's means (an item = prompt × rubric key, over the reps), then
+    pooled. None when no item was graded twice with different lengths (one rep)."""
+    groups: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    for run in runs:
+        for r in run["rows"]:
+            if r.get("verdict") and r.get("credit") not in (None, ""):
+                key = (run["prompt"], f"{r.get('item_type')}-{r.get('item_index')}")
+                groups[key].append((float(run["answer_chars"]), float(r["credit"])))
+    xs: list[float] = []
+    ys: list[float] = []
+    for pts in groups.values():
+        if len(pts) < 2:
+            continue
+        mx = sum(p[0] for p in pts) / len(pts)
+        my = sum(p[1] for p in pts) / len(pts)
+        xs += [p[0] - mx for p in pts]
+        ys += [p[1] - my for p in pts]
+    return _pearson(xs, ys)
 
 
 def _units(runs: Sequence[dict[str, Any]], judges: Sequence[str]) -> list[list[list[str]]]:
@@ -281,11 +304,12 @@ def build_audit(week_dir: Path) -> dict[str, Any]:
 
     verbosity: dict[str, Any] = {}
     for label, rs in sorted(labels.items()):
-        corr = {}
+        corr, within = {}, {}
         for arm in (NO, WITH):
             pts = [(float(r["answer_chars"]), c) for r in rs if r["condition"] == arm
                    if (c := _coverage(r["rows"], None)) is not None]
             corr[arm] = _pearson([p[0] for p in pts], [p[1] for p in pts])
+            within[arm] = _within_item_r([r for r in rs if r["condition"] == arm])
         d_cov = _diffs(rs, lambda r: _coverage(r["rows"], None))
         d_len = _diffs(rs, lambda r: r["answer_chars"] / 1000.0)
         common = sorted(set(d_cov) & set(d_len))
@@ -299,7 +323,8 @@ def build_audit(week_dir: Path) -> dict[str, Any]:
                 slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
                 adjusted = my - slope * mx
         verbosity[label] = {
-            "length_credit_r": corr, "lift": lift, "lift_length_adjusted": adjusted,
+            "length_credit_r": corr, "length_credit_r_within_item": within, "lift": lift,
+            "lift_length_adjusted": adjusted,
             "credit_per_kchar": slope, "n_prompts": len(common),
             "flag": bool(lift is not None and adjusted is not None
                          and lift - adjusted >= VERBOSITY_GAP)}
