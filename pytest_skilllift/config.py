@@ -229,6 +229,12 @@ OPTIONS: tuple[Option, ...] = (
            "infrastructure cause (API unreachable, key refused, model not found) no new run "
            "starts; the rest are reported 'not run: <cause>'. 0 turns it off.", "int", 3,
            metavar="N"),
+    Option("max-concurrency", "The most agent runs in flight at once, across every xdist worker "
+           "of the session. The limit starts here, halves when a CLI reports rate-limit "
+           "retries (HTTP 429/529; no new run starts before their retry-after) and grows back "
+           "by one after as many clean runs (docs/ci.md).", "int", None,
+           default_text="3 when a Claude Code label runs (qdrant/skills SCORING.md: 2-3), "
+           "else the worker count", metavar="N"),
     Option("progress-interval", "Seconds between progress lines when the output is not a "
            "terminal (CI logs; 0 = one per finished run). A terminal gets one "
            "live line; -q silences both.", "float", 60.0, metavar="SECONDS"),
@@ -399,6 +405,9 @@ class Settings:
     allow_unsafe: bool
     #: Consecutive runs with one infrastructure cause before no new run starts (0: never).
     breaker: int
+    #: ``--skill-lift-max-concurrency``: the cap on agent runs in flight (None: the default
+    #: rule, ``run.concurrency.default_cap``).
+    max_concurrency: int | None = None
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""
     #: The controller's shared judge (set under xdist): workers grade through it.
@@ -603,6 +612,7 @@ class Settings:
             progress_interval_s=float(v["progress-interval"]),
             allow_unsafe=bool(v["allow-unsafe"]),
             breaker=_breaker(v["breaker"]),
+            max_concurrency=_max_concurrency(v["max-concurrency"]),
             optional_labels=optional,
         )
 
@@ -808,4 +818,18 @@ def _breaker(value: Any) -> int:
     if n < 0:
         raise SettingsError(f"--skill-lift-breaker must be a whole number of runs, at least 0 "
                             f"(0 turns the circuit breaker off), got {value!r}")
+    return n
+
+
+def _max_concurrency(value: Any) -> int | None:
+    """``--skill-lift-max-concurrency``: a whole number of runs, at least 1 (None: default)."""
+    if value in (None, ""):
+        return None
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        n = 0
+    if n < 1:
+        raise SettingsError(f"--skill-lift-max-concurrency must be a whole number of runs, at "
+                            f"least 1, got {value!r}")
     return n

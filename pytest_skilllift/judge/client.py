@@ -265,6 +265,11 @@ def _classify(err: BaseException, timeout_s: float) -> tuple[bool, str, float | 
     raise err  # not an API failure: a bug, which must not be disguised as a judge outage
 
 
+#: Called with the wait (seconds) each time a judge call is rate limited (HTTP 429/529) and
+#: retried: the session's concurrency limit (``run.concurrency``) backs off on it too.
+RATE_LIMIT_LISTENERS: list[Callable[[float], None]] = []
+
+
 class DeadlineExceeded(Exception):
     """An attempt got no complete reply within its overall deadline."""
 
@@ -530,6 +535,10 @@ class Judge:
                 log.error("%s; the run's items stay ungraded", final)
                 raise _CallFailed(final, notes)
             delay = self._delay(attempt, retry_after)
+            if reason.startswith(("HTTP 429", "HTTP 529")):
+                for listener in RATE_LIMIT_LISTENERS:  # the session's concurrency limit
+                    with contextlib.suppress(Exception):
+                        listener(delay)
             log.warning(
                 "judge call attempt %d/%d failed (%s); retrying in %.2fs",
                 attempt, attempts, reason, delay,

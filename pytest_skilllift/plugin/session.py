@@ -6,6 +6,7 @@ and the exit-status decision; workers only generate and grade runs into the week
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
@@ -29,6 +30,7 @@ from pytest_skilllift.model import (
     split_agent,
 )
 from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker
+from pytest_skilllift.run.concurrency import ConcurrencyLimit, default_cap
 from pytest_skilllift.run.engine import GradedRun, WeekRun
 from pytest_skilllift.run.matrix import Matrix, load_matrix
 from pytest_skilllift.run.view import SkillLiftRun
@@ -39,7 +41,7 @@ from pytest_skilllift.runners.inflight import Inflight
 from pytest_skilllift.runners.sweep import SweepLog
 from pytest_skilllift.warm import Warmed
 from pytest_skilllift.week.checks import CheckTally, merge_checks
-from pytest_skilllift.week.files import OK, RUN_FILE, TRIGGERS_DIR
+from pytest_skilllift.week.files import CONCURRENCY_FILE, OK, RUN_FILE, TRIGGERS_DIR
 from pytest_skilllift.week.ledger import Ledger
 
 DEMO_KEY = "demo-key-not-a-secret"
@@ -180,6 +182,13 @@ class SkillLiftSession:
         self.sweeps = SweepLog() if settings.runner == "docker" and not worker else None
         #: Runs an interrupt stopped (any process of the session), once the session ends.
         self.stopped_runs: list[str] | None = None
+        # The judge's rate limits (HTTP 429/529) lower the session's concurrency limit too.
+        from pytest_skilllift.judge.client import RATE_LIMIT_LISTENERS
+
+        RATE_LIMIT_LISTENERS.append(self._judge_rate_limited)
+
+    def _judge_rate_limited(self, wait_s: float) -> None:
+        self.concurrency().signal(wait_s, source="judge")
 
     @property
     def inflight(self) -> Inflight:
@@ -269,6 +278,10 @@ class SkillLiftSession:
             )
 
     def stop(self) -> None:
+        from pytest_skilllift.judge.client import RATE_LIMIT_LISTENERS
+
+        with contextlib.suppress(ValueError):
+            RATE_LIMIT_LISTENERS.remove(self._judge_rate_limited)
         if self._weekrun is not None:
             self._weekrun.close()
         if self._triggers is not None:
@@ -292,9 +305,20 @@ class SkillLiftSession:
             self._weekrun.start_gate = self.spend_gate()
             self._weekrun.breaker = self.breaker()
             self._weekrun.judge_breaker = self.breaker("judge")
+            self._weekrun.concurrency = self.concurrency()
             if self.settings.fresh:  # regrade the runs this session selects, once each
                 self._weekrun.regrade_pass = self.session_id
         return self._weekrun
+
+    def concurrency(self) -> ConcurrencyLimit:
+        """The session's limit on agent runs in flight, shared by its processes through the
+        session's directory (``run.concurrency``)."""
+        s = self.settings
+        cap = default_cap(s.max_concurrency,
+                          claude_code=any(split_agent(m)[0] == CLAUDE_CODE for _, m in s.models),
+                          workers=int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1))
+        return ConcurrencyLimit(self.inflight.root / "concurrency", cap,
+                                check=self.inflight.check_not_stopping)
 
     def breaker(self, side: str = "runs") -> CircuitBreaker | None:
         """``--skill-lift-breaker``: the session's circuit breaker for its runs (or its
@@ -600,6 +624,7 @@ class SkillLiftSession:
             [r for r, st in self.tally.runs.items() if st == NOT_RUN]
             + [f"{TRIGGERS_DIR}/{r}" for r, st in self.tally.trigger_runs.items()
                if st == NOT_RUN])
+        self.concurrency().write_summary(self.week.root / CONCURRENCY_FILE)
         has_triggers = rebuild_trigger_table(self.week.root) > 0
         if not any(self.week.root.glob(f"*/{RUN_FILE}")) and not has_triggers:
             return

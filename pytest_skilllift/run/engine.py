@@ -32,6 +32,7 @@ from pytest_skilllift.model import (
     arm_ref,
 )
 from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker, judge_cause
+from pytest_skilllift.run.ratelimits import count_run, rate_limit_columns
 from pytest_skilllift.run.revisions import revision_commit
 from pytest_skilllift.run.skill_creator import judge_prompt_text
 from pytest_skilllift.runners.base import Runner
@@ -58,6 +59,7 @@ from pytest_skilllift.week.files import (
 from pytest_skilllift.week.ledger import Ledger
 
 if TYPE_CHECKING:
+    from pytest_skilllift.run.concurrency import ConcurrencyLimit
     from pytest_skilllift.trace.transcript import Transcript
 
 
@@ -158,6 +160,9 @@ class WeekRun:
         #: The judge's breaker: fed each judge call's infrastructure cause; once open, no
         #: judge call is made (the runs stay ungraded, never scored zero).
         self.judge_breaker: CircuitBreaker | None = None
+        #: The session's shared limit on agent runs in flight (``run.concurrency``): each
+        #: run's CLI holds a slot while it runs; its rate-limit retries lower the limit.
+        self.concurrency: ConcurrencyLimit | None = None
         #: Marks the runs this session generated: another process of the same session (an
         #: xdist worker holding a custom check of the run) must not retry an errored one.
         self.session_id = session_id
@@ -254,7 +259,8 @@ class WeekRun:
         if self._runner is None:
             self._runner = self._runner_factory()
         try:
-            outcome = self._runner.run(spec, self.agent, run_dir)
+            with self._slot(spec, run_dir):
+                outcome = self._runner.run(spec, self.agent, run_dir)
         except KeyboardInterrupt:
             # Interrupted mid-run: its partial transcript goes, nothing is recorded, so the
             # next session generates it (once) — neither finished nor a final error.
@@ -278,6 +284,13 @@ class WeekRun:
         if self.on_generated is not None:
             self.on_generated(spec)
         return record, True
+
+    def _slot(self, spec: RunSpec, run_dir: Path) -> contextlib.AbstractContextManager[Any]:
+        """The run's slot under the session's concurrency limit (none without a limit)."""
+        if self.concurrency is None:
+            return contextlib.nullcontext()
+        return self.concurrency.running(spec.run_id, run_dir / STDOUT_FILE,
+                                        run_dir / STDERR_FILE)
 
     def _record(self, spec: RunSpec, outcome: RunOutcome, transcript: Path) -> dict[str, Any]:
         from pytest_skilllift.trace import audit
@@ -324,6 +337,7 @@ class WeekRun:
             "invocation_status": inv.status if inv else "",
             "top_level_only": "" if inv is None else int(inv.top_level_only),
             "permission_denials": sig.permission_denials,
+            **rate_limit_columns(count_run(transcript, transcript.parent / STDERR_FILE)),
             "prompt_path": str(spec.prompt.path),
             "final_answer": sig.final_answer,
         }

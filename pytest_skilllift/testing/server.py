@@ -85,6 +85,10 @@ class Faults:
     only: str | None = None
     first_n: int = 0
     hang_s: float = 30.0
+    #: A rate limit on concurrency: an agent request that arrives while more than this many
+    #: agent requests are in flight (itself included) is answered 429 with ``retry_after``,
+    #: the way an API's concurrent-request limit answers. None: no such limit.
+    max_concurrent: int | None = None
 
     def __post_init__(self) -> None:
         unknown = [k for k in self.kinds if k not in FAULT_KINDS]
@@ -96,6 +100,8 @@ class Faults:
             raise ValueError(f"Faults.only must be None, 'agent' or 'judge', not {self.only!r}")
         if not 0.0 <= self.rate <= 1.0:
             raise ValueError(f"Faults.rate must be within [0, 1], not {self.rate}")
+        if self.max_concurrent is not None and self.max_concurrent < 1:
+            raise ValueError(f"Faults.max_concurrent must be at least 1, not {self.max_concurrent}")
 
 
 @dataclass(frozen=True)
@@ -197,6 +203,9 @@ class StandIn:
         self._lock = threading.Lock()
         self._requests: list[Recorded] = []
         self._eligible = 0  # agent/judge requests seen so far (drives Faults.first_n)
+        #: Agent requests being answered now, and the most at once (``Faults.max_concurrent``).
+        self.agent_inflight = 0
+        self.peak_agent_inflight = 0
         self._rng = random.Random(faults.seed if faults else 0)
         self._stopping = threading.Event()
         self._server: _Server | None = None
@@ -282,6 +291,19 @@ class StandIn:
             if faults.rate > 0 and self._rng.random() < faults.rate:
                 return self._rng.choice(faults.kinds)
         return None
+
+    def _arrive(self, kind: str) -> bool:
+        """Count an agent request in flight; True when it is above ``Faults.max_concurrent``
+        (it is then answered 429). The caller calls :meth:`_depart` when it is answered."""
+        with self._lock:
+            self.agent_inflight += 1
+            self.peak_agent_inflight = max(self.peak_agent_inflight, self.agent_inflight)
+            limit = self.faults.max_concurrent if self.faults else None
+            return kind == "agent" and limit is not None and self.agent_inflight > limit
+
+    def _depart(self) -> None:
+        with self._lock:
+            self.agent_inflight -= 1
 
     def _sleep(self, seconds: float) -> None:
         if seconds > 0:
@@ -455,6 +477,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
     server: _Server
     # Idle keep-alive connections are dropped after this long (frees handler threads).
     timeout = 120
+    #: This request is counted among the agent requests in flight (``StandIn._arrive``).
+    _counted = False
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the default stderr access log (requests are recorded instead)."""
@@ -555,7 +579,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
         elif _GEMINI_PATH.match(path):
             self._dialect_call(GEMINI, stream=path.endswith(":streamGenerateContent"))
         elif path.rstrip("/") == "/v1/messages":
-            self._messages()
+            self._counted = False
+            try:
+                self._messages()
+            finally:
+                if self._counted:
+                    self.api._depart()
         elif path.rstrip("/") == "/v1/messages/count_tokens":
             self._count_tokens()
         elif path.rstrip("/") == BATCH_PATH:
@@ -647,6 +676,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
             record(401)
             self._send_error(401, "invalid x-api-key")
             return
+
+        if kind == "agent":
+            self._counted = True
+            if api._arrive(kind):  # above Faults.max_concurrent: a rate limit, at once
+                record(429, "429")
+                wait = api.faults.retry_after if api.faults else 0
+                self._send_error(429, "Too many concurrent requests (injected by StandIn).",
+                                 {"retry-after": f"{wait:g}"})
+                return
 
         api._sleep(api.judge_latency_s if kind == "judge" else api.latency_s)
 

@@ -20,6 +20,9 @@ MANIFEST_EXTRA_COLUMNS: tuple[str, ...] = (
     "wall_ms", "invocation_status", "top_level_only", "permission_denials",
     # --skill-lift-baseline-from: the week a no-skill run was copied from, else why not.
     "baseline_from", "baseline_reason",
+    # The CLI's rate-limit retries (HTTP 429/529) during the run, and the wait they announced
+    # (run.ratelimits): a throttled run's timing changed; Run health compares its scores.
+    "rate_limit_retries", "rate_limit_wait_ms",
 )
 
 #: The 12 qdrant scores columns, in their order.

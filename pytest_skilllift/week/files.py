@@ -87,6 +87,10 @@ GRADING_FILES: frozenset[str] = frozenset({GRADES_FILE, JUDGE_COST_FILE, JUDGE_E
 #: ``week/spend.py``, ``judge/batch.py``, ``week/merge.py``).
 SHARD_FILE: Final = "shard.json"
 SPEND_FILE: Final = "spend.json"
+#: The last session's concurrency limit (``run.concurrency``) and the plan's estimate made
+#: before its runs (``run.estimate``), beside the spend.
+CONCURRENCY_FILE: Final = "concurrency.json"
+ESTIMATE_FILE: Final = "estimate.json"
 BATCHES_FILE: Final = "judge-batches.json"
 MERGE_FILE: Final = "merge.json"
 #: Held by ``skilllift merge`` on its OUT for the whole merge: two merges into one directory
