@@ -35,6 +35,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.cli.image",  # image build
     "pytest_skilllift.cli.export",  # export (skill-creator layout)
     "pytest_skilllift.cli.view",  # view (the offline HTML site, labelling)
+    "pytest_skilllift.cli.plan",  # plan (the runs and their price, before the run)
 )
 
 
@@ -43,6 +44,7 @@ EXAMPLES = """\
 examples:
   skilllift init .                          scaffold pytest.ini, prompt and trigger files
   pytest --skill-lift --collect-only -q     list the runs and rubric items a week would grade
+  skilllift plan -n 3                       the runs to make and their estimated $ and time
   pytest --skill-lift -k git-bisect         one real week, for the prompts matching -k
   skilllift summarize evals/weekly/20260808 rebuild the scorecard of a week directory
   skilllift view evals/weekly/20260808      the week as an offline HTML site
@@ -84,7 +86,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The top-level parser has no option that takes a value: the first word is the command.
     command = next((a for a in args_list if not a.startswith("-")), None)
     parser = build_parser(command)
-    args = parser.parse_args(args_list)
+    if command == "plan" and not {"-h", "--help"} & set(args_list):
+        # Every word after ``plan`` is pytest's (-k, -n, --skill-lift-…), unparsed here.
+        at = args_list.index("plan")
+        args = parser.parse_args(args_list[:at + 1])
+        args.pytest_args = args_list[at + 1:]
+    else:
+        args = parser.parse_args(args_list)
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()

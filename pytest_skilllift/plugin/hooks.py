@@ -82,6 +82,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if not _is_worker(config):
         _controller_setup(config, state)
         config.pluginmanager.register(ControllerPlugin(state), "skilllift-controller")
+        from pytest_skilllift.plugin import estimate_hooks
+
+        estimate_hooks.register(config, state)  # the plan and its price, before any run
     config.stash[SESSION_KEY] = state
     # SIGTERM/SIGHUP stop the session's agents like Ctrl-C (every process).
     interrupts.register(config, state, controller=not _is_worker(config))

@@ -23,6 +23,7 @@ from pytest_skilllift.report.sections import (
     cost,
     coverage,
     custom_checks,
+    estimate,
     header,
     health,
     improvements,
@@ -32,6 +33,7 @@ from pytest_skilllift.report.sections import (
     plots,
     prompts,
     provenance,
+    ratelimits,
     reliability,
     scale,
     selfserved,
@@ -50,7 +52,7 @@ class Scorecard(
     reliability.Data, prompts.Data,
     activation.Data, audit.Data, improvements.Data, triggering.Data,
     selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data, scale.Data,
-    health.Data, judge.Data, provenance.Data, baseline.Data,
+    health.Data, judge.Data, provenance.Data, baseline.Data, estimate.Data, ratelimits.Data,
 ):
     """scorecard.json: every section's keys (all numbers unrounded; renderers round)."""
 
@@ -85,8 +87,10 @@ SECTIONS: tuple[Section, ...] = (
     Section("custom-checks", custom_checks.build, custom_checks.render),
     Section("coverage", coverage.build, coverage.render),
     Section("cost-time", cost.build, cost.render),
+    Section("cost-estimate", estimate.build, estimate.render),  # inside Cost & time
     Section("spend-cap-and-shards", scale.build, scale.render),
     Section("run-health", health.build, health.render),
+    Section("rate-limits", ratelimits.build, lambda card: []),  # its lines: in Run health
     Section("judge-reliability", judge.build, judge.render),
     Section("provenance", provenance.build, provenance.render),
     Section("baseline-reuse", baseline.build, baseline.render),  # inside Provenance

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from pytest_skilllift.report.sections import ratelimits
 from pytest_skilllift.week.files import (
     STATUS_BUDGET,
     STATUS_ERRORED,
@@ -80,6 +81,7 @@ def render(card: Reads) -> list[str]:
         L.append(f"- runs that produced no answer (dropped): {h['no_answer_runs']}")
     if h.get("invalid_items"):
         L.append(f"- items that failed validation (excluded): {h['invalid_items']}")
+    L += ratelimits.lines(card)
     L += judge_lines(card)
     L.append("")
     return L
