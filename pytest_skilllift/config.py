@@ -407,7 +407,7 @@ class Settings:
     breaker: int
     #: ``--skill-lift-max-concurrency``: the cap on agent runs in flight (None: the default
     #: rule, ``run.concurrency.default_cap``).
-    max_concurrency: int | None = None
+    max_concurrency: int | None
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""
     #: The controller's shared judge (set under xdist): workers grade through it.

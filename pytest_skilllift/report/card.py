@@ -51,8 +51,8 @@ class Scorecard(
     header.Data, lift.Data, versions.Data, withall.Data, noise.Data, wow.Data, cells.Data,
     reliability.Data, prompts.Data,
     activation.Data, audit.Data, improvements.Data, triggering.Data,
-    selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data, scale.Data,
-    health.Data, judge.Data, provenance.Data, baseline.Data, estimate.Data, ratelimits.Data,
+    selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data, estimate.Data,
+    scale.Data, health.Data, ratelimits.Data, judge.Data, provenance.Data, baseline.Data,
 ):
     """scorecard.json: every section's keys (all numbers unrounded; renderers round)."""
 
