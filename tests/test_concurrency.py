@@ -176,3 +176,31 @@ def test_summary_is_written_only_when_a_run_took_a_slot(tmp_path: Path) -> None:
     limit.write_summary(tmp_path / "concurrency.json")
     data = json.loads((tmp_path / "concurrency.json").read_text())
     assert data["cap"] == 3 and data["started"] == 1 and data["events"][0]["run_id"] == "r"
+
+
+@pytest.mark.slow  # the anthropic SDK's import: seconds on a loaded machine
+def test_the_judges_429s_feed_the_limit_and_its_other_retries_do_not(tmp_path: Path) -> None:
+    from pytest_skilllift.judge.client import RATE_LIMIT_LISTENERS
+    from pytest_skilllift.testing import Faults, StandIn
+    from pytest_skilllift.testing.judge_script import keyword_judge
+    from tests.test_judge_client import ANSWER, ITEMS, KEY, fast_judge
+
+    limit = ConcurrencyLimit(tmp_path, 4)
+    waits: list[float] = []
+
+    def listener(wait_s: float) -> None:
+        waits.append(wait_s)
+        limit.signal(wait_s, source="judge")
+
+    RATE_LIMIT_LISTENERS.append(listener)
+    try:
+        faults = Faults(first_n=2, kinds=("429", "500"), retry_after=0.05, only="judge")
+        with StandIn(judge=keyword_judge, faults=faults, api_key=KEY) as api:
+            result = fast_judge(api).grade("q", ANSWER, ITEMS, seed="r1")
+    finally:
+        RATE_LIMIT_LISTENERS.remove(listener)
+    assert result.error is None
+    assert len(waits) == 1 and waits[0] >= 0.05  # the 429 (with its retry-after), not the 500
+    summary = limit.summary()
+    assert summary["limit"] == 2 and summary["signals"] == 1
+    assert summary["events"][0]["source"] == "judge"

@@ -390,6 +390,7 @@ class SkillLiftSession:
                                         self._make_runner)
             self._triggers.start_gate = self.spend_gate()
             self._triggers.breaker = self.breaker()  # one API behind lift and trigger runs
+            self._triggers.concurrency = self.concurrency()
         return self._triggers
 
     def spend_gate(self) -> Any:

@@ -24,6 +24,7 @@ and are tabled in ``<week>/triggers/triggers.csv``. No pytest here.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import re
@@ -34,6 +35,7 @@ from typing import Any
 
 from pytest_skilllift.model import WITH_SKILL, AgentConfig, PromptSpec, RunOutcome, RunSpec
 from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker
+from pytest_skilllift.run.concurrency import ConcurrencyLimit
 from pytest_skilllift.run.engine import NotStarted
 from pytest_skilllift.run.prompts import PromptError, check_placeholder, read_json_file
 from pytest_skilllift.runners.base import Runner
@@ -52,6 +54,7 @@ from pytest_skilllift.week.files import (
     OK,
     RETRY_ON_RERUN,
     RUN_STATUSES,
+    STDERR_FILE,
     STDOUT_FILE,
     TIMEOUT,
     TRIGGERS_CSV,
@@ -344,6 +347,9 @@ class TriggerRun:
         #: API behind both): fed each trigger run's infrastructure cause; once open, no
         #: trigger run starts (``NotStarted``, ``not run: <cause>``).
         self.breaker: CircuitBreaker | None = None
+        #: As ``WeekRun.concurrency``: a trigger run's CLI holds a slot of the session's
+        #: limit on runs in flight too (one API behind both).
+        self.concurrency: ConcurrencyLimit | None = None
 
     def close(self) -> None:
         if self._runner is not None:
@@ -371,7 +377,10 @@ class TriggerRun:
                 if self._runner is None:
                     self._runner = self._runner_factory()
                 run_dir = self.week.run_dir(spec.run_id)
-                outcome = self._runner.run(run, self.agent, run_dir)
+                with (self.concurrency.running(spec.run_id, run_dir / STDOUT_FILE,
+                                               run_dir / STDERR_FILE)
+                      if self.concurrency is not None else contextlib.nullcontext()):
+                    outcome = self._runner.run(run, self.agent, run_dir)
                 if self.breaker is not None:
                     self.breaker.record(outcome.outage)
                 record = self._record(spec, installed, outcome, run_dir / STDOUT_FILE)
