@@ -72,7 +72,14 @@ class EstimatePlugin:
                 runs.setdefault(run.run_id, run)
         if not runs:
             return []
-        return est.lines(self.compute(list(runs.values())))
+        return self._lines(list(runs.values()))
+
+    def _lines(self, specs: Sequence[RunSpec]) -> list[str]:
+        """The plan's lines; an estimate that cannot be made is said, never a failed run."""
+        try:
+            return est.lines(self.compute(specs))
+        except (OSError, ValueError) as exc:
+            return [f"skill-lift plan: no estimate ({type(exc).__name__}: {exc})"]
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
@@ -90,7 +97,7 @@ class EstimatePlugin:
             if spec is not None:
                 selected.setdefault(spec.run_id, spec)
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        lines = est.lines(self.compute(list(selected.values())))
+        lines = self._lines(list(selected.values()))
         if tr is not None:
             for line in lines:
                 tr.write_line(line)
