@@ -36,8 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.model import RunSpec, split_agent
-from pytest_skilllift.week.columns import NO_SKILL, NO_SKILL_B, arm_of
+from pytest_skilllift.model import NO_SKILL, NO_SKILL_B, RunSpec, arm_of, split_agent
 from pytest_skilllift.week.files import (
     ESTIMATE_FILE,
     GRADES_FILE,
@@ -252,7 +251,7 @@ def _fallback(per_run: float | None, n: int) -> Range:
 def table_run_usd(model_id: str, condition: str) -> float | None:
     """One run's $ from the price table and :data:`DEFAULT_TOKENS` (None: not in a table)."""
     from pytest_skilllift.judge.client import estimate_cost
-    from pytest_skilllift.run.agent_streams import price
+    from pytest_skilllift.trace.agent_streams import price
 
     _agent, model = split_agent(model_id)
     tokens_in, tokens_out = DEFAULT_TOKENS[_arm_kind(condition)]
