@@ -15,6 +15,7 @@ from pytest_skilllift.run.concurrency import (
     ConcurrencyLimit,
     StreamWatch,
     default_cap,
+    summary_line,
 )
 from pytest_skilllift.run.ratelimits import (
     RateLimits,
@@ -176,6 +177,13 @@ def test_summary_is_written_only_when_a_run_took_a_slot(tmp_path: Path) -> None:
     limit.write_summary(tmp_path / "concurrency.json")
     data = json.loads((tmp_path / "concurrency.json").read_text())
     assert data["cap"] == 3 and data["started"] == 1 and data["events"][0]["run_id"] == "r"
+    assert summary_line(tmp_path / "concurrency.json") == ""  # no rate limit: no line
+    limit.signal(1.0)
+    limit.write_summary(tmp_path / "concurrency.json")
+    assert summary_line(tmp_path / "concurrency.json").startswith(
+        "rate limits: 1 retry (HTTP 429/529) reported; the concurrency limit was cut 1× from "
+        "3 to as low as 1 and ended at 1; at most 1 run(s) in flight")
+    assert summary_line(tmp_path / "missing.json") == ""
 
 
 @pytest.mark.slow  # the anthropic SDK's import: seconds on a loaded machine

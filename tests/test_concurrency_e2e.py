@@ -94,6 +94,8 @@ def test_rate_limits_lower_the_runs_in_flight_and_change_no_grade(tmp_path: Path
     assert all(e["inflight"] <= e["limit"] for e in events if e["event"] == "start")
     card = (week / "scorecard.md").read_text()
     assert "rate-limited runs" in card
+    assert f"rate limits: {sum(got_429.values())} retries (HTTP 429/529) reported" in (
+        throttled.stdout)
 
     # the same week without 429s grades every item the same way
     with StandIn(agent=skill_agent, judge=keyword_judge, latency_s=0.6) as plain_api:

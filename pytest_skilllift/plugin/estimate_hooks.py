@@ -107,6 +107,18 @@ class EstimatePlugin:
         """After the controller opened the week (its runtestloop hook runs first)."""
         self._record()
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """After the lift table: what rate limits did to the session's concurrency."""
+        if self.config.option.collectonly:
+            return
+        from pytest_skilllift.run.concurrency import summary_line
+        from pytest_skilllift.week.files import CONCURRENCY_FILE
+
+        line = summary_line(self.state.settings.out_dir / CONCURRENCY_FILE)
+        if line:
+            terminalreporter.write_line(line, yellow=True)
+
     def _record(self) -> None:
         if (self._recorded or self.estimate is None or self.state.refused
                 or self.config.option.collectonly or not self.state.settings.out_dir.is_dir()):

@@ -292,6 +292,25 @@ class StreamWatch:
                         self.on_retry(hit)
 
 
+def summary_line(path: Path) -> str:
+    """One line on what rate limits did to a session's limit (``concurrency.json``); empty
+    when no rate-limit retry was reported."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        signals, cuts = int(data["signals"]), int(data["cuts"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    if not signals:
+        return ""
+    clipped = data.get("pause_clipped") or 0
+    return (f"rate limits: {signals} retr{'y' if signals == 1 else 'ies'} (HTTP 429/529) "
+            f"reported; the concurrency limit was cut {cuts}× from {data['cap']} to as low as "
+            f"{data['min_limit']} and ended at {data['limit']}; at most "
+            f"{data['max_inflight']} run(s) in flight"
+            + (f"; {clipped} retry-after(s) over {MAX_PAUSE_S:.0f}s were clipped" if clipped
+               else "") + " (per run: the manifest's rate_limit_retries; Run health)")
+
+
 def default_cap(max_concurrency: int | None, *, claude_code: bool, workers: int) -> int:
     """The cap in force: ``--skill-lift-max-concurrency`` when given; else SCORING.md's 3
     when a Claude Code label runs; else one per worker (nothing to keep below)."""
