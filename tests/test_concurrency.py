@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import time
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,44 @@ def test_the_judges_429s_feed_the_limit_and_its_other_retries_do_not(tmp_path: P
     summary = limit.summary()
     assert summary["limit"] == 2 and summary["signals"] == 1
     assert summary["events"][0]["source"] == "judge"
+
+
+@pytest.mark.slow  # a server, threads and its latency: over a second on a loaded machine
+def test_the_stand_in_answers_429_with_retry_after_above_a_concurrency() -> None:
+    import threading
+    import urllib.error
+    import urllib.request
+
+    from pytest_skilllift.testing import Faults, Reply, StandIn
+
+    body = json.dumps({"model": "m", "max_tokens": 10, "tools": [{"name": "t"}],
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    got: list[tuple[int, str | None]] = []
+
+    def call(url: str) -> None:
+        req = urllib.request.Request(f"{url}/v1/messages", body,
+                                     {"content-type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                got.append((resp.status, None))
+        except urllib.error.HTTPError as err:
+            got.append((err.code, err.headers.get("retry-after")))
+
+    faults = Faults(max_concurrent=2, retry_after=1.5)
+    with StandIn(agent=lambda _: Reply.text("ok"), latency_s=0.3, faults=faults) as api:
+        first = [threading.Thread(target=call, args=(api.base_url,)) for _ in range(2)]
+        for t in first:
+            t.start()
+        deadline = time.monotonic() + 5
+        while api.agent_inflight < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)  # both are being answered (in the stand-in's latency)
+        call(api.base_url)  # a third at once: above the concurrency of 2
+        for t in first:
+            t.join()
+        call(api.base_url)  # the first two answered: room again
+        assert api.peak_agent_inflight == 3 and api.agent_inflight == 0
+        assert got[0] == (429, "1.5") and sorted(got[1:3]) == [(200, None)] * 2
+        assert got[3] == (200, None)
+        assert [r.fault for r in api.requests].count("429") == 1
+    with pytest.raises(ValueError, match="max_concurrent"):
+        Faults(max_concurrent=0)
