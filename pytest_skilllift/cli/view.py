@@ -23,6 +23,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.port is not None and not args.serve:
         print("skilllift view: --port needs --serve", file=sys.stderr)
         return 2
+    if args.idle_timeout is not None and not args.serve:
+        print("skilllift view: --idle-timeout needs --serve", file=sys.stderr)
+        return 2
+    if args.idle_timeout is not None and not args.idle_timeout >= 0:
+        print(f"skilllift view: --idle-timeout must be 0 (never) or a number of seconds, not "
+              f"{args.idle_timeout}", file=sys.stderr)
+        return 2
     out = Path(args.out) if args.out else None
     try:
         site = build_site(week, out, compare=Path(args.compare) if args.compare else None,
@@ -37,10 +44,11 @@ def _run(args: argparse.Namespace) -> int:
         print(f"compare: {site.history_compare}")
     if not args.serve:
         return 0
-    from pytest_skilllift.view.serve import serve
+    from pytest_skilllift.view.serve import DEFAULT_IDLE_TIMEOUT, serve
 
     return serve(week, site.index.parent, port=args.port or 0, sample=args.sample,
-                 seed=args.seed)
+                 seed=args.seed, idle_timeout=(DEFAULT_IDLE_TIMEOUT if args.idle_timeout is None
+                                               else args.idle_timeout))
 
 
 def add_parser(subparsers: Any) -> None:
@@ -54,7 +62,9 @@ def add_parser(subparsers: Any) -> None:
                     "per prompt with its rubric × runs verdicts, each run's answer with the "
                     "judge's evidence quote marked, the two arms side by side and the run's "
                     "tool calls. --serve serves it on 127.0.0.1 and adds blind labelling into "
-                    "WEEK_DIR/labels.csv, the file skilllift judge-check reads.",
+                    "WEEK_DIR/labels.csv, the file skilllift judge-check reads. The server "
+                    "ends on Ctrl-C, or by itself after --idle-timeout seconds with no "
+                    "request (default 1800).",
     )
     parser.add_argument("week_dir", metavar="WEEK_DIR", help="the week directory")
     parser.add_argument("--out", metavar="DIR", default="",
@@ -67,6 +77,9 @@ def add_parser(subparsers: Any) -> None:
                         help="serve the site on 127.0.0.1 and add the labelling page")
     parser.add_argument("--port", type=int, default=None, metavar="PORT",
                         help="port for --serve (default: a free one)")
+    parser.add_argument("--idle-timeout", type=float, default=None, metavar="SECONDS",
+                        help="with --serve: stop after this many seconds without a request "
+                             "(default 1800; 0: only Ctrl-C stops it)")
     parser.add_argument("--sample", type=int, default=30, metavar="N",
                         help="items in the labelling sample (as skilllift label; default 30)")
     parser.add_argument("--seed", default="0", metavar="SEED",

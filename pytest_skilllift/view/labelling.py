@@ -7,6 +7,10 @@ run's final answer: never the model, the arm or the judge's verdict (a person wh
 anchors on them). Each label is written at once into ``WEEKDIR/labels.csv`` in the columns
 ``skilllift judge-check`` reads; agreement and Cohen's kappa so far come from
 ``judge.agreement.check_week`` on that same file, so the page and judge-check cannot differ.
+
+A label is read-modify-written into labels.csv under a lock held across processes
+(``week.files.file_lock`` on ``.labels.csv.lock``) and threads: two servers on one week, or
+many clients of one, lose no acknowledged label.
 """
 
 from __future__ import annotations
@@ -14,17 +18,20 @@ from __future__ import annotations
 import csv
 import io
 import json
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.judge.graded import GradedItem, read_graded_items
 from pytest_skilllift.week.columns import VERDICTS
-from pytest_skilllift.week.files import RUN_FILE, atomic_write_text
+from pytest_skilllift.week.files import RUN_FILE, atomic_write_text, file_lock, read_text_nofollow
 
-__all__ = ["LABELS_FILE", "LABEL_COLUMNS", "LabelSession", "LabellingError"]
+__all__ = ["LABELS_FILE", "LABELS_LOCK", "LABEL_COLUMNS", "LabelSession", "LabellingError"]
 
 LABELS_FILE = "labels.csv"
+#: The lock every writer of labels.csv holds around its read-modify-write.
+LABELS_LOCK = ".labels.csv.lock"
 #: The label file's columns: those ``skilllift judge-check`` reads, plus the item's text.
 LABEL_COLUMNS: tuple[str, ...] = (
     "prompt", "model", "condition", "rep", "item_type", "item_index", "item_text", "verdict",
@@ -61,13 +68,16 @@ class LabelSession:
         self._by_key: dict[tuple[Any, ...], int] = {}
         self._answers: dict[tuple[str, str, str, int], str] = {}
         self._prompts: dict[str, str] = {}
+        # The handler threads of one server share the caches above and the label file.
+        self._mutex = threading.RLock()
 
     # -- what the page sees -----------------------------------------------------------
     def _id(self, item: GradedItem) -> int:
-        if item.key not in self._by_key:
-            self._by_key[item.key] = len(self._ids) + 1
-            self._ids[self._by_key[item.key]] = item
-        return self._by_key[item.key]
+        with self._mutex:
+            if item.key not in self._by_key:
+                self._by_key[item.key] = len(self._ids) + 1
+                self._ids[self._by_key[item.key]] = item
+            return self._by_key[item.key]
 
     def _answer(self, item: GradedItem) -> str:
         from pytest_skilllift.judge.labels import _answers  # the sheet's own answer lookup
@@ -110,9 +120,11 @@ class LabelSession:
 
     # -- the label file ---------------------------------------------------------------
     def _read(self) -> tuple[list[str], list[dict[str, str]]]:
-        if not self.path.is_file():
+        try:
+            text = read_text_nofollow(self.path)
+        except FileNotFoundError:
             return list(LABEL_COLUMNS), []
-        with self.path.open(newline="", encoding="utf-8-sig") as fh:
+        with io.StringIO(text.removeprefix("\ufeff"), newline="") as fh:
             reader = csv.DictReader(fh)
             header = [h for h in (reader.fieldnames or []) if h]
             rows = [{k: v or "" for k, v in r.items() if k} for r in reader]
@@ -133,21 +145,22 @@ class LabelSession:
             positive, negative = VERDICTS[item.item_type]
             raise LabellingError(f"verdict {verdict!r} is not {positive} or {negative} "
                                  f"(a {item.item_type} item)")
-        header, rows = self._read()
-        new = _item_row(item, verdict)
-        key = _row_key(new)
-        for row in rows:
-            if _row_key(row) == key:
-                row.update(new)
-                break
-        else:
-            rows.append(new)
-        out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=header, lineterminator="\n",
-                                extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-        atomic_write_text(self.path, out.getvalue())
+        with self._mutex, file_lock(self.week_dir / LABELS_LOCK):
+            header, rows = self._read()
+            new = _item_row(item, verdict)
+            key = _row_key(new)
+            for row in rows:
+                if _row_key(row) == key:
+                    row.update(new)
+                    break
+            else:
+                rows.append(new)
+            out = io.StringIO()
+            writer = csv.DictWriter(out, fieldnames=header, lineterminator="\n",
+                                    extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+            atomic_write_text(self.path, out.getvalue())
         return self.agreement()
 
     def agreement(self) -> dict[str, Any] | None:
