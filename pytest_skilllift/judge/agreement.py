@@ -55,6 +55,7 @@ from pytest_skilllift.judge.graded import (
     rep_key,
     text_key,
 )
+from pytest_skilllift.judge.labels import unsheet_cell
 from pytest_skilllift.week.columns import ITEM_TYPES, VERDICTS
 from pytest_skilllift.week.files import JUDGE_CHECK_FILE, utc_stamp
 
@@ -221,7 +222,8 @@ def read_labels(path: Path) -> list[LabelRow]:
                     "(skilllift label WEEK_DIR writes one to fill in)")
             rows = []
             for n, raw in enumerate(reader, start=1):
-                row = {k.strip(): (v or "").strip() for k, v in raw.items() if k}
+                # a sheet of skilllift label: its formula guard (a leading ') taken off
+                row = {k.strip(): unsheet_cell((v or "").strip()) for k, v in raw.items() if k}
                 rows.append(LabelRow(
                     row=n, prompt=row.get("prompt", ""), model=row.get("model", ""),
                     condition=row.get("condition", ""), rep=rep_key(row.get("rep", "")),

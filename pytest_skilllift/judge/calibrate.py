@@ -21,6 +21,7 @@ could not be done (missing inputs, fewer than two samples graded).
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 from collections.abc import Callable
@@ -149,6 +150,10 @@ def read_answer(run_dir: Path, record: dict[str, Any],
     if isinstance(answer, str) and answer.strip():
         return answer
     stdout = run_dir / STDOUT_FILE
+    if os.path.islink(run_dir) or os.path.islink(stdout):
+        # never read through: a link may name any file of the host
+        raise CalibrationError(f"{stdout if os.path.islink(stdout) else run_dir} is a symbolic "
+                               "link; nothing in a week directory is followed out of it")
     if not stdout.is_file():
         raise CalibrationError(f"{run_dir} has no final_answer in {RUN_FILE} and no "
                                f"{STDOUT_FILE}")

@@ -29,9 +29,15 @@ from typing import Any, TextIO
 from pytest_skilllift.judge.calibrate import CalibrationError, TranscriptAnswer, read_answer
 from pytest_skilllift.judge.graded import GradedItem
 from pytest_skilllift.week.columns import ITEM_TYPES, VERDICTS
-from pytest_skilllift.week.files import MANIFEST_CSV, RUN_FILE
+from pytest_skilllift.week.files import MANIFEST_CSV, RUN_FILE, no_link, read_text_nofollow
 
-__all__ = ["SHEET_COLUMNS", "allocate", "stratified_sample", "write_sheet"]
+__all__ = ["FORMULA_START", "SHEET_COLUMNS", "allocate", "sheet_cell", "stratified_sample",
+           "unsheet_cell", "write_sheet"]
+
+#: What makes a spreadsheet read a cell as a formula (OWASP's CSV-injection list): the
+#: sheet is made to be opened in one, so a text cell starting with one of these is written
+#: with a leading ``'`` (shown as text) and :func:`unsheet_cell` takes it off on reading back.
+FORMULA_START: tuple[str, ...] = ("=", "+", "-", "@", "\t", "\r")
 
 SHEET_COLUMNS: tuple[str, ...] = (
     "prompt", "model", "condition", "rep", "item_type", "item_index", "item_text", "choices",
@@ -114,9 +120,9 @@ def _answers(week_dir: Path, items: Sequence[GradedItem],
             out[run] = "(final answer not found: no run of this item in manifest.csv)"
             continue
         run_dir = week_dir / run_id
-        try:
-            record = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        try:  # never through a link: a run folder or run.json that is one names a host file
+            record = json.loads(read_text_nofollow(no_link(run_dir) / RUN_FILE))
+        except (OSError, ValueError, RecursionError):
             record = {}
         try:
             out[run] = read_answer(run_dir, record if isinstance(record, dict) else {},
@@ -124,6 +130,16 @@ def _answers(week_dir: Path, items: Sequence[GradedItem],
         except CalibrationError as err:
             out[run] = f"(final answer not found: {err})"
     return out
+
+
+def sheet_cell(text: str) -> str:
+    """``text`` as a spreadsheet shows it as text: a leading ``'`` before a formula start."""
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def unsheet_cell(text: str) -> str:
+    """:func:`sheet_cell` undone (a label sheet read back by ``skilllift judge-check``)."""
+    return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_START) else text
 
 
 def write_sheet(out: TextIO, week_dir: Path, sample: Sequence[GradedItem],
@@ -138,6 +154,9 @@ def write_sheet(out: TextIO, week_dir: Path, sample: Sequence[GradedItem],
         if answer.startswith("(final answer not found"):
             missing += 1
         positive, negative = VERDICTS[item.item_type]
-        writer.writerow([item.prompt, item.model, item.condition, item.rep, item.item_type,
-                         item.item_index, item.item_text, f"{positive}|{negative}", "", answer])
+        # The week's CSVs stay exact (docs/safety.md); this sheet is for a spreadsheet.
+        writer.writerow([sheet_cell(item.prompt), sheet_cell(item.model),
+                         sheet_cell(item.condition), item.rep, item.item_type,
+                         item.item_index, sheet_cell(item.item_text), f"{positive}|{negative}",
+                         "", sheet_cell(answer)])
     return missing

@@ -11,7 +11,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.week.files import AUDIT_FILE, RUN_FILE, STDOUT_FILE
+from pytest_skilllift.week.files import (
+    AUDIT_FILE,
+    RUN_FILE,
+    STDOUT_FILE,
+    WeekLinkError,
+    read_text_nofollow,
+)
 
 __all__ = ["read_run", "step_of", "trajectory"]
 
@@ -21,8 +27,8 @@ MAX_TARGET = 300
 
 def _json_file(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_text_nofollow(path))
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -47,6 +53,8 @@ def step_of(name: str, args: dict[str, Any], *, denied: bool, error: bool,
 def trajectory(run_dir: Path) -> tuple[list[dict[str, Any]], str]:
     """Every tool call of the run's transcript in order, and a note when there is none to read."""
     stdout = run_dir / STDOUT_FILE
+    if stdout.is_symlink():
+        return [], f"{WeekLinkError(stdout)}"
     if not stdout.is_file():
         return [], f"no {STDOUT_FILE} in the run directory"
     from pytest_skilllift.trace.transcript import parse_transcript
@@ -67,6 +75,10 @@ def read_run(week_dir: Path, run_id: str) -> dict[str, Any]:
     from pytest_skilllift.trace.transcript import final_answer
 
     run_dir = week_dir / run_id
+    if run_id and run_dir.is_symlink():
+        note = str(WeekLinkError(run_dir, "(a run folder)")).replace(str(week_dir), "WEEKDIR")
+        return {"answer": None, "answer_note": note, "trajectory": [],
+                "trajectory_note": note, "audit": None}
     if not run_id or not run_dir.is_dir():
         note = "no run directory in the week" if run_id else "no run id in manifest.csv"
         return {"answer": None, "answer_note": note, "trajectory": [],

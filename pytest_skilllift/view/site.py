@@ -5,13 +5,20 @@ the site's own files, no inline script, no network), the page's data as a JSON b
 ``viewer.js`` through ``textContent``; a JSON block is never executed) and ``viewer.js``, which
 builds the page with ``textContent`` only. Answers, quotes, prompts, rubric texts and names
 are data: nothing of the week is ever parsed as HTML.
+
+The output folder is the tool's own: a non-empty ``--out`` that is not a view this tool wrote
+(its :data:`VIEW_MARKER`, or an older view's ``index.html`` + ``assets/viewer.js``) is refused
+before anything is written, and nothing is written through a symbolic link (every folder is
+checked, every file opened ``O_NOFOLLOW``) — the rule ``--skill-lift-out`` follows for a week.
 """
 
 from __future__ import annotations
 
+import errno
 import html
 import json
-import shutil
+import os
+import stat
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -24,7 +31,13 @@ from pytest_skilllift.view.data import (
     prompt_records,
     read_scorecard,
 )
-from pytest_skilllift.week.files import HISTORY_CSV, SCORECARD_JSON, VIEW_DIR
+from pytest_skilllift.week.files import (
+    HISTORY_CSV,
+    SCORECARD_JSON,
+    VIEW_DIR,
+    WeekLinkError,
+    read_bytes_nofollow,
+)
 
 __all__ = ["ASSETS", "CSP_SERVED", "CSP_STATIC", "SiteResult", "ViewError", "build_site",
            "embed_json", "history_compare_week", "page_html"]
@@ -44,6 +57,10 @@ PROMPTS_DIR = "prompts"
 #: The other week's site, under this one's (its pages are the compare page's other side).
 COMPARE_DIR = "b"
 COMPARE_PAGE = "compare.html"
+#: Written first into every site: what makes a non-empty ``--out`` a view this tool wrote.
+VIEW_MARKER = ".skilllift-view"
+#: How many of a refused folder's entries the message names.
+SHOWN = 5
 
 
 def embed_json(data: Any) -> str:
@@ -87,19 +104,76 @@ class SiteResult:
     history_compare: str = ""
 
 
+def _is_view(out: Path) -> bool:
+    """Whether ``out`` holds a site this tool wrote (its marker; or, from before the marker,
+    an ``index.html`` with our data block beside ``assets/viewer.js``)."""
+    marker = out / VIEW_MARKER
+    if marker.is_file() and not marker.is_symlink():
+        return True
+    index, js = out / "index.html", out / "assets" / "viewer.js"
+    if any(p.is_symlink() or not p.is_file() for p in (index, js)) or (out / "assets").is_symlink():
+        return False
+    try:
+        return b'id="skilllift-data"' in read_bytes_nofollow(index)[:1 << 16]
+    except OSError:
+        return False
+
+
+def check_view_out(out: Path) -> None:
+    """Raise :class:`ViewError` unless ``out`` is absent, empty, or a view this tool wrote;
+    a link is never written through, ``out`` included."""
+    out = Path(out)
+    if out.is_symlink():
+        raise ViewError(f"--out {out}: {WeekLinkError(out)}")
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise ViewError(f"--out {out}: not a directory; name a new folder or a view this tool "
+                        "wrote")
+    entries = sorted(e.name + ("/" if e.is_dir(follow_symlinks=False) else "")
+                     for e in os.scandir(out))
+    if not entries or _is_view(out):
+        return
+    more = f" and {len(entries) - SHOWN} more" if len(entries) > SHOWN else ""
+    raise ViewError(
+        f"--out {out}: not empty and not a view this tool wrote (it holds "
+        f"{', '.join(entries[:SHOWN])}{more}); nothing was written. Fix: name a new or empty "
+        f"folder, or a view skilllift view wrote (it has {VIEW_MARKER})")
+
+
+def _folder(path: Path) -> Path:
+    """``path`` made (with its parents) and checked to be a real folder, not a link."""
+    path.mkdir(parents=True, exist_ok=True)
+    if not stat.S_ISDIR(os.lstat(path).st_mode):
+        raise ViewError(f"{WeekLinkError(path, '(a folder of the site)')}")
+    return path
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    """Write a file of the site, never through a link (``O_NOFOLLOW``); its folder is one
+    :func:`_folder` made. Not atomic: the site is derived and rebuilt whole, and a fsync per
+    page costs a large week (5,000 pages) half a minute."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ViewError(f"{WeekLinkError(path, 'and is not written through')}") from None
+        raise
+    with os.fdopen(fd, "wb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise ViewError(f"{path}: not a regular file; the site writes only its own files")
+        fh.write(data)
+
+
 def _copy_assets(out: Path) -> None:
-    dest = out / "assets"
-    dest.mkdir(parents=True, exist_ok=True)
+    dest = _folder(out / "assets")
     base = resources.files("pytest_skilllift.view") / "assets"
     for name in ASSETS:
-        with resources.as_file(base / name) as src:
-            shutil.copyfile(src, dest / name)
+        _write_bytes(dest / name, (base / name).read_bytes())
 
 
 def _write_page(path: Path, text: str) -> None:
-    # Not atomic_write_text: the site is derived and rebuilt whole, and a fsync per page
-    # costs a large week (5,000 pages) half a minute.
-    path.write_text(text, encoding="utf-8")
+    _write_bytes(path, text.encode("utf-8"))
 
 
 def build_site(week_dir: Path, out: Path | None = None, *,
@@ -120,7 +194,10 @@ def build_site(week_dir: Path, out: Path | None = None, *,
 
     week = load_week(week_dir)
     problems = [str(p) for p in week.problems]
-    (out / PROMPTS_DIR).mkdir(parents=True, exist_ok=True)
+    check_view_out(out)
+    _folder(out)
+    _write_bytes(out / VIEW_MARKER, b"written by skilllift view; rebuilt whole on each run\n")
+    _folder(out / PROMPTS_DIR)
     _copy_assets(out)
     label = str(card.get("week") or week_dir.name)
     pages: dict[str, str] = {}
@@ -164,11 +241,12 @@ def _copy_plots(card: dict[str, Any], week_dir: Path, out: Path) -> dict[str, st
         # A plain file name of the week directory only: scorecard.json is input too.
         if not isinstance(name, str) or Path(name).name != name or not name.endswith(".png"):
             continue
-        src = week_dir / name
-        if src.is_file():
-            (out / "assets" / "plots").mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, out / "assets" / "plots" / name)
-            shown[str(kind)] = f"assets/plots/{name}"
+        try:  # never through a link: a plot that is one names a file outside the week
+            data = read_bytes_nofollow(week_dir / name)
+        except OSError:
+            continue
+        _write_bytes(_folder(out / "assets" / "plots") / name, data)
+        shown[str(kind)] = f"assets/plots/{name}"
     return shown
 
 

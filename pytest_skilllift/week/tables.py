@@ -1092,9 +1092,16 @@ def _judge_costs(week: Week) -> dict[str, float]:
     """``<run_id>/judge_cost.txt`` per run.  Lists the week dir once instead of probing
     every run id, since large synthetic weeks have no run directories at all."""
     try:
-        subdirs = {e.name for e in os.scandir(week.week_dir) if e.is_dir()}
+        entries = list(os.scandir(week.week_dir))
     except OSError:
         return {}
+    # A run folder that is a link is never read through (it may name any folder of the host):
+    # left out of run_dirs, so no reader of the week (the viewer, the label sheet) opens it.
+    subdirs = {e.name for e in entries if e.is_dir(follow_symlinks=False)}
+    for e in sorted(entries, key=lambda e: e.name):
+        if e.is_symlink() and e.is_dir():
+            week.problems.append(Problem(e.name, f"{WeekLinkError(Path(e.path), '(a run folder)')}"
+                                         "; left out of the week"))
     week.run_dirs = subdirs
     if not subdirs or week.manifest.run_id is None:
         return {}
@@ -1103,7 +1110,7 @@ def _judge_costs(week: Week) -> dict[str, float]:
     out: dict[str, float] = {}
     for rid in sorted(subdirs & known):
         p = week.week_dir / rid / JUDGE_COST_FILE
-        if not p.is_file():
+        if p.is_symlink() or not p.is_file():
             continue
         text = p.read_text(encoding="utf-8", errors="replace").strip()
         try:
