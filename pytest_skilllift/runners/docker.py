@@ -476,7 +476,7 @@ class DockerRunner:
         for family in spec.prompt.installed_families:
             error = check_family(install_root(spec.prompt, cfg.skills_root) / family,
                                  cfg.max_family_bytes,
-                                 allow_unsafe=cfg.allow_unsafe)
+                                 allow_unsafe=cfg.allow_unsafe, timeout_s=cfg.timeout_s)
             if error is not None:
                 return error
         return None

@@ -23,9 +23,12 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pytest_skilllift.week.files import MAX_TREE_DEPTH, walk_nofollow
 
 #: Never installed (version-control and bytecode noise).
 IGNORED: frozenset[str] = frozenset({".git", "__pycache__"})
@@ -64,7 +67,8 @@ def family_entries(family_dir: Path, max_bytes: int | None = None) -> list[Entry
     if not (root / "SKILL.md").is_file():
         raise InstallError(f"skill family {name!r} not found at {family_dir} (no SKILL.md)")
     entries: list[Entry] = []
-    for current, dirs, files in os.walk(root, followlinks=False):
+    too_deep: list[Path] = []
+    for current, dirs, files in walk_nofollow(root, too_deep=too_deep):
         dirs[:] = sorted(d for d in dirs if d not in IGNORED)
         here = Path(current)
         for child in [*dirs, *sorted(f for f in files if f not in IGNORED)]:
@@ -81,6 +85,11 @@ def family_entries(family_dir: Path, max_bytes: int | None = None) -> list[Entry
             else:  # a FIFO would block the copy, a device has no business in a skill
                 raise InstallError(f"invalid install: {name}/{rel} is not a regular file, "
                                    "directory or link; fix: remove it from the skill family")
+    if too_deep:
+        rel = sorted(too_deep)[0].relative_to(root).as_posix()
+        raise InstallError(f"invalid install: skill family {name!r} has folders more than "
+                           f"{MAX_TREE_DEPTH} levels deep ({name}/{rel[:200]}…); they are "
+                           "neither scanned nor installed. Fix: flatten the family")
     if max_bytes is not None:
         _check_size(name, entries, max_bytes)
     return entries
@@ -127,25 +136,35 @@ def install_root(prompt: Any, skills_root: Path) -> Path:
 
 
 def check_family(family_dir: Path, max_bytes: int | None = None, *,
-                 allow_unsafe: bool = False) -> str | None:
+                 allow_unsafe: bool = False, timeout_s: float | None = None) -> str | None:
     """The reason the family cannot be installed, or None: a missing SKILL.md, a link that
     leaves the family, a family over ``max_bytes``, or (unless ``allow_unsafe``) a critical
-    security finding."""
+    security finding. ``timeout_s`` (the run's ``--skill-lift-timeout``) bounds the scan."""
+    deadline = time.monotonic() + timeout_s if timeout_s is not None else None
     try:
         family_entries(family_dir, max_bytes)
     except InstallError as exc:
         return str(exc)
-    return None if allow_unsafe else unsafe_reason(family_dir)
+    return None if allow_unsafe else unsafe_reason(family_dir, deadline=deadline,
+                                                   timeout_s=timeout_s)
 
 
-def unsafe_reason(family_dir: Path) -> str | None:
+def unsafe_reason(family_dir: Path, *, deadline: float | None = None,
+                  timeout_s: float | None = None) -> str | None:
     """Why the family is refused for its critical security findings (each named with its
     rule, file and line), or None. The scan reads every file of the family: an agent with
-    the skill installed would read and run them."""
+    the skill installed would read and run them. A scan still running at ``deadline``
+    (``time.monotonic()``) refuses the install: what was not scanned is not run."""
     # Imported here: the rules compile their patterns, and only with-skill installs need them.
-    from pytest_skilllift.skill.security.scanner import critical_findings
+    from pytest_skilllift.skill.security.scanner import ScanDeadline, critical_findings
 
-    critical = critical_findings(Path(family_dir))
+    try:
+        critical = critical_findings(Path(family_dir), deadline=deadline)
+    except ScanDeadline as exc:
+        return (f"invalid install: the security scan of skill family "
+                f"{Path(family_dir).name!r} did not finish within the run's timeout "
+                f"({timeout_s:g} s, --skill-lift-timeout): {exc}. Fix: run `skilllift scan` "
+                "on the family to see what is slow, or raise the timeout")
     if not critical:
         return None
     named = "; ".join(f"{f.rule_id} {f.rule.name} at {f.location}: {f.match!r}"

@@ -120,7 +120,7 @@ class LocalRunner:
         for family in families:
             error = check_family(install_root(spec.prompt, cfg.skills_root) / family,
                                  cfg.max_family_bytes,
-                                 allow_unsafe=cfg.allow_unsafe)
+                                 allow_unsafe=cfg.allow_unsafe, timeout_s=cfg.timeout_s)
             if error is not None:
                 return error
         for family in families:

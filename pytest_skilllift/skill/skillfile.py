@@ -29,6 +29,27 @@ import yaml
 MAX_BYTES = 1024 * 1024
 #: entries listed under references/ or assets/ before we stop walking (reported when hit).
 MAX_BUNDLED_FILES = 5000
+#: Values a frontmatter may expand to, aliases expanded (a real one holds a few dozen). YAML
+#: aliases share one object, so a 1 KB "billion laughs" block loads fast and expands to 10^9
+#: values the moment any key is turned into text; the bound holds for every key alike.
+MAX_YAML_VALUES = 10_000
+
+
+def yaml_within(value: Any, limit: int = MAX_YAML_VALUES) -> bool:
+    """Whether ``value`` (loaded YAML) holds at most ``limit`` values with every alias
+    expanded; stops counting at the limit, so an alias bomb costs ``limit`` steps."""
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if count > limit:
+            return False
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple, set)):
+            stack.extend(item)
+    return True
 SKILL_FILENAME = "SKILL.md"
 #: The rule a frontmatter block must follow: "YAML frontmatter followed by Markdown content".
 FRONTMATTER_SOURCE = (
@@ -469,6 +490,20 @@ def _parse_yaml(skill: SkillFile, block: str, first_line: int) -> None:
         return
     if data is None:
         data = {}
+    if not yaml_within(data):
+        skill.findings.append(
+            Finding(
+                "BROKEN_FRONTMATTER",
+                f"frontmatter expands to more than {MAX_YAML_VALUES} values (YAML aliases "
+                "nested into an alias bomb); not read",
+                "Write the frontmatter as plain 'key: value' lines, without anchors (&) and "
+                "aliases (*).",
+                "FRONTMATTER_RULES",
+                line=first_line,
+                source=FRONTMATTER_SOURCE,
+            )
+        )
+        return
     if not isinstance(data, dict):
         skill.findings.append(
             Finding(

@@ -52,6 +52,7 @@ from pytest_skilllift.week.files import (
     WEEK_JSON_LOCK,
     atomic_write_text,
     file_lock,
+    tree_paths,
     update_with_file,
     utc_stamp,
 )
@@ -131,7 +132,8 @@ def skill_family_hash(skills_root: Path, family: str) -> str:
     if not base.is_dir():
         return ""
     digest = hashlib.sha256()
-    for path in sorted(base.rglob("*")):
+    too_deep: list[Path] = []
+    for path in tree_paths(base, too_deep=too_deep):  # no recursion: any depth
         link = path.is_symlink()
         if not link and not path.is_file():
             continue
@@ -146,6 +148,9 @@ def skill_family_hash(skills_root: Path, family: str) -> str:
         except OSError as exc:  # unreadable: the install will say so; hash the reason
             data = f"unreadable:{exc.strerror}".encode()
             digest.update(len(data).to_bytes(8, "big") + data)
+    for path in sorted(too_deep):  # not read; the install refuses such a family
+        data = b"too-deep:" + path.relative_to(base).as_posix().encode()
+        digest.update(len(data).to_bytes(8, "big") + data)
     return digest.hexdigest()
 
 

@@ -12,20 +12,50 @@ Precision is a requirement, not a nicety: a well-kept skill set (qdrant/skills) 
 high or critical finding, so every rule has a benign look-alike it leaves alone (``rm -rf
 build/``, an example key marked as such, a ``curl`` of a documented API without a pipe to a
 shell). Pure logic: no pytest, no file system (the scanner reads the files).
+
+Every pattern that meets a skill's text is compiled by :func:`linear`: RE2 (google-re2), a
+regex engine without backtracking, whose time is linear in the input whatever it holds. With
+Python's ``re`` a 1.8 KB line could take 15 s in the high-entropy-secret rule (cubic) and a
+long line of ``iex`` the PowerShell rule quadratic; the same rules run when a with-skill
+family is installed. RE2 has no lookaround and no backreference: a boundary is matched as a
+character (or the start/end), and the fork bomb's "same name three times" is checked by its
+``accept``.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import cast
+
+import re2
 
 #: Severities, least to most severe; ``rank`` orders them.
 SEVERITIES: tuple[str, ...] = ("low", "medium", "high", "critical")
 
 STUDY = "arXiv 2601.10338 (Agent Skills in the Wild: 31,132 skills scanned)"
+
+
+def linear(pattern: str, *, ignorecase: bool = False,
+           multiline: bool = False) -> re.Pattern[str]:
+    """``pattern`` compiled by RE2: linear time on any input. The object has ``re``'s
+    methods (``search``, ``finditer``, ``sub``; matches with ``group``, ``span``,
+    ``start``); it is typed as ``re.Pattern`` for them."""
+    flags = ("i" if ignorecase else "") + ("m" if multiline else "")
+    return cast("re.Pattern[str]", re2.compile(f"(?{flags}){pattern}" if flags else pattern))
+
+
+@functools.lru_cache(maxsize=256)
+def line_has(pattern: re.Pattern[str], line: str) -> bool:
+    """Whether ``pattern`` occurs in ``line``, computed once per line: an accept function
+    called for each of a line's many matches would otherwise search the line again each
+    time (quadratic in a line of 10,000 look-alikes)."""
+    return pattern.search(line) is not None
 
 
 def rank(severity: str) -> int:
@@ -67,26 +97,78 @@ class LineRule:
     #: Lower-case words one of which every match contains: a text holding none of them is
     #: not searched (a substring test is ~50x cheaper than the regex over the text).
     keywords: tuple[str, ...] = ()
+    #: A shell-command rule: matched over the text as :func:`normalise_shell` makes it plain
+    #: (keywords included), so quoting or escaping a command's name does not hide it.
+    shell: bool = False
+    #: ``accept`` decides by the line alone (not the match): one rejected match rejects the
+    #: line, so the rest of its matches are not tried (10,000 ``iwr`` on one line: one call).
+    by_line: bool = False
 
 
 # ---------------------------------------------------------------------------------------------
 # shared pieces
 
-_URL = re.compile(r"https?://[^\s\"'`)|>;]+")
+_URL = linear(r"https?://[^\s\"'`)|>;]+")
 _SHELL = r"(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+)?(?:ba|z|k|da|fi|c|tc)?sh\b"
 _INTERP = rf"(?:{_SHELL}|(?:sudo\s+)?(?:python[23]?|perl|ruby|node|php|pwsh|powershell)\b)"
-_END = r"(?=$|[\s\"'`;&|)])"
+#: The end of a command word (matched as a character: RE2 has no lookahead).
+_END = r"(?:$|[\s\"'`;&|)])"
 #: A network tool or call on the line: where a read secret would go out.
-NETWORK_SINK = re.compile(
+NETWORK_SINK = linear(
     r"\b(?:curl|wget|nc|ncat|netcat|socat|scp|sftp|ftp|telnet)\b|/dev/tcp/|"
     r"\brequests\.(?:post|put|patch|get)\b|\burllib\.request\b|\bhttp\.client\b|"
     r"\bfetch\s*\(|\baxios\b|\bInvoke-(?:WebRequest|RestMethod)\b|\b(?:iwr|irm)\b|"
-    r"\bhttpx\.(?:post|put)\b", re.IGNORECASE)
+    r"\bhttpx\.(?:post|put)\b", ignorecase=True)
 #: Words that mark a credential-looking value as an example, not a secret.
-_EXAMPLE = re.compile(
+_EXAMPLE = linear(
     r"example|placeholder|your[-_ ]?(?:own[-_ ]?)?(?:api[-_ ]?)?(?:key|token|secret)|dummy|"
     r"fake|sample|redacted|changeme|xxxx|<[^>]+>|\.\.\.|\*\*\*\*|\$\{?[A-Z_]+\}?|"
-    r"os\.environ|getenv|process\.env|\{\{", re.IGNORECASE)
+    r"os\.environ|getenv|process\.env|\{\{", ignorecase=True)
+
+
+_ESCAPE = linear(r"\\x([0-9a-fA-F]{2})|\\([0-7]{3})")
+_CONTINUED = linear(r"\\\r?$")
+_SUBST_OUTPUT = linear(r"\$\(\s*(?:printf|echo)\s+(?:-[a-z]+\s+)*([^\s()`]+)\s*\)"
+                       r"|`\s*(?:printf|echo)\s+(?:-[a-z]+\s+)*([^\s()`]+)\s*`")
+_REDIRECTED_SUBST = linear(r"<\s*<\(")
+#: Logical lines joined at most (a continuation chain longer than this is left split).
+MAX_JOINED_LINES = 64
+
+
+def _unescape(m: re.Match[str]) -> str:
+    code = int(m.group(1), 16) if m.group(1) else int(m.group(2), 8)
+    return chr(code) if 0x20 <= code < 0x7F else m.group(0)
+
+
+def normalise_shell(text: str) -> str:
+    """Shell text made plain for the shell-command rules, with as many lines as ``text``
+    (line N of the result is line N of the file, a continued command joined onto its first
+    line): ``printf``/``$'…'`` escapes decoded (``\\x63`` → ``c``), backslash-newline
+    continuations joined, ``$(printf X)`` and ``` `echo X` ``` replaced by ``X``, every quote
+    and remaining backslash removed (``c"u"rl``, ``cu\\rl``, ``"bash"`` → ``curl``, ``bash``),
+    and ``< <(`` written ``<(``. Each step is one linear pass."""
+    if "\\" in text:
+        text = _ESCAPE.sub(_unescape, text)
+        lines = text.split("\n")
+        out: list[str] = []
+        i = 0
+        while i < len(lines):
+            line, joined = lines[i], 1
+            while (_CONTINUED.search(line) and i + joined < len(lines)
+                   and joined < MAX_JOINED_LINES):
+                line = _CONTINUED.sub(" ", line) + lines[i + joined]
+                joined += 1
+            out.append(line)
+            out.extend([""] * (joined - 1))  # the joined lines stay, empty: numbering holds
+            i += joined
+        text = "\n".join(out)
+    text = text.replace("$'", "'").replace('$"', '"')
+    text = text.replace('"', "").replace("'", "").replace("\\", "")
+    if "printf" in text or "echo" in text:
+        text = _SUBST_OUTPUT.sub(lambda m: m.group(1) or m.group(2), text)
+    if "<(" in text:
+        text = _REDIRECTED_SUBST.sub("<(", text)
+    return text
 
 
 def _with_url(m: re.Match[str], line: str) -> str:
@@ -102,9 +184,7 @@ def entropy(text: str) -> float:
     """Shannon entropy in bits per character (a random base64 token is near 6; words ~3)."""
     if not text:
         return 0.0
-    counts: dict[str, int] = {}
-    for ch in text:
-        counts[ch] = counts.get(ch, 0) + 1
+    counts = Counter(text)  # counted in C: a 2 MiB token costs milliseconds
     n = len(text)
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
@@ -143,16 +223,64 @@ R_NPX = Rule(
     "npx runs a package without a pinned version (whatever is newest at run time)",
     "Pin the version: npx pkg@1.2.3 (or @scope/pkg@1.2.3).")
 
-_PIPE_SHELL = re.compile(
-    rf"\b(?:curl|wget|fetch|iwr)\b[^|\n]*\|\s*{_INTERP}"
-    rf"|\b{_SHELL}\s+(?:-s\s+)?<\(\s*(?:curl|wget)\b"
-    rf"|\b(?:{_SHELL}|source|\.)\s+(?:-c\s+)?[\"']?\$\(\s*(?:curl|wget)\b", re.IGNORECASE)
-_PS = re.compile(
+#: A command word that may carry a path (``/bin/bash``, ``/usr/bin/env bash``).
+_PATHED = r"(?:[\w.~-]*/)*"
+_RUNNER = rf"(?:sudo\s+(?:-\S+\s+)*)?{_PATHED}(?:env\s+(?:-\S+\s+)*)?{_PATHED}"
+_SHELLS = r"(?:ba|z|k|da|fi|c|tc)?sh"
+_INTERPS = rf"(?:{_SHELLS}|python[23]?(?:\.\d+)?|perl|ruby|node|php|pwsh|powershell)"
+_FETCH = r"(?:curl|wget|fetch|iwr)"
+# Read over shell text made plain first (see ``normalise_shell``): quotes and backslashes
+# gone, continuations joined, ``printf`` escapes decoded, ``< <(`` written ``<(``.
+_PIPE_SHELL = linear(
+    # fetch … | [tee … |] [sudo] [/path/]interp   (within one command list: no ; or &&)
+    rf"\b{_FETCH}\b[^\n;&]*\|\s*{_RUNNER}{_INTERPS}(?:$|[\s;&|)`])"
+    # interp <(fetch …) / source <(fetch …) / . <(fetch …)
+    rf"|(?:^|[\s;&|(]){_RUNNER}(?:{_INTERPS}|source|\.)\s+(?:-\S+\s+)*<\(\s*{_FETCH}\b"
+    # interp -c "$(fetch …)", perl -e, source "$(…)", `fetch …`
+    rf"|(?:^|[\s;&|(]){_RUNNER}(?:{_INTERPS}|source|\.|eval)\s+(?:-\S+\s+)*"
+    rf"(?:\$\(|`)\s*{_FETCH}\b", ignorecase=True)
+#: ``curl -o FILE URL … && sh FILE`` (download, then run): the file is checked by the accept.
+_DOWNLOAD_RUN = linear(
+    r"\b(?:curl|wget)\b[^\n;&|]*?\s(?:-[a-zA-Z]*[oO]|--output(?:-document)?)(?:=|\s*)"
+    r"([^\s;&|<>]+)", ignorecase=True)
+
+
+#: A command that runs a file: ``[sudo] [interp [flags]] path`` or ``./path`` at a command's
+#: start (group 1: the path run).
+_RUNS_FILE = linear(
+    rf"(?:^|[;&|(])\s*{_RUNNER}(?:(?:{_INTERPS}|source|\.)\s+(?:-\S+\s+)*)?"
+    r"((?:[\w.~$-]*/)*[\w.~$-]+)(?:$|[\s;&|)`])")
+
+
+@functools.lru_cache(maxsize=64)
+def _files_run(line: str) -> dict[str, int]:
+    """Each base name of a file a command of the line runs, with the last position it is run
+    at: computed once per line, so each downloaded file's check is one lookup."""
+    out: dict[str, int] = {}
+    for m in _RUNS_FILE.finditer(line):
+        path = m.group(1)
+        if path.startswith("./") or "/" in path or m.group(0).strip() != path:
+            out[path.rsplit("/", 1)[-1]] = m.start(1)
+    return out
+
+
+def _download_run(m: re.Match[str], line: str) -> str | None:
+    """A file a fetch wrote (``-o FILE``) that a later command of the line runs."""
+    name = m.group(1)
+    base = name.rsplit("/", 1)[-1]
+    if name in ("-", "/dev/null") or not base:
+        return None
+    if _files_run(line).get(base, -1) >= m.end():
+        return _with_url(m, line)
+    return None
+
+
+_PS = linear(
     r"\b(?:iex|Invoke-Expression)\b[^\n]*\b(?:iwr|irm|Invoke-WebRequest|Invoke-RestMethod|"
     r"DownloadString|DownloadFile|Net\.WebClient)\b"
     r"|\b(?:iwr|irm|Invoke-WebRequest|Invoke-RestMethod)\b[^\n]*\|\s*(?:iex|Invoke-Expression)\b",
-    re.IGNORECASE)
-_PIP = re.compile(r"\bpip[3]?(?:\.\d+)?\s+install\b[^\n;&|]*", re.IGNORECASE)
+    ignorecase=True)
+_PIP = linear(r"\bpip[3]?(?:\.\d+)?\s+install\b[^\n;&|]*", ignorecase=True)
 _PIP_INDEX_FLAGS = {"-i", "--index-url", "--extra-index-url", "-f", "--find-links"}
 
 
@@ -168,7 +296,7 @@ def _pip_url(m: re.Match[str], line: str) -> str | None:
     return None
 
 
-_NPX = re.compile(r"\bnpx\s+(?:-{1,2}[\w-]+\s+)*((?:@[\w.-]+/)?[\w.-]+(?:@[\w.^~<>=*-]+)?)")
+_NPX = linear(r"\bnpx\s+(?:-{1,2}[\w-]+\s+)*((?:@[\w.-]+/)?[\w.-]+(?:@[\w.^~<>=*-]+)?)")
 
 
 def _npx_unpinned(m: re.Match[str], line: str) -> str | None:
@@ -202,15 +330,25 @@ R_CHMOD = Rule(
 
 _SYSTEM_DIRS = r"(?:etc|usr|bin|sbin|boot|var|lib|lib64|home|root|opt|srv|sys|proc|dev)"
 _ROOTISH = (rf"(?:/\*?|/{_SYSTEM_DIRS}/?\*?|~/?\*?|\$\{{?HOME\}}?/?\*?|%USERPROFILE%\\?)")
-_RM = re.compile(
+_RM = linear(
     r"\brm\s+(?:-[a-zA-Z]+\s+|--[a-z-]+\s+)*?(?:-[a-zA-Z]*[rR][a-zA-Z]*|--recursive)\s+"
-    rf"(?:-[a-zA-Z]+\s+|--[a-z-]+\s+)*[\"']?{_ROOTISH}[\"']?{_END}")
-_DISK = re.compile(
+    rf"(?:-[a-zA-Z]+\s+|--[a-z-]+\s+)*[\"']?{_ROOTISH}[\"']?{_END}"
+    # find / -delete, find ~ -exec rm …: the same recursive delete
+    rf"|\bfind\s+(?:-[HLP]\s+)*[\"']?{_ROOTISH}[\"']?\s[^\n;&|]*?"
+    r"(?:-delete\b|-exec\s+rm\b)")
+_DISK = linear(
     r"\bmkfs(?:\.\w+)?\s+(?:-\S+\s+)*/dev/"
     r"|\bdd\b[^\n]*\bof=/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|rdisk|mapper)"
     r"|>\s*/dev/(?:sd[a-z]|nvme\d|hd[a-z]|disk\d)")
-_FORK = re.compile(r"(\w+|:)\s*\(\)\s*\{\s*\1\s*\|\s*\1\s*&\s*\}\s*;\s*\1")
-_CHMOD = re.compile(
+# ``f(){ f|f& };f``: the same name four times, checked by ``_fork`` (RE2 has no \\1).
+_FORK = linear(r"(\w+|:)\s*\(\)\s*\{\s*(\w+|:)\s*\|\s*(\w+|:)\s*&\s*\}\s*;\s*(\w+|:)")
+
+
+def _fork(m: re.Match[str], line: str) -> str | None:
+    return m.group(0).strip() if len({m.group(i) for i in range(1, 5)}) == 1 else None
+
+
+_CHMOD = linear(
     r"\bchmod\s+(?:-\w*R\w*|--recursive)\s+(?:0?777|a\+rwx|ugo\+rwx)\s+"
     rf"[\"']?(?:/|~|\$\{{?HOME\}}?)/?\*?[\"']?{_END}")
 
@@ -232,6 +370,12 @@ R_ENV_DUMP = Rule(
     "the whole environment is printed or serialised (env, printenv, os.environ, process.env): "
     "it holds the session's API keys",
     "Read the one variable needed (printenv QDRANT_URL, os.environ['QDRANT_URL']).")
+R_KEY_IN_URL = Rule(
+    "SKL305", "secret-in-url", "high",
+    "a secret from the environment is put into a URL a network tool sends (it lands in the "
+    "server's, the proxies' and the shell history's logs)",
+    "Send the key in a header the API documents (-H 'Authorization: Bearer …') to its own "
+    "host; never in a URL.")
 R_EXFIL = Rule(
     "SKL304", "credential-exfiltration", "critical",
     "a credential store or the environment is sent to a network tool",
@@ -240,34 +384,35 @@ R_EXFIL = Rule(
 
 _HOME = (r"(?:~|\$HOME|\$\{HOME\}|/home/[\w.-]+|/root|/Users/[\w.-]+|%USERPROFILE%"
          r"|\bos\.path\.expanduser\([\"']~)")
-CREDENTIAL_STORE = re.compile(
+CREDENTIAL_STORE = linear(
     rf"{_HOME}[/\\]\.ssh(?:[/\\][\w.-]+)?"
     r"|\.aws[/\\](?:credentials|config)\b|\.config[/\\]gh\b|\.config[/\\]gcloud\b"
     r"|\.azure[/\\]|\.netrc\b|\.git-credentials\b|\.docker[/\\]config\.json|\.kube[/\\]config\b"
-    r"|\.pypirc\b|\.gnupg\b|\bid_(?:rsa|ed25519|ecdsa|dsa)\b(?!\.pub)"
+    r"|\.pypirc\b|\.gnupg\b|\bid_(?:rsa|ed25519|ecdsa|dsa)\b(?:\.pub)?"
     r"|\.mozilla[/\\]firefox|(?:Google[/\\]Chrome|google-chrome|chromium|BraveSoftware|"
     r"Microsoft[/\\]Edge)[/\\][^\s\"']*(?:Default|Profile|Login Data|Cookies)"
     r"|\bLogin Data\b|\bcookies\.sqlite\b|\blogins\.json\b|\bkey4\.db\b"
     r"|\bsecurity\s+(?:find-(?:generic|internet)-password|dump-keychain)\b"
-    r"|\blogin\.keychain(?:-db)?\b|Library/Keychains|\bsecret-tool\s+lookup\b", re.IGNORECASE)
-_READ_VERB = re.compile(
+    r"|\blogin\.keychain(?:-db)?\b|Library/Keychains|\bsecret-tool\s+lookup\b", ignorecase=True)
+_READ_VERB = linear(
     r"\b(?:cat|cp|scp|tar|zip|base64|less|more|head|tail|xxd|strings|grep|rsync|open|read|"
     r"read_text|readFile|readFileSync|Get-Content|type|copy|upload|send|post|sqlite3)\b"
     # a keychain query is a read by itself
     r"|\bsecurity\s+(?:find-(?:generic|internet)-password|dump-keychain)\b"
-    r"|\bsecret-tool\s+lookup\b", re.IGNORECASE)
-ENV_DUMP = re.compile(
+    r"|\bsecret-tool\s+lookup\b", ignorecase=True)
+ENV_DUMP = linear(
     r"(?:^|[;&|`(]|\$\(|\bthen\b|\bdo\b|^\s*[$>#]\s*)\s*(?:printenv|env|export\s+-p|declare\s+-x"
-    r"|Get-ChildItem\s+env:|gci\s+env:|dir\s+env:|ls\s+env:)\s*(?=$|[|>;&)`])"
+    r"|Get-ChildItem\s+env:|gci\s+env:|dir\s+env:|ls\s+env:)\s*(?:$|[|>;&)`])"
     r"|\b(?:print|pprint|json\.dumps|str|repr|dict|yaml\.dump)\s*\(\s*(?:dict\s*\(\s*)?"
     r"os\.environ\s*\)"
     r"|\bos\.environ\.(?:copy|items)\s*\(\s*\)\s*\)|JSON\.stringify\s*\(\s*process\.env\s*[,)]",
-    re.IGNORECASE | re.MULTILINE)
+    ignorecase=True, multiline=True)
 
 
 _PUBLIC = (".pub", "known_hosts")
 
 
+@functools.lru_cache(maxsize=256)
 def secret_store_on(line: str) -> str | None:
     """The first credential store named on the line; a public key or known_hosts is none."""
     for m in CREDENTIAL_STORE.finditer(line):
@@ -278,28 +423,39 @@ def secret_store_on(line: str) -> str | None:
 
 def _cred_read(m: re.Match[str], line: str) -> str | None:
     """A credential path on a line that reads it (and does not send it: that is SKL304)."""
-    if NETWORK_SINK.search(line) or not _READ_VERB.search(line) or m.group(0).endswith(_PUBLIC):
+    if (line_has(NETWORK_SINK, line) or not line_has(_READ_VERB, line)
+            or m.group(0).endswith(_PUBLIC)):
         return None
     return line.strip()
 
 
 def _cred_mention(m: re.Match[str], line: str) -> str | None:
-    if _READ_VERB.search(line) or NETWORK_SINK.search(line) or m.group(0).endswith(_PUBLIC):
+    if (line_has(_READ_VERB, line) or line_has(NETWORK_SINK, line)
+            or m.group(0).endswith(_PUBLIC)):
         return None  # SKL301 / SKL304 speak for that line
     return m.group(0)
 
 
 def _env_dump(m: re.Match[str], line: str) -> str | None:
-    return None if NETWORK_SINK.search(line) else line.strip()
+    return None if line_has(NETWORK_SINK, line) else line.strip()
 
 
 def _exfil(m: re.Match[str], line: str) -> str | None:
     """A credential store or an environment dump on a line that also uses the network."""
-    if not NETWORK_SINK.search(line):
+    if not line_has(NETWORK_SINK, line):
         return None
-    if secret_store_on(line) or ENV_DUMP.search(line):
+    if secret_store_on(line) or line_has(ENV_DUMP, line):
         return line.strip()
     return None
+
+
+_KEY_IN_URL = linear(
+    r"[?&;/][\w.-]*=\$\{?[A-Za-z_][A-Za-z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)"
+    r"[A-Za-z0-9_]*\}?", ignorecase=True)
+
+
+def _key_in_url(m: re.Match[str], line: str) -> str | None:
+    return line.strip() if line_has(NETWORK_SINK, line) else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -315,7 +471,7 @@ R_BLOB = Rule(
     "Replace it with the clear text, or ship the binary as an asset with its source named.",
     docs_only=True)
 
-_DECODE_RUN = re.compile(
+_DECODE_RUN = linear(
     rf"(?:\bbase64\s+(?:-d|--decode|-D)\b|\bb64decode\b|\batob\b|\bxxd\s+-r\b|"
     rf"\bopenssl\s+(?:enc\s+)?(?:-d\s+)?-?(?:base64|a)\b[^\n|]*-d)[^\n]*\|\s*{_INTERP}"
     r"|\beval\s*\(?\s*[\"']?\$\(\s*(?:curl|wget|echo\b[^)]*\|\s*base64|base64|printf\b[^)]*\|"
@@ -324,17 +480,20 @@ _DECODE_RUN = re.compile(
     r"bytes\.fromhex|zlib\.decompress|marshal\.loads|requests\.get|urllib\.request\.urlopen|"
     r"urlopen|__import__\s*\(\s*[\"']base64)"
     r"|\beval\s*\(\s*(?:atob|Buffer\.from|(?:await\s+)?fetch)\b|\bnew\s+Function\s*\(\s*atob\b",
-    re.IGNORECASE)
+    ignorecase=True)
 BLOB_MIN = 160
-_BLOB = re.compile(rf"(?<![\w/+])(?:[A-Za-z0-9+/]{{{BLOB_MIN},}}={{0,2}}"
-                   rf"|[0-9a-fA-F]{{{BLOB_MIN},}})(?![\w/+])")
+# The blob is group 1; the characters around it are matched, not looked at (no lookaround).
+_BLOB = linear(rf"(?:^|[^\w/+])((?:[A-Za-z0-9+/]{{{BLOB_MIN},}}={{0,2}}"
+               rf"|[0-9a-fA-F]{{{BLOB_MIN},}}))(?:$|[^\w/+])")
+_DATA_URI = linear(r"data:[\w/+.-]+;base64,\s*$")
 
 
 def _blob(m: re.Match[str], line: str) -> str | None:
-    start = m.start()
-    if re.search(r"data:[\w/+.-]+;base64,\s*$", line[:start]):
+    start = m.start(1)
+    # The 200 characters before it only: the whole line before each blob would be quadratic.
+    if _DATA_URI.search(line[max(0, start - 200):start]):
         return None  # an inline image: rendered, not read as instructions
-    b = m.group(0)
+    b = m.group(1)
     if not (any(c.isdigit() for c in b) and any(c.isalpha() for c in b)):
         return None
     return f"{b[:24]}… ({len(b)} chars)"
@@ -388,22 +547,30 @@ R_DISABLE = Rule(
     "(--dangerously-skip-permissions, bypassPermissions)",
     "Remove it; a skill that needs a tool lists it in allowed-tools, scoped.")
 
-_OVERRIDE = re.compile(
+_OVERRIDE = linear(
     r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+|"
     r"my\s+|these\s+)?(?:previous|prior|above|earlier|preceding|original|system|other)\s+"
-    r"(?:instructions|prompts?|rules|directions|guidelines|messages)\b", re.IGNORECASE)
-_CONCEAL = re.compile(
+    r"(?:instructions|prompts?|rules|directions|guidelines|messages)\b", ignorecase=True)
+_CONCEAL = linear(
     r"\b(?:do\s*n[o']?t|never|without)\s+(?:tell|telling|inform|informing|notify|notifying|"
-    r"alert|alerting)\s+the\s+user\b(?!\s+to\b)"
+    r"alert|alerting)\s+the\s+user\b(\s+to\b)?"
     r"|\b(?:keep|hide)\s+(?:this|it|these|that)\s+(?:secret\s+|hidden\s+)?from\s+the\s+user\b"
-    r"|\b(?:do\s*n[o']?t|never)\s+let\s+the\s+user\s+(?:know|see)\b", re.IGNORECASE)
-_SYSPROMPT = re.compile(
+    r"|\b(?:do\s*n[o']?t|never)\s+let\s+the\s+user\s+(?:know|see)\b", ignorecase=True)
+
+
+def _conceal(m: re.Match[str], line: str) -> str | None:
+    # "don't tell the user to …" is advice about wording, not hiding (group 1: the "to").
+    return None if m.group(1) else m.group(0).strip()
+
+
+_SYSPROMPT = linear(
     r"\b(?:reveal|print|output|show|repeat|leak|dump|override|replace|ignore)\s+(?:your|the)\s+"
-    r"(?:full\s+|original\s+|hidden\s+)?system\s+(?:prompt|message|instructions)\b", re.IGNORECASE)
-_DISABLE = re.compile(
+    r"(?:full\s+|original\s+|hidden\s+)?system\s+(?:prompt|message|instructions)\b",
+    ignorecase=True)
+_DISABLE = linear(
     r"--dangerously-skip-permissions|\bbypassPermissions\b|--permission-mode[= ]bypass"
     r"|\b(?:disable|turn\s+off|bypass|ignore|skip)\s+(?:your|all|any)\s+(?:own\s+)?(?:safety|"
-    r"security|permission|guardrail|content\s+filter)s?\b", re.IGNORECASE)
+    r"security|permission|guardrail|content\s+filter)s?\b", ignorecase=True)
 
 # ---------------------------------------------------------------------------------------------
 # secrets committed in the skill
@@ -422,14 +589,14 @@ R_TOKEN = Rule(
     "a high-entropy value assigned to a key, token, secret or password",
     "Read it from the environment; if it is an example, say so (your-api-key, <TOKEN>).")
 
-_PROVIDER_KEY = re.compile(
+_PROVIDER_KEY = linear(
     r"\bsk-ant-[A-Za-z0-9_-]{20,}|\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,}"
     r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{36,}\b|\bgithub_pat_[A-Za-z0-9_]{22,}"
     r"|\bxox[abposr]-[A-Za-z0-9-]{10,}|\bAIza[0-9A-Za-z_-]{35}\b|\b[rs]k_live_[0-9a-zA-Z]{24,}"
     r"|\bhf_[A-Za-z]{34,}\b|\bglpat-[A-Za-z0-9_-]{20,}")
 PRIVATE_KEY_BEGIN = re.compile(
     r"-----BEGIN (?:(?:RSA|DSA|EC|OPENSSH|ENCRYPTED|PGP) )?PRIVATE KEY(?: BLOCK)?-----")
-_TOKEN = re.compile(
+_TOKEN = linear(
     r"(?i)\b[\w-]*(?:api[_-]?key|secret|token|passwd|password|access[_-]?key|auth[_-]?key)"
     r"[\w-]*[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9_\-+/=.]{20,})"
     r"|\bBearer\s+([A-Za-z0-9._\-+/=]{20,})")
@@ -437,7 +604,7 @@ _TOKEN = re.compile(
 
 def _provider_key(m: re.Match[str], line: str) -> str | None:
     key = m.group(0)
-    if _EXAMPLE.search(line) or not _looks_random(key.split("-", 2)[-1].split("_", 1)[-1]):
+    if line_has(_EXAMPLE, line) or not _looks_random(key.split("-", 2)[-1].split("_", 1)[-1]):
         return None
     return key
 
@@ -461,7 +628,7 @@ def scrub(text: str) -> str:
 
 def _token(m: re.Match[str], line: str) -> str | None:
     value = m.group(1) or m.group(2)
-    if _EXAMPLE.search(line) or _PROVIDER_KEY.search(value) or not _looks_random(value):
+    if line_has(_EXAMPLE, line) or _PROVIDER_KEY.search(value) or not _looks_random(value):
         return None  # an example, a provider key (SKL701 speaks) or not random enough
     return value
 
@@ -481,6 +648,11 @@ R_SYMLINK_OUT = Rule(
     "SKL803", "symlink-leaves-family", "high",
     "a symlink points outside the skill family (the install refuses it; a reader may follow it)",
     "Copy the file into the family, or point the link at a file inside it.")
+R_TOO_DEEP = Rule(
+    "SKL805", "tree-too-deep", "high",
+    "folders nested deeper than the scan descends (64 levels): what is below them is not "
+    "scanned, and the install refuses the family",
+    "Flatten the family: no skill needs folders 64 levels deep.")
 R_PATH_OUT = Rule(
     "SKL804", "relative-path-leaves-family", "medium",
     "a relative link or path (../) resolves outside the skill family: it is not installed "
@@ -500,25 +672,30 @@ _ENV_WORDS = ("printenv", "env|", "env |", "env>", "env >", "env;", "env &", "en
               "process.env")
 
 LINE_RULES: tuple[LineRule, ...] = (
-    LineRule(R_PIPE_SHELL, _PIPE_SHELL, _with_url, keywords=("curl", "wget", "fetch", "iwr")),
+    LineRule(R_PIPE_SHELL, _PIPE_SHELL, _with_url, keywords=("curl", "wget", "fetch", "iwr"),
+             shell=True),
+    LineRule(R_PIPE_SHELL, _DOWNLOAD_RUN, _download_run, keywords=("curl", "wget"),
+             shell=True),
     LineRule(R_POWERSHELL, _PS, _with_url, keywords=("iex", "invoke-expression")),
     LineRule(R_PIP_URL, _PIP, _pip_url, keywords=("pip install", "pip3 install", "pip3.")),
     LineRule(R_NPX, _NPX, _npx_unpinned, keywords=("npx",)),
-    LineRule(R_RM_ROOT, _RM, keywords=("rm ", "rm\t")),
+    LineRule(R_RM_ROOT, _RM, keywords=("rm ", "rm\t", "find "), shell=True),
     LineRule(R_DISK, _DISK, keywords=("mkfs", "/dev/")),
-    LineRule(R_FORK, _FORK, keywords=("(){", "() {")),
+    LineRule(R_FORK, _FORK, _fork, keywords=("(){", "() {")),
     LineRule(R_CHMOD, _CHMOD, keywords=("chmod",)),
-    LineRule(R_EXFIL, NETWORK_SINK, _exfil, keywords=_CRED_WORDS + _ENV_WORDS),
+    LineRule(R_EXFIL, NETWORK_SINK, _exfil, keywords=_CRED_WORDS + _ENV_WORDS, by_line=True),
+    LineRule(R_KEY_IN_URL, _KEY_IN_URL, _key_in_url, shell=True, by_line=True,
+             keywords=("key", "token", "secret", "passw", "credential")),
     LineRule(R_CRED_READ, CREDENTIAL_STORE, _cred_read, keywords=_CRED_WORDS),
     LineRule(R_CRED_MENTION, CREDENTIAL_STORE, _cred_mention, keywords=_CRED_WORDS),
-    LineRule(R_ENV_DUMP, ENV_DUMP, _env_dump, keywords=_ENV_WORDS),
+    LineRule(R_ENV_DUMP, ENV_DUMP, _env_dump, keywords=_ENV_WORDS, by_line=True),
     LineRule(R_DECODE_RUN, _DECODE_RUN, keywords=(
         "base64", "b64decode", "atob", "xxd", "openssl", "eval(", "eval (", "eval $",
         "eval \"$", "eval '$", "exec(", "exec (")),
     LineRule(R_BLOB, _BLOB, _blob),
     LineRule(R_OVERRIDE, _OVERRIDE, keywords=("ignore", "disregard", "forget", "override")),
-    LineRule(R_CONCEAL, _CONCEAL, keywords=("tell", "inform", "notif", "alert", "from the user",
-                                            "let the user")),
+    LineRule(R_CONCEAL, _CONCEAL, _conceal, keywords=("tell", "inform", "notif", "alert",
+                                                      "from the user", "let the user")),
     LineRule(R_SYSPROMPT, _SYSPROMPT, keywords=("system prompt", "system message",
                                                 "system instructions")),
     LineRule(R_DISABLE, _DISABLE, keywords=("dangerously", "bypass", "disable", "turn off",
@@ -553,6 +730,10 @@ KEYWORD_GATES: dict[str, tuple[str, ...]] = {
 UNGATED_KEYWORDS: tuple[str, ...] = tuple(
     k for k in KEYWORD_RULES if not any(k in ks for ks in KEYWORD_GATES.values()))
 
+#: Line rules read over the file's text, and over its text made plain (``normalise_shell``).
+PLAIN_RULES: frozenset[int] = frozenset(i for i, lr in enumerate(LINE_RULES) if not lr.shell)
+SHELL_RULES: frozenset[int] = frozenset(i for i, lr in enumerate(LINE_RULES) if lr.shell)
+
 #: Hidden-text characters of SKL501-503 in one class: one search tells whether any is there.
 ANY_HIDDEN = re.compile("[\U000e0000-\U000e007f\u202a-\u202e\u2066-\u2069\u200b\u200c"
                         "\u200d\u2060\u180e\ufeff]")
@@ -560,6 +741,7 @@ ANY_HIDDEN = re.compile("[\U000e0000-\U000e007f\u202a-\u202e\u2066-\u2069\u200b\
 #: Every rule, in id order (SARIF's ``tool.driver.rules``, the docs' table).
 RULES: tuple[Rule, ...] = tuple(sorted(
     {lr.rule for lr in LINE_RULES} | {R_TAGS, R_BIDI, R_ZERO_WIDTH, R_PRIVATE_KEY,
-                                     R_ALLOWED_TOOLS, R_ALLOWED_SUDO, R_SYMLINK_OUT, R_PATH_OUT},
+                                     R_ALLOWED_TOOLS, R_ALLOWED_SUDO, R_SYMLINK_OUT, R_PATH_OUT,
+                                     R_TOO_DEEP},
     key=lambda r: r.id))
 RULES_BY_ID: dict[str, Rule] = {r.id: r for r in RULES}

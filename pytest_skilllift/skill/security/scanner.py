@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import string
+import time
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ import yaml
 
 from pytest_skilllift.skill.security import rules as R
 from pytest_skilllift.skill.security.rules import Rule, rank
+from pytest_skilllift.week.files import MAX_TREE_DEPTH, walk_nofollow
 
 # The C loader when PyYAML has it (~10x faster), as in skill/skillfile.py.
 _YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -30,12 +33,21 @@ MAX_BYTES = 2 * 1024 * 1024
 IGNORED_DIRS = frozenset({".git", "__pycache__"})
 #: Instruction files: what the agent reads as text (SKILL.md, references).
 DOC_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst", ".mdx"})
+#: Files a shell or an interpreter runs by their name: scanned as text whatever bytes they
+#: hold (one NUL byte in a comment does not make ``setup.sh`` binary to ``sh``).
+SCRIPT_SUFFIXES = frozenset({
+    ".sh", ".bash", ".zsh", ".ksh", ".fish", ".command", ".py", ".pyw", ".rb", ".pl", ".pm",
+    ".php", ".js", ".mjs", ".cjs", ".ts", ".ps1", ".psm1", ".bat", ".cmd", ".lua", ".tcl",
+    ".r", ".awk", ".sed", ".mk", ".makefile"})
+SCRIPT_NAMES = frozenset({"Makefile", "makefile", "GNUmakefile", "Dockerfile", "Justfile",
+                          "Rakefile", ".bashrc", ".profile", ".envrc"})
 SKILL_FILENAME = "SKILL.md"
 
 _NEWLINE = re.compile("\n")
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-_MD_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
-_BARE_PARENT = re.compile(r"(?<![\w/.])((?:\.\./)+[\w.\-/]+)")
+_MD_LINK = R.linear(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+# The path is group 1; the character before it is matched (RE2 has no lookbehind).
+_BARE_PARENT = R.linear(r"(?:^|[^\w/.])((?:\.\./)+[\w.\-/]+)")
 
 
 @dataclass(frozen=True)
@@ -82,6 +94,8 @@ class ScanResult:
     root: Path
     families: list[str] = field(default_factory=list)
     files_scanned: int = 0
+    #: Files not reached because the scan's deadline passed (the install's run timeout).
+    files_unscanned: int = 0
     #: ``(path, reason)`` for every file or part of a file not scanned.
     skipped: list[tuple[str, str]] = field(default_factory=list)
     findings: list[SecurityFinding] = field(default_factory=list)
@@ -106,6 +120,10 @@ class ScanResult:
 
 class ScanUsageError(Exception):
     """The path cannot be scanned at all (missing, or holds no SKILL.md)."""
+
+
+class ScanDeadline(Exception):
+    """The scan did not finish before its deadline (the message says how far it got)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,7 +154,7 @@ def families_at(path: Path) -> tuple[Path, list[Path]]:
 
 
 def _holds_skill(d: Path) -> bool:
-    for _, dirs, files in os.walk(d):
+    for _, dirs, files in walk_nofollow(d):
         dirs[:] = [x for x in dirs if x not in IGNORED_DIRS]
         if SKILL_FILENAME in files:
             return True
@@ -153,33 +171,53 @@ def scan_path(path: Path) -> ScanResult:
 
 
 def scan_family(family_dir: Path, display_root: Path | None = None,
-                result: ScanResult | None = None) -> ScanResult:
-    """Scan one family; paths are shown relative to ``display_root`` (default: its parent)."""
+                result: ScanResult | None = None, *,
+                deadline: float | None = None) -> ScanResult:
+    """Scan one family; paths are shown relative to ``display_root`` (default: its parent).
+    ``deadline`` (``time.monotonic()``): :class:`ScanDeadline` when it passes mid-scan."""
     family_dir = Path(family_dir)
     display_root = Path(display_root) if display_root is not None else family_dir.parent
     result = result if result is not None else ScanResult(root=display_root)
     result.families.append(family_dir.name)
-    _scan_files(_walk(family_dir), family_dir.resolve(), display_root, result)
+    too_deep: list[Path] = []
+    _scan_files(_walk(family_dir, too_deep=too_deep), family_dir.resolve(), display_root,
+                result, deadline=deadline)
+    _too_deep_findings(too_deep, display_root, result)
     return result
+
+
+def _too_deep_findings(too_deep: list[Path], display_root: Path, result: ScanResult) -> None:
+    for path in too_deep:
+        rel = _rel(path, display_root)
+        result.skipped.append((rel + "/", f"more than {MAX_TREE_DEPTH} folders deep; not "
+                                          "scanned"))
+        result.findings.append(SecurityFinding(
+            R.R_TOO_DEEP, rel, 1, f"{rel}/ (more than {MAX_TREE_DEPTH} levels)"))
 
 
 def scan_skill(skill_dir: Path, family_dir: Path, display_root: Path) -> ScanResult:
     """The files one skill owns: its directory minus the sub-skills nested in it (each has
     its own report); "leaving the family" is judged against ``family_dir``."""
     result = ScanResult(root=display_root, families=[Path(family_dir).name])
-    _scan_files(_walk(Path(skill_dir), prune_skills=True), Path(family_dir).resolve(),
-                display_root, result)
+    too_deep: list[Path] = []
+    _scan_files(_walk(Path(skill_dir), prune_skills=True, too_deep=too_deep),
+                Path(family_dir).resolve(), display_root, result)
+    _too_deep_findings(too_deep, display_root, result)
     return result
 
 
 def _scan_files(paths: Iterable[Path], real_root: Path, display_root: Path,
-                result: ScanResult) -> None:
+                result: ScanResult, *, deadline: float | None = None) -> None:
     for path in paths:
+        if deadline is not None and time.monotonic() > deadline:
+            left = 1 + sum(1 for _ in paths)
+            result.files_unscanned += left
+            raise ScanDeadline(f"{result.files_scanned} file(s) scanned, {left} not reached")
         rel = _rel(path, display_root)
         if path.is_symlink():
             result.findings += _symlink_findings(path, rel, real_root)
             continue
-        text, why = _read(path)
+        text, why = _read(path, script=_is_script(path))
         if why:
             result.skipped.append((rel, why))
         if text is None:
@@ -192,19 +230,23 @@ def _scan_files(paths: Iterable[Path], real_root: Path, display_root: Path,
             result.findings += allowed_tools_findings(text, rel)
 
 
-def critical_findings(family_dir: Path) -> list[SecurityFinding]:
-    """The family's critical findings (what refuses a with-skill run)."""
-    return scan_family(family_dir).at_least("critical")
+def critical_findings(family_dir: Path, *,
+                      deadline: float | None = None) -> list[SecurityFinding]:
+    """The family's critical findings (what refuses a with-skill run); :class:`ScanDeadline`
+    when ``deadline`` (``time.monotonic()``) passes first."""
+    return scan_family(family_dir, deadline=deadline).at_least("critical")
 
 
 # ---------------------------------------------------------------------------------------------
 # files
 
 
-def _walk(family_dir: Path, *, prune_skills: bool = False) -> Iterable[Path]:
-    """Every file and link under the family, sorted, links not followed; with
-    ``prune_skills`` the sub-directories holding their own SKILL.md are left out."""
-    for current, dirs, files in os.walk(family_dir, followlinks=False):
+def _walk(family_dir: Path, *, prune_skills: bool = False,
+          too_deep: list[Path] | None = None) -> Iterable[Path]:
+    """Every file and link under the family, sorted, links not followed (no recursion; a
+    folder too deep is put in ``too_deep``); with ``prune_skills`` the sub-directories
+    holding their own SKILL.md are left out."""
+    for current, dirs, files in walk_nofollow(family_dir, too_deep=too_deep):
         here = Path(current)
         kept = []
         for d in sorted(dirs):
@@ -230,14 +272,36 @@ def _is_doc(path: Path) -> bool:
     return path.suffix.lower() in DOC_SUFFIXES or path.name == SKILL_FILENAME
 
 
-def _read(path: Path) -> tuple[str | None, str]:
-    """``(text, why_part_skipped)``; text None when the file is binary or unreadable."""
+def _is_script(path: Path) -> bool:
+    """Whether a shell or an interpreter would run the file by its name (its suffix, a
+    well-known name, or an executable bit; a ``#!`` line is checked on the bytes)."""
+    if path.suffix.lower() in SCRIPT_SUFFIXES or path.name in SCRIPT_NAMES:
+        return True
     try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
+        return bool(os.lstat(path).st_mode & 0o111)
+    except OSError:
+        return False
+
+
+def _read(path: Path, *, script: bool = False) -> tuple[str | None, str]:
+    """``(text, why_part_skipped)``; text None when the file is binary, unreadable or not a
+    regular file (a FIFO would block the read forever, a device never end). A script or an
+    instruction file is text whatever bytes it holds: NUL bytes do not make it binary."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         return None, f"unreadable: {exc.strerror or exc}"
-    if b"\x00" in data[:8192]:
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fh.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("FIFO" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode)
+                    else "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "special")
+            return None, f"not a regular file ({kind}); not read"
+        try:
+            data = fh.read(MAX_BYTES + 1)
+        except OSError as exc:
+            return None, f"unreadable: {exc.strerror or exc}"
+    if b"\x00" in data[:8192] and not (script or data.startswith(b"#!") or _is_doc(path)):
         return None, "binary file (not scanned as text)"
     why = ""
     if len(data) > MAX_BYTES:
@@ -270,9 +334,26 @@ def scan_text(text: str, rel: str, *, doc: bool) -> list[SecurityFinding]:
     if not text.isascii() and R.ANY_HIDDEN.search(text):  # isascii: C speed, most files
         for no, line in enumerate((ln.rstrip("\r") for ln in text.split("\n")), start=1):
             out += _hidden(line, rel, no, first=no == 1)
-    keyed = _keyed_lines(lower, starts)
+    keyed = _keyed_lines(lower, starts, R.PLAIN_RULES)
+    # The shell-command rules read the text made plain (quotes, escapes, continuations):
+    # same number of lines, so a line number is the file's.
+    shell = R.normalise_shell(text)
+    shell_starts = [0, *(m.end() for m in _NEWLINE.finditer(shell))]
+    shell_lower = shell.lower() if shell.isascii() else shell.translate(_ASCII_LOWER)
+    keyed.update(_keyed_lines(shell_lower, shell_starts, R.SHELL_RULES))
+
+    def shell_line(i: int) -> str:
+        end = shell_starts[i + 1] - 1 if i + 1 < len(shell_starts) else len(shell)
+        return shell[shell_starts[i]:end].rstrip("\r")
+
     for ri, lr in enumerate(R.LINE_RULES):
         if lr.rule.docs_only and not doc:
+            continue
+        if lr.shell:
+            for i in sorted(keyed.get(ri, ())):
+                finding = _line_finding(lr, shell_line(i), rel, i + 1)
+                if finding is not None:
+                    out.append(finding)
             continue
         if lr.keywords:
             hits = sorted(keyed.get(ri, ()))
@@ -290,7 +371,8 @@ def scan_text(text: str, rel: str, *, doc: bool) -> list[SecurityFinding]:
     return out
 
 
-def _keyed_lines(lower: str, starts: list[int]) -> dict[int, set[int]]:
+def _keyed_lines(lower: str, starts: list[int],
+                 rules: frozenset[int]) -> dict[int, set[int]]:
     """For each keyed line rule, the 0-based lines holding one of its keywords.
 
     ``str.find`` per keyword (a C substring search, ~1 GB/s) rather than one regex
@@ -304,10 +386,12 @@ def _keyed_lines(lower: str, starts: list[int]) -> dict[int, set[int]]:
             words += guarded
     end = len(lower)
     for word in words:
+        if not R.KEYWORD_RULES[word] & rules:
+            continue
         pos = lower.find(word)
         while pos != -1:
             line = bisect_right(starts, pos) - 1
-            for ri in R.KEYWORD_RULES[word]:
+            for ri in R.KEYWORD_RULES[word] & rules:
                 out.setdefault(ri, set()).add(line)
             pos = lower.find(word, starts[line + 1] if line + 1 < len(starts) else end)
     return out
@@ -329,6 +413,8 @@ def _line_finding(lr: R.LineRule, line: str, rel: str, no: int) -> SecurityFindi
     for m in lr.pattern.finditer(line):
         shown = lr.accept(m, line) if lr.accept else m.group(0).strip()
         if shown is None:
+            if lr.by_line:
+                return None  # the line decided: its other matches would be refused too
             continue
         # Any rule's match may hold a key (an exfiltration line with a bearer token).
         shown = R.redact(shown) if lr.secret else _clip(R.scrub(shown))
@@ -383,19 +469,23 @@ def allowed_tools_findings(text: str, rel: str) -> list[SecurityFinding]:
     fm = re.match(r"\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|$)", text, re.DOTALL)
     if not fm:
         return []
+    from pytest_skilllift.skill.skillfile import yaml_within
+
     try:
         data = yaml.load(fm.group(1), Loader=_YamlLoader)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return []  # the frontmatter rules report an unparsable block
-    if not isinstance(data, dict) or "allowed-tools" not in data:
+    # An alias bomb is reported by the frontmatter rules; expanding it here (str of a list
+    # of lists of aliases) would take days.
+    if not isinstance(data, dict) or "allowed-tools" not in data or not yaml_within(data):
         return []
     raw = data["allowed-tools"]
-    tools = ([str(t) for t in raw] if isinstance(raw, list)
-             else re.split(r",\s*|\s+(?![^()]*\))", str(raw or "")))
+    tools = ([t for t in raw if isinstance(t, str | int | float)] if isinstance(raw, list)
+             else _split_tools(str(raw or "")))
     key_line = next((i for i, ln in enumerate(text.splitlines(), 1)
                      if ln.startswith("allowed-tools")), 1)
     out: list[SecurityFinding] = []
-    for tool in (t.strip() for t in tools if t and t.strip()):
+    for tool in (str(t).strip() for t in tools if str(t).strip()):
         scope = re.fullmatch(r"Bash\s*\((.*)\)", tool)
         if tool in ("Bash", "*") or (scope and scope.group(1).strip() in ("*", "*:*", "**", "")):
             out.append(SecurityFinding(R.R_ALLOWED_TOOLS, rel, key_line, tool))
@@ -403,6 +493,26 @@ def allowed_tools_findings(text: str, rel: str) -> list[SecurityFinding]:
                                 scope.group(1)):
             out.append(SecurityFinding(R.R_ALLOWED_SUDO, rel, key_line, tool))
     return out
+
+
+def _split_tools(text: str) -> list[str]:
+    """``allowed-tools`` as a string: entries split at commas and at blanks outside
+    parentheses (``Bash(git status:*) Read``), in one pass (a lookahead regex was quadratic)."""
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        if ch == "," or (ch.isspace() and depth == 0):
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return [t for t in out if t.strip()]
 
 
 def _symlink_findings(path: Path, rel: str, real_root: Path) -> list[SecurityFinding]:
@@ -430,7 +540,7 @@ def _escaping_paths(text: str, rel: str, here: Path, real_root: Path) -> list[Se
     matches = list(_BARE_PARENT.finditer(text))
     if "/.." in text:
         matches += [m for m in _MD_LINK.finditer(text) if not m.group(1).startswith("../")]
-        matches.sort(key=lambda m: m.start())
+        matches.sort(key=lambda m: m.start(1))
     for m in matches:
         target = m.group(1)
         if ".." not in target or "://" in target or target.startswith(("/", "mailto:")):
@@ -439,7 +549,7 @@ def _escaping_paths(text: str, rel: str, here: Path, real_root: Path) -> list[Se
             continue
         starts = starts if starts is not None else [
             0, *(m.end() for m in _NEWLINE.finditer(text))]
-        no = bisect_right(starts, m.start())
+        no = bisect_right(starts, m.start(1))
         if no not in seen_lines:
             seen_lines.add(no)
             out.append(SecurityFinding(R.R_PATH_OUT, rel, no, target))
