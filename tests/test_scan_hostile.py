@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -157,11 +158,37 @@ def _deep(root: Path, levels: int) -> None:
         os.close(fd)
 
 
-def test_a_1200_level_tree_is_a_named_finding_not_a_traceback(tmp_path: Path) -> None:
-    from pytest_skilllift.week.identity import skill_family_hash
+def _rm_deep(root: Path) -> None:
+    """Remove ``root/d/d/…`` bottom-up without recursion (``shutil.rmtree`` and pytest's own
+    clean-up of old temporary folders recurse, and would fail on it)."""
+    fds = [os.open(root, os.O_RDONLY)]
+    while "d" in os.listdir(fds[-1]):
+        fds.append(os.open("d", os.O_RDONLY, dir_fd=fds[-1]))
+    while fds:
+        fd = fds.pop()
+        for name in os.listdir(fd):
+            if name != "d":
+                os.unlink(name, dir_fd=fd)
+        if fds:
+            os.rmdir("d", dir_fd=fds[-1])
+        os.close(fd)
 
+
+@pytest.fixture
+def deep_family(tmp_path: Path) -> Iterator[Path]:
     fam = _family(tmp_path / "skills")
     _deep(fam, 1200)
+    try:
+        yield fam
+    finally:
+        _rm_deep(fam)
+
+
+def test_a_1200_level_tree_is_a_named_finding_not_a_traceback(tmp_path: Path,
+                                                              deep_family: Path) -> None:
+    from pytest_skilllift.week.identity import skill_family_hash
+
+    fam = deep_family
     result = scan_family(fam)
     assert [f.rule_id for f in result.findings] == ["SKL805"]
     assert result.skipped and f"more than {MAX_TREE_DEPTH} folders deep" in result.skipped[0][1]

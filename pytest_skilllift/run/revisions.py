@@ -9,6 +9,13 @@ REF is used as it is. Either way the runners install from it through the same
 ``runners/install.py`` path as with-skill, so the two arms differ only in the files of the
 family (docs/versions.md).
 
+Hostile revisions: git runs from the repository's top level (a skills root in a subdirectory
+is ``<commit>:<prefix>``, which git reads from the top); a reused ``.revisions/<commit>/`` is
+checked file by file against ``git archive`` of the tree before it is used (a planted copy is
+written again), and neither ``.revisions`` nor a revision folder is ever a link; a family
+that is a link in the revision (a folder link out of the repository) refuses the arm; a
+directory REF is hashed streaming, never a whole file in memory.
+
 Pure apart from git and the week's ``.revisions`` directory; no pytest.
 """
 
@@ -23,6 +30,8 @@ import tarfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from pytest_skilllift.week.files import WeekLinkError, no_link, tree_paths, update_with_file
 
 #: The week's subdirectory holding materialised revisions (a dot name: never a run directory).
 REVISIONS_DIR = ".revisions"
@@ -69,17 +78,40 @@ def _out(proc: subprocess.CompletedProcess[bytes]) -> str:
     return proc.stdout.decode("utf-8", "replace").strip()
 
 
-def _dir_hash(root: Path) -> str:
-    """SHA-256 over every file under ``root`` (relative path + bytes; links as their text)."""
+def _dir_hash(root: Path, skip: frozenset[str] = frozenset()) -> str:
+    """SHA-256 over every file under ``root`` (relative path + bytes; links as their text),
+    each file streamed in pieces (the same bytes as path + NUL + content + NUL), walked
+    without recursion; ``skip``: top-level names left out."""
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        if path.is_symlink():
-            data = os.readlink(path).encode()
-        elif path.is_file():
-            data = path.read_bytes()
-        else:
+    for path in tree_paths(root):
+        rel = path.relative_to(root).as_posix()
+        if rel.split("/", 1)[0] in skip:
             continue
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + data + b"\0")
+        if path.is_symlink():
+            digest.update(rel.encode() + b"\0" + os.readlink(path).encode() + b"\0")
+        elif path.is_file():
+            digest.update(rel.encode() + b"\0")
+            update_with_file(digest, path)
+            digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _tar_hash(archive: bytes) -> str:
+    """:func:`_dir_hash` of what ``archive`` (a ``git archive`` tar) extracts to."""
+    digest = hashlib.sha256()
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        members = sorted((m for m in tar.getmembers() if m.isfile() or m.issym()),
+                         key=lambda m: Path(m.name.rstrip("/")))
+        for m in members:
+            rel = Path(m.name.rstrip("/")).as_posix()
+            digest.update(rel.encode() + b"\0")
+            if m.issym():
+                digest.update(m.linkname.encode())
+            else:
+                fh = tar.extractfile(m)
+                while fh is not None and (chunk := fh.read(1 << 20)):
+                    digest.update(chunk)
+            digest.update(b"\0")
     return digest.hexdigest()
 
 
@@ -103,25 +135,43 @@ def resolve(skills_root: Path, ref: str, *, rootdir: Path, week_dir: Path) -> Re
             "directory of earlier skills")
     sha = _out(commit)
     prefix = _out(_git(skills_root, "rev-parse", "--show-prefix")).rstrip("/")
+    # git reads <commit>:<prefix> from the repository's top: run it there (from an untracked
+    # skills root, `git archive` says "current working directory is untracked").
+    top = Path(_out(_git(skills_root, "rev-parse", "--show-toplevel")) or skills_root)
     treeish = f"{sha}:{prefix}" if prefix else f"{sha}^{{tree}}"
-    tree = _git(skills_root, "rev-parse", "--verify", "--quiet", treeish)
+    tree = _git(top, "rev-parse", "--verify", "--quiet", treeish)
     if tree.returncode != 0 or not _out(tree):
         raise RevisionError(f"with-skill@{ref}: commit {sha[:12]} has no {prefix or 'root'} "
                             "directory (the skills root did not exist then); fix: pick a "
                             "later revision")
-    root = _materialise(skills_root, treeish, week_dir / REVISIONS_DIR / sha, ref)
+    root = _materialise(top, treeish, week_dir / REVISIONS_DIR / sha, ref)
     return Revision(ref, "git", sha, _out(tree), root)
 
 
-def _materialise(skills_root: Path, treeish: str, dest: Path, ref: str) -> Path:
-    """The tree ``treeish`` written under ``dest`` once; concurrent sessions (xdist workers,
-    shards) each write a temporary copy and the first rename wins."""
-    if (dest / _DONE).is_file():
-        return dest
-    archive = _git(skills_root, "archive", "--format=tar", treeish)
+def _family_links(root: Path) -> list[str]:
+    """The top-level entries (families) of a revision that are links (``fam -> /home/…``)."""
+    return sorted(e.name for e in os.scandir(root) if e.is_symlink())
+
+
+def _materialise(repo_top: Path, treeish: str, dest: Path, ref: str) -> Path:
+    """The tree ``treeish`` written under ``dest``; concurrent sessions (xdist workers,
+    shards) each write a temporary copy and the first rename wins. A copy already there is
+    used only when its files are those of ``git archive`` (else it is written again), and
+    neither ``.revisions`` nor ``dest`` may be a link (:class:`RevisionError`)."""
+    try:
+        no_link(dest.parent, "(the week's revisions folder)")
+        no_link(dest, "(a materialised revision)")
+    except WeekLinkError as exc:
+        raise RevisionError(f"with-skill@{ref}: {exc}") from None
+    archive = _git(repo_top, "archive", "--format=tar", treeish)
     if archive.returncode != 0:
         raise RevisionError(f"with-skill@{ref}: git archive {treeish} failed "
                             f"({archive.stderr.decode('utf-8', 'replace').strip()[:200]})")
+    if (dest / _DONE).is_file():
+        if _dir_hash(dest, skip=frozenset({_DONE})) == _tar_hash(archive.stdout):
+            _refuse_family_links(dest, ref)
+            return dest
+        shutil.rmtree(dest)  # not the tree it claims to be: written again from git
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.parent / f".tmp-{uuid.uuid4().hex}"
     tmp.mkdir()
@@ -134,6 +184,7 @@ def _materialise(skills_root: Path, treeish: str, dest: Path, ref: str) -> Path:
                 tar.extractall(tmp, filter="tar")
             else:  # pragma: no cover - Python < 3.11.4
                 tar.extractall(tmp)
+        _refuse_family_links(tmp, ref)
         (tmp / _DONE).write_text(treeish + "\n")
         try:
             tmp.rename(dest)
@@ -143,6 +194,17 @@ def _materialise(skills_root: Path, treeish: str, dest: Path, ref: str) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return dest
+
+
+def _refuse_family_links(root: Path, ref: str) -> None:
+    links = _family_links(root)
+    if links:
+        shown = ", ".join(f"{n} -> {os.readlink(root / n)}" for n in links[:5])
+        raise RevisionError(
+            f"with-skill@{ref}: the revision's skills root holds symbolic link(s) where "
+            f"families are ({shown}); a family installed from a revision is a folder of the "
+            "repository, never a link out of it (the working tree's rule for links). Fix: "
+            "pick a revision whose families are folders")
 
 
 def revision_commit(root: Path) -> str:
