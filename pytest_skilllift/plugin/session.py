@@ -465,6 +465,10 @@ class SkillLiftSession:
             env.update(ANTHROPIC_BASE_URL=s.base_url, OPENAI_BASE_URL=s.base_url + "/v1",
                        GOOGLE_GEMINI_BASE_URL=s.base_url)
         others = self.other_agents()
+        problems = [p for a in others
+                    if (p := agents.url_problem(a, {**os.environ, **env})) is not None]
+        if problems:
+            raise SettingsError("; ".join(dict.fromkeys(problems)))
         if s.runner == "docker":
             claude = "claude"  # the image's own CLI
             paths = {a: agents.BINARIES[a] for a in others}

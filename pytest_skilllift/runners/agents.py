@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pytest_skilllift.model import (
     AGENT_PACKAGES,
@@ -61,6 +62,38 @@ class Invocation:
     preflight: list[str] = field(default_factory=list)
 
 
+#: OpenCode reads a base URL holding credentials from this variable (``{env:…}`` in its
+#: config), so the credentials never land in ``opencode.json``.
+OPENCODE_URL_VAR = "SKILLLIFT_OPENCODE_BASE_URL"
+
+
+class AgentURLError(ValueError):
+    """A base URL an agent can only read from a config file holds credentials: refused
+    before any run (the message names the variable and the fix)."""
+
+
+def has_credentials(url: str) -> bool:
+    """Whether ``url`` carries ``user[:password]@`` (userinfo)."""
+    try:
+        return "@" in (urlsplit(url.strip()).netloc or "")
+    except ValueError:
+        return False
+
+
+def url_problem(agent: str, env: dict[str, str]) -> str | None:
+    """Why ``agent`` cannot be given its base URL from ``env`` without writing a secret to
+    disk, or None. Codex reads a base URL only from ``config.toml`` (no variable, no
+    substitution): one holding ``user:password@`` is refused; OpenCode reads it through an
+    environment variable instead (:data:`OPENCODE_URL_VAR`); Gemini CLI from the environment."""
+    var = BASE_URL_VARS.get(agent)
+    if agent != "codex" or var is None or not has_credentials(env.get(var, "")):
+        return None
+    return (f"{var} holds credentials (user:password@host) and Codex reads its base URL only "
+            "from config.toml, which would write them to disk in the run's HOME; fix: give "
+            f"{var} without credentials and the key in {KEY_VARS[agent]} (Codex sends it as "
+            "a bearer token), or put the authentication in a local proxy")
+
+
 def skill_root(agent: str) -> str:
     """Where the with-skill arm installs the family for ``agent``, relative to HOME."""
     return ".claude/skills" if agent == "claude-code" else AGENT_SKILL_ROOT
@@ -89,7 +122,11 @@ def codex(cli: str, spec: RunSpec, cfg: AgentConfig, home: str,
     entry (Codex ignores ``OPENAI_BASE_URL``) that reads ``OPENAI_API_KEY``."""
     env = _env("codex", cfg, home, base)
     env["CODEX_HOME"] = f"{home}/.codex"
-    url = {**(os.environ if base is None else base), **cfg.env}.get(BASE_URL_VARS["codex"], "")
+    source = {**(os.environ if base is None else base), **cfg.env}
+    problem = url_problem("codex", source)
+    if problem:  # the session refuses it first; never written, whoever calls this
+        raise AgentURLError(problem)
+    url = source.get(BASE_URL_VARS["codex"], "")
     lines = [f"model = {_toml(spec.agent_model)}", 'web_search = "disabled"',
              "check_for_update_on_startup = false"]
     if url:
@@ -154,8 +191,12 @@ def opencode(cli: str, spec: RunSpec, cfg: AgentConfig, home: str,
     provider = model.partition("/")[0]
     if url and provider:
         base_url = url.rstrip("/")
-        config["provider"] = {provider: {"options": {
-            "baseURL": base_url if base_url.endswith("/v1") else base_url + "/v1"}}}
+        base_url = base_url if base_url.endswith("/v1") else base_url + "/v1"
+        if has_credentials(base_url):
+            # The credentials stay in the environment; OpenCode substitutes {env:…}.
+            env[OPENCODE_URL_VAR] = base_url
+            base_url = "{env:" + OPENCODE_URL_VAR + "}"
+        config["provider"] = {provider: {"options": {"baseURL": base_url}}}
     argv = [cli, "run", "--format", "json", "-m", model]
     return Invocation(argv, env,
                       {".config/opencode/opencode.json": json.dumps(config, indent=1)},
