@@ -17,7 +17,9 @@ def add_parser(subparsers: Any) -> None:
         "pytest.ini with the skill_lift_* keys, evals/test-prompts/<skill>.json per skill "
         "(name and description filled in, the prompt and rubric left as placeholders that "
         "collection refuses until you write them) and evals/triggers/<family>.json with a "
-        "should- and a should-not-trigger query to write. Existing files are kept.",
+        "should- and a should-not-trigger query to write. Existing files are kept; a "
+        "project whose pytest settings are in pyproject.toml, tox.ini or setup.cfg gets the "
+        "keys to add there printed instead of a pytest.ini that would shadow them.",
         epilog="example: skilllift init . --skills skills",
     )
     p.add_argument("project", metavar="DIR", type=Path, nargs="?", default=Path("."),
@@ -29,7 +31,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status."""
-    from pytest_skilllift.run.scaffold import PROMPTS_DIR, scaffold
+    from pytest_skilllift.run.scaffold import PROMPTS_DIR, ScaffoldError, scaffold
 
     project: Path = args.project
     skills = args.skills if args.skills is not None else project / "skills"
@@ -37,7 +39,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"skilllift init: skills root {skills} is not a directory; put your skills "
               "there (skills/<family>/SKILL.md) or name it with --skills", file=sys.stderr)
         return 2
-    out = scaffold(project, skills)
+    try:
+        out = scaffold(project, skills)
+    except ScaffoldError as err:
+        print(f"skilllift init: {err}", file=sys.stderr)
+        return 2
     if not out.skills:
         print(f"skilllift init: no SKILL.md under {skills}; nothing to scaffold",
               file=sys.stderr)
@@ -47,6 +53,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"  wrote {project / rel}")
     for rel in out.kept:
         print(f"  kept  {project / rel} (exists)")
+    if out.add_to is not None:
+        file, section, text = out.add_to
+        print(f"  your pytest settings are in {project / file}: no pytest.ini written (it would "
+              f"shadow them); add under {section}:")
+        for line in text.splitlines():
+            print(f"    {line}")
     first = next((r for r in out.written if r.parent == PROMPTS_DIR), None)
     where = project / (first or PROMPTS_DIR)
     print("next:")

@@ -167,7 +167,13 @@ def _grams(text: str) -> set[tuple[str, ...]]:
 def _read_json(path: Path, shown: str, out: list[EvalFinding]) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except RecursionError:
+        out.append(EvalFinding("UNREADABLE", shown, "(file)", "", "cannot be read: it nests "
+                               "arrays or objects too deeply for the JSON parser",
+                               "Write the file as a flat object; `skilllift lint-evals` skips "
+                               "it until then."))
+        return None
+    except (OSError, ValueError) as exc:  # ValueError: bad JSON, an integer of 4,300+ digits
         out.append(EvalFinding("UNREADABLE", shown, "(file)", "", f"cannot be read: {exc}",
                                "Fix the JSON (or the file's encoding); `skilllift lint-evals` "
                                "skips it until then."))

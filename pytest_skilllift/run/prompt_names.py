@@ -31,7 +31,7 @@ def declared_names(paths: Iterable[Path]) -> dict[str, list[Path]]:
     for path in sorted(paths):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        except (OSError, ValueError, RecursionError):  # its own validation reports it
             continue
         name = data.get("name") if isinstance(data, dict) else None
         if isinstance(name, str) and name.strip():

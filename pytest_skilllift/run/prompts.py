@@ -126,6 +126,12 @@ def read_json_file(path: Path) -> Any:
     except json.JSONDecodeError as exc:
         raise PromptError(path, "(file)", f"is not valid JSON: {exc.msg} at line {exc.lineno} "
                           f"column {exc.colno}", "correct the JSON syntax there") from None
+    except RecursionError:  # thousands of nested [ or {: the parser's stack, not a traceback
+        raise PromptError(path, "(file)", "nests arrays or objects too deeply to read",
+                          "a prompt file is a flat object: name, prompt, rubric") from None
+    except ValueError as exc:  # an integer longer than Python converts (4,300 digits)
+        raise PromptError(path, "(file)", f"holds a value JSON cannot give ({exc})",
+                          "shorten the number (or write it as a string)") from None
     return data
 
 

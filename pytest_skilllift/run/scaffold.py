@@ -4,12 +4,16 @@ One prompt file per skill (a directory holding a ``SKILL.md``) under the skills 
 and description filled in from the frontmatter and every text a person must write left as a
 placeholder that collection refuses (``PLACEHOLDER``), one trigger file per family with a
 should- and a should-not-trigger query stubbed, and a ``pytest.ini`` naming the ini keys.
-Nothing that exists is overwritten: an existing file is kept and reported as kept.
+Nothing that exists is overwritten: an existing file is kept and reported as kept. A project
+whose pytest settings already live in ``pyproject.toml``, ``tox.ini`` or ``setup.cfg`` gets no
+``pytest.ini`` (pytest would read it first and stop reading the others: the project's own
+tests would stop being collected); ``init`` prints the keys to add there instead.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +25,11 @@ TRIGGERS_DIR = Path("evals") / "triggers"
 INI_FILE = "pytest.ini"
 
 
+class ScaffoldError(Exception):
+    """A file ``init`` cannot write (a dangling link on its path, a file where a folder goes);
+    the message names the path and the fix."""
+
+
 @dataclass
 class Scaffold:
     """What ``init`` wrote and what it left alone (paths relative to the project)."""
@@ -28,6 +37,9 @@ class Scaffold:
     written: list[Path] = field(default_factory=list)
     kept: list[Path] = field(default_factory=list)
     skills: list[str] = field(default_factory=list)
+    #: ``(file, section, text)`` when the project's pytest settings live in another file:
+    #: the keys to add there (no pytest.ini was written to shadow it).
+    add_to: tuple[str, str, str] | None = None
 
 
 def prompt_name(rel_id: str) -> str:
@@ -84,13 +96,68 @@ def ini_text(skills: str) -> str:
     )
 
 
+def pytest_config(project: Path) -> tuple[str, str] | None:
+    """``(file, section)`` of the project's pytest settings when they live in a file other
+    than pytest.ini (pyproject.toml's ``[tool.pytest.ini_options]``, tox.ini's ``[pytest]``,
+    setup.cfg's ``[tool:pytest]``), else None."""
+    import configparser
+    import tomllib
+
+    pyproject = project / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            data = {}
+        if isinstance(data.get("tool"), dict) and "pytest" in data["tool"]:
+            return "pyproject.toml", "[tool.pytest.ini_options]"
+    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(project / name, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        if parser.has_section(section):
+            return name, f"[{section}]"
+    return None
+
+
+def config_lines(file: str, skills: str) -> str:
+    """The ini keys of :func:`ini_text` as ``file`` writes them (TOML strings in
+    pyproject.toml, ``key = value`` in an ini file)."""
+    keys = ini_text(skills).splitlines()[2:5]
+    if file != "pyproject.toml":
+        return "\n".join(keys) + "\n"
+    return "\n".join(f'{k.strip()} = "{v.strip()}"'
+                     for k, v in (line.split("=", 1) for line in keys)) + "\n"
+
+
+def _dangling(project: Path, rel: Path) -> Path | None:
+    """The first component of ``project/rel``'s folders that is a link to nothing."""
+    path = project
+    for part in rel.parent.parts:
+        path = path / part
+        if path.is_symlink() and not path.exists():
+            return path
+    return None
+
+
 def _write(project: Path, rel: Path, text: str, out: Scaffold) -> None:
     path = project / rel
     if path.exists() or path.is_symlink():
         out.kept.append(rel)
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    link = _dangling(project, rel)
+    if link is not None:
+        raise ScaffoldError(f"{link} is a symbolic link to {os.readlink(link)}, which does not "
+                            f"exist, so {rel} cannot be written; fix: create the folder it "
+                            "names, or remove the link")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ScaffoldError(f"cannot write {path}: {exc.strerror or exc}; fix the path (a "
+                            "file where a folder goes, or a folder you cannot write)") from None
     out.written.append(rel)
 
 
@@ -121,7 +188,11 @@ def scaffold(project: Path, skills_root: Path) -> Scaffold:
     for family, description in sorted(families.items()):
         _write(project, TRIGGERS_DIR / f"{family}.json", _json(trigger_file(family, description)),
                out)
-    _write(project, Path(INI_FILE), ini_text(skills_rel), out)
+    config = pytest_config(project)
+    if config is not None and not (project / INI_FILE).exists():
+        out.add_to = (config[0], config[1], config_lines(config[0], skills_rel))
+    else:
+        _write(project, Path(INI_FILE), ini_text(skills_rel), out)
     return out
 
 
