@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_skilllift.runners.install import InstallError, check_family, family_entries
 from pytest_skilllift.skill.security import rules as R
 from pytest_skilllift.skill.security.scanner import (
     _candidate_lines,
@@ -21,8 +22,7 @@ from pytest_skilllift.skill.security.scanner import (
     scan_family,
     scan_text,
 )
-from pytest_skilllift.runners.install import InstallError, check_family, family_entries
-from pytest_skilllift.week.files import MAX_TREE_DEPTH
+from pytest_skilllift.skill.tree import MAX_TREE_DEPTH
 
 SKILL = "---\nname: {name}\ndescription: Use when testing the scanner.\n{extra}---\n\n# T\n"
 

@@ -20,7 +20,7 @@ from pytest_skilllift.cli import main as cli
 from pytest_skilllift.judge.agreement import check_week
 from pytest_skilllift.judge.graded import read_graded_items
 from pytest_skilllift.judge.labels import stratified_sample, write_sheet
-from pytest_skilllift.run.transcript import final_answer
+from pytest_skilllift.trace.transcript import final_answer
 from pytest_skilllift.view.labelling import LabelSession
 from pytest_skilllift.view.site import ViewError, build_site
 

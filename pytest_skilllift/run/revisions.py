@@ -31,7 +31,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_skilllift.week.files import WeekLinkError, no_link, tree_paths, update_with_file
+from pytest_skilllift.skill.tree import tree_paths
+from pytest_skilllift.week.files import WeekLinkError, no_link, update_with_file
 
 #: The week's subdirectory holding materialised revisions (a dot name: never a run directory).
 REVISIONS_DIR = ".revisions"

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.week.files import MAX_TREE_DEPTH, walk_nofollow
+from pytest_skilllift.skill.tree import MAX_TREE_DEPTH, walk_nofollow
 
 #: Never installed (version-control and bytecode noise).
 IGNORED: frozenset[str] = frozenset({".git", "__pycache__"})

@@ -53,6 +53,8 @@ class ViewServer(ThreadingHTTPServer):
     :data:`REQUEST_TIMEOUT`); the label session serialises its writes itself."""
 
     daemon_threads = True
+    #: Connections waiting to be accepted (socketserver's 5 refuses a burst of clients).
+    request_queue_size = 64
     labels: LabelSession
     site_dir: Path
     #: ``time.monotonic()`` of the last request begun (the idle timeout counts from it).

@@ -52,7 +52,6 @@ from pytest_skilllift.week.files import (
     WEEK_JSON_LOCK,
     atomic_write_text,
     file_lock,
-    tree_paths,
     update_with_file,
     utc_stamp,
 )
@@ -120,6 +119,32 @@ class PromptIdentity:
                    family=family)
 
 
+#: Folder levels the hash descends (``skill.tree.MAX_TREE_DEPTH``: the install refuses a deeper
+#: family; week/ imports only model, so the number is repeated here).
+_MAX_DEPTH = 64
+
+
+def _tree_paths(base: Path, too_deep: list[Path]) -> list[Path]:
+    """``sorted(base.rglob("*"))`` without recursion (3.11's rglob recurses: a 1,200-level
+    family was a RecursionError at configure time); links listed, never entered."""
+    out: list[Path] = []
+    stack = [(base, 0)]
+    while stack:
+        here, depth = stack.pop()
+        try:
+            entries = list(os.scandir(here))
+        except OSError:
+            continue
+        for entry in entries:
+            out.append(Path(entry.path))
+            if entry.is_dir(follow_symlinks=False):
+                if depth + 1 > _MAX_DEPTH:
+                    too_deep.append(Path(entry.path))
+                else:
+                    stack.append((Path(entry.path), depth + 1))
+    return sorted(out)
+
+
 def skill_family_hash(skills_root: Path, family: str) -> str:
     """SHA-256 over every file of ``<skills_root>/<family>`` (relative path + bytes, sorted).
 
@@ -133,7 +158,7 @@ def skill_family_hash(skills_root: Path, family: str) -> str:
         return ""
     digest = hashlib.sha256()
     too_deep: list[Path] = []
-    for path in tree_paths(base, too_deep=too_deep):  # no recursion: any depth
+    for path in _tree_paths(base, too_deep):  # no recursion: any depth
         link = path.is_symlink()
         if not link and not path.is_file():
             continue

@@ -23,7 +23,7 @@ import yaml
 
 from pytest_skilllift.skill.security import rules as R
 from pytest_skilllift.skill.security.rules import Rule, rank
-from pytest_skilllift.week.files import MAX_TREE_DEPTH, walk_nofollow
+from pytest_skilllift.skill.tree import MAX_TREE_DEPTH, walk_nofollow
 
 # The C loader when PyYAML has it (~10x faster), as in skill/skillfile.py.
 _YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
