@@ -91,15 +91,19 @@ def test_every_rule_is_linear_on_worst_case_input(index: int) -> None:
     """Each rule on its worst input (of every keyword x repeated unit, at 8,000 characters),
     then that input at 128,000 and 512,000 characters (past the CPU caches' knee): 4x the
     input costs about 4x the time (a quadratic rule costs 16x; the old token rule 64x, and
-    15 s on a 1.8 KB line). The bound leaves room for a shared machine's noise (best of 3)."""
+    15 s on a 1.8 KB line). The bound (10x) leaves room for a shared machine's noise."""
     lr = R.LINE_RULES[index]
     cases = [(kw, unit) for kw in ("", *lr.keywords[:4]) for unit in UNITS]
     kw, unit = max(cases, key=lambda c: _time(lr, c[0], c[1], 8000))
-    small = _time(lr, kw, unit, 128000, repeat=3)
-    big = _time(lr, kw, unit, 512000, repeat=3)
+    small, big = float("inf"), float("inf")
+    for _ in range(4):  # interleaved: a burst of load on a shared machine hits both sizes
+        small = min(small, _time(lr, kw, unit, 128000))
+        big = min(big, _time(lr, kw, unit, 512000))
     which = f"{kw!r} + {unit!r} repeated"
-    assert big < 5.0, f"{lr.rule.id}: {big:.3f}s on {which}"
-    assert big < 8 * small + 0.05, f"{lr.rule.id}: {small:.4f}s → {big:.4f}s on {which}"
+    # A quadratic rule takes minutes at 512,000 characters (the old token rule: 15 s at 1,800).
+    assert big < 3.0, f"{lr.rule.id}: {big:.3f}s on {which}"
+    if big > 0.25:  # below that, a burst of load on a shared machine outweighs the growth
+        assert big < 10 * small, f"{lr.rule.id}: {small:.4f}s → {big:.4f}s on {which}"
 
 
 def test_a_1800_byte_token_line_is_scanned_at_once() -> None:
