@@ -78,12 +78,17 @@ def add_parser(subparsers: Any) -> None:
     c.add_argument("--output", choices=["text", "json"], default="text",
                    help="report format on stdout (default text)")
     c.add_argument("--fail-on-regression", action="store_true",
-                   help="two weeks: exit 1 when a regression is found: a model's week-level "
-                   "drop, or a prompt's drop beyond its own rep noise, after Holm's correction "
-                   "(family-wise 5%%)")
+                   help="two weeks: exit 1 when the skill's lift regressed: a model's "
+                   "week-level drop of the per-prompt must lift (with − no-skill), or a "
+                   "prompt's lift drop beyond its own rep noise (family-wise 5%%, split between "
+                   "the two)")
+    c.add_argument("--fail-on-level-regression", action="store_true",
+                   help="two weeks: exit 1 when the with-skill composite level regressed (the "
+                   "same test on the level: a drift that lowers both arms counts here, not in "
+                   "--fail-on-regression)")
     c.add_argument("--margin", type=float, default=1e-9, metavar="X",
-                   help="two weeks: a prompt moved when its with-skill composite changed by "
-                   "more than X (default 1e-9: any change)")
+                   help="two weeks: a prompt moved when its must lift (and, for the level, its "
+                   "with-skill composite) changed by more than X (default 1e-9: any change)")
     c.add_argument("--arm", default="with-skill", metavar="ARM",
                    help="two weeks: the arm compared per prompt: with-skill (default), "
                    "with-all, or with-skill@REF (an earlier revision's runs: did they drift "
@@ -411,6 +416,8 @@ def _compare_weeks(args: argparse.Namespace, out: TextIO) -> int:
     code: int = compare_weeks.run(args.a, args.b, output=args.output,
                                   margin=getattr(args, "margin", 1e-9),
                                   fail_on_regression=getattr(args, "fail_on_regression", False),
+                                  fail_on_level_regression=getattr(
+                                      args, "fail_on_level_regression", False),
                                   out=out, arm=getattr(args, "arm", "with-skill"))
     return code
 

@@ -11,13 +11,17 @@ project's week directories, plus the significance answer that document does not 
   drifted: more than one CLI version or model snapshot inside it); ``inspection only`` when
   either week has no ``week.json``;
 * **per prompt and model**: ``improved`` / ``regressed`` / ``within rep noise`` /
-  ``unchanged`` from the prompt's with-skill composite beyond a margin *and* beyond its own
-  rep noise (``stats.regression_alarm``: a moderated t test on its reps, Holm-corrected over
-  every prompt × model and the week-level tests); a pair where either side is unscored or
+  ``unchanged`` from the prompt's must lift (with − no-skill, qdrant/skills SCORING.md's
+  headline) beyond a margin *and* beyond its own rep noise (``stats.regression_alarm``: a
+  moderated t test on its reps with a binomial variance floor); the with-skill composite
+  level gets the same labels as ``level_change``; a pair where either side is unscored or
   errored is ``unscored``, never an improvement or a regression;
-* **the regression alarm** (``--fail-on-regression``): per model the week-level paired test
-  first, then the prompts, in one Holm family (family-wise α 0.05; the false-alarm rate is
-  measured in ``tests/test_regression_alarm.py`` and ``benchmarks/bench_regression_alarm.py``);
+* **the regression alarm** (``--fail-on-regression``, on the lift): per model the week-level
+  paired test at α/2, the prompts in one Holm family at α/2 plus the share of each
+  week-level test that rejected (family-wise α 0.05); ``--fail-on-level-regression`` is the
+  same alarm on the with-skill composite level (a drift that lowers both arms). Their
+  false-alarm rate and power are measured in ``tests/test_regression_alarm.py`` and
+  ``benchmarks/bench_regression_alarm.py``;
 * **per model**: the change in lift with a paired t test over the prompts present in both weeks
   (difference, SE, t interval, p) next to the methodology's don't-act rule
   max(t·SE_Δ, between-week σ) (qdrant/skills SCORING.md, Reading Week-Over-Week Movement; σ
@@ -144,24 +148,54 @@ def _lifts(w: _Week, model: str) -> dict[str, float]:
 
 
 def _rep_scores(w: _Week, prompts: list[str], models: list[str], reps: int,
-                arm: int = 1) -> np.ndarray:
-    """(M, P, R) rep composites of the week in ``arm`` (with-skill by default; NaN:
-    unscored, errored, absent)."""
-    out = np.full((len(models), len(prompts), reps), np.nan)
+                arms: tuple[int, ...], level: str = "composite") -> np.ndarray:
+    """(M, P, C, R) rep scores of the week in ``arms`` (codes), ``level`` ``"composite"`` or
+    ``"must"``; NaN: unscored, absent, or an errored item in any of the arms (the pair is
+    then unscored: the document's rule)."""
+    out = np.full((len(models), len(prompts), len(arms), reps), np.nan)
     agg = w.summary.aggregates
-    if agg is None or arm >= agg.rep_composite.shape[2]:
+    if agg is None or max(arms) >= agg.rep_composite.shape[2]:
         return out
-    r = agg.rep_composite.shape[-1]
+    src = agg.rep_must if level == "must" else agg.rep_composite
+    r = src.shape[-1]
     for mi, m in enumerate(models):
         wm = w.model_index.get(m)
         if wm is None:
             continue
         for pi, p in enumerate(prompts):
             wp = w.prompt_index.get(p)
-            if wp is None or w.measures.errored[wp, wm, arm] > 0:
-                continue  # an errored item leaves the pair unscored (the document's rule)
-            out[mi, pi, :r] = agg.rep_composite[wp, wm, arm, :]
+            if wp is None or any(w.measures.errored[wp, wm, a] > 0 for a in arms):
+                continue
+            for ci, a in enumerate(arms):
+                out[mi, pi, ci, :r] = src[wp, wm, a, :]
     return out
+
+
+def _must_items(weeks: tuple[_Week, ...], prompts: list[str]) -> np.ndarray:
+    """Must items per rep of each prompt (the most either week's runs have)."""
+    out = np.zeros(len(prompts))
+    for w in weeks:
+        sc = w.summary.week.scores
+        per = stats.must_items(sc.prompt, sc.model, sc.cond, sc.rep, sc.type,
+                               len(w.summary.week.prompts))
+        for pi, p in enumerate(prompts):
+            wp = w.prompt_index.get(p)
+            if wp is not None:
+                out[pi] = max(out[pi], per[wp])
+    return out
+
+
+def _prompt_lift(w: _Week, prompt: str, model: str, arm: int) -> float | None:
+    """The prompt's must lift (``arm`` − no-skill, reps averaged); None when either arm is
+    unscored or has an errored item."""
+    agg = w.summary.aggregates
+    pi, mi = w.prompt_index.get(prompt), w.model_index.get(model)
+    if agg is None or pi is None or mi is None or arm >= agg.must.shape[2]:
+        return None
+    if w.measures.errored[pi, mi, arm] > 0 or w.measures.errored[pi, mi, 0] > 0:
+        return None
+    v = float(agg.must[pi, mi, arm] - agg.must[pi, mi, 0])
+    return v if math.isfinite(v) else None
 
 
 def _reps_of(w: _Week) -> int:
@@ -183,22 +217,37 @@ def compare(a: Path, b: Path, *, margin: float = DEFAULT_MARGIN,
     order = list(dict.fromkeys(list(wa.summary.week.models) + list(wb.summary.week.models)))
     prompts = sorted(set(wa.summary.week.prompts) | set(wb.summary.week.prompts))
     reps = max(_reps_of(wa), _reps_of(wb))
-    alarm = stats.regression_alarm(_rep_scores(wa, prompts, order, reps, code),
-                                   _rep_scores(wb, prompts, order, reps, code))
+    items = _must_items((wa, wb), prompts)
+    # The alarm watches the per-prompt must lift (qdrant/skills SCORING.md's headline); the
+    # with-skill composite level (SCORING.md keeps it for trends and ranking) is its own alarm.
+    alarm = stats.regression_alarm(_rep_scores(wa, prompts, order, reps, (0, code), "must"),
+                                   _rep_scores(wb, prompts, order, reps, (0, code), "must"),
+                                   weights=stats.LIFT_WEIGHTS, n_items=items)
+    level = stats.regression_alarm(_rep_scores(wa, prompts, order, reps, (code,)),
+                                   _rep_scores(wb, prompts, order, reps, (code,)),
+                                   weights=stats.LEVEL_WEIGHTS, n_items=items)
     rows: list[dict[str, Any]] = []
     counts = {m: dict.fromkeys(CHANGES, 0) for m in order}
+    level_counts = {m: dict.fromkeys(CHANGES, 0) for m in order}
     for pi, p in enumerate(prompts):
         for mi, m in enumerate(order):
-            before, after = _prompt_value(wa, p, m, code), _prompt_value(wb, p, m, code)
+            before, after = _prompt_lift(wa, p, m, code), _prompt_lift(wb, p, m, code)
+            lv_a, lv_b = _prompt_value(wa, p, m, code), _prompt_value(wb, p, m, code)
             t = alarm.prompts[mi]
             change = prompt_change(before, after, margin, bool(alarm.regressed[mi, pi]),
-                             bool(alarm.improved[mi, pi]))
+                                   bool(alarm.improved[mi, pi]))
+            level_change = prompt_change(lv_a, lv_b, margin, bool(level.regressed[mi, pi]),
+                                         bool(level.improved[mi, pi]))
             counts[m][change] += 1
+            level_counts[m][level_change] += 1
             rows.append({"prompt": p, "model": m, "change": change, "before": before,
                          "after": after, "k_before": int(t.k_before[pi]),
                          "k_after": int(t.k_after[pi]), "se": _finite(t.se[pi]),
                          "p_drop_adjusted": _finite(alarm.drop_p_adj[mi, pi]),
-                         "p_rise_adjusted": _finite(alarm.rise_p_adj[mi, pi])})
+                         "p_rise_adjusted": _finite(alarm.rise_p_adj[mi, pi]),
+                         "level_change": level_change, "level_before": lv_a,
+                         "level_after": lv_b,
+                         "level_p_drop_adjusted": _finite(level.drop_p_adj[mi, pi])})
     try:
         history = hist.read_history(Path(b).parent / HISTORY_CSV)
         history_problem = None
@@ -235,10 +284,9 @@ def compare(a: Path, b: Path, *, margin: float = DEFAULT_MARGIN,
             "noise_threshold": {"within": within, "between": between, "threshold": threshold,
                                 "clears": clears},
             "reading": movement_reading(len(common), len(moved), test, clears),
-            "week_test": {"n_prompts": alarm.week_n[mi], "delta": alarm.week_delta[mi],
-                          "p_drop": alarm.week_p[mi],
-                          "p_drop_adjusted": alarm.week_p_adj[mi],
-                          "regressed": alarm.week_regressed[mi]},
+            "week_test": _week_test(alarm, mi),
+            "level_week_test": _week_test(level, mi),
+            "level_prompts": level_counts[m],
             "rep_noise": {"variance": alarm.prompts[mi].rep_var,
                           "df": alarm.prompts[mi].rep_df},
             "prompts": counts[m],
@@ -252,10 +300,8 @@ def compare(a: Path, b: Path, *, margin: float = DEFAULT_MARGIN,
         "margin": margin, "arm": arm,
         "arms": {str(w.path): w.summary.week.ref_condition for w in (wa, wb)
                  if w.summary.week.ref_condition},
-        "regression_alarm": {"alarm": alarm.alarm, "alpha": alarm.alpha,
-                             "method": alarm.method, "correction": "holm",
-                             "tested_prompts": int(np.count_nonzero(
-                                 ~np.isnan(alarm.drop_p_adj)))},
+        "regression_alarm": _alarm_json(alarm),
+        "level_alarm": _alarm_json(level),
         "prompts": rows, "models": models,
         "pooled_runs": [{"run_key": d.run_key, "reason": d.reason} for d in pool if d.pooled],
         "not_pooled_runs": [{"run_key": d.run_key, "reason": d.reason} for d in pool
@@ -263,6 +309,19 @@ def compare(a: Path, b: Path, *, margin: float = DEFAULT_MARGIN,
         "problems": {str(w.path): w.summary.problems for w in (wa, wb) if w.summary.problems},
         "history_problem": history_problem,
     }
+
+
+def _week_test(alarm: stats.RegressionAlarm, mi: int) -> dict[str, Any]:
+    return {"n_prompts": alarm.week_n[mi], "delta": alarm.week_delta[mi],
+            "p_drop": alarm.week_p[mi], "p_drop_adjusted": alarm.week_p_adj[mi],
+            "regressed": alarm.week_regressed[mi]}
+
+
+def _alarm_json(alarm: stats.RegressionAlarm) -> dict[str, Any]:
+    return {"alarm": alarm.alarm, "watches": alarm.watches, "alpha": alarm.alpha,
+            "alpha_week": alarm.alpha_week, "alpha_prompts": alarm.alpha_prompts,
+            "method": alarm.method, "correction": "split-alpha-holm",
+            "tested_prompts": int(np.count_nonzero(~np.isnan(alarm.drop_p_adj)))}
 
 
 def _finite(x: float) -> float | None:
@@ -382,7 +441,7 @@ def render_text(result: dict[str, Any]) -> str:
     L += _alarm_lines(result)
 
     arm = result.get("arm", WITH_SKILL)
-    L.append(f"## Per prompt ({arm} composite, margin {result['margin']:g})\n")
+    L.append(f"## Per prompt (must lift, {arm} − no-skill, margin {result['margin']:g})\n")
     for week, ref in (result.get("arms") or {}).items():
         L.append(f"- {week}: its with-skill@REF arm is `{ref}`")
     for m, v in result["models"].items():
@@ -390,6 +449,11 @@ def render_text(result: dict[str, Any]) -> str:
         L.append(f"- {m}: {c[IMPROVED]} improved, {c[REGRESSED]} regressed, "
                  f"{c[WITHIN_REP_NOISE]} within rep noise, {c[UNCHANGED]} unchanged, "
                  f"{c[UNSCORED]} unscored")
+        lc = v.get("level_prompts")
+        if lc:
+            L.append(f"  - {arm} composite level: {lc[IMPROVED]} improved, {lc[REGRESSED]} "
+                     f"regressed, {lc[WITHIN_REP_NOISE]} within rep noise (the level alarm, "
+                     "`--fail-on-level-regression`)")
     L.append("")
     for change in (REGRESSED, IMPROVED):
         moved = [r for r in result["prompts"] if r["change"] == change]
@@ -398,16 +462,19 @@ def render_text(result: dict[str, Any]) -> str:
         moved.sort(key=lambda r: (-abs(r["after"] - r["before"]), r["prompt"], r["model"]))
         key = "p_drop_adjusted" if change == REGRESSED else "p_rise_adjusted"
         L.append(f"### {change.capitalize()}\n")
-        L += md_table(["prompt", "model", f"{a}", f"{b}", "Δ", "reps (k)", "p (Holm)"],
-                      [[r["prompt"], r["model"], _f(r["before"]), _f(r["after"]),
+        L += md_table(["prompt", "model", f"lift {a}", f"lift {b}", "Δ", "reps (k)",
+                       "p (adjusted)"],
+                      [[r["prompt"], r["model"], _f(r["before"], sign=True),
+                        _f(r["after"], sign=True),
                         _f(r["after"] - r["before"], sign=True),
                         f"{r['k_before']} → {r['k_after']}", _p(r[key])] for r in moved])
         L.append("")
-    L.append("_A prompt is improved or regressed only when its move is beyond its own rep "
+    L.append("_A prompt is improved or regressed only when its lift moved beyond its own rep "
              "noise after the multiplicity correction; a move that is not is **within rep "
-             "noise** (always so with one rep on each side). unscored: the prompt has no "
-             f"{arm} score in one of the weeks, or one of its items could not be graded "
-             "there — never counted as an improvement or a regression._\n")
+             "noise** (always so with one rep on each side, and with two reps on each side "
+             "for a single prompt: benchmarks/README.md). unscored: the prompt has no "
+             f"{arm} or no-skill score in one of the weeks, or one of its items could not be "
+             "graded there — never counted as an improvement or a regression._\n")
     return "\n".join(L + _lift_movers(result, a, b)) + "\n"
 
 
@@ -416,27 +483,34 @@ def _p(x: float | None) -> str:
 
 
 def _alarm_lines(result: dict[str, Any]) -> list[str]:
-    """The regression alarm: the week-level paired test first, then the prompts."""
+    """The regression alarms: the week-level paired test first, then the prompts."""
     from pytest_skilllift.report.markdown import md_table
 
     al = result["regression_alarm"]
-    L = ["## Regression alarm (`--fail-on-regression`)\n"]
+    L = ["## Regression alarm (`--fail-on-regression`: the per-prompt must lift)\n"]
     rows = []
     for m, v in result["models"].items():
-        w = v["week_test"]
+        w, lw = v["week_test"], v.get("level_week_test") or {}
         rows.append([m, str(w["n_prompts"]), _f(w["delta"], sign=True), _p(w["p_drop"]),
                      _p(w["p_drop_adjusted"]), "yes" if w["regressed"] else "no",
-                     str(v["prompts"][REGRESSED])])
+                     str(v["prompts"][REGRESSED]), _f(lw.get("delta"), sign=True),
+                     "yes" if lw.get("regressed") else "no",
+                     str((v.get("level_prompts") or {}).get(REGRESSED, 0))])
     if rows:
-        L += md_table(["model", "prompts in both", "week-level Δ (with-skill composite)",
-                       "p of a drop", "p (Holm)", "week regressed?", "prompts regressed"], rows)
+        L += md_table(["model", "prompts in both", "week-level Δ lift", "p of a drop",
+                       "p (adjusted)", "lift regressed?", "prompts' lift regressed",
+                       "level Δ (with-skill composite)", "level regressed?",
+                       "prompts' level regressed"], rows)
     verdict = "**regression found**" if regression_found(result) else "no regression found"
-    L.append(f"\n{verdict}. _{al['method']}: first each model's week-level paired test over "
-             "the prompts in both weeks, then each prompt's rep-level test against its own rep "
-             "noise (its reps' variance shrunk toward the week's pooled rep variance); "
+    level = ("; the with-skill level (`--fail-on-level-regression`): **regressed**"
+             if regression_found(result, level=True) else "")
+    L.append(f"\n{verdict}{level}. _{al['method']}. The week-level tests ran at "
+             f"{al['alpha_week']:g}, the prompts at {al['alpha_prompts']:g}; "
              f"{al['tested_prompts']} (prompt, model) pairs had reps enough to test. The chance "
-             f"that two weeks with no real change raise any alarm is at most {al['alpha']:g} "
-             "(measured: benchmarks/bench_regression_alarm.py)._\n")
+             f"that two weeks with no real change raise any alarm is at most {al['alpha']:g}, "
+             "measured on resampled real weeks (benchmarks/bench_regression_alarm.py). The "
+             "lift alarm watches with − no-skill, so a drift that lowers both arms is not a "
+             "regression of the skill; the level alarm watches the with-skill composite._\n")
     return L
 
 
@@ -465,9 +539,11 @@ def _lift_movers(result: dict[str, Any], a: str, b: str) -> list[str]:
 
 
 def run(a: Path, b: Path, *, output: str = "text", margin: float = DEFAULT_MARGIN,
-        fail_on_regression: bool = False, out: TextIO, arm: str = WITH_SKILL) -> int:
+        fail_on_regression: bool = False, out: TextIO, arm: str = WITH_SKILL,
+        fail_on_level_regression: bool = False) -> int:
     """``skilllift compare`` on two week directories: 0, or 1 with ``fail_on_regression``
-    when any prompt regressed, 2 when the weeks cannot be read."""
+    when the lift regressed (``fail_on_level_regression``: the with-skill level), 2 when the
+    weeks cannot be read."""
     import sys
 
     if not margin >= 0:
@@ -483,13 +559,17 @@ def run(a: Path, b: Path, *, output: str = "text", margin: float = DEFAULT_MARGI
         out.write("\n")
     else:
         out.write(render_text(result))
-    return 1 if fail_on_regression and regression_found(result) else 0
+    failed = ((fail_on_regression and regression_found(result))
+              or (fail_on_level_regression and regression_found(result, level=True)))
+    return 1 if failed else 0
 
 
-def regression_found(result: dict[str, Any]) -> bool:
-    """Whether ``--fail-on-regression`` fails: a model's week-level drop, or a prompt's drop
-    beyond its own rep noise, after the Holm correction (and beyond the margin)."""
+def regression_found(result: dict[str, Any], *, level: bool = False) -> bool:
+    """Whether ``--fail-on-regression`` (the lift; ``level``: ``--fail-on-level-regression``,
+    the with-skill composite) fails: a model's week-level drop, or a prompt's drop beyond
+    its own rep noise, after the multiplicity correction (and beyond the margin)."""
     margin = result["margin"]
-    week = any(v["week_test"]["regressed"] and (v["week_test"]["delta"] or 0.0) < -margin
+    key, change = ("level_week_test", "level_change") if level else ("week_test", "change")
+    week = any(v[key]["regressed"] and (v[key]["delta"] or 0.0) < -margin
                for v in result["models"].values())
-    return week or any(r["change"] == REGRESSED for r in result["prompts"])
+    return week or any(r[change] == REGRESSED for r in result["prompts"])

@@ -19,8 +19,9 @@ the formula understates this week's noise.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -151,47 +152,68 @@ def false_verdict_rate(d: np.ndarray, threshold: float) -> tuple[int, int]:
 AA_SPLIT, AA_PARAMETRIC, AA_PLUG_IN = "split", "parametric", "plug-in"
 
 
-def aa_week_pairs(reps: np.ndarray, kind: str, rng: np.random.Generator
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """One A/A pair of weeks ``(M, P, R')`` from a week's rep-level scores ``(M, P, R)``.
+def _with_arms(x: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``(M, P, R)`` → ``(M, P, 1, R)`` (and whether it was), ``(M, P, C, R)`` unchanged."""
+    x = np.asarray(x, float)
+    return (x[:, :, None, :], True) if x.ndim == 3 else (x, False)
 
-    * ``split`` — per (model, prompt) the reps are shuffled and halved (R' = R // 2): real
-      answers, nothing but the rep drawn differs;
+
+def aa_week_pairs(reps: np.ndarray, kind: str, rng: np.random.Generator, *,
+                  size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One A/A pair of weeks from a week's rep-level scores ``(M, P, R)`` or ``(M, P, C, R)``
+    (C arms, each resampled on its own).
+
+    * ``split`` — per (model, prompt, arm) the reps are shuffled and halved (R' = R // 2):
+      real answers, nothing but the rep drawn differs;
     * ``parametric`` — each prompt keeps its mean, each rep gets normal noise at the
-      week's pooled within-prompt rep SD, clipped to [0, 1] (R' = R);
-    * ``plug-in`` — each side draws R reps with replacement from the prompt's own observed
-      reps (the harshest: a prompt whose two reps differ flips between exactly two values).
+      week's pooled within-prompt rep SD of its arm, clipped to [0, 1] (R' = R);
+    * ``plug-in`` — each side draws ``size`` (default R) whole reps with replacement from the
+      prompt's own observed reps in that arm (the harshest: a prompt whose two reps are 1.0
+      and 0.0 flips between exactly those).
     """
-    x = np.asarray(reps, float)
-    M, P, R = x.shape
+    x, squeeze = _with_arms(reps)
+    M, P, C, R = x.shape
+
+    def out(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return (a[:, :, 0], b[:, :, 0]) if squeeze else (a, b)
+
     if kind == AA_SPLIT:
-        order = np.argsort(rng.random((M, P, R)), axis=2)
-        shuffled = np.take_along_axis(x, order, axis=2)
+        order = np.argsort(rng.random((M, P, C, R)), axis=-1)
+        shuffled = np.take_along_axis(x, order, axis=-1)
         h = R // 2
-        return shuffled[:, :, :h], shuffled[:, :, h:2 * h]
+        return out(shuffled[..., :h], shuffled[..., h:2 * h])
     if kind == AA_PLUG_IN:
+        r = R if size is None else int(size)
         ok = ~np.isnan(x)
-        n = np.maximum(ok.sum(axis=2, keepdims=True), 1)
-        packed = np.take_along_axis(x, np.argsort(~ok, axis=2, kind="stable"), axis=2)
-        idx = (rng.random((2, M, P, R)) * n).astype(np.int64)
-        a = np.take_along_axis(packed, idx[0], axis=2)
-        b = np.take_along_axis(packed, idx[1], axis=2)
-        return a, b
+        n = np.maximum(ok.sum(axis=-1, keepdims=True), 1)
+        packed = np.take_along_axis(x, np.argsort(~ok, axis=-1, kind="stable"), axis=-1)
+        idx = (rng.random((2, M, P, C, r)) * n).astype(np.int64)
+        return out(np.take_along_axis(packed, idx[0], axis=-1),
+                   np.take_along_axis(packed, idx[1], axis=-1))
     if kind == AA_PARAMETRIC:
         ok = ~np.isnan(x)
-        k = ok.sum(axis=2)
+        k = ok.sum(axis=-1)
         with np.errstate(invalid="ignore", divide="ignore"):
-            mu = np.where(k > 0, np.where(ok, x, 0).sum(axis=2) / np.maximum(k, 1), np.nan)
-        ss = np.where(ok, (x - np.nan_to_num(mu)[:, :, None]) ** 2, 0).sum(axis=(1, 2))
+            mu = np.where(k > 0, np.where(ok, x, 0).sum(axis=-1) / np.maximum(k, 1), np.nan)
+        ss = np.where(ok, (x - np.nan_to_num(mu)[..., None]) ** 2, 0).sum(axis=(1, 3))
         df = np.maximum(k - 1, 0).sum(axis=1)
-        sd = np.sqrt(np.where(df > 0, ss / np.maximum(df, 1), 0.0))[:, None, None]
+        sd = np.sqrt(np.where(df > 0, ss / np.maximum(df, 1), 0.0))[:, None, :, None]
 
         def side() -> np.ndarray:
-            return np.clip(mu[:, :, None] + sd * rng.standard_normal((M, P, R)), 0.0, 1.0)
+            return np.clip(mu[..., None] + sd * rng.standard_normal((M, P, C, R)), 0.0, 1.0)
 
-        return side(), side()
+        return out(side(), side())
     raise ValueError(f"unknown A/A kind {kind!r}; use {AA_SPLIT}, {AA_PARAMETRIC} or "
                      f"{AA_PLUG_IN}")
+
+
+def _alarm(a: np.ndarray, b: np.ndarray, weights: Sequence[float] | None,
+           n_items: np.ndarray | None) -> Any:
+    from pytest_skilllift.report import stats
+
+    w = weights if weights is not None else (
+        stats.LEVEL_WEIGHTS if a.ndim == 3 or a.shape[2] == 1 else stats.LIFT_WEIGHTS)
+    return stats.regression_alarm(a, b, weights=w, n_items=n_items)
 
 
 @dataclass(frozen=True)
@@ -202,7 +224,7 @@ class AlarmRate:
     sims: int
     seed: int
     #: Share of pairs with any alarm of ``stats.regression_alarm`` (any regressed prompt or
-    #: any week-level drop, after Holm).
+    #: any week-level drop).
     alarm_rate: float
     #: Share of pairs where some prompt dropped by more than ``margin``: the old rule.
     margin_rule_rate: float
@@ -210,37 +232,113 @@ class AlarmRate:
 
 
 def aa_alarm_rate(reps: np.ndarray, *, kind: str, sims: int, seed: int,
-                  margin: float = 0.10) -> AlarmRate:
-    """The regression alarm's false-alarm rate on ``sims`` seeded A/A pairs of one week."""
-    from pytest_skilllift.report import stats
-
+                  margin: float = 0.10, weights: Sequence[float] | None = None,
+                  n_items: np.ndarray | None = None, size: int | None = None) -> AlarmRate:
+    """The regression alarm's false-alarm rate on ``sims`` seeded A/A pairs of one week
+    (``reps`` ``(M, P, R)`` one arm, or ``(M, P, C, R)`` with ``weights`` over the arms; the
+    default for two arms is the lift)."""
     rng = np.random.default_rng(seed)
     alarms = margin_hits = 0
     for _ in range(sims):
-        a, b = aa_week_pairs(reps, kind, rng)
-        alarms += stats.regression_alarm(a, b).alarm
-        with np.errstate(invalid="ignore"):
-            drop = np.nanmean(a, axis=2) - np.nanmean(b, axis=2)
-        margin_hits += bool(np.nan_to_num(drop, nan=0.0).max(initial=0.0) > margin)
+        a, b = aa_week_pairs(reps, kind, rng, size=size)
+        alarm = _alarm(a, b, weights, n_items)
+        alarms += alarm.alarm
+        drop = np.array([t.diff for t in alarm.prompts])
+        margin_hits += bool(np.nan_to_num(-drop, nan=0.0).max(initial=0.0) > margin)
     return AlarmRate(kind, sims, seed, alarms / sims if sims else 0.0,
                      margin_hits / sims if sims else 0.0, margin)
 
 
-def alarm_power(reps: np.ndarray, *, at_least: float = 0.7) -> tuple[int, int]:
-    """The regression alarm's power on one week: each (model, prompt) whose mean is at least
-    ``at_least`` in turn loses everything (every rep scored 0, a with-skill week whose musts
-    all went missing); returns (times the alarm named that prompt, prompts tried)."""
-    from pytest_skilllift.report import stats
-
+def alarm_power(reps: np.ndarray, *, at_least: float = 0.7,
+                weights: Sequence[float] | None = None,
+                n_items: np.ndarray | None = None) -> tuple[int, int]:
+    """The regression alarm's power on one week against itself: each (model, prompt) whose
+    with-skill mean (the last arm) is at least ``at_least`` in turn loses everything (every
+    with-skill rep scored 0, a week whose musts all went missing); returns (times the alarm
+    named that prompt, prompts tried)."""
+    x = np.asarray(reps, float)
+    last = (slice(None),) if x.ndim == 3 else (-1, slice(None))
     found = tried = 0
-    for m in range(reps.shape[0]):
-        for p in range(reps.shape[1]):
-            if np.nanmean(reps[m, p]) >= at_least:
-                dropped = reps.copy()
-                dropped[m, p] = 0.0
+    for m in range(x.shape[0]):
+        for p in range(x.shape[1]):
+            if np.nanmean(x[(m, p, *last)]) >= at_least:
+                dropped = x.copy()
+                dropped[(m, p, *last)] = 0.0
                 tried += 1
-                found += bool(stats.regression_alarm(reps, dropped).regressed[m, p])
+                found += bool(_alarm(x, dropped, weights, n_items).regressed[m, p])
     return found, tried
+
+
+@dataclass(frozen=True)
+class PlantPower:
+    """How often a planted regression is found on resampled pairs of one week."""
+
+    plant: str
+    size: int  # reps per side
+    sims: int
+    #: Share of pairs with any alarm.
+    alarm_rate: float
+    #: Share of pairs where some model's week-level test rejected (the prompts then get α).
+    week_rate: float
+    #: Share of pairs where the alarm named a planted prompt.
+    named_rate: float
+    #: Of the pairs where no week-level test rejected / where one did: the share naming a
+    #: planted prompt (the two cases of the α split; None when the case never happened).
+    named_without_week: float | None
+    named_with_week: float | None
+
+
+def plant(b: np.ndarray, *, kind: str, rng: np.random.Generator, src_mean: np.ndarray,
+          at_least: float = 0.7) -> tuple[np.ndarray, np.ndarray]:
+    """Week ``b`` (``(M, P, C, R)``) with a regression planted in its with-skill arm (the
+    last); returns (planted week, (M, P) mask of the prompts planted). ``kind``:
+    ``zero-1`` / ``zero-3`` one / three random prompts at ≥ ``at_least`` with every
+    with-skill rep 0 (musts all missing); ``drop-0.10`` … every prompt lowered by that
+    much (clipped at 0)."""
+    out = b.copy()
+    mask = np.zeros(b.shape[:2], bool)
+    if kind.startswith("zero-"):
+        cand = np.argwhere(src_mean >= at_least)
+        pick = rng.choice(len(cand), size=min(int(kind[5:]), len(cand)), replace=False)
+        for m, p in cand[pick]:
+            out[m, p, -1] = 0.0
+            mask[m, p] = True
+    elif kind.startswith("drop-"):
+        out[:, :, -1] = np.clip(out[:, :, -1] - float(kind[5:]), 0.0, 1.0)
+        mask[:] = True
+    else:
+        raise ValueError(f"unknown plant {kind!r}")
+    return out, mask
+
+
+def plant_power(reps: np.ndarray, *, plant_kind: str, size: int, sims: int, seed: int,
+                weights: Sequence[float] | None = None,
+                n_items: np.ndarray | None = None) -> PlantPower:
+    """The alarm's power against ``plant_kind`` on ``sims`` plug-in pairs of ``size`` reps
+    per side drawn from one week (``(M, P, C, R)``, the last arm with-skill)."""
+    x, _ = _with_arms(reps)
+    rng = np.random.default_rng(seed)
+    with np.errstate(invalid="ignore"):
+        src = np.nanmean(x[:, :, -1], axis=-1)
+    alarms = weeks = named = 0
+    split: dict[bool, list[int]] = {False: [0, 0], True: [0, 0]}
+    for _ in range(sims):
+        a, b = aa_week_pairs(x, AA_PLUG_IN, rng, size=size)
+        b, mask = plant(b, kind=plant_kind, rng=rng, src_mean=src)
+        alarm = _alarm(a, b, weights, n_items)
+        week = any(alarm.week_regressed)
+        hit = bool((alarm.regressed & mask).any())
+        alarms += alarm.alarm
+        weeks += week
+        named += hit
+        split[week][0] += hit
+        split[week][1] += 1
+
+    def share(case: bool) -> float | None:
+        return split[case][0] / split[case][1] if split[case][1] else None
+
+    return PlantPower(plant_kind, size, sims, alarms / sims, weeks / sims, named / sims,
+                      share(False), share(True))
 
 
 # --------------------------------------------------------------------------- simulated reference

@@ -454,8 +454,18 @@ def duration_summary(duration_ms: np.ndarray) -> dict[str, float | int | None]:
 #: variance counts as this many reps' worth of evidence beside the prompt's own (Smyth 2004,
 #: the limma moderated t; a small fixed prior, of the order limma estimates on real data).
 REP_PRIOR_DF = 8.0
-#: Family-wise error rate of ``skilllift compare --fail-on-regression`` (Holm's procedure).
+#: Family-wise error rate of ``skilllift compare --fail-on-regression``: split between the
+#: week-level tests and the prompts (:func:`regression_alarm`).
 REGRESSION_ALPHA = 0.05
+#: Must items per rep assumed by the variance floor when a caller does not know them (one:
+#: the Bernoulli bound, the widest floor).
+DEFAULT_ITEMS = 1
+#: What an alarm watches: the per-prompt must lift (with − no-skill, the default) or the
+#: with-skill level (composite; qdrant/skills SCORING.md keeps it for trends and ranking).
+WATCH_LIFT, WATCH_LEVEL = "lift", "level"
+#: Arm weights of the watched quantity: lift = with − no; level = the arm itself.
+LIFT_WEIGHTS = (-1.0, 1.0)
+LEVEL_WEIGHTS = (1.0,)
 
 
 def holm(p: np.ndarray) -> np.ndarray:
@@ -494,83 +504,136 @@ class RepNoiseTest:
     Arrays are ``(P,)``; NaN where the prompt cannot be tested (a side without a scored rep,
     or one rep on each side: its own reps cannot show its noise)."""
 
-    diff: np.ndarray  # mean(after reps) − mean(before reps)
-    se: np.ndarray  # moderated SE of the difference
+    diff: np.ndarray  # Δ of the watched quantity (lift or level), after − before
+    se: np.ndarray  # SE of Δ: moderated rep variance, never below the binomial floor
     df: np.ndarray  # prior df + the prompt's own
     p_drop: np.ndarray  # one-sided p of a drop
     p_rise: np.ndarray  # one-sided p of a rise
-    k_before: np.ndarray  # scored reps per prompt
+    k_before: np.ndarray  # scored reps per prompt (the fewest over the watched arms)
     k_after: np.ndarray
-    rep_var: float | None  # the pooled within-prompt rep variance (the prior)
+    rep_var: float | None  # the pooled within-prompt rep variance (the prior; last arm)
     rep_df: int  # its degrees of freedom
+    floored: np.ndarray  # (P,) bool: the binomial floor set the SE of some arm
 
 
 def _reps_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row: non-NaN count, mean (NaN when empty), sum of squared deviations."""
+    """Over the last axis: non-NaN count, mean (NaN when empty), sum of squared deviations."""
     ok = ~np.isnan(x)
-    k = ok.sum(axis=1)
+    k = ok.sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(k > 0, np.where(ok, x, 0.0).sum(axis=1) / np.maximum(k, 1), np.nan)
-    ss = np.where(ok, (x - np.nan_to_num(mean)[:, None]) ** 2, 0.0).sum(axis=1)
+        mean = np.where(k > 0, np.where(ok, x, 0.0).sum(axis=-1) / np.maximum(k, 1), np.nan)
+    ss = np.where(ok, (x - np.nan_to_num(mean)[..., None]) ** 2, 0.0).sum(axis=-1)
     return k, mean, ss
 
 
-def rep_noise_test(before: np.ndarray, after: np.ndarray, *,
-                   prior_df: float = REP_PRIOR_DF) -> RepNoiseTest:
-    """A moderated two-sample t test per prompt on its rep-level scores (``(P, R)`` arrays,
-    NaN = not scored).
+def change_test(before: np.ndarray, after: np.ndarray, *, weights: Sequence[float],
+                n_items: np.ndarray | None = None,
+                prior_df: float = REP_PRIOR_DF) -> RepNoiseTest:
+    """A moderated two-sample t test per prompt of Δ = Σ_c w_c·(mean after_c − mean before_c)
+    on rep-level scores ``(P, C, R)`` in [0, 1] (NaN = not scored); ``weights`` (C,) make the
+    watched quantity: (−1, +1) the lift (with − no-skill), (1,) a level.
 
-    Each prompt's rep variance is its own (both weeks pooled, df = k_before − 1 + k_after − 1)
+    Per arm, the prompt's rep variance (its within-week deviations, both weeks pooled) is
     shrunk toward the variance pooled over all prompts with ``prior_df`` degrees of freedom
-    (Smyth 2004): a prompt whose two reps agree by chance is not taken as noiseless, and one
-    whose reps disagree keeps its larger noise. SE = s·√(1/k_before + 1/k_after); the t
-    reference has prior_df + own df degrees of freedom. A prompt with one rep on each side
-    is not tested (NaN): a single-rep flip is within rep noise by construction.
+    (Smyth 2004) and **never below the binomial variance of its item credits**,
+    m(1 − m)/n, m the arm's mean over both weeks' reps at its Jeffreys estimate
+    ((x + ½)/(n_reps·n + 1): never 0 or 1; n = ``n_items`` must items per rep,
+    :data:`DEFAULT_ITEMS` when not given): reps that agree by chance are not noiseless, so a
+    single flipped item of a prompt whose reps all agree is never p = 0, and two reps of a
+    bimodal prompt (1.0 and 0.0) that land alike on each side are not read as a move
+    without it (the floor was chosen by the false-alarm rate on resampled real weeks:
+    docs/methodology-notes.md). SE = √Σ_c w_c²·var_c
+    (1/k_before + 1/k_after); df = prior df + the smallest own df of the watched arms. A
+    prompt with one rep on each side (in any watched arm) is not tested (NaN).
     """
-    ka, ma, ssa = _reps_moments(np.asarray(before, float))
-    kb, mb, ssb = _reps_moments(np.asarray(after, float))
+    a = np.asarray(before, float)
+    b = np.asarray(after, float)
+    w = np.asarray(weights, float)
+    if a.ndim == 2:
+        a, b = a[:, None, :], b[:, None, :]
+    P, C = a.shape[0], a.shape[1]
+    if w.size != C:
+        raise ValueError(f"{w.size} weights for {C} arms")
+    items = (np.full(P, float(DEFAULT_ITEMS)) if n_items is None
+             else np.maximum(np.asarray(n_items, float).reshape(P), 1.0))
+    ka, ma, ssa = _reps_moments(a)  # (P, C)
+    kb, mb, ssb = _reps_moments(b)
     own_df = np.maximum(ka - 1, 0) + np.maximum(kb - 1, 0)
     ss = ssa + ssb
-    total_df = int(own_df.sum())
-    rep_var = float(ss.sum() / total_df) if total_df else None
-    d0 = min(prior_df, float(total_df))
-    testable = (ka >= 1) & (kb >= 1) & (own_df >= 1)
+    total_df = own_df.sum(axis=0)  # (C,)
     with np.errstate(invalid="ignore", divide="ignore"):
-        var = (d0 * (rep_var or 0.0) + ss) / (d0 + own_df)
-        se = np.sqrt(var * (1.0 / np.maximum(ka, 1) + 1.0 / np.maximum(kb, 1)))
-    diff = mb - ma
-    df = d0 + own_df
-    p_drop = np.full(diff.shape, np.nan)
-    p_rise = np.full(diff.shape, np.nan)
+        prior = np.where(total_df > 0, ss.sum(axis=0) / np.maximum(total_df, 1), 0.0)
+    d0 = np.minimum(prior_df, total_df.astype(float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = (d0 * prior + ss) / (d0 + own_df)
+        # The binomial variance at the Jeffreys estimate (Beta(½, ½): (x + ½)/(n + 1), never
+        # 0 or 1) of the arm's mean over both weeks' reps: the variance the reps would have
+        # if nothing changed, which is what the test must hold against.
+        n = items[:, None] * (ka + kb)
+        pooled = (np.nan_to_num(ma) * ka + np.nan_to_num(mb) * kb) / np.maximum(ka + kb, 1)
+        m = (pooled * n + 0.5) / (n + 1.0)
+        floor = m * (1.0 - m) / items[:, None]
+    floored_arm = ~(var >= floor)
+    var = np.where(floored_arm, floor, var)
+    watched = w != 0
+    inv_k = 1.0 / np.maximum(ka, 1) + 1.0 / np.maximum(kb, 1)
+    se = np.sqrt((w * w * var * inv_k)[:, watched].sum(axis=1))
+    diff = ((mb - ma) * w)[:, watched].sum(axis=1)
+    testable = ((ka >= 1) & (kb >= 1) & (own_df >= 1))[:, watched].all(axis=1)
+    if not watched.any():
+        raise ValueError("no arm has a nonzero weight")
+    df = d0[watched].min() + own_df[:, watched].min(axis=1)
+    p_drop = np.full(P, np.nan)
+    p_rise = np.full(P, np.nan)
     pos = testable & (se > 0)
     if pos.any():
         t = diff[pos] / se[pos]
         stdtr = scipy_special().stdtr
         p_drop[pos] = stdtr(df[pos], t)
         p_rise[pos] = stdtr(df[pos], -t)
-    flat = testable & ~(se > 0)  # no rep noise anywhere: any move is beyond it
-    eps = 1e-9
-    p_drop[flat] = np.where(diff[flat] < -eps, 0.0, 1.0)
-    p_rise[flat] = np.where(diff[flat] > eps, 0.0, 1.0)
     nan = ~testable
+    last = int(np.flatnonzero(watched)[-1])
+    rep_var = float(prior[last]) if total_df[last] else None
     return RepNoiseTest(np.where(nan, np.nan, diff), np.where(nan, np.nan, se),
-                        np.where(nan, np.nan, df), p_drop, p_rise, ka, kb, rep_var, total_df)
+                        np.where(nan, np.nan, df), p_drop, p_rise,
+                        ka[:, watched].min(axis=1), kb[:, watched].min(axis=1),
+                        rep_var, int(total_df[last]),
+                        floored_arm[:, watched].any(axis=1) & testable)
 
 
-def paired_drop_p(before: np.ndarray, after: np.ndarray) -> tuple[int, float | None,
-                                                                  float | None]:
+def rep_noise_test(before: np.ndarray, after: np.ndarray, *, n_items: np.ndarray | None = None,
+                   prior_df: float = REP_PRIOR_DF) -> RepNoiseTest:
+    """:func:`change_test` of one level (``(P, R)`` rep scores of one arm)."""
+    return change_test(before, after, weights=LEVEL_WEIGHTS, n_items=n_items,
+                       prior_df=prior_df)
+
+
+def paired_drop_p(before: np.ndarray, after: np.ndarray, *,
+                  rep_se: np.ndarray | None = None) -> tuple[int, float | None, float | None]:
     """The week-level paired test: (n prompts in both, mean Δ, one-sided p of a drop) over
-    prompt-level values (reps averaged); p None below two prompts. No spread: p = 0 for a
-    drop, 1 otherwise."""
+    prompt-level values (reps averaged); p None below two prompts.
+
+    The SE is stdev(Δ)/√n, never below the rep noise alone, √Σ rep_se²/n (``rep_se``: each
+    prompt's SE of Δ from its reps, :func:`change_test`): prompts that all moved alike are
+    not a move without noise. Without ``rep_se`` and without spread, p is None (cannot
+    tell), never 0."""
     d = np.asarray(after, float) - np.asarray(before, float)
-    d = d[~np.isnan(d)]
+    ok = ~np.isnan(d)
+    rse = None if rep_se is None else np.asarray(rep_se, float)
+    d = d[ok]
     n = int(d.size)
     if n < 2:
         return n, (float(d.mean()) if n else None), None
     mean, sd = float(d.mean()), float(d.std(ddof=1))
-    if sd == 0:
-        return n, mean, 0.0 if mean < -1e-9 else 1.0
-    return n, mean, float(scipy_special().stdtr(n - 1, mean / (sd / math.sqrt(n))))
+    se = sd / math.sqrt(n)
+    if rse is not None and not se > 0:
+        r = rse[ok]
+        r = r[~np.isnan(r)]
+        if r.size:
+            se = max(se, math.sqrt(float((r * r).sum())) / n)
+    if not se > 0:
+        return n, mean, None
+    return n, mean, float(scipy_special().stdtr(n - 1, mean / se))
 
 
 @dataclass(frozen=True)
@@ -578,14 +641,19 @@ class RegressionAlarm:
     """The regression decision of two weeks over models × prompts (rep-level scores)."""
 
     week_n: list[int]  # per model: prompts in both weeks
-    week_delta: list[float | None]  # per model: mean Δ of the prompt means
+    week_delta: list[float | None]  # per model: mean Δ of the prompt values
     week_p: list[float | None]  # per model: one-sided p of a drop (paired t)
-    week_p_adj: list[float | None]  # Holm-adjusted, in the same family as the prompts
+    week_p_adj: list[float | None]  # Bonferroni over the models, at the week-level share
     prompts: list[RepNoiseTest]  # per model
-    drop_p_adj: np.ndarray  # (M, P) Holm-adjusted p of a drop (NaN: not tested)
+    drop_p_adj: np.ndarray  # (M, P) Holm-adjusted p of a drop, at the prompts' share
     rise_p_adj: np.ndarray  # (M, P) the same for a rise (its own family)
     alpha: float
     method: str
+    #: What is watched (:data:`WATCH_LIFT` or :data:`WATCH_LEVEL`).
+    watches: str = WATCH_LEVEL
+    #: α of the week-level tests (all models) and α the prompts were tested at.
+    alpha_week: float = 0.0
+    alpha_prompts: float = 0.0
 
     @property
     def regressed(self) -> np.ndarray:
@@ -607,33 +675,61 @@ class RegressionAlarm:
 
 
 def regression_alarm(before: np.ndarray, after: np.ndarray, *,
+                     weights: Sequence[float] = LEVEL_WEIGHTS,
+                     n_items: np.ndarray | None = None,
                      alpha: float = REGRESSION_ALPHA,
-                     prior_df: float = REP_PRIOR_DF) -> RegressionAlarm:
-    """Regressions between two weeks from rep-level scores ``(M, P, R)`` (NaN = unscored).
+                     prior_df: float = REP_PRIOR_DF,
+                     watches: str | None = None) -> RegressionAlarm:
+    """Regressions between two weeks from rep-level scores ``(M, P, C, R)`` (or ``(M, P, R)``
+    for one arm; NaN = unscored), the watched quantity made by ``weights`` (:data:`LIFT_WEIGHTS`
+    over no-skill and with-skill: the per-prompt lift; :data:`LEVEL_WEIGHTS`: one arm).
 
-    First, per model, the week-level paired test over the prompts in both weeks (prompt
-    means, one-sided for a drop); then, per prompt, :func:`rep_noise_test`. All of them —
-    the week-level tests first — form one family whose p-values are Holm-adjusted, so the
-    chance that two weeks with no real change raise any alarm is at most ``alpha``. Rises
-    are decided the same way in their own family (they never fail a run).
+    α is **split** between the two kinds of test so that neither drowns the other (a
+    graphical multiple test, Bretz et al. 2009, Stat. Med. 28): the week-level paired tests
+    (one per model, over the prompts' Δ) share α/2, Bonferroni over the models; the
+    per-prompt tests (:func:`change_test`) are one Holm family at α/2, and each model whose
+    week-level test rejects passes its share on to them (with every week-level test
+    rejecting, the prompts are tested at the full α). The family-wise error rate stays α;
+    more reps only sharpen each test, so they never cost power, whatever the number of
+    prompts (one family of week *and* prompt tests let 52 prompt tests drown the week-level
+    one). Rises are decided the same way in their own family (they never fail a run).
+    ``n_items`` (P,) are the must items per rep of each prompt (the variance floor's n).
     """
     before, after = np.asarray(before, float), np.asarray(after, float)
+    if before.ndim == 3:
+        before, after = before[:, :, None, :], after[:, :, None, :]
     M, P = before.shape[0], before.shape[1]
-    tests = [rep_noise_test(before[m], after[m], prior_df=prior_df) for m in range(M)]
-    wk = [paired_drop_p(_reps_moments(before[m])[1], _reps_moments(after[m])[1])
-          for m in range(M)]
+    w = tuple(float(x) for x in weights)
+    tests = [change_test(before[m], after[m], weights=w, n_items=n_items, prior_df=prior_df)
+             for m in range(M)]
+    wk = []
+    for m in range(M):
+        sel = np.asarray(w) != 0
+        va = (_reps_moments(before[m])[1][:, sel] * np.asarray(w)[sel]).sum(axis=1)
+        vb = (_reps_moments(after[m])[1][:, sel] * np.asarray(w)[sel]).sum(axis=1)
+        wk.append(paired_drop_p(va, vb, rep_se=tests[m].se))
     week_p = np.array([np.nan if p is None else p for _, _, p in wk], float)
+    n_week = int(np.count_nonzero(~np.isnan(week_p)))
+    alpha_week = alpha / 2.0
+    week_adj = [None if math.isnan(x) else float(min(1.0, x * 2.0 * n_week)) for x in week_p]
+    rejected = sum(1 for x in week_adj if x is not None and x <= alpha)
+    # an empty week-level family (fewer than two prompts) passes its share on, too
+    alpha_prompts = alpha if n_week == 0 else alpha / 2.0 + alpha_week * rejected / n_week
     drop = np.array([t.p_drop for t in tests]).reshape(M, P)
-    family = holm(np.concatenate([week_p, drop.ravel()]))
-    week_adj = [None if math.isnan(x) else float(x) for x in family[:M]]
+    scale = alpha / alpha_prompts
+    drop_adj = np.minimum(holm(drop.ravel()) * scale, 1.0).reshape(drop.shape)
     rise = np.array([t.p_rise for t in tests]).reshape(M, P)
+    rise_adj = holm(rise.ravel()).reshape(rise.shape)
+    kind = watches or (WATCH_LIFT if len(w) == 2 and w[0] < 0 < w[1] else WATCH_LEVEL)
     return RegressionAlarm(
         week_n=[n for n, _, _ in wk], week_delta=[d for _, d, _ in wk],
         week_p=[p for _, _, p in wk], week_p_adj=week_adj, prompts=tests,
-        drop_p_adj=family[M:].reshape(drop.shape),
-        rise_p_adj=holm(rise.ravel()).reshape(rise.shape), alpha=alpha,
-        method=f"Holm (family-wise α = {alpha:g}) over the week-level paired tests and the "
-               f"per-prompt moderated t tests (prior df {prior_df:g})")
+        drop_p_adj=drop_adj, rise_p_adj=rise_adj, alpha=alpha,
+        method=f"split α = {alpha:g}: the week-level paired tests at α/2 (Bonferroni over "
+               f"the models), the per-prompt moderated t tests (prior df {prior_df:g}, "
+               "binomial variance floor) in one Holm family at α/2 plus the share of each "
+               "week-level test that rejected",
+        watches=kind, alpha_week=alpha_week, alpha_prompts=alpha_prompts)
 
 
 # --------------------------------------------------------------------------- cluster bootstrap
@@ -744,3 +840,17 @@ def nan_mean(values: np.ndarray) -> float | None:
     v = np.asarray(values, float)
     v = v[~np.isnan(v)]
     return float(v.mean()) if v.size else None
+
+
+def must_items(prompt: np.ndarray, model: np.ndarray, condition: np.ndarray, rep: np.ndarray,
+               item_type: np.ndarray, n_prompts: int) -> np.ndarray:
+    """Must items per rep of each prompt ``(n_prompts,)``: the most any of its runs has
+    (0 for a prompt without one); the ``n`` of the regression alarm's binomial floor."""
+    ok = (prompt >= 0) & (model >= 0) & (condition >= 0) & (rep >= 0) & (item_type == 0)
+    out = np.zeros(max(n_prompts, 0))
+    if not ok.any():
+        return out
+    keys = np.stack([prompt[ok], model[ok], condition[ok], rep[ok]], axis=1).astype(np.int64)
+    runs, counts = np.unique(keys, axis=0, return_counts=True)
+    np.maximum.at(out, runs[:, 0], counts.astype(float))
+    return out

@@ -101,8 +101,12 @@ def build(ctx: Context) -> Data:
     errored = measures.errored[:, :, [_REF, _WITH]] > 0
     reps = agg.rep_composite[:, :, [_REF, _WITH], :].copy()
     reps[np.broadcast_to(errored[..., None], reps.shape)] = np.nan
+    sc = week.scores
     alarm = stats.regression_alarm(np.moveaxis(reps[:, :, 0], 1, 0),
-                                   np.moveaxis(reps[:, :, 1], 1, 0))
+                                   np.moveaxis(reps[:, :, 1], 1, 0),
+                                   n_items=stats.must_items(sc.prompt, sc.model, sc.cond,
+                                                            sc.rep, sc.type,
+                                                            len(week.prompts)))
     models: dict[str, VersionModel] = {}
     rows: list[VersionPrompt] = []
     for mi, label in enumerate(week.models):
