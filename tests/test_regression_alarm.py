@@ -257,3 +257,11 @@ def test_empty_shapes_raise_no_alarm() -> None:
         x = np.full(shape, np.nan)
         alarm = stats.regression_alarm(x, x)
         assert not alarm.alarm and alarm.drop_p_adj.shape == shape[:2]
+
+
+def test_the_noise_docstring_agrees_with_the_methodology_notes() -> None:
+    """The A/A bar is read against simulated honest weeks, not a CI's 5% (the notes say so)."""
+    doc = noise.__doc__ or ""
+    notes = (Path(__file__).resolve().parents[1] / "docs" / "methodology-notes.md").read_text()
+    assert "5% the CI promises" not in doc and "simulated_reference" in doc
+    assert "not a second estimate of the SE" in doc and "not a second estimate of the SE" in notes
