@@ -137,7 +137,7 @@ def main() -> None:
           "| named, week-level did not reject (prompts at α/2) | named, it did (prompts at "
           "α) | old rule: any alarm | old rule: named |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for kind in ("zero-1", "zero-3", "drop-0.10", "drop-0.20"):
+    for kind in ("none", "zero-1", "zero-3", "drop-0.10", "drop-0.20"):
         for size in (1, 2, 4):
             p = noise.plant_power(lift, plant_kind=kind, size=size, sims=n // 4, seed=SEED,
                                   n_items=items)

@@ -55,6 +55,41 @@ def test_cluster_bootstrap_is_seeded_and_wider_when_reps_agree() -> None:
     assert stats.cluster_bootstrap_rate(np.array([1]), np.array([2])) == (None, None)
 
 
+def test_the_gated_pass_rate_bound_does_not_collapse_at_the_ceiling() -> None:
+    """52 of 52 passing reps of 26 prompts: the prompt bootstrap said [1.000, 1.000] (so a
+    gate ``pass_rate_ci_low>=0.999`` passed); the prompt-clustered interval counts the 26
+    prompts as the unit: Clopper–Pearson for 26 of 26."""
+    k, n = np.full(26, 2), np.full(26, 2)
+    assert stats.cluster_bootstrap_rate(k, n) == (1.0, 1.0)
+    lo, hi = stats.cluster_rate_interval(k, n)
+    assert hi == 1.0 and lo == pytest.approx(0.025 ** (1 / 26))  # 0.868
+    assert lo < stats.wilson_interval(52, 52)[0] < 0.999  # Wilson over reps: 0.931
+    # independent reps (every prompt's two reps disagree as often as chance): ρ ≈ 0, the
+    # effective sample size is every rep, about Wilson's width
+    kk = np.array([2] * 9 + [1] * 12 + [0] * 5)
+    lo2, hi2 = stats.cluster_rate_interval(kk, n)
+    assert lo2 is not None and hi2 is not None and lo2 < 30 / 52 < hi2
+    assert width((lo2, hi2)) == pytest.approx(width(stats.wilson_interval(30, 52)), rel=0.2)
+    # reps that always agree: 26 answers, not 52
+    agree = np.array([2] * 13 + [0] * 13)
+    assert width(stats.cluster_rate_interval(agree, n)) > 1.3 * width(
+        stats.wilson_interval(26, 52))
+    assert stats.cluster_rate_interval(np.zeros(0), np.zeros(0)) == (None, None)
+
+
+def test_a_pass_rate_gate_fails_at_the_ceiling_it_cannot_show(tmp_path: Path) -> None:
+    from .test_weekio import write_week
+
+    week = write_week(tmp_path / "w", prompts=tuple(f"p{i}" for i in range(26)),
+                      reps=2, met=lambda *_: True)
+    s = summarize_week(week, write=False, plots=False)
+    measures = WeekMeasures(s.week, s.aggregates, 0.7, card=s.data)
+    gs, _ = gates.load_gates(["sonnet.with-skill.pass_rate_ci_low>=0.999"],
+                             gates.Scopes(tuple(s.week.models), tuple(s.week.prompts)))
+    r = gates.evaluate(gs, measures, gates.CoverageGuard(1, 1, 0.0)).results[0]
+    assert r.measured == pytest.approx(0.868, abs=1e-3) and not r.passed
+
+
 def test_bootstrap_mc_error_matches_seed_to_seed_spread(real: Summary) -> None:
     agg = real.aggregates
     assert agg is not None
@@ -77,13 +112,13 @@ def test_pass_rates_carry_a_prompt_bootstrap_and_the_gate_reads_it(real: Summary
     assert lo is not None and hi is not None
     assert lo <= cell["pass_rate"] <= hi
     assert width((lo, hi)) > width((cell["pass_rate_ci_low"], cell["pass_rate_ci_high"]))
-    assert "95% prompt bootstrap (gated)" in real.markdown
+    assert "95% prompt-clustered (gated)" in real.markdown
     measures = WeekMeasures(real.week, real.aggregates, 0.7, card=real.data)
     gs, _ = gates.load_gates(["haiku.with-skill.pass_rate_ci_low>=0.5"],
                              gates.Scopes(tuple(real.week.models), tuple(real.week.prompts)))
     r = gates.evaluate(gs, measures, gates.CoverageGuard(1, 1, 0.0)).results[0]
     assert r.measured == pytest.approx(lo) and r.measured != cell["pass_rate_ci_low"]
-    assert "cluster bootstrap, not Wilson" in gates.METRICS["pass_rate_ci_low"].description
+    assert "prompt-clustered" in gates.METRICS["pass_rate_ci_low"].description
 
 
 def test_trigger_miss_rate_gets_a_prompt_bootstrap(real: Summary) -> None:

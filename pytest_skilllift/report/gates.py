@@ -73,9 +73,10 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("composite", "cell", 0.0, 1.0, "clamp(must + 0.10·bonus − 0.25·avoid, 0, 1)"),
     Metric("pass_rate", "cell", 0.0, 1.0, "share of prompt×reps whose composite reaches the "
            "pass threshold"),
-    Metric("pass_rate_ci_low", "cell", 0.0, 1.0, "lower end of the pass rate's 95% interval "
-           "resampling whole prompts (the cluster bootstrap, not Wilson: reps of one prompt "
-           "are correlated)", prompt_scope=False),
+    Metric("pass_rate_ci_low", "cell", 0.0, 1.0, "lower end of the pass rate's prompt-"
+           "clustered 95% interval (exact at the design effect's effective sample size, not "
+           "Wilson: reps of one prompt are correlated; never 1 at the ceiling)",
+           prompt_scope=False),
     Metric("avoid_violations", "cell", 0.0, math.inf, "avoid items violated per answer"),
     Metric("trigger_miss_rate", "model", 0.0, 1.0, "share of with-skill runs that never "
            "reached the skill", conditions=("with-skill",)),

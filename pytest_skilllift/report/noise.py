@@ -300,10 +300,12 @@ def plant(b: np.ndarray, *, kind: str, rng: np.random.Generator, src_mean: np.nd
     last); returns (planted week, (M, P) mask of the prompts planted). ``kind``:
     ``zero-1`` / ``zero-3`` one / three random prompts at ≥ ``at_least`` with every
     with-skill rep 0 (musts all missing); ``drop-0.10`` … every prompt lowered by that
-    much (clipped at 0)."""
+    much (clipped at 0); ``none`` nothing (the null beside the plants)."""
     out = b.copy()
     mask = np.zeros(b.shape[:2], bool)
-    if kind.startswith("zero-"):
+    if kind == "none":
+        pass
+    elif kind.startswith("zero-"):
         cand = np.argwhere(src_mean >= at_least)
         pick = rng.choice(len(cand), size=min(int(kind[5:]), len(cand)), replace=False)
         for m, p in cand[pick]:

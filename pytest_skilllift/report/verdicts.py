@@ -391,8 +391,9 @@ class WeekMeasures:
 
     def pass_rate_cluster(self, model: str | None, condition: str | None,
                           prompt: str | None = None) -> tuple[float | None, float | None]:
-        """The pass rate's 95% interval resampling whole prompts (one prompt: its reps are
-        the only sample, so none)."""
+        """The pass rate's prompt-clustered 95% interval (``stats.cluster_rate_interval``: the
+        exact interval at the design effect's effective sample size, which does not collapse
+        at the ceiling as a prompt bootstrap does; one prompt: none)."""
         sel = self._select(model, condition, prompt)
         if sel is None or prompt is not None:
             return None, None
@@ -401,7 +402,9 @@ class WeekMeasures:
         while passed.ndim > 1:  # pool models and/or conditions within each prompt
             passed, scored = passed.sum(axis=-1), scored.sum(axis=-1)
         keep = scored > 0  # prompts without a scored rep in the selection are not in it
-        return stats.cluster_bootstrap_rate(passed[keep], scored[keep])
+        if np.count_nonzero(keep) < 2:
+            return None, None
+        return stats.cluster_rate_interval(passed[keep], scored[keep])
 
     def trigger_miss_cluster(self, model: str | None) -> tuple[float | None, float | None]:
         """The trigger-miss rate's 95% interval resampling whole prompts."""

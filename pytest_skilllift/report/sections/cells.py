@@ -35,7 +35,7 @@ class Cell(TypedDict):
     pass_rate: float | None
     pass_rate_ci_low: float | None
     pass_rate_ci_high: float | None
-    #: The same rate's 95% interval resampling whole prompts (``stats.cluster_bootstrap_rate``):
+    #: The same rate's prompt-clustered 95% interval (``stats.cluster_rate_interval``):
     #: reps of one prompt are correlated, so this is the one ``pass_rate_ci_low`` gates read.
     pass_rate_cluster95: list[float | None]
     pass_passed: int
@@ -110,14 +110,17 @@ def _pass_rates(card: Data) -> list[str]:
                      c["pass_unscored"]])
     L = [f"### Pass rate (composite ≥ {thr:.2f})\n"]
     L += md_table(*by_agent(card, ["model", "condition", "pass rate [95% Wilson]",
-                   "95% prompt bootstrap (gated)", "passed of scored", "errored", "unscored"],
+                   "95% prompt-clustered (gated)", "passed of scored", "errored", "unscored"],
                   rows))
     L.append(f"\n_A prompt×rep passes when its composite is at least {thr:.2f} (3.5 on a 0–5 "
              "scale). **errored**: the judge failed on one of its items — **unscored**: "
              "nothing gradeable (no graded must item, or the run was dropped). Both are "
              "absences, not zeros: they are left out of the rate and never count as a pass. "
              "Wilson (the Drupal ai_eval figure) counts every prompt×rep as independent; reps "
-             "of one prompt agree more often than chance, so the prompt bootstrap (whole "
-             f"prompts resampled, {stats.CLUSTER_BOOT_N}×, seed {stats.CLUSTER_BOOT_SEED}) is "
-             "the honest width, and the one a `pass_rate_ci_low` gate reads._\n")
+             "of one prompt agree more often than chance, so the prompt-clustered interval "
+             "(Clopper–Pearson at the design effect's effective sample size, Korn & Graubard "
+             "1998: at most one trial per prompt when the reps all agree) is the honest width, "
+             "and the one a `pass_rate_ci_low` gate reads; unlike a prompt bootstrap it does "
+             "not collapse to [1.00–1.00] when every rep passes (coverage measured in "
+             "benchmarks/bench_pass_rate_interval.py)._\n")
     return L
