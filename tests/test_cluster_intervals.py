@@ -235,3 +235,28 @@ def test_each_models_trigger_miss_rate_gets_a_prompt_bootstrap(real: Summary) ->
         m = real.data["models"][label]
         lo, hi = m["trigger_miss_rate_cluster95"]
         assert lo is not None and hi is not None and lo <= m["trigger_miss_rate"] <= hi
+
+
+def test_a_zero_spread_t_interval_is_not_estimable_and_its_gate_fails_closed(
+        tmp_path: Path) -> None:
+    """Three prompts whose version differences are all 0 gave CI [0, 0] and passed
+    ``version_lift_ci_low>-0.05``: an SE of 0 from three prompts is not zero uncertainty."""
+    lf = stats.paired_lift(np.array([0.5, 0.7, 1.0]), np.array([0.5, 0.7, 1.0]))
+    assert lf.se == 0 and not lf.estimable
+    assert (lf.ci_low, lf.ci_high, lf.ci_excludes_zero) == (None, None, None)
+    from .test_versions_report import MUSTS, REF, version_week
+
+    saved = MUSTS[REF]
+    MUSTS[REF] = MUSTS["with-skill"]  # every prompt alike in both versions
+    try:
+        week = version_week(tmp_path / "w")
+    finally:
+        MUSTS[REF] = saved
+    s = summarize_week(week, write=False, plots=False)
+    v = s.data["versions"]["models"]["sonnet"]
+    assert v["version_lift"] == 0 and v["version_lift_se"] == 0 and v["ci_low"] is None
+    measures = WeekMeasures(s.week, s.aggregates, 0.7, card=s.data)
+    gs, _ = gates.load_gates(["version_lift_ci_low>-0.05"],
+                             gates.Scopes(tuple(s.week.models), tuple(s.week.prompts)))
+    r = gates.evaluate(gs, measures, gates.CoverageGuard(1, 1, 0.0)).results[0]
+    assert not r.passed and r.note.startswith("not estimable")

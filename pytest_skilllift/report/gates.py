@@ -431,7 +431,9 @@ def evaluate(gates: Sequence[Gate], measures: Measures, guard: CoverageGuard, *,
             if not guard.sufficient:
                 results.append(GateResult(gate, name, measured, False, "insufficient coverage"))
             elif measured is None:
-                results.append(GateResult(gate, name, None, False, "not measured"))
+                why = getattr(measures, "unmeasured_reason", None)
+                reason = why(gate.metric, model) if why is not None else None
+                results.append(GateResult(gate, name, None, False, reason or "not measured"))
             else:
                 results.append(GateResult(gate, name, measured,
                                           _compare(measured, gate.op, gate.value)))

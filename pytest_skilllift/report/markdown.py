@@ -43,6 +43,8 @@ def ci_flag(m: Mapping[str, object]) -> str:
     """The "95% CI != 0?" cell of a model's lift: yes / no / why not computable."""
     if m.get("must_lift_se") is None:
         return "n/a (need >=2 prompts)"
+    if m.get("ci_excludes_zero") is None:
+        return "not estimable (SE 0: every prompt's difference equal)"
     return "yes" if m.get("ci_excludes_zero") else "no"
 
 

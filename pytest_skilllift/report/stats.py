@@ -189,9 +189,13 @@ class Lift:
     t_crit: float | None
     ci_low: float | None
     ci_high: float | None
-    #: Whether the 95% t interval excludes zero; None when n < 2 (no SE).
+    #: Whether the 95% t interval excludes zero; None when n < 2 or not estimable.
     ci_excludes_zero: bool | None
     low_sample: bool
+    #: False when every per-prompt difference is equal (SD 0): an SE of 0 from a handful of
+    #: prompts is not zero uncertainty, so the t interval is not estimable (None) and a gate
+    #: on it fails closed.
+    estimable: bool = True
 
 
 def t_quantile(df: int, level: float = 0.95) -> float:
@@ -203,7 +207,9 @@ def paired_lift(no: np.ndarray, with_: np.ndarray, *, level: float = 0.95) -> Li
     """Lift = mean(dᵢ), dᵢ = with − no over prompts present (non-NaN) in both arms.
 
     SE = stdev(d)/√n with the sample stdev (ddof=1); the CI uses the exact t quantile
-    with n−1 degrees of freedom (the reference uses a conservative lookup table).
+    with n−1 degrees of freedom (the reference uses a conservative lookup table). When every
+    dᵢ is equal the SE is 0 but the uncertainty is not: the interval is not estimable
+    (``estimable`` False, CI None) rather than [lift, lift].
     """
     d = np.asarray(with_, float) - np.asarray(no, float)
     d = d[~np.isnan(d)]
@@ -217,6 +223,8 @@ def paired_lift(no: np.ndarray, with_: np.ndarray, *, level: float = 0.95) -> Li
     sd = float(d.std(ddof=1))
     se = sd / math.sqrt(n)
     t = t_quantile(n - 1, level)
+    if not sd > 0:
+        return Lift(n, lift, sd, se, n - 1, t, None, None, None, low, estimable=False)
     lo, hi = lift - t * se, lift + t * se
     return Lift(n, lift, sd, se, n - 1, t, lo, hi, bool(lo > 0 or hi < 0), low)
 

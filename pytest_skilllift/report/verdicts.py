@@ -430,6 +430,22 @@ class WeekMeasures:
         return int(np.count_nonzero(self._miss & mask)), int(np.count_nonzero(self._ws & mask))
 
     # -- gate values -----------------------------------------------------------------------
+    def unmeasured_reason(self, metric: str, model: str | None) -> str | None:
+        """Why a ``*_ci_low`` gate has no value: a t interval over prompts whose differences
+        are all equal (SE 0) is not estimable, and the gate fails closed."""
+        m = self.data.get("models", {}).get(model or "", {})
+        if metric == "must_lift_ci_low":
+            se, n = m.get("must_lift_se"), m.get("n_prompts")
+        elif metric == "version_lift_ci_low":
+            v = (self.data.get("versions") or {}).get("models", {}).get(model or "") or {}
+            se, n = v.get("version_lift_se"), v.get("n_prompts")
+        else:
+            return None
+        if se is not None and n is not None and n >= 2 and not se > 0:
+            return (f"not estimable: every per-prompt difference is equal over {n} prompts "
+                    "(SE 0 is not zero uncertainty)")
+        return None
+
     def value(self, metric: str, model: str | None, condition: str | None,
               prompt: str | None) -> float | str | None:
         """A metric's measured value in one unit; None when not measured."""
