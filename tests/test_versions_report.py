@@ -58,11 +58,33 @@ def test_pass_k_by_hand() -> None:
     comp = np.array([[0.8, 0.6], [0.9, 0.75], [0.1, np.nan], [np.nan, np.nan]])
     pk = stats.pass_k(comp, 0.7)
     np.testing.assert_array_equal(pk.k, [2, 2, 1, 0])
-    np.testing.assert_array_equal(pk.at_k, [1.0, 1.0, 0.0, np.nan])
-    np.testing.assert_array_equal(pk.hat_k, [0.0, 1.0, 0.0, np.nan])
-    np.testing.assert_array_equal(pk.flaky, [1.0, 0.0, 0.0, np.nan])
-    assert stats.nan_mean(pk.at_k) == pytest.approx(2 / 3)
+    assert pk.k_fixed == 2 and pk.short is not None
+    # the third prompt has one scored rep of k = 2: short, not scored at k = 1
+    np.testing.assert_array_equal(pk.short, [False, False, True, False])
+    np.testing.assert_array_equal(pk.at_k, [1.0, 1.0, np.nan, np.nan])
+    np.testing.assert_array_equal(pk.hat_k, [0.0, 1.0, np.nan, np.nan])
+    np.testing.assert_array_equal(pk.flaky, [1.0, 0.0, np.nan, np.nan])
+    assert stats.nan_mean(pk.at_k) == pytest.approx(1.0)
     assert stats.nan_mean(np.array([np.nan])) is None
+
+
+def test_pass_k_is_chen_et_al_at_one_fixed_k() -> None:
+    """n = 4 scored reps, c = 2 passing, k = 2: pass@2 = 1 − C(2, 2)/C(4, 2) = 5/6 and
+    pass^2 = C(2, 2)/C(4, 2) = 1/6 (not 1 and 0, the k = n reading)."""
+    comp = np.array([[0.9, 0.9, 0.1, 0.1]])
+    pk = stats.pass_k(comp, 0.7, k=2)
+    assert pk.at_k[0] == pytest.approx(5 / 6) and pk.hat_k[0] == pytest.approx(1 / 6)
+    with pytest.raises(ValueError, match="k ≥ 1"):
+        stats.pass_k(comp, 0.7, k=0)
+
+
+def test_an_errored_rep_makes_a_prompt_short_not_a_smaller_k() -> None:
+    """Two prompts whose second rep failed and then errored (NaN): scored at k = 1 they lifted
+    pass^k (the reps left all pass) while the table said k = 2; now they are short."""
+    comp = np.array([[0.9, 0.9], [0.9, 0.2], [0.9, np.nan], [0.8, np.nan]])
+    pk = stats.pass_k(comp, 0.7)
+    assert stats.nan_mean(pk.hat_k) == pytest.approx(0.5)  # 1 of the 2 with k reps
+    assert pk.short is not None and pk.short.tolist() == [False, False, True, True]
 
 
 def test_version_comparison_by_hand(tmp_path: Path) -> None:
@@ -96,7 +118,7 @@ def test_version_comparison_by_hand(tmp_path: Path) -> None:
     assert {c["condition"] for c in s.data["cells"]} == {"no-skill", "with-skill", REF}
     assert s.data["pass_k"]["models"]["sonnet"][REF] == {
         "pass_at_k": pytest.approx(2 / 3), "pass_hat_k": pytest.approx(2 / 3),
-        "flakiness": 0.0, "n_prompts": 3, "k_max": 2}
+        "flakiness": 0.0, "n_prompts": 3, "k_max": 2, "k": 2, "short_prompts": []}
     # per prompt (p-a, p-b, p-c): composites 0.767, 1.0, 0.433 in both reps
     assert s.data["pass_k"]["prompts"] == ["p-a", "p-b", "p-c"]
     assert s.data["pass_k"]["per_prompt"]["sonnet"][REF] == {

@@ -817,30 +817,44 @@ def digits_for(mc_se: float | None, *, most: int = 3) -> int:
 
 @dataclass(frozen=True)
 class PassK:
-    """pass@k and pass^k per (prompt, model, condition) from the k scored reps.
+    """pass@k and pass^k per (prompt, model, condition) at one fixed k for the week.
 
-    A rep passes when its composite reaches the threshold; ``at_k`` is 1.0 when some scored
-    rep passes, ``hat_k`` 1.0 when every scored rep does, ``flaky`` 1.0 when the reps disagree;
-    all three NaN where no rep was scored. ``k`` is the scored reps."""
+    With n scored reps of which c pass, the estimators are Chen et al.'s (2021, "Evaluating
+    Large Language Models Trained on Code", the unbiased pass@k): pass@k = 1 − C(n−c, k)/C(n, k)
+    — the chance that some of k reps drawn without replacement passes — and its counterpart
+    pass^k = C(c, k)/C(n, k) — the chance that all k pass. ``flaky`` is 1.0 when the reps
+    disagree. A prompt with fewer than k scored reps (an errored or unscored rep) has none of
+    the three (NaN) and is ``short``: it is listed, never given a smaller k. ``n`` holds the
+    scored reps."""
 
     at_k: np.ndarray
     hat_k: np.ndarray
     flaky: np.ndarray
-    k: np.ndarray
+    k: np.ndarray  # scored reps n per (prompt, model, condition)
+    k_fixed: int = 0  # the week's k
+    short: np.ndarray | None = None  # (…) bool: scored, but fewer than k reps
 
 
-def pass_k(rep_composite: np.ndarray, threshold: float, *, eps: float = 1e-9) -> PassK:
-    """pass@k / pass^k / flakiness of ``rep_composite`` (…, R), NaN = an unscored rep."""
+def pass_k(rep_composite: np.ndarray, threshold: float, *, k: int | None = None,
+           eps: float = 1e-9) -> PassK:
+    """pass@k / pass^k / flakiness of ``rep_composite`` (…, R), NaN = an unscored rep, at
+    ``k`` (default R, the week's rep slots: its planned reps)."""
     comp = np.asarray(rep_composite, float)
     scored = ~np.isnan(comp)
     passed = scored & (np.nan_to_num(comp, nan=-np.inf) >= threshold - eps)
-    k = scored.sum(axis=-1)
-    n_pass = passed.sum(axis=-1)
-    none = k == 0
-    at_k = np.where(none, np.nan, (n_pass > 0).astype(float))
-    hat_k = np.where(none, np.nan, (n_pass == k).astype(float))
-    flaky = np.where(none, np.nan, ((n_pass > 0) & (n_pass < k)).astype(float))
-    return PassK(at_k, hat_k, flaky, k)
+    n = scored.sum(axis=-1)
+    c = passed.sum(axis=-1)
+    kk = int(comp.shape[-1] if k is None else k)
+    if kk < 1:
+        raise ValueError(f"pass@k needs k ≥ 1, got {kk}")
+    ok = n >= kk
+    comb = scipy_special().comb
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = comb(n, kk)
+        at_k = np.where(ok, 1.0 - comb(n - c, kk) / np.where(ok, total, 1.0), np.nan)
+        hat_k = np.where(ok, comb(c, kk) / np.where(ok, total, 1.0), np.nan)
+    flaky = np.where(ok, ((c > 0) & (c < n)).astype(float), np.nan)
+    return PassK(at_k, hat_k, flaky, n, kk, (n > 0) & ~ok)
 
 
 def nan_mean(values: np.ndarray) -> float | None:
