@@ -807,12 +807,20 @@ def bootstrap_mc_se(means: np.ndarray, level: float = 0.95) -> float | None:
     return float(means.std(ddof=1) * math.sqrt(p * (1.0 - p) / b) / density)
 
 
+#: The last printed digit's step is at least this many Monte Carlo SEs: two seeds' endpoints
+#: differ by |X − X'| with mean 2σ/√π ≈ 1.13σ, so one endpoint's rounding changes with
+#: probability ≈ 1.13σ/step and an interval's (two endpoints) ≈ 2.26σ/step; ≤ 10% needs a
+#: step ≥ 22.6σ.
+REPRODUCIBLE_STEPS = 22.6
+
+
 def digits_for(mc_se: float | None, *, most: int = 3) -> int:
-    """Decimals a Monte Carlo result can carry: the last printed digit's step is at least
-    twice its MC standard error (so reprinting with another seed rarely changes it)."""
+    """Decimals a Monte Carlo interval can carry: those that at least 90% of reprints with
+    another seed reproduce (the last digit's step at least :data:`REPRODUCIBLE_STEPS` times
+    its MC standard error; measured in tests/test_cluster_intervals.py)."""
     if mc_se is None or not math.isfinite(mc_se) or mc_se <= 0:
         return most
-    return max(0, min(most, math.floor(-math.log10(2.0 * mc_se))))
+    return max(0, min(most, math.floor(-math.log10(REPRODUCIBLE_STEPS * mc_se))))
 
 
 @dataclass(frozen=True)

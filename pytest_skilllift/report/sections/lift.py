@@ -265,9 +265,9 @@ def _uncertainty(card: Data) -> list[str]:
                                    f"95% CI (paired bootstrap, {boot.get('n_boot', '?')}×)",
                                    "min detectable lift", f"prompts needed for {target}"], rows))
     mc = [x for v in boot.get("per_model", {}).values() if (x := v.get("mc_se")) is not None]
-    mc_note = (f" Printed to the digits its Monte Carlo error allows (the endpoints move by "
-               f"about ±{max(mc):.3f} from one seed to another at {boot.get('n_boot')} "
-               "resamples)." if mc else "")
+    mc_note = (f" Printed to the digits that at least 90% of reprints with another seed "
+               f"reproduce (Monte Carlo SE of the endpoints: {max(mc):.4f} at "
+               f"{boot.get('n_boot')} resamples)." if mc else "")
     L.append(f"\n_Paired bootstrap over prompts, seed {boot.get('seed')}, percentile interval."
              f"{mc_note} Minimum detectable lift: the smallest true lift a two-sided 5% paired "
              "t-test detects with 80% power at this week's n and spread of dᵢ; the last "
