@@ -287,3 +287,15 @@ def test_a_zero_spread_t_interval_is_not_estimable_and_its_gate_fails_closed(
                              gates.Scopes(tuple(s.week.models), tuple(s.week.prompts)))
     r = gates.evaluate(gs, measures, gates.CoverageGuard(1, 1, 0.0)).results[0]
     assert not r.passed and r.note.startswith("not estimable")
+
+
+def test_reached_leaf_gets_the_prompt_clustered_interval(real: Summary) -> None:
+    """53 of 104 runs reached the leaf: Wilson [0.415, 0.604] counts every rep as
+    independent; resampling whole prompts is wider."""
+    s = real.data["activation_summary"]
+    assert (s["reached_leaf_runs"], s["with_skill_runs"]) == (53, 104)
+    lo, hi = s["reached_leaf_rate_cluster95"]
+    assert lo is not None and hi is not None and lo < 53 / 104 < hi
+    assert width((lo, hi)) > 1.2 * width(s["reached_leaf_rate_wilson95"])
+    assert (f"reached leaf in 53 of 104 runs (95% Wilson 0.415–0.604; resampling prompts "
+            f"{lo:.3f}–{hi:.3f})") in real.markdown

@@ -49,6 +49,8 @@ class ActivationSummary(TypedDict):
     site_fetch_runs: int
     reached_leaf_runs: int
     reached_leaf_rate_wilson95: list[float | None]
+    #: The same rate's 95% interval resampling whole prompts (reps of a prompt agree).
+    reached_leaf_rate_cluster95: list[float | None]
     never_triggered: list[str]
     unknown_activation_runs: int
     #: False when manifest.csv has no skill_activation column.
@@ -70,6 +72,7 @@ def build(ctx: Context) -> Data:
     activation: list[ActivationRow] = []
     act_total = np.zeros(n_src + 1, np.int64)
     cluster: tuple[float | None, float | None] = (None, None)
+    leaf_cluster: tuple[float | None, float | None] = (None, None)
     if week.manifest.present and week.prompts:
         counts, runs, leaf, _ = stats.activation_counts(
             week.manifest.prompt, week.manifest.activation, reached,
@@ -77,6 +80,7 @@ def build(ctx: Context) -> Data:
         act_total = counts.sum(axis=0)
         none_i = ACTIVATIONS.index("none")
         cluster = stats.cluster_bootstrap_rate(counts[runs > 0, none_i], runs[runs > 0])
+        leaf_cluster = stats.cluster_bootstrap_rate(leaf[runs > 0], runs[runs > 0])
         # The arrays as Python lists first: a week of 5,000 prompts read them a cell at a
         # time through numpy scalars (most of this section's time).
         shown = np.flatnonzero(runs > 0)
@@ -111,6 +115,7 @@ def build(ctx: Context) -> Data:
             "reached_leaf_runs": leaf_total,
             "reached_leaf_rate_wilson95": [json_float(x)
                                            for x in stats.wilson_interval(leaf_total, n_ws)],
+            "reached_leaf_rate_cluster95": [json_float(x) for x in leaf_cluster],
             "never_triggered": [a["prompt"] for a in activation if a["never_triggered"]],
             "unknown_activation_runs": int(act_total[n_src]),
             "available": "skill_activation" in week.manifest.columns,
@@ -148,9 +153,14 @@ def render(card: Data) -> list[str]:
              "activation=web_fetch)")
     clo, chi = s.get("trigger_miss_rate_cluster95") or [None, None]
     cluster = "" if clo is None else f"; resampling prompts {fmt(clo)}–{fmt(chi)}"
+    llo, lhi = s.get("reached_leaf_rate_wilson95") or [None, None]
+    lclo, lchi = s.get("reached_leaf_rate_cluster95") or [None, None]
+    leaf_ci = ("" if llo is None else f" (95% Wilson {fmt(llo)}–{fmt(lhi)}"
+               + ("" if lclo is None else f"; resampling prompts {fmt(lclo)}–{fmt(lchi)}")
+               + ")")
     L.append(f"- trigger-miss rate {fmt(s['trigger_misses'] / s['with_skill_runs'])} "
              f"(95% Wilson {fmt(lo)}–{fmt(hi)}{cluster}); reached leaf in "
-             f"{s['reached_leaf_runs']} of {s['with_skill_runs']} runs")
+             f"{s['reached_leaf_runs']} of {s['with_skill_runs']} runs{leaf_ci}")
     if s.get("unknown_activation_runs"):
         L.append(f"- runs with an unknown activation value: **{s['unknown_activation_runs']}**")
     L += _excluded_note(s)
