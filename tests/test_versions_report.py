@@ -130,7 +130,7 @@ def test_version_comparison_by_hand(tmp_path: Path) -> None:
     row = next(ln for ln in md.splitlines() if ln.startswith("| sonnet | 0.667 → 1.000 "))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2:7] == ["+0.333 ± 0.192", "no", "2 / 1 / 0 → **underpowered**",
-                          "0 / 0 / 2 / 1 / 0", "+0.020"]
+                          "0 / 0 / 2 / 1 / 0", "+0.0200 ± 0.0000 (≠ 0: not estimable)"]
     assert "## Reliability over reps: pass@k, pass^k, flakiness" in md
     # gates read the same numbers
     measures = WeekMeasures(s.week, s.aggregates, 0.7, card=s.data)
@@ -217,3 +217,31 @@ def test_the_progress_line_counts_every_arms_runs_under_xdist(nodeid: str,
 
     match = _RUBRIC_ID.fullmatch(nodeid)
     assert match is not None and match["condition"] == condition and match["label"] == "haiku"
+
+
+def test_version_deltas_carry_their_paired_se_and_reused_ref_runs_are_named(
+        tmp_path: Path) -> None:
+    """Δcost and Δturns get the lift's paired SE (here every prompt's Δ is equal: not
+    estimable); REF runs copied from another week are said to be reused."""
+    from .test_weekio import write_week
+
+    def runs(run: dict[str, str]) -> None:
+        if run["condition"] == REF:
+            run.update(skill_available="1", skill_activation="skill_tool", skills_sha="0ld0000")
+        if run["prompt"] == "p-b" and run["condition"] == "with-skill":
+            run.update(total_cost_usd="0.09", num_turns="9")
+
+    week = write_week(tmp_path / "w", conditions=("no-skill", "with-skill", REF),
+                      run_override=runs, manifest_extra={
+                          "baseline_from": lambda r: "20260801" if r["condition"] == REF else ""})
+    s = summarize_week(week, write=True, plots=False)
+    v = s.data["versions"]
+    assert v is not None and v["reused_ref_runs"] == 6 and v["reused_from"] == ["20260801"]
+    m = v["models"]["sonnet"]
+    cost = m["cost_delta_paired"]
+    assert cost["n_prompts"] == 3 and cost["mean"] == pytest.approx((0.02 + 0.06 + 0.02) / 3)
+    diffs = np.array([0.02, 0.06, 0.02])
+    assert cost["se"] == pytest.approx(diffs.std(ddof=1) / math.sqrt(3))
+    md = (week / "scorecard.md").read_text()
+    assert "**6 `with-skill@v1` run(s) reused** from `20260801`" in md
+    assert f"± {cost['se']:.4f} (≠ 0: no)" in md

@@ -21,6 +21,7 @@ from pytest_skilllift.model import ARMS, NO_SKILL, WITH_REF, WITH_SKILL
 from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import by_agent, cap_note, ci_flag, fmt, md_table, signed
+from pytest_skilllift.report.sections.baseline import _strings as baseline_strings
 from pytest_skilllift.report.sections.provenance import recorded_revision
 from pytest_skilllift.report.verdicts import (
     CHANGE_MARGIN,
@@ -32,6 +33,7 @@ from pytest_skilllift.report.verdicts import (
     WITHIN_REP_NOISE,
     prompt_change,
 )
+from pytest_skilllift.week.files import STATUS_OK
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
@@ -58,6 +60,10 @@ class VersionModel(TypedDict):
     prompts: dict[str, int]
     cost_delta: float | None
     turns_delta: float | None
+    #: Δcost and Δturns paired by prompt (per-prompt run means now − REF): mean, SE, n, and
+    #: whether the 95% t interval excludes 0 (None: not estimable).
+    cost_delta_paired: dict[str, float | int | bool | None]
+    turns_delta_paired: dict[str, float | int | bool | None]
     #: With a no-skill arm: with-skill − no-skill and with-skill@REF − no-skill.
     lift_with: float | None
     lift_ref: float | None
@@ -77,6 +83,10 @@ class Versions(TypedDict):
     ref: str
     #: week.json's record of the revision (kind, commit, tree), or None.
     revision: dict[str, str] | None
+    #: with-skill@REF runs copied from another week (``--skill-lift-baseline-from``), and
+    #: the weeks they came from: their answers are that week's, not this one's.
+    reused_ref_runs: int
+    reused_from: list[str]
     margin: float
     models: dict[str, VersionModel]
     prompts: list[VersionPrompt]
@@ -107,6 +117,17 @@ def build(ctx: Context) -> Data:
                                    n_items=stats.must_items(sc.prompt, sc.model, sc.cond,
                                                             sc.rep, sc.type,
                                                             len(week.prompts)))
+    w = ctx.week
+    mf = w.manifest
+    ok = mf.status == STATUS_OK
+    cost, turns = ctx.run_column("total_cost_usd"), ctx.run_column("num_turns")
+    P, M, C = len(week.prompts), len(week.models), len(ARMS)
+    per_cost = stats.prompt_run_means(cost, mf.prompt, mf.model, mf.cond, ok, P, M, C)
+    per_turns = stats.prompt_run_means(turns, mf.prompt, mf.model, mf.cond,
+                                       ok & ~np.isnan(cost), P, M, C)
+    reused = mf.reused if mf.reused.size == w.n_runs else np.zeros(w.n_runs, bool)
+    reused_ref = reused & (mf.cond == _REF)
+    sources = sorted(set(baseline_strings(mf.baseline_from, np.flatnonzero(reused_ref))) - {""})
     models: dict[str, VersionModel] = {}
     rows: list[VersionPrompt] = []
     for mi, label in enumerate(week.models):
@@ -135,14 +156,35 @@ def build(ctx: Context) -> Data:
             "prompts": counts,
             "cost_delta": _delta(ctx.cost_mean[mi, _REF], ctx.cost_mean[mi, _WITH]),
             "turns_delta": _delta(ctx.turns_mean[mi, _REF], ctx.turns_mean[mi, _WITH]),
+            "cost_delta_paired": _paired(per_cost[:, mi, _REF], per_cost[:, mi, _WITH]),
+            "turns_delta_paired": _paired(per_turns[:, mi, _REF], per_turns[:, mi, _WITH]),
             "lift_with": f(stats.paired_lift(agg.must[:, mi, _NO], cur).lift) if has_no else None,
             "lift_ref": f(stats.paired_lift(agg.must[:, mi, _NO], ref).lift) if has_no else None,
         }
     order = {REGRESSED: 0, IMPROVED: 1, WITHIN_REP_NOISE: 2, UNSCORED: 3, UNCHANGED: 4}
     rows.sort(key=lambda r: (order[r["change"]], r["prompt"], r["model"]))
     return {"versions": {"arm": arm, "ref": arm.partition("@")[2],
-                         "revision": recorded_revision(ctx), "margin": CHANGE_MARGIN,
+                         "revision": recorded_revision(ctx),
+                         "reused_ref_runs": int(reused_ref.sum()), "reused_from": sources,
+                         "margin": CHANGE_MARGIN,
                          "models": models, "prompts": rows}}
+
+
+def _paired(ref: np.ndarray, now: np.ndarray) -> dict[str, float | int | bool | None]:
+    lf = stats.paired_lift(ref, now)
+    return {"mean": json_float(lf.lift), "se": json_float(lf.se), "n_prompts": lf.n,
+            "ci_excludes_zero": lf.ci_excludes_zero}
+
+
+def _delta_text(value: float | None, p: dict[str, float | int | bool | None] | None,
+                nd: int) -> str:
+    """``+0.0200 ± 0.0041 (≠ 0: no)``: the Δ with its paired SE and the t interval's flag."""
+    if p is None or p.get("se") is None:
+        return signed(value, nd)
+    flag = ("not estimable" if p.get("ci_excludes_zero") is None
+            else "yes" if p["ci_excludes_zero"] else "no")
+    se = p["se"]
+    return f"{signed(value, nd)} ± {fmt(float(se) if se is not None else None, nd)} (≠ 0: {flag})"
 
 
 def _composite(ctx: Context, measures: verdicts.WeekMeasures, pi: int, mi: int,
@@ -167,6 +209,11 @@ def render(card: Data) -> list[str]:
     L = [f"## Version comparison (with-skill − {v['arm']})\n",
          f"`{v['arm']}`: the prompt's family as it was at `{v['ref']}` ({where}), installed "
          "and judged exactly like with-skill, in this week, paired by prompt.\n"]
+    if v.get("reused_ref_runs"):
+        L.append(f"**{v['reused_ref_runs']} `{v['arm']}` run(s) reused** from "
+                 + (", ".join(f"`{x}`" for x in v.get("reused_from", [])) or "another week")
+                 + ": their answers were generated in that week, not this one, so the version "
+                 "comparison is partly across weeks.\n")
     rows = []
     for label, m in v["models"].items():
         st, pc = m["sign_test"], m["prompts"]
@@ -178,7 +225,8 @@ def render(card: Data) -> list[str]:
             f"{st['wins']} / {st['ties']} / {st['losses']} → **{st['verdict']}**",
             f"{pc[IMPROVED]} / {pc[REGRESSED]} / {pc[WITHIN_REP_NOISE]} / {pc[UNCHANGED]} / "
             f"{pc[UNSCORED]}",
-            signed(m["cost_delta"]), signed(m["turns_delta"]),
+            _delta_text(m["cost_delta"], m.get("cost_delta_paired"), 4),
+            _delta_text(m["turns_delta"], m.get("turns_delta_paired"), 2),
             (f"{signed(m['lift_ref'])} → {signed(m['lift_with'])}"
              if m["lift_with"] is not None else "no no-skill arm"),
             m["n_prompts"]])
