@@ -183,7 +183,8 @@ def test_compare_two_weeks_delegates(
                      "--margin", "0.05", "--output", "json")
     assert rc == 1 and out == "week-over-week table\n"
     assert calls == [(a, b, {"output": "json", "margin": 0.05, "fail_on_regression": True,
-                                 "arm": "with-skill"})]
+                             "fail_on_level_regression": False,
+                             "arm": "with-skill"})]
 
 
 # --- --week -----------------------------------------------------------------------------------

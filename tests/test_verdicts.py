@@ -78,8 +78,8 @@ def test_sign_test_counts_one_vote_per_prompt() -> None:
     # one-sided: P(X >= 2 | n=3) = (3 + 1) / 8
     assert st.p_value == pytest.approx(0.5)
     assert st.p_value == pytest.approx(sps.binomtest(2, 3, 0.5, alternative="greater").pvalue)
-    assert st.verdict == "underpowered"  # 3 voting prompts < 5: not a pass
-    assert "3 voting prompt(s) < 5" in st.reason
+    # 6 eligible prompts (ties included, as Vally counts them) ≥ 5: the test runs
+    assert st.verdict == "no change" and "p = 0.5" in st.reason
     assert st.to_json()["voting"] == 3 and st.to_json()["epsilon"] == 0.05
 
 
@@ -93,9 +93,12 @@ def test_one_sided_binomial_tail_by_hand() -> None:
 
 @pytest.mark.parametrize(("n", "wins", "losses", "verdict", "why"), [
     (5, 5, 0, "helps", "p = 0.0312"),        # 1/32 <= 0.05, net 5 >= 1
-    (10, 4, 0, "underpowered", "4 voting"),  # 4 voting prompts < 5, whatever the sign
+    # 10 eligible prompts (6 tied) ≥ 5 (Vally counts ties): the test runs, P(X≥4|4) = 1/16
+    (10, 4, 0, "no change", "p = 0.0625"),
+    (4, 4, 0, "underpowered", "4 eligible prompt(s) < 5"),  # whatever the sign
     (10, 4, 1, "no change", "p = 0.188"),    # P(X>=4|5) = 6/32 > 0.05
-    (10, 0, 5, "hurts", "net 5"),            # the same rule for the losses
+    # the same rule for the losses: this tool's own, named so (Vally only reports it)
+    (10, 0, 5, "hurts", "this tool's rule, not Vally's"),
     (6, 6, 0, "helps", "net 6 ≥ 20% of 6"),
     # 8 of 10 voting: p = 56/1024 = 0.0547 > 0.05 (two-sided would be 0.109)
     (10, 8, 2, "no change", "p = 0.0547"),
@@ -105,6 +108,31 @@ def test_one_sided_binomial_tail_by_hand() -> None:
 def test_vally_verdict_rules(n: int, wins: int, losses: int, verdict: str, why: str) -> None:
     got, reason = verdicts.sign_verdict(n, wins, losses)
     assert got == verdict and why in reason, reason
+
+
+def test_the_verdict_docstrings_say_one_sided() -> None:
+    assert "two-sided binomial p over the non-tied" not in (verdicts.__doc__ or "")
+    assert "one-sided" in (verdicts.__doc__ or "")
+
+
+def test_a_fired_dormancy_query_blocks_verdict_helps_and_is_named() -> None:
+    from pytest_skilllift.report import gates
+
+    class Week:
+        prompts = ("p",)
+        models = ("sonnet",)
+
+    m = object.__new__(verdicts.WeekMeasures)
+    m.data = {"models": {"sonnet": {"sign_test": {"verdict": "helps"}}},
+              "triggers": {"sonnet": {"fam": {"false_triggers": [
+                  {"query": "what is the weather", "runs": 1, "of": 3}]}}}}
+    m._m, m._p, m.models, m.week, m.agg = {"sonnet": 0}, {"p": 0}, ["sonnet"], Week(), None
+    assert m.value("verdict", "sonnet", None, None) == verdicts.HELPS_BLOCKED
+    gs, _ = gates.load_gates(["verdict==helps"], gates.Scopes(("sonnet",), ("p",)))
+    r = gates.evaluate(gs, m, gates.CoverageGuard(1, 1, 0.0)).results[0]
+    assert not r.passed and 'fam: "what is the weather"' in r.note
+    m.data["triggers"] = {}
+    assert m.value("verdict", "sonnet", None, None) == "helps"
 
 
 # --- three states and pass rates on a week -------------------------------------------------------

@@ -435,8 +435,11 @@ def evaluate(gates: Sequence[Gate], measures: Measures, guard: CoverageGuard, *,
                 reason = why(gate.metric, model) if why is not None else None
                 results.append(GateResult(gate, name, None, False, reason or "not measured"))
             else:
-                results.append(GateResult(gate, name, measured,
-                                          _compare(measured, gate.op, gate.value)))
+                ok = _compare(measured, gate.op, gate.value)
+                note_of = getattr(measures, "result_note", None)
+                note = (note_of(gate.metric, model) if note_of is not None and not ok
+                        else None)
+                results.append(GateResult(gate, name, measured, ok, note or ""))
     return GateReport(tuple(results), guard, week)
 
 

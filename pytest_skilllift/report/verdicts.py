@@ -12,8 +12,13 @@ threshold (default 0.7, the document's 3.5 on its 0–5 scale). Per model and co
 pass rate carries its Wilson 95% interval (z = 1.959964).
 
 The **sign test** is a second answer next to the paired t interval: one vote per prompt (reps
-averaged first), exact two-sided binomial p over the non-tied prompts; ``helps`` needs
-p ≤ 0.05, at least 5 prompts and net wins ≥ 20% of prompts, and the t interval must agree.
+averaged first), the exact one-sided binomial p of the wins over the non-tied prompts;
+``helps`` needs p ≤ 0.05 and net wins ≥ 20% of the prompts, and fewer than 5 eligible prompts
+(ties included) is ``underpowered`` (dotnet/skills' Vally rule). Vally never emits a
+regression verdict — a reverse preference is report-only; ``hurts`` is this tool's own rule,
+the mirror one-sided test of the losses (two one-sided tests, named as such in its reason).
+A model whose must-stay-dormant trigger queries fired cannot pass ``verdict==helps``: the
+gate reads ``helps (blocked: dormancy)`` and names the queries.
 
 The scorecard shows these in its sections (``report/sections/cells.py``: pass rates,
 ``lift.py``: the sign test and trigger-miss rate, ``coverage.py``: errored prompt×reps); gates
@@ -47,9 +52,10 @@ if TYPE_CHECKING:
 
 #: The one-vote-per-prompt verdict (dotnet/skills' Vally rule): per model each prompt's reps
 #: collapse to one win / tie / loss of with-skill against no-skill (mean must coverage; a
-#: difference within ``VOTE_EPSILON`` is a tie); the exact one-sided sign test over the votes
-#: at ``SIGN_ALPHA``, at least ``SIGN_MIN_PROMPTS`` voting (non-tied) prompts and a net win of
-#: at least ``SIGN_MIN_NET_SHARE`` of the prompts give ``helps``.
+#: difference within ``VOTE_EPSILON`` is a tie); fewer than ``SIGN_MIN_PROMPTS`` eligible
+#: prompts (ties included) is underpowered; the exact one-sided sign test over the votes at
+#: ``SIGN_ALPHA`` and a net win of at least ``SIGN_MIN_NET_SHARE`` of the prompts give
+#: ``helps``. ``hurts`` (the losses' mirror test) is this tool's addition, not Vally's.
 SIGN_ALPHA = 0.05
 SIGN_MIN_PROMPTS = 5
 SIGN_MIN_NET_SHARE = 0.20
@@ -57,6 +63,8 @@ SIGN_MIN_NET_SHARE = 0.20
 #: over 3 reps, 0.067: a one-rep wobble of one item on a long rubric does not vote).
 VOTE_EPSILON = 0.05
 HELPS, NO_CHANGE, HURTS, UNDERPOWERED = "helps", "no change", "hurts", "underpowered"
+#: What the ``verdict`` gate reads for a ``helps`` model whose must-stay-dormant queries fired.
+HELPS_BLOCKED = "helps (blocked: dormancy)"
 
 
 # --------------------------------------------------------------------------- pure statistics
@@ -140,19 +148,24 @@ def sign_test(no: np.ndarray, with_: np.ndarray, *, epsilon: float = VOTE_EPSILO
 
 def sign_verdict(n: int, wins: int, losses: int) -> tuple[str, str]:
     """``helps`` / ``hurts`` / ``no change`` / ``underpowered`` with the reason: fewer than
-    ``SIGN_MIN_PROMPTS`` voting prompts is underpowered (never a pass); ``helps`` needs the
-    one-sided p of the wins ≤ ``SIGN_ALPHA`` and wins − losses ≥ ``SIGN_MIN_NET_SHARE`` of the
-    ``n`` prompts; ``hurts`` is the same rule for the losses."""
+    ``SIGN_MIN_PROMPTS`` eligible prompts (ties included, as Vally counts them) is
+    underpowered (never a pass); ``helps`` needs the one-sided p of the wins ≤ ``SIGN_ALPHA``
+    and wins − losses ≥ ``SIGN_MIN_NET_SHARE`` of the ``n`` prompts (Vally's rule); ``hurts``
+    is the same one-sided test of the losses — this tool's own, Vally reports a reverse
+    preference only."""
     voting = wins + losses
-    if voting < SIGN_MIN_PROMPTS:
-        return UNDERPOWERED, (f"{voting} voting prompt(s) < {SIGN_MIN_PROMPTS} "
+    if n < SIGN_MIN_PROMPTS:
+        return UNDERPOWERED, (f"{n} eligible prompt(s) < {SIGN_MIN_PROMPTS} "
                               f"({n - voting} of {n} tied)")
     need = SIGN_MIN_NET_SHARE * n - EPS
     for verdict, k, other in ((HELPS, wins, losses), (HURTS, losses, wins)):
         p = binomial_one_sided_p(k, voting)
         if p <= SIGN_ALPHA + EPS and k - other >= need:
+            own = ("" if verdict == HELPS else " (this tool's rule, not Vally's: the mirror "
+                   "one-sided test of the losses; Vally reports a reverse preference only)")
             return verdict, (f"{k} of {voting} voting prompts, one-sided p = {p:.3g} ≤ "
-                             f"{SIGN_ALPHA}, net {k - other} ≥ {SIGN_MIN_NET_SHARE:.0%} of {n}")
+                             f"{SIGN_ALPHA}, net {k - other} ≥ {SIGN_MIN_NET_SHARE:.0%} of {n}"
+                             + own)
     p = binomial_one_sided_p(wins, voting)
     if p <= SIGN_ALPHA + EPS:
         return NO_CHANGE, (f"p = {p:.3g} but net wins {wins - losses} < "
@@ -430,6 +443,20 @@ class WeekMeasures:
         return int(np.count_nonzero(self._miss & mask)), int(np.count_nonzero(self._ws & mask))
 
     # -- gate values -----------------------------------------------------------------------
+    def dormancy_fired(self, model: str | None) -> list[str]:
+        """The model's must-stay-dormant trigger queries that fired (``family: "query"``)."""
+        fams = (self.data.get("triggers") or {}).get(model or "") or {}
+        return [f'{family}: "{e.get("query", "")}"' for family, f in sorted(fams.items())
+                for e in f.get("false_triggers", [])]
+
+    def result_note(self, metric: str, model: str | None) -> str | None:
+        """What a gate's line adds: the must-stay-dormant queries that fired, by name."""
+        if metric in ("verdict", "dormancy_violations"):
+            fired = self.dormancy_fired(model)
+            if fired:
+                return "dormancy failed, fired: " + "; ".join(fired)
+        return None
+
     def unmeasured_reason(self, metric: str, model: str | None) -> str | None:
         """Why a ``*_ci_low`` gate has no value: a t interval over prompts whose differences
         are all equal (SE 0) is not estimable, and the gate fails closed."""
@@ -454,7 +481,10 @@ class WeekMeasures:
         mi = self._m[model]
         m = self.data.get("models", {}).get(model, {})
         if metric == "verdict":
-            return (m.get("sign_test") or {}).get("verdict")
+            verdict = (m.get("sign_test") or {}).get("verdict")
+            if verdict == HELPS and self.dormancy_fired(model):
+                return HELPS_BLOCKED  # a failed dormancy set blocks a pass (Vally)
+            return verdict
         if metric == "trigger_miss_rate":
             tm = self.trigger_misses(model, prompt)
             return None if tm is None or tm[1] == 0 else tm[0] / tm[1]
