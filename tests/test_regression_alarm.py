@@ -234,7 +234,7 @@ def test_the_rule_and_the_paired_test_are_reconciled_in_one_sentence() -> None:
     text = cw.movement_reading(26, 5, sig, clears=False)
     assert "the paired test finds a change (p = 0.02) that the don't-act rule calls noise" \
         in text and "ignores that the same prompts were measured twice" in text
-    assert "conservative by design" in text
+    assert "conservative by design" not in text and "conservative for sampling noise" in text
     flat = PairedTest(26, -0.01, 0.02, 25, 2.06, -0.05, 0.03, 0.6)
     assert cw.movement_reading(26, 5, flat, clears=False).startswith("both agree: within")
     assert cw.movement_reading(26, 5, sig, clears=True).startswith("both agree: the move")

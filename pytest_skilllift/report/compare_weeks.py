@@ -350,9 +350,9 @@ def movement_reading(n_common: int, n_moved: int, test: Any, clears: bool | None
                 f"does not (p = {p:.3g}): prompts moved both ways, read it with care")
     if sig:
         return (f"the paired test finds a change (p = {p:.3g}) that the don't-act rule calls "
-                "noise: the rule treats the two weeks as independent samples (it ignores that "
-                "the same prompts were measured twice), so it is conservative by design — act "
-                "only when the rule clears")
+                "noise: the rule's t·SE_Δ part treats the two weeks as independent samples (it "
+                "ignores that the same prompts were measured twice), so that part is "
+                "conservative for sampling noise — act only when the rule clears")
     return "both agree: within noise (neither the rule nor the paired test finds a change)"
 
 
@@ -425,9 +425,11 @@ def render_text(result: dict[str, Any]) -> str:
     L.append("\n_Paired Δ: the mean change of the per-prompt lift over the prompts scored in "
              "both weeks, with its t interval and two-sided p. The don't-act rule "
              "(qdrant/skills SCORING.md) is max(t·SE_Δ, between-week σ) with SE_Δ = "
-             "√(SE_a² + SE_b²): it treats the weeks as independent samples, so it is "
-             "conservative by design; the paired test uses that the same prompts were measured "
-             "twice. Act on a move only when it clears the rule._\n")
+             "√(SE_a² + SE_b²): its t·SE_Δ part treats the weeks as independent samples, so "
+             "it is conservative for sampling noise, but not for drift between weeks: with a "
+             "drift of 2 SE, 34% of weeks without a change clear the rule (σ from 3 runs; "
+             "benchmarks/bench_week_over_week.py). The paired test uses that the same prompts "
+             "were measured twice. Act on a move only when it clears the rule._\n")
     if any(v["noise_threshold"]["between"] is None for v in result["models"].values()):
         L.append(f"_σ (between) needs at least {MIN_PRIOR_RUNS} comparable runs before {b} in "
                  f"{HISTORY_CSV}; until then the threshold is the within-week part only, and "
