@@ -157,3 +157,31 @@ def test_pool_decisions_without_week_json_say_why(tmp_path: Path) -> None:
     assert not any(x.pooled for x in d)
     assert "20260711 has no week.json, the other has one" in d[0].reason
     assert d[1].reason.startswith("week.json unreadable:")
+
+
+def test_history_without_week_json_pools_only_weeks_whose_csvs_match(tmp_path: Path) -> None:
+    """Weeks the qdrant pipeline wrote have no week.json: the real week beside three weeks of
+    entirely other prompts was pooled with them (their lifts entered σ). Now what the CSVs
+    show — prompts, models, item texts — is compared."""
+    from pytest_skilllift.week.history import HistoryRow, pool_decisions
+
+    from .test_weekio import write_week
+
+    weekly = tmp_path / "weekly"
+    write_week(weekly / "20260711", prompts=("other-a", "other-b", "other-c"))
+    write_week(weekly / "20260718")  # the same prompts as 20260801
+    write_week(weekly / "20260725", models=("sonnet", "haiku"))
+    write_week(weekly / "20260801")
+    rows = [HistoryRow(k, f"{k}T09Z", "sonnet", 0.2, 0.05)
+            for k in ("20260711", "20260718", "20260725", "20260801")]
+    d = {x.run_key: x for x in pool_decisions(rows, "20260801", weekly)}
+    assert not d["20260711"].pooled and d["20260711"].reason.startswith(
+        "prompts differ (0 in common")
+    assert d["20260718"].pooled and "compared from the CSVs" in d["20260718"].reason
+    assert not d["20260725"].pooled and d["20260725"].reason.startswith("models differ")
+    # an edited rubric item: the same prompts and models, other item texts
+    edit_csv(weekly / "20260718" / "scores.csv", lambda r: r["prompt"] == "p-b"
+             and r["item_type"] == "must", {"item_text": "another must"})
+    d = {x.run_key: x for x in pool_decisions(rows, "20260801", weekly)}
+    assert not d["20260718"].pooled
+    assert d["20260718"].reason == "item texts differ for 1 prompt(s): p-b"

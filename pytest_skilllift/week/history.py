@@ -194,6 +194,60 @@ POOLING_FIELDS: frozenset[str] = frozenset({"prompt", "rubric", "models", "judge
                                             "judge_prompt_version", "judge_samples",
                                             "evidence"})
 POOLED, NOT_CHECKED = "same prompts, models and judge protocol", "identity not checked"
+POOLED_CSV = "same prompts, models and item texts"
+
+
+@dataclass(frozen=True)
+class CsvIdentity:
+    """What a week's CSVs show of how it was measured (for weeks without a week.json)."""
+
+    prompts: frozenset[str]
+    models: frozenset[str]
+    #: prompt → its (item type, item text) pairs as scores.csv has them.
+    items: dict[str, frozenset[tuple[str, str]]]
+
+
+def csv_identity(week_dir: Path) -> CsvIdentity | None:
+    """The prompt set, models and item texts of a week's CSVs; None when it has neither
+    manifest.csv nor scores.csv."""
+    from pytest_skilllift.week.files import MANIFEST_CSV, SCORES_CSV
+    from pytest_skilllift.week.tables import load_week
+
+    week_dir = Path(week_dir)
+    if not (week_dir / SCORES_CSV).is_file() and not (week_dir / MANIFEST_CSV).is_file():
+        return None
+    w = load_week(week_dir)
+    items: dict[str, set[tuple[str, str]]] = {}
+    sc = w.scores
+    if sc.item_text is not None and sc.prompt.size:
+        texts = sc.item_text.to_pylist()
+        kinds = ("must", "bonus", "avoid")
+        for p, t, text in zip(sc.prompt.tolist(), sc.type.tolist(), texts, strict=True):
+            if p >= 0:
+                items.setdefault(w.prompts[p], set()).add(
+                    (kinds[t] if 0 <= t < len(kinds) else "?", str(text or "")))
+    return CsvIdentity(frozenset(w.prompts), frozenset(w.models),
+                       {p: frozenset(v) for p, v in items.items()})
+
+
+def csv_difference(before: CsvIdentity, after: CsvIdentity) -> str | None:
+    """The first difference between two weeks' CSV identities, or None."""
+    def few(names: frozenset[str]) -> str:
+        shown = sorted(names)[:3]
+        return ", ".join(shown) + (f" (+{len(names) - 3} more)" if len(names) > 3 else "")
+
+    if before.prompts != after.prompts:
+        common = before.prompts & after.prompts
+        return (f"prompts differ ({len(common)} in common; only before: "
+                f"{few(before.prompts - after.prompts) or 'none'}; only now: "
+                f"{few(after.prompts - before.prompts) or 'none'})")
+    if before.models != after.models:
+        return f"models differ: {sorted(before.models)} → {sorted(after.models)}"
+    edited = sorted(p for p in before.prompts
+                    if before.items.get(p, frozenset()) != after.items.get(p, frozenset()))
+    if edited:
+        return f"item texts differ for {len(edited)} prompt(s): {few(frozenset(edited))}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -211,11 +265,13 @@ def pool_decisions(rows: Sequence[HistoryRow], run_key: str, weekly: Path) -> li
     week's (between-week σ, "run N of 4")?
 
     Both weeks' ``week.json`` (``weekly/<run_key>/week.json``) must exist and agree on
-    :data:`POOLING_FIELDS`. When this week has no week.json (a qdrant pipeline week) nothing
-    can be checked: runs without one either are pooled as before, marked "identity not
-    checked"; a run with a week.json next to a week without one is not pooled (the two were
-    made by different tools, or one was edited). A week.json that cannot be read excludes
-    its run, with the reason.
+    :data:`POOLING_FIELDS`. When neither week has a week.json (weeks the qdrant pipeline
+    wrote) what their CSVs show is compared instead — the prompt set, the models and each
+    prompt's item texts (:func:`csv_identity`): a run that differs is not pooled, with the
+    difference named; only when a week has no CSVs to read either is it pooled as before,
+    marked "identity not checked". A run with a week.json next to a week without one is not
+    pooled (the two were made by different tools, or one was edited). A week.json that
+    cannot be read excludes its run, with the reason.
     """
     from pytest_skilllift.week import identity as ident
 
@@ -234,7 +290,14 @@ def pool_decisions(rows: Sequence[HistoryRow], run_key: str, weekly: Path) -> li
         if now_problem or problem:
             out.append(PoolDecision(key, False, f"week.json unreadable: {now_problem or problem}"))
         elif now is None and prev is None:
-            out.append(PoolDecision(key, True, f"{NOT_CHECKED} (neither week has a week.json)"))
+            a, b = csv_identity(Path(weekly) / key), csv_identity(Path(weekly) / run_key)
+            if a is None or b is None:
+                out.append(PoolDecision(key, True, f"{NOT_CHECKED} (neither week has a "
+                                        "week.json, and no CSVs to compare)"))
+            else:
+                diff = csv_difference(a, b)
+                out.append(PoolDecision(key, diff is None, diff or (
+                    f"{POOLED_CSV} (no week.json: compared from the CSVs)")))
         elif now is None or prev is None:
             which = run_key if now is None else key
             out.append(PoolDecision(key, False, f"{which} has no week.json, the other has one: "
