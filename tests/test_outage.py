@@ -91,12 +91,21 @@ def test_unreachable_api_is_named_in_seconds_and_the_breaker_stops_the_rest(
     assert result.returncode == 1, out
     records = [json.loads(p.read_text()) for p in (tmp_path / "week").glob("*/run.json")]
     assert all(r["outage"] == cause for r in records)
+    # the held-back run is in the week's coverage, not only in the terminal
+    spend = json.loads((tmp_path / "week" / "spend.json").read_text())
+    assert len(spend["not_run_outage"]) == 1
+    card = json.loads((tmp_path / "week" / "scorecard.json").read_text())
+    assert card["coverage"]["not_run_outage"] == 1
+    assert "runs graded: **0 of 3** run (4 planned, 1 not run)" in (
+        tmp_path / "week" / "scorecard.md").read_text()
     # The next session, with the API back, retries them: the whole week is graded.
     with StandIn(agent=skill_agent, judge=keyword_judge) as api:
         again = session(tmp_path, api.base_url)
     assert again.returncode == 0, again.stdout
     runs = manifest(tmp_path)
     assert len(runs) == 4 and all(r["run_status"] == "ok" for r in runs)
+    card = json.loads((tmp_path / "week" / "scorecard.json").read_text())
+    assert card["coverage"]["not_run_outage"] == 0
 
 
 @needs_cli
@@ -434,3 +443,32 @@ def test_the_other_agents_outages_are_named_from_their_own_output(
         assert outcome.outage.endswith(f"check {KEY_VARS[agent]}")
     assert outcome.error == outcome.outage and not outcome.timed_out
     assert outcome.wall_ms < 90_000  # the listing command included, under this machine's load
+
+
+def test_runs_the_breaker_held_back_are_counted_in_the_scorecards_coverage(
+        tmp_path: Path) -> None:
+    """A week whose circuit breaker stopped runs: spend.json lists them (not_run_outage,
+    beside not_run_spend_cap) and the coverage says how many were planned, not "0 of 3"."""
+    from pytest_skilllift.report.summarize import summarize_week
+    from pytest_skilllift.week.spend import read_spend, update_spend
+
+    from .test_weekio import write_week
+
+    week = write_week(tmp_path / "20260808")
+    held = ["p-a-sonnet-with-skill-r3-x", "p-b-sonnet-with-skill-r3-x",
+            "p-c-sonnet-with-skill-r3-x"]
+    record = update_spend(week, None, [], held)
+    assert record.not_run_outage == tuple(held) and record.cap_usd is None
+    again = read_spend(week)
+    assert again is not None and again.not_run_outage == tuple(held)
+    s = summarize_week(week, write=False, plots=False)
+    cov = s.data["coverage"]
+    assert cov["not_run_outage"] == 3 and cov["not_run_spend_cap"] == 0
+    total = cov["total_runs"]
+    assert f"- runs graded: **{cov['graded_runs']} of {total}** run ({total + 3} planned, 3 not " \
+        "run)" in s.markdown
+    assert "not run: outage" in s.markdown
+    # nothing held back and no cap: spend.json is not written
+    other = write_week(tmp_path / "20260815")
+    assert update_spend(other, None, [], []).not_run_outage == ()
+    assert read_spend(other) is None

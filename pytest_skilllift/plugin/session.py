@@ -628,7 +628,10 @@ class SkillLiftSession:
             self.week.root, self.settings.max_spend_usd,
             [r for r, st in self.tally.runs.items() if st == NOT_RUN]
             + [f"{TRIGGERS_DIR}/{r}" for r, st in self.tally.trigger_runs.items()
-               if st == NOT_RUN])
+               if st == NOT_RUN],
+            [r for r, st in self.tally.runs.items() if st == NOT_RUN_OUTAGE]
+            + [f"{TRIGGERS_DIR}/{r}" for r, st in self.tally.trigger_runs.items()
+               if st == NOT_RUN_OUTAGE])
         self.concurrency().write_summary(self.week.root / CONCURRENCY_FILE)
         has_triggers = rebuild_trigger_table(self.week.root) > 0
         if not any(self.week.root.glob(f"*/{RUN_FILE}")) and not has_triggers:

@@ -154,10 +154,12 @@ class SpendCap:
 
 @dataclass
 class SpendRecord:
-    """``spend.json``: the cap in force, and the runs it kept from starting (not yet run)."""
+    """``spend.json``: the cap in force, and the runs it kept from starting (not yet run);
+    beside them the runs the circuit breaker held back after an outage (not yet run)."""
 
     cap_usd: float | None = None
     not_run_spend_cap: tuple[str, ...] = ()
+    not_run_outage: tuple[str, ...] = ()
     spent_usd: float = 0.0
     generation_usd: float = 0.0
     judge_usd: float = 0.0
@@ -167,6 +169,7 @@ class SpendRecord:
         return {"cap_usd": self.cap_usd, "spent_usd": self.spent_usd,
                 "generation_usd": self.generation_usd, "judge_usd": self.judge_usd,
                 "not_run_spend_cap": sorted(self.not_run_spend_cap),
+                "not_run_outage": sorted(self.not_run_outage),
                 "updated_utc": self.updated_utc}
 
 
@@ -181,29 +184,35 @@ def read_spend(week_dir: Path) -> SpendRecord | None:
         return None
     cap = data.get("cap_usd")
     not_run = data.get("not_run_spend_cap") or []
+    outage = data.get("not_run_outage") or []
     return SpendRecord(
         cap_usd=float(cap) if isinstance(cap, (int, float)) else None,
         not_run_spend_cap=tuple(str(r) for r in not_run if isinstance(r, str)),
+        not_run_outage=tuple(str(r) for r in outage if isinstance(r, str)),
         spent_usd=float(data.get("spent_usd") or 0.0),
         generation_usd=float(data.get("generation_usd") or 0.0),
         judge_usd=float(data.get("judge_usd") or 0.0),
         updated_utc=str(data.get("updated_utc") or ""))
 
 
-def update_spend(week_dir: Path, cap_usd: float | None, not_run: Iterable[str]) -> SpendRecord:
-    """Record the cap and the runs it kept from starting, merged with what the week's
-    spend.json already lists; runs the week now holds are taken off. Writes nothing when no
-    cap was ever set (returns an empty record)."""
+def update_spend(week_dir: Path, cap_usd: float | None, not_run: Iterable[str],
+                 not_run_outage: Iterable[str] = ()) -> SpendRecord:
+    """Record the cap and the runs it kept from starting — and the runs the circuit breaker
+    held back after an outage — merged with what the week's spend.json already lists; runs
+    the week now holds are taken off. Writes nothing when no cap was ever set and no run was
+    held back (returns an empty record)."""
     week_dir = Path(week_dir)
     before = read_spend(week_dir)
-    if cap_usd is None and before is None:
+    outage = set(not_run_outage) | set(before.not_run_outage if before else ())
+    outage_still = tuple(sorted(r for r in outage if not (week_dir / r / RUN_FILE).exists()))
+    if cap_usd is None and before is None and not outage_still:
         return SpendRecord()
     listed = set(not_run) | set(before.not_run_spend_cap if before else ())
     still = tuple(sorted(r for r in listed if not (week_dir / r / RUN_FILE).exists()))
     spent = SpendMeter(week_dir).spent()
     record = SpendRecord(
         cap_usd=cap_usd if cap_usd is not None else (before.cap_usd if before else None),
-        not_run_spend_cap=still, spent_usd=spent.total_usd,
+        not_run_spend_cap=still, not_run_outage=outage_still, spent_usd=spent.total_usd,
         generation_usd=spent.generation_usd, judge_usd=spent.judge_usd,
         updated_utc=utc_stamp())
     atomic_write_json(week_dir / SPEND_FILE, record.to_json())

@@ -44,6 +44,8 @@ class Coverage(TypedDict):
     composite_unscored_prompt_reps: int
     #: Runs ``--skill-lift-max-spend`` kept from starting (not in total_runs: never run).
     not_run_spend_cap: int
+    #: Runs the circuit breaker held back after an outage (not in total_runs: never run).
+    not_run_outage: int
     #: Prompt×reps the judge failed on (``report.verdicts``' errored state): never a pass.
     errored_prompt_reps: int
 
@@ -112,6 +114,7 @@ def build(ctx: Context) -> Data:
         "composite_unscored_prompt_reps": (agg.n_composite_unscored_reps
                                            if agg is not None else 0),
         "not_run_spend_cap": scale.not_run_spend_cap(ctx),
+        "not_run_outage": scale.not_run_outage(ctx),
         "errored_prompt_reps": ctx.shared(verdicts.measures_of).pass_counts(None, None)[
             "errored"],
     }}
@@ -125,13 +128,19 @@ _COVERAGE_COUNTS: tuple[tuple[str, str], ...] = (
     ("composite_unscored_prompt_reps",
      "prompt×rep with composite unscored (all bonus items ungraded)"),
     ("not_run_spend_cap", "not run: spend cap (see Spend cap)"),
+    ("not_run_outage", "not run: outage (the circuit breaker held them back; a rerun makes "
+     "them)"),
 )
 
 
 def render(card: Data) -> list[str]:
     c = card.get("coverage", {})
     L = ["## Coverage\n"]
-    L.append(f"- runs graded: **{c.get('graded_runs', 0)} of {c.get('total_runs', 0)}**")
+    not_run = c.get("not_run_spend_cap", 0) + c.get("not_run_outage", 0)
+    planned = (f" run ({c.get('total_runs', 0) + not_run} planned, {not_run} not run)"
+               if not_run else "")
+    L.append(f"- runs graded: **{c.get('graded_runs', 0)} of {c.get('total_runs', 0)}**"
+             + planned)
     dropped = c.get("dropped", [])
     if dropped:
         L.append(f"- dropped: **{len(dropped)}** (a partial run is not a clean run)")

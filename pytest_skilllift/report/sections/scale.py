@@ -125,6 +125,12 @@ def not_run_spend_cap(ctx: Context) -> int:
     return len(record.not_run_spend_cap) if record is not None else 0
 
 
+def not_run_outage(ctx: Context) -> int:
+    """``coverage.not_run_outage``: runs the circuit breaker held back after an outage."""
+    record = _read_spend(ctx.week.week_dir)
+    return len(record.not_run_outage) if record is not None else 0
+
+
 def render(card: Data) -> list[str]:
     L: list[str] = []
     spend = card.get("spend")
