@@ -4,6 +4,7 @@ the config, against hand-computed values (no CLI)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -245,3 +246,41 @@ def test_version_deltas_carry_their_paired_se_and_reused_ref_runs_are_named(
     md = (week / "scorecard.md").read_text()
     assert "**6 `with-skill@v1` run(s) reused** from `20260801`" in md
     assert f"± {cost['se']:.4f} (≠ 0: no)" in md
+
+
+def test_an_ungraded_item_drops_its_rep_everywhere_counted_and_named(tmp_path: Path) -> None:
+    """One rule for an item the judge left ungraded: its prompt×rep is errored — dropped from
+    the pass rate, pass@k, pass^k and flakiness (the prompt is then short, listed) and from
+    the version comparison's per-prompt table, where the prompt is counted and named as
+    unscored instead of vanishing (a 3-prompt week listed 2 there, with "unscored: 0")."""
+    from .test_compare_weeks import edit_csv
+
+    week = version_week(tmp_path / "w")
+
+    def first_must(cond: str) -> Callable[[dict[str, str]], bool]:
+        seen: set[str] = set()
+
+        def pick(r: dict[str, str]) -> bool:
+            key = r["rep"]
+            hit = (r["prompt"], r["condition"], r["item_type"]) == ("p-a", cond, "must") \
+                and key not in seen
+            if hit:
+                seen.add(key)
+            return hit
+        return pick
+
+    for cond in ("with-skill", REF, "no-skill"):
+        assert edit_csv(week / "scores.csv", first_must(cond),
+                        {"verdict": "", "credit": "", "contribution": ""}) == 2
+    s = summarize_week(week, write=True, plots=False)
+    v = s.data["versions"]
+    assert v is not None
+    m = v["models"]["sonnet"]
+    assert m["prompts"]["unscored"] == 1 and sum(m["prompts"].values()) == 3
+    assert [r["prompt"] for r in v["prompts"] if r["change"] == "unscored"] == ["p-a"]
+    pk = s.data["pass_k"]["models"]["sonnet"]
+    for cond in ("no-skill", "with-skill", REF):
+        assert pk[cond]["short_prompts"] == ["p-a"] and pk[cond]["n_prompts"] == 2
+    md = (week / "scorecard.md").read_text()
+    assert "Unscored in the version comparison (1: " in md and "p-a (sonnet)" in md
+    assert "Short prompts (fewer than k scored reps" in md

@@ -285,6 +285,9 @@ class WeekMeasures:
         self.errored = np.zeros((P, M, C), np.int64)
         self.unscored = np.zeros((P, M, C), np.int64)
         self._pk: stats.PassK | None = None
+        #: (P, M, C', R) prompt×reps with an item the judge left ungraded (errored), C' the
+        #: arms of the aggregates; None without aggregates.
+        self.errored_reps: np.ndarray | None = None
         self._states()
         self._runs()
 
@@ -309,6 +312,7 @@ class WeekMeasures:
                 P, M, C, R)
             exists = (np.bincount(flat, minlength=G) > 0).reshape(P, M, C, R)
             comp = agg.rep_composite
+            self.errored_reps = err_slot
             scored = ~np.isnan(comp) & ~err_slot
             passed = scored & (np.nan_to_num(comp, nan=-1.0) >= self.threshold - EPS)
             self.scored[:, :, :C] += scored.sum(axis=-1)
@@ -325,6 +329,16 @@ class WeekMeasures:
             dropped = valid & (w.manifest.status != STATUS_OK)
             self.errored += np.bincount(key[judge_failed], minlength=P * M * C).reshape(P, M, C)
             self.unscored += np.bincount(key[dropped], minlength=P * M * C).reshape(P, M, C)
+
+    def scored_composite(self) -> np.ndarray:
+        """The rep composites with errored prompt×reps dropped (NaN): the one rule for an
+        item the judge left ungraded in every pass-based statistic — the pass rate, pass@k,
+        pass^k, flakiness — as the errored state says (an absence, never a pass)."""
+        assert self.agg is not None
+        comp = self.agg.rep_composite
+        if self.errored_reps is None or self.errored_reps.shape != comp.shape:
+            return comp
+        return np.where(self.errored_reps, np.nan, comp)
 
     # -- runs: coverage, trigger misses ----------------------------------------------------
     def _runs(self) -> None:
@@ -542,7 +556,7 @@ class WeekMeasures:
         if self.agg is None or condition is None or (prompt is not None and prompt not in self._p):
             return None
         if self._pk is None:
-            self._pk = stats.pass_k(self.agg.rep_composite, self.threshold)
+            self._pk = stats.pass_k(self.scored_composite(), self.threshold)
         ci = arm_code(condition)
         if ci < 0 or ci >= self._pk.k.shape[2]:
             return None

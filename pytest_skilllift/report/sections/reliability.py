@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
-from pytest_skilllift.report import stats
+from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import by_agent, cap_note, fmt, md_table
 
@@ -73,9 +73,13 @@ def build(ctx: Context) -> Data:
     agg, week = ctx.agg, ctx.week
     if agg is None:
         return {"pass_k": None}
-    pk = stats.pass_k(agg.rep_composite, ctx.pass_threshold)
-    passed = (~np.isnan(agg.rep_composite)
-              & (np.nan_to_num(agg.rep_composite, nan=-1.0) >= ctx.pass_threshold - 1e-9)
+    # errored prompt×reps are dropped, as in the pass rate: such a prompt is short, listed
+    measures = ctx.shared(verdicts.measures_of)
+    comp = measures.scored_composite()
+    ran = measures.scored + measures.errored + measures.unscored  # (P, M, len(ARMS))
+    pk = stats.pass_k(comp, ctx.pass_threshold)
+    passed = (~np.isnan(comp)
+              & (np.nan_to_num(comp, nan=-1.0) >= ctx.pass_threshold - 1e-9)
               ).sum(axis=-1)
     names = week.arm_names
     models: dict[str, dict[str, ArmPassK]] = {}
@@ -85,7 +89,9 @@ def build(ctx: Context) -> Data:
             k = pk.k[:, mi, c]
             if not np.any(k > 0):
                 continue
-            short = pk.short[:, mi, c] if pk.short is not None else np.zeros(k.shape, bool)
+            # short: run in this arm, with fewer than k scored reps (errored or dropped reps;
+            # every rep of it dropped included)
+            short = (ran[:, mi, c] > 0) & (k < pk.k_fixed)
             models.setdefault(label, {})[names[c]] = {
                 "pass_at_k": json_float(stats.nan_mean(pk.at_k[:, mi, c])),
                 "pass_hat_k": json_float(stats.nan_mean(pk.hat_k[:, mi, c])),

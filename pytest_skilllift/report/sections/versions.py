@@ -140,7 +140,13 @@ def build(ctx: Context) -> Data:
             before = _composite(ctx, measures, pi, mi, _REF)
             after = _composite(ctx, measures, pi, mi, _WITH)
             if before is None and after is None:
-                continue
+                arms = [_REF, _WITH]
+                ran = int((measures.scored[pi, mi, arms] + measures.errored[pi, mi, arms]
+                           + measures.unscored[pi, mi, arms]).sum())
+                if not ran:
+                    continue  # the prompt was not run for this model: not part of it
+                # run but dropped on both sides (errored or unscored): counted and named
+                # as unscored, never left out in silence
             change = prompt_change(before, after, CHANGE_MARGIN,
                                    bool(alarm.regressed[mi, pi]), bool(alarm.improved[mi, pi]))
             counts[change] += 1
@@ -249,4 +255,11 @@ def render(card: Data) -> list[str]:
                         r["change"]] for r in shown]))
         L += cap_note(len(shown), len(moved), "changed prompts")
         L.append("")
+    unscored = [r for r in v["prompts"] if r["change"] == UNSCORED]
+    if unscored:
+        names = [f"{r['prompt']} ({r['model']})" for r in unscored[:MAX_ROWS]]
+        L.append(f"Unscored in the version comparison ({len(unscored)}: an arm with no score, "
+                 "or an item the judge left ungraded): " + ", ".join(names)
+                 + (f", … {len(unscored) - len(names)} more (all in `scorecard.json`)"
+                    if len(unscored) > len(names) else "") + "\n")
     return L
