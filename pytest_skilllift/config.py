@@ -108,6 +108,9 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option("prompts", "Directory of prompt JSON files (relative to rootdir).",
            default="evals/test-prompts", cli=False),
+    Option("tasks", "Directory of Harbor task directories (each with task.toml, "
+           "instruction.md, environment/, tests/; relative to rootdir). Tasks run in docker: "
+           "docs/tasks.md.", default="evals/tasks", cli=False),
     Option("skills", "Skills root: skill_url minus the site prefix is a path under it.",
            default="skills", cli=False),
     Option("checks", "Your own checks (test files using skill_lift_run / skill_lift_week), "
@@ -352,6 +355,8 @@ class Settings:
     inifile: str
     prompts_dir: Path
     skills_root: Path
+    #: Harbor task directories (``run/tasks``).
+    tasks_dir: Path
     checks_dir: Path
     site: str
     models: tuple[tuple[str, str], ...]
@@ -565,6 +570,7 @@ class Settings:
             rootdir=rootdir,
             inifile=inifile,
             prompts_dir=project.get("prompts") or _resolve(rootdir, v["prompts"]),
+            tasks_dir=_tasks_dir(rootdir, v, demo),
             skills_root=project.get("skills") or _resolve(rootdir, v["skills"]),
             checks_dir=project.get("checks") or _resolve(rootdir, v["checks"]),
             site=v["site"],
@@ -701,7 +707,7 @@ DEMO_PROJECT = Path(__file__).resolve().parent / "demo"
 
 #: Where each path option of the demo points inside :data:`DEMO_PROJECT`.
 _DEMO_LAYOUT = {"prompts": "evals/test-prompts", "skills": "skills", "checks": "evals/checks",
-                "triggers": "evals/triggers"}
+                "triggers": "evals/triggers", "tasks": "evals/tasks"}
 
 
 def _demo_paths(v: dict[str, Any]) -> dict[str, Path]:
@@ -710,6 +716,18 @@ def _demo_paths(v: dict[str, Any]) -> dict[str, Path]:
     defaults = {o.name: o.default for o in OPTIONS}
     return {name: DEMO_PROJECT / rel for name, rel in _DEMO_LAYOUT.items()
             if v[name] == defaults[name]}
+
+
+#: The demo's Harbor tasks: collected when the demo runs with the docker runner (a task's run is
+#: a container; docs/tasks.md), so the demo without docker stays what it was.
+DEMO_TASKS = DEMO_PROJECT / "evals" / "tasks"
+
+
+def _tasks_dir(rootdir: Path, v: dict[str, Any], demo: bool) -> Path:
+    default = next(o.default for o in OPTIONS if o.name == "tasks")
+    if demo and v["tasks"] == default:
+        return DEMO_TASKS if v["runner"] == "docker" else DEMO_TASKS / "(docker runner only)"
+    return _resolve(rootdir, v["tasks"])
 
 
 def _resolve(rootdir: Path, value: str) -> Path:

@@ -68,6 +68,47 @@ class RubricItem:
 
 
 @dataclass(frozen=True)
+class TaskSpec:
+    """A validated Harbor task directory (``run/tasks/reader.py`` reads and checks it).
+
+    The instruction is the prompt of both arms; the run is a container built from
+    ``environment/`` (its skills emptied for the arms that install none), and after the agent
+    the ``tests/`` directory's ``test.sh`` writes the reward (docs/tasks.md).
+    """
+
+    #: The task directory (holds ``task.toml``).
+    root: Path
+    #: ``[agent] timeout_sec``: the agent's time in the container.
+    agent_timeout_s: float
+    #: ``[verifier] timeout_sec``: ``bash /tests/test.sh``'s time.
+    verifier_timeout_s: float
+    #: ``[verifier] env``: the verifier's environment (never the agent's).
+    verifier_env: tuple[tuple[str, str], ...] = ()
+    #: ``[environment] cpus`` and ``memory_mb`` (None: the runner's defaults).
+    cpus: float | None = None
+    memory_mb: int | None = None
+    #: ``[environment] build_timeout_sec``.
+    build_timeout_s: float = 600.0
+    #: The families the with-skill image holds (``environment/skills/<family>/``), sorted.
+    bundled_families: tuple[str, ...] = ()
+    #: ``[verifier] reward_key``: the primary reward of a ``reward.json`` ("": the first).
+    reward_key: str = ""
+    #: The verifier's tests as collected from ``tests/`` (``test_outputs.py::test_x``), in
+    #: file order; each is one item of every run.
+    verifier_tests: tuple[str, ...] = ()
+
+    @property
+    def environment(self) -> Path:
+        """The build context (holds the ``Dockerfile``)."""
+        return self.root / "environment"
+
+    @property
+    def tests_dir(self) -> Path:
+        """What is copied to ``/tests`` after the agent exits."""
+        return self.root / "tests"
+
+
+@dataclass(frozen=True)
 class PromptSpec:
     """A validated prompt file."""
 
@@ -94,6 +135,8 @@ class PromptSpec:
     #: Where the skill-installing arms take the families from when not the session's skills
     #: root: the with-skill@REF arm's materialised revision (``run.revisions``).
     skills_root: Path | None = None
+    #: A Harbor task (``run/tasks``): the run is its container, scored by its verifier.
+    task: TaskSpec | None = field(default=None, compare=False, repr=False)
 
     @property
     def family(self) -> str:

@@ -34,6 +34,7 @@ CATEGORIES: dict[str, tuple[str, str]] = {
     "uninvoked": ("U", "UNINVOKED"),  # a with-skill run that never reached its skill
     "untriggered": ("T", "UNTRIGGERED"),  # a trigger query that should have fired, did not
     "misfired": ("T", "MISFIRED"),  # a trigger query that should not have fired, did
+    "unmet": ("N", "UNMET"),  # a task's verifier test that did not pass (or its reward)
 }
 
 

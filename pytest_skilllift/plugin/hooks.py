@@ -261,6 +261,21 @@ def pytest_report_teststatus(report: pytest.TestReport,
     return findings.teststatus(report)
 
 
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A Harbor task directory under the tasks dir becomes its task's node (nothing inside
+    it is collected as tests of its own)."""
+    state = parent.config.stash.get(SESSION_KEY, None)
+    if state is None or not (path / "task.toml").is_file():
+        return None
+    tasks = collect_extra.resolved_dir(state.settings.tasks_dir)
+    resolved = path.resolve()
+    if resolved != tasks and tasks not in resolved.parents:
+        return None
+    from pytest_skilllift.plugin.collect.tasks import TaskDir
+
+    return TaskDir.from_parent(parent, path=path)
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
     """Prompt JSON files under the prompts dir; ``discord-*`` only with ``--skill-lift-heldout``."""
     state = parent.config.stash.get(SESSION_KEY, None)

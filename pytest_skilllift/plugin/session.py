@@ -510,6 +510,21 @@ class SkillLiftSession:
         return {a: p for a, p in paths.items() if p is not None}
 
     def _make_runner(self) -> Runner:
+        """Prompt runs go to the configured runner, Harbor task runs to the task runner
+        (docker, whatever the prompts' runner: a task's run is its container)."""
+        from pytest_skilllift.runners.task_docker import SplitRunner
+
+        return SplitRunner(self._make_prompt_runner, self._make_task_runner)
+
+    def _make_task_runner(self) -> Runner:
+        from pytest_skilllift.runners.task_docker import TaskRunner
+
+        s = self.settings
+        claude = Path(s.claude) if s.claude and Path(s.claude).is_file() else None
+        return TaskRunner(network=s.docker_network, week=s.week, inflight=self.inflight,
+                          claude=claude)
+
+    def _make_prompt_runner(self) -> Runner:
         s = self.settings
         if self.runner_hook is not None:
             supplied = self.runner_hook()  # pytest_skilllift_make_runner

@@ -274,6 +274,10 @@ class WeekRun:
         if self.breaker is not None:
             self.breaker.record(outcome.outage)
         record = self._record(spec, outcome, run_dir / STDOUT_FILE)
+        if spec.prompt.task is not None:  # the verifier's reward decides what the run is
+            from pytest_skilllift.run.tasks.record import apply_verifier
+
+            record = apply_verifier(spec, record, run_dir)
         if outcome.outage:
             record["outage"] = outcome.outage
         if reuse_reason is not None:
@@ -384,6 +388,10 @@ class WeekRun:
         if status != OK:
             return GradedRun(reason=record.get("run_error") or DROP_REASONS.get(status, status),
                              **base)
+        if spec.prompt.task is not None:  # graded by its verifier, never by the judge
+            from pytest_skilllift.run.tasks.record import verifier_rows
+
+            return GradedRun(reason="", rows=verifier_rows(spec, record), **base)
         grading = self.week.load_grading(spec.run_id)
         rows = None if grading is None else list(grading["rows"])
         judged = False

@@ -66,7 +66,8 @@ class Matrix:
         directory outside the rootdir gives ids of bare file names, keyed here too."""
         out: dict[str, str] = {}
         for spec in self.runs:
-            path = spec.prompt.path
+            # A task's items hang below its directory, a prompt's below its file.
+            path = spec.prompt.task.root if spec.prompt.task is not None else spec.prompt.path
             out.setdefault(path.name, spec.prompt.name)
             try:
                 out[path.resolve().relative_to(rootdir.resolve()).as_posix()] = spec.prompt.name
@@ -100,6 +101,14 @@ def load_matrix(settings: Settings) -> Matrix:
             continue
         prompts[str(path)] = prompt
         runs += prompt_runs(prompt, settings, families=families, revision_root=revision_root)
+    # Harbor tasks (run/tasks): keyed by their directory, as collection finds them.
+    from pytest_skilllift.run.tasks.plan import load_tasks, task_runs
+
+    tasks, task_problems = load_tasks(settings)
+    problems += task_problems
+    for key, task in tasks.items():
+        prompts[key] = task
+        runs += task_runs(task, settings)
     return Matrix(tuple(runs), tuple(problems), prompts, owners)
 
 
@@ -178,7 +187,8 @@ def run_scope(nodeid: str, names_by_path: Mapping[str, str],
     if "[" not in rest:
         parts = rest.split("::")
         name = names_by_path.get(head)
-        if name is None or len(parts) != 4:
+        # A task's verifier test items add ``<file>::<test>`` after the run's id.
+        if name is None or len(parts) < 4:
             return None
         return f"run:{name}::{parts[0]}::{parts[1]}::{parts[2]}"
     params = rest.partition("[")[2].removesuffix("]")

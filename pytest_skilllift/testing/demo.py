@@ -22,8 +22,12 @@ SMALL_MODEL_MIN_SCORE = 10.0
 
 def demo_agent() -> Handler:
     """Route each request by its ``model``: ids containing ``haiku`` get the small stand-in."""
-    large = make_agent("skill", follow_leaf=True)
-    small = make_agent("skill", follow_leaf=False, min_score=SMALL_MODEL_MIN_SCORE)
+    from pytest_skilllift.testing.task_script import task_agent
+
+    # Task runs (the write tools offered) do the work through the CLI's tools.
+    large = task_agent(make_agent("skill", follow_leaf=True))
+    small = task_agent(make_agent("skill", follow_leaf=False, min_score=SMALL_MODEL_MIN_SCORE),
+                       min_score=SMALL_MODEL_MIN_SCORE)
 
     def route(body: dict[str, Any]) -> Reply:
         return (small if "haiku" in str(body.get("model", "")) else large)(body)

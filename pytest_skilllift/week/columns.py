@@ -23,6 +23,8 @@ MANIFEST_EXTRA_COLUMNS: tuple[str, ...] = (
     # The CLI's rate-limit retries (HTTP 429/529) during the run, and the wait they announced
     # (run.ratelimits): a throttled run's timing changed; Run health compares its scores.
     "rate_limit_retries", "rate_limit_wait_ms",
+    # Task runs (Harbor tasks, docs/tasks.md): the verifier's primary reward, else empty.
+    "task", "reward",
 )
 
 #: The 12 qdrant scores columns, in their order.

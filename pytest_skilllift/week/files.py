@@ -112,7 +112,8 @@ WEEK_JSON_LOCK: Final = ".week.json.lock"
 
 # -- run statuses ----------------------------------------------------------------------------
 #: A run's status (our manifest's ``run_status``).  Only ``ok`` runs are judged and scored.
-RunStatus = Literal["ok", "invalid", "errored", "budget_capped", "timeout", "no_answer"]
+RunStatus = Literal["ok", "invalid", "errored", "budget_capped", "timeout", "no_answer",
+                    "verifier_error"]
 RUN_STATUSES: Final[tuple[RunStatus, ...]] = get_args(RunStatus)
 OK: Final[RunStatus] = "ok"
 INVALID: Final[RunStatus] = "invalid"
@@ -120,6 +121,9 @@ ERRORED: Final[RunStatus] = "errored"
 BUDGET_CAPPED: Final[RunStatus] = "budget_capped"
 TIMEOUT: Final[RunStatus] = "timeout"
 NO_ANSWER: Final[RunStatus] = "no_answer"
+#: A task run whose verifier timed out, errored or wrote no reward (``run/tasks``): excluded
+#: and named, never a zero (Drupal ai_eval's rule for errored graders).
+VERIFIER_ERROR: Final[RunStatus] = "verifier_error"
 #: Integer codes (indices into ``RUN_STATUSES``) for the columnar tables.
 STATUS_OK, STATUS_INVALID, STATUS_ERRORED, STATUS_BUDGET, STATUS_TIMEOUT, STATUS_NO_ANSWER = (
     RUN_STATUSES.index(s) for s in (OK, INVALID, ERRORED, BUDGET_CAPPED, TIMEOUT, NO_ANSWER))
@@ -146,6 +150,7 @@ DROP_REASONS: Final[dict[RunStatus, str]] = {
     BUDGET_CAPPED: "budget-capped (hit the per-run spend cap; truncated)",
     TIMEOUT: "timed out",
     NO_ANSWER: "no gradeable answer",
+    VERIFIER_ERROR: "verifier error (no reward)",
     OK: "ungraded",
 }
 

@@ -34,7 +34,7 @@ def extra_args(settings: Settings) -> list[str]:
     prompts = settings.prompts_dir.resolve()
     out: list[str] = []
     candidates = ([settings.triggers_dir] if trigger_files(settings) else []) + \
-        skill_creator_files(settings)
+        skill_creator_files(settings) + ([settings.tasks_dir] if has_tasks(settings) else [])
     for path in candidates:
         resolved = path.resolve()
         if resolved == prompts or prompts in resolved.parents:
@@ -45,7 +45,14 @@ def extra_args(settings: Settings) -> list[str]:
 
 def has_inputs(settings: Settings) -> bool:
     """Whether there is anything besides prompt files to run."""
-    return bool(trigger_files(settings) or skill_creator_files(settings))
+    return bool(trigger_files(settings) or skill_creator_files(settings) or has_tasks(settings))
+
+
+def has_tasks(settings: Settings) -> bool:
+    """Whether the tasks directory holds a Harbor task (a ``task.toml`` below it)."""
+    from pytest_skilllift.run.tasks.reader import task_dirs
+
+    return bool(task_dirs(settings.tasks_dir))
 
 
 @functools.lru_cache(maxsize=64)

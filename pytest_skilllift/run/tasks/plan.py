@@ -1,0 +1,57 @@
+"""A task's runs of the week: model × arm × rep, the arms a task can run.
+
+A task runs the lift's two arms: ``no-skill`` (its image with ``environment/skills/``
+emptied) and ``with-skill`` (as shipped). The other arms of a session (``with-all``,
+``no-skill-b``, ``with-skill@REF``) install families of the project's skills root and are
+not defined for a task's own skills: they are left out of tasks and said so once
+(:func:`arms_left_out`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_skilllift.config import Settings
+from pytest_skilllift.model import PromptSpec, RunSpec
+from pytest_skilllift.run.engine import make_run_id
+from pytest_skilllift.run.tasks.reader import TaskError, load_task, task_dirs
+from pytest_skilllift.week.columns import CONDITIONS
+
+#: The arms a task runs.
+TASK_ARMS: tuple[str, ...] = CONDITIONS
+
+
+def task_runs(prompt: PromptSpec, settings: Settings) -> list[RunSpec]:
+    """One task's runs, model × arm × rep in collection order."""
+    return [RunSpec(prompt=prompt, model_label=label, model_id=model_id, condition=condition,
+                    rep=rep, run_id=make_run_id(prompt.name, label, condition, rep,
+                                                settings.week))
+            for label, model_id in settings.models
+            for condition in settings.conditions if condition in TASK_ARMS
+            for rep in range(1, settings.reps + 1)]
+
+
+def arms_left_out(settings: Settings) -> tuple[str, ...]:
+    """The session's arms that tasks do not run."""
+    return tuple(c for c in settings.conditions if c not in TASK_ARMS)
+
+
+def load_tasks(settings: Settings) -> tuple[dict[str, PromptSpec], list[str]]:
+    """Every task under the tasks directory (by task directory path) and the problems of
+    those that do not load (each names its file, field and fix)."""
+    tasks: dict[str, PromptSpec] = {}
+    problems: list[str] = []
+    seen: dict[str, Path] = {}
+    for folder in task_dirs(settings.tasks_dir):
+        try:
+            prompt = load_task(folder, settings.skills_root)
+        except TaskError as exc:
+            problems.append(str(exc))
+            continue
+        if prompt.name in seen:
+            problems.append(f"{folder}: task name {prompt.name!r} is also {seen[prompt.name]}; "
+                            "rename one directory (a task's name is its directory's)")
+            continue
+        seen[prompt.name] = folder
+        tasks[str(folder)] = prompt
+    return tasks, problems

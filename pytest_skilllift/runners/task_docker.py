@@ -1,0 +1,503 @@
+"""The task runner: one Harbor task run = one fresh container built from the task.
+
+For a run of a task (``RunSpec.prompt.task``):
+
+1. the (task, arm) image (``runners/task_image.py``: built once per content hash, the no-skill
+   image with ``environment/skills/`` emptied, the agent CLI layered in without network);
+2. a container of it, as the image's user, in the image's ``WORKDIR``, with the task's cpus and
+   memory (``[environment]``), a bounded keeper as its main process and docker's init;
+3. the instruction on the CLI's standard input (a file in the user's HOME, removed before the
+   CLI starts, as the docker runner does); a task naming a family of the project's skills
+   root (``[metadata] skill``) gets it installed under ``~/.claude/skills`` in the with-skill
+   arm; the CLI runs under ``[agent] timeout_sec`` with the session's allow-list plus the
+   write tools (:data:`WRITE_TOOLS`, both arms alike);
+4. after the agent: the files it created or changed (``docker diff`` against the image, under
+   the workdir) are copied out to ``artifacts/`` (capped, what was cut counted and named);
+5. only then ``tests/`` is copied to ``/tests`` and ``bash /tests/test.sh`` runs as root under
+   ``[verifier] timeout_sec`` with ``[verifier] env``; its output and ``/logs/verifier/``
+   (``reward.txt`` / ``reward.json``, ``ctrf.json``…) are saved under ``verifier/``;
+6. ``task.json`` records what happened (image, timings, the verifier's exit, what was cut);
+   the container is removed in a ``finally``.
+
+What the verifier's files mean is read above (``run/tasks/results.py``); this module only
+runs and copies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+import math
+import tarfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import docker.client
+import docker.errors
+
+from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
+from pytest_skilllift.runners.base import Runner, transcript_cli_version
+from pytest_skilllift.runners.claude import build_argv, build_env, bundled_claude
+from pytest_skilllift.runners.docker import (
+    HOST_GATEWAY_NAME,
+    KEEPER_GRACE_S,
+    LABEL_DEADLINE,
+    LABEL_OWNER,
+    LABEL_RUN_ID,
+    LABEL_WEEK,
+    DockerRunner,
+    _LineSink,
+    _owner,
+    container_name,
+    skill_archive,
+)
+from pytest_skilllift.runners.inflight import Inflight, RunInterrupted
+from pytest_skilllift.runners.install import install_root
+from pytest_skilllift.runners.outage import watch_for
+from pytest_skilllift.runners.redaction import redact, secret_values
+from pytest_skilllift.runners.task_image import TASK_CLAUDE, TaskImageError, TaskImages
+from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE, utc_stamp
+
+#: The tools a task run allows beyond the session's allow-list, in both arms: the work of a
+#: task is in the files (SkillsBench tasks are scored on what the agent wrote).
+WRITE_TOOLS: tuple[str, ...] = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+#: Where the run folder keeps what the agent made and what the verifier said.
+ARTIFACTS_DIR = "artifacts"
+VERIFIER_DIR = "verifier"
+VERIFIER_OUTPUT = "output.txt"
+TASK_FILE = "task.json"
+#: Caps on the copied-out changed files (each cut is counted and named in task.json).
+MAX_ARTIFACT_FILES = 50
+MAX_ARTIFACT_BYTES = 256 * 1024
+MAX_ARTIFACTS_TOTAL = 4 * 1024 * 1024
+#: Caps on the verifier's output and each file of /logs/verifier.
+MAX_VERIFIER_OUTPUT = 512 * 1024
+MAX_VERIFIER_FILE = 1024 * 1024
+#: Paths whose changes are the harness's or the CLI's own, never the agent's work.
+_NOT_WORK = ("/proc", "/dev", "/sys", "/tmp", "/run", "/logs", "/tests", "/opt/skilllift",
+             "/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/var/tmp")
+
+
+def task_tools(allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """The allow-list of a task run: the session's, then the write tools it lacks."""
+    return (*allowed, *(t for t in WRITE_TOOLS if t not in allowed))
+
+
+@dataclasses.dataclass(frozen=True)
+class _User:
+    home: str
+    uid: int
+    gid: int
+
+
+class TaskRunner(DockerRunner):
+    """Runs Harbor task runs, each in a fresh container of its (task, arm) image.
+
+    Shares the docker runner's container handling (the streamed exec with its hard
+    deadline, the kill, the removal, the session's in-flight list, the loopback rewrite);
+    the image, user, HOME and workdir are the task's, per run.
+    """
+
+    name = "docker-task"
+
+    def __init__(self, *, network: str = "bridge", client: Any | None = None, week: str = "",
+                 inflight: Inflight | None = None, claude: Path | None = None,
+                 default_memory_mb: int = 2048, default_cpus: float = 1.0) -> None:
+        # Not DockerRunner.__init__: there is no one image; each run names its own.
+        self.inflight = inflight
+        self._tokens: dict[str, Path] = {}
+        self.network = network
+        self.week = week
+        self.pids_limit = 1024
+        self.default_memory_mb = default_memory_mb
+        self.default_cpus = default_cpus
+        self._own_client = client is None
+        try:
+            self.client = client if client is not None else docker.client.from_env()
+            self.client.ping()
+        except docker.errors.DockerException as exc:
+            raise RuntimeError(
+                f"tasks need a Docker engine and none is reachable ({exc}); start one (docker "
+                "info should answer) or leave tasks out (skill_lift_tasks)") from exc
+        cli = claude or bundled_claude()
+        if cli is None or not Path(cli).is_file():
+            raise RuntimeError("tasks need the Claude Code binary to layer into their images: "
+                               "pip install claude-agent-sdk (it bundles one)")
+        self.images = TaskImages(self.client, Path(cli))
+        self.claude = TASK_CLAUDE
+        self.docker_init = True
+        self.image = ""
+        self.image_id = ""
+        self.user = ""
+        self.home = "/root"
+        self.workdir = "/"
+        self.memory = f"{default_memory_mb}m"
+        self.cpus = default_cpus
+        self._active: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self.swept_names: list[str] = []
+        self.swept = 0
+        self.agent_versions: dict[str, str] = {}
+        self.cli_version = ""
+        self._users: dict[tuple[str, str], _User] = {}
+
+    # -- one run ------------------------------------------------------------------------------
+
+    def run(self, spec: RunSpec, cfg: AgentConfig, run_dir: Path) -> RunOutcome:
+        """Build or reuse the image, run the agent, copy its work out, run the verifier."""
+        task = spec.prompt.task
+        if task is None:
+            raise ValueError(f"{spec.run_id}: not a task run")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        started, t0 = time.time(), time.monotonic()
+        info: dict[str, Any] = {"tools": list(task_tools(cfg.allowed_tools))}
+        timings: dict[str, float] = {}
+        cfg = dataclasses.replace(cfg, allowed_tools=task_tools(cfg.allowed_tools),
+                                  timeout_s=task.agent_timeout_s)
+        error: str | None = None
+        exit_code: int | None = None
+        timed_out = False
+        interrupted = False
+        container_id: str | None = None
+        env: dict[str, str] = {}
+        watch = watch_for(spec.agent, spec.model_id, build_env(cfg, home="/root"))
+        secrets: list[bytes] = []
+        out = err = None
+        if self.inflight is not None:
+            self.inflight.check_not_stopping()
+        try:
+            try:
+                try:
+                    image = self.images.get(task, spec.with_skill)
+                except TaskImageError as exc:
+                    raise _Failed(str(exc)) from None
+                timings["image_build_s"] = image.build_s
+                info.update(image=image.tag, user=image.user or "root", workdir=image.workdir,
+                            image_built_now=image.build_s > 0)
+                self.image, self.image_id = image.tag, image.image_id
+                self.user, self.workdir = image.user, image.workdir
+                self.memory = f"{task.memory_mb or self.default_memory_mb}m"
+                self.cpus = task.cpus or self.default_cpus
+                keeper = dataclasses.replace(
+                    cfg, timeout_s=task.agent_timeout_s + task.verifier_timeout_s + 60)
+                container_id = self._create(spec, keeper)
+                self.client.api.start(container_id)
+                user = self._user(container_id, image.image_id, image.user)
+                self.home = user.home
+                info["home"] = user.home
+                env = self._env(cfg)
+                secrets = secret_values(env)
+                out = _LineSink(run_dir / STDOUT_FILE, secrets, on_line=watch.feed)
+                err = _LineSink(run_dir / STDERR_FILE, secrets, on_line=watch.feed_stderr)
+                families = ([install_root(spec.prompt, cfg.skills_root) / f
+                             for f in spec.prompt.installed_families]
+                            if spec.with_skill and spec.prompt.skills_root is None else [])
+                archive = skill_archive(families[0] if families else None, user.uid,
+                                        user.gid, image.user or "root",
+                                        prompt=spec.prompt.prompt, siblings=families[1:])
+                if not self.client.api.put_archive(container_id, user.home, archive):
+                    raise _Failed(f"put_archive of the instruction into {user.home} failed")
+                timings["setup_s"] = time.monotonic() - t0
+                agent_t0 = time.monotonic()
+                exit_code, timed_out, broken = self._exec(
+                    container_id, build_argv(self.claude, spec, cfg), cfg, env, out, err,
+                    agent_t0, watch)
+                timings["agent_s"] = time.monotonic() - agent_t0
+                if watch.cause is not None:
+                    error = f"{watch.cause}; container killed"
+                elif not timed_out and watch.ended(exit_code) is not None:
+                    error = str(watch.cause)
+                elif timed_out:
+                    error = f"timed out after {task.agent_timeout_s:g}s ([agent] timeout_sec)"
+                elif broken:
+                    error = f"docker: the output stream broke ({broken})"
+                if not timed_out and not error:
+                    # The agent's work, before the verifier touches anything.
+                    copy_t0 = time.monotonic()
+                    info["artifacts"] = self._artifacts(container_id, image.workdir,
+                                                        user.home, run_dir / ARTIFACTS_DIR)
+                    timings["artifacts_s"] = time.monotonic() - copy_t0
+                    info["verifier"] = self._verify(container_id, spec, run_dir, timings)
+            except _Failed as exc:
+                error = str(exc)
+            except Exception as exc:  # a harness failure is a run outcome, not a crash
+                if self.inflight is not None and self.inflight.stopping:
+                    interrupted = True
+                    raise RunInterrupted("the session was interrupted while the task ran"
+                                         ) from exc
+                error = f"docker: {type(exc).__name__}: {exc}"
+            except KeyboardInterrupt:
+                interrupted = True
+                raise
+            finally:
+                if container_id is not None:
+                    remove_t0 = time.monotonic()
+                    self._cleanup(container_id, interrupted=interrupted)
+                    timings["remove_s"] = time.monotonic() - remove_t0
+        finally:
+            for sink in (out, err):
+                if sink is not None:
+                    sink.close()
+            if out is None:  # no container got that far: the files the ledger expects
+                (run_dir / STDOUT_FILE).touch()
+                (run_dir / STDERR_FILE).write_text(f"skilllift: {error}\n" if error else "")
+        wall = time.monotonic() - t0
+        timings["wall_s"] = wall
+        # The harness's own time: everything but the agent, the verifier and a first build.
+        timings["harness_s"] = max(0.0, wall - timings.get("agent_s", 0.0)
+                                   - timings.get("verifier_s", 0.0)
+                                   - timings.get("image_build_s", 0.0))
+        info["timings"] = {k: round(v, 3) for k, v in timings.items()}
+        if error:
+            info["error"] = redact(error.encode(), secrets).decode()
+        (run_dir / TASK_FILE).write_text(json.dumps(info, indent=1, sort_keys=True),
+                                         encoding="utf-8")
+        return RunOutcome(
+            exit_code=exit_code, started_utc=utc_stamp(started), ended_utc=utc_stamp(time.time()),
+            wall_ms=int(wall * 1000), timed_out=timed_out,
+            error=redact(error.encode(), secrets).decode() if error else None,
+            runner=self.name, cli_version=transcript_cli_version(run_dir / STDOUT_FILE),
+            outage=watch.cause or "")
+
+    def _create(self, spec: RunSpec, cfg: AgentConfig) -> str:
+        """The run's container: the image's user and workdir, the task's limits, docker's
+        init, a bounded keeper. Capabilities are docker's defaults (a task's verifier may
+        need to chown or install), with ``no-new-privileges``."""
+        name = container_name(spec.run_id)
+        keeper_s = int(cfg.timeout_s) + KEEPER_GRACE_S
+        host_config: dict[str, Any] = dict(
+            network_mode=self.network, mem_limit=self.memory, memswap_limit=self.memory,
+            pids_limit=self.pids_limit, nano_cpus=int(self.cpus * 1e9),
+            security_opt=["no-new-privileges"], init=True)
+        if self.network not in ("host", "none"):
+            host_config["extra_hosts"] = {HOST_GATEWAY_NAME: "host-gateway"}
+        labels = {LABEL_RUN_ID: spec.run_id, LABEL_WEEK: self.week, LABEL_OWNER: _owner(),
+                  LABEL_DEADLINE: str(int(time.time()) + keeper_s)}
+        created = self.client.api.create_container(
+            self.image_id, command=["sleep", str(keeper_s)], entrypoint=[], name=name,
+            user=self.user, working_dir=self.workdir, labels=labels,
+            host_config=self.client.api.create_host_config(**host_config))
+        container_id = str(created["Id"])
+        with self._lock:
+            self._active[container_id] = name
+            if self.inflight is not None:
+                self._tokens[container_id] = self.inflight.add(spec.run_id, container=name)
+        return container_id
+
+    def _user(self, container_id: str, image_id: str, user: str) -> _User:
+        """The image user's HOME, uid and gid (asked once per image)."""
+        key = (image_id, user)
+        if key not in self._users:
+            exec_id = self.client.api.exec_create(
+                container_id, ["sh", "-c", 'echo "${HOME:-/root}"; id -u; id -g'],
+                user=user, stderr=False)["Id"]
+            lines = self.client.api.exec_start(exec_id).decode("utf-8", "replace").split()
+            try:
+                self._users[key] = _User(lines[0], int(lines[1]), int(lines[2]))
+            except (IndexError, ValueError):
+                raise _Failed(f"could not read the image user's HOME and id ({lines!r}): the "
+                              "image needs sh and id") from None
+        return self._users[key]
+
+    # -- after the agent ----------------------------------------------------------------------
+
+    def _artifacts(self, container_id: str, workdir: str, home: str,
+                   dest: Path) -> dict[str, Any]:
+        """Copy the files the agent created or changed under the workdir (``docker diff``
+        against the image) into ``dest``; returns what was copied, deleted and cut."""
+        changes = self.client.api.diff(container_id) or []
+        root = workdir.rstrip("/") or "/"
+        skip = (*_NOT_WORK, *((home,) if root == "/" else ()))
+        kept: list[str] = []
+        deleted: list[str] = []
+        for change in changes:
+            path, kind = str(change.get("Path", "")), int(change.get("Kind", 0))
+            inside = root == "/" or path == root or path.startswith(root + "/")
+            if not inside or any(path == s or path.startswith(s.rstrip("/") + "/")
+                                 for s in skip):
+                continue
+            (deleted if kind == 2 else kept).append(path)
+        files: list[dict[str, Any]] = []
+        cut: list[dict[str, Any]] = []
+        total = 0
+        for path in sorted(kept):
+            try:
+                stream, stat = self.client.api.get_archive(container_id, path)
+            except docker.errors.NotFound:
+                continue
+            if not _is_file_mode(int(stat.get("mode", 0))):
+                with contextlib.suppress(Exception):
+                    for _ in stream:
+                        pass
+                continue
+            size = int(stat.get("size", 0))
+            rel = path[len(root):].lstrip("/") if root != "/" else path.lstrip("/")
+            reason = ("too many files" if len(files) >= MAX_ARTIFACT_FILES else
+                      "file over the cap" if size > MAX_ARTIFACT_BYTES else
+                      "total over the cap" if total + size > MAX_ARTIFACTS_TOTAL else "")
+            if reason:
+                with contextlib.suppress(Exception):
+                    for _ in stream:
+                        pass
+                cut.append({"path": rel, "bytes": size, "reason": reason})
+                continue
+            data = _first_file(b"".join(stream))
+            if data is None:
+                continue
+            target = dest / rel
+            if not target.resolve().is_relative_to(dest.resolve()):
+                cut.append({"path": rel, "bytes": size, "reason": "path leaves the folder"})
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            total += len(data)
+            files.append({"path": rel, "bytes": len(data)})
+        return {"workdir": workdir, "files": files, "deleted": sorted(deleted), "cut": cut,
+                "caps": {"files": MAX_ARTIFACT_FILES, "file_bytes": MAX_ARTIFACT_BYTES,
+                         "total_bytes": MAX_ARTIFACTS_TOTAL}}
+
+    def _verify(self, container_id: str, spec: RunSpec, run_dir: Path,
+                timings: dict[str, float]) -> dict[str, Any]:
+        """``tests/`` → ``/tests``, then ``bash /tests/test.sh`` as root under the verifier's
+        timeout; its output and ``/logs/verifier`` into ``run_dir/verifier``."""
+        task = spec.prompt.task
+        assert task is not None
+        out_dir = run_dir / VERIFIER_DIR
+        out_dir.mkdir(parents=True, exist_ok=True)
+        prep = self.client.api.exec_create(container_id, ["mkdir", "-p", "/logs/verifier",
+                                                          "/logs/agent"], user="0")["Id"]
+        self.client.api.exec_start(prep)
+        if not self.client.api.put_archive(container_id, "/", _tests_archive(task.tests_dir)):
+            raise _Failed("put_archive of tests/ into /tests failed")
+        limit = max(1, math.ceil(task.verifier_timeout_s))
+        script = f"exec timeout -s KILL {limit} bash /tests/test.sh"
+        exec_id = self.client.api.exec_create(
+            container_id, ["sh", "-c", script], user="0", workdir=self.workdir,
+            environment=dict(task.verifier_env), stdout=True, stderr=True)["Id"]
+        v0 = time.monotonic()
+        output = bytearray()
+        cut = 0
+        done = threading.Event()
+
+        def pump() -> None:
+            nonlocal cut
+            try:
+                for chunk in self.client.api.exec_start(exec_id, stream=True):
+                    room = MAX_VERIFIER_OUTPUT - len(output)
+                    output.extend(chunk[:max(0, room)])
+                    cut += max(0, len(chunk) - max(0, room))
+            except Exception:  # the stream ends with a kill
+                pass
+            finally:
+                done.set()
+
+        reader = threading.Thread(target=pump, daemon=True, name="skilllift-verifier")
+        reader.start()
+        timed_out = not done.wait(task.verifier_timeout_s + 15)
+        code = None
+        if not timed_out:
+            reader.join(5)
+            for _ in range(50):
+                state = self.client.api.exec_inspect(exec_id)
+                if not state.get("Running"):
+                    code = state.get("ExitCode")
+                    break
+                time.sleep(0.05)
+        timings["verifier_s"] = time.monotonic() - v0
+        if code == 137 and timings["verifier_s"] >= task.verifier_timeout_s:
+            timed_out = True
+        (out_dir / VERIFIER_OUTPUT).write_bytes(bytes(output))
+        logs = self._verifier_logs(container_id, out_dir)
+        return {"exit_code": code, "timed_out": timed_out, "output_bytes_cut": cut,
+                "timeout_s": task.verifier_timeout_s, **logs}
+
+    def _verifier_logs(self, container_id: str, out_dir: Path) -> dict[str, Any]:
+        """The files of ``/logs/verifier`` (each capped) into ``out_dir``."""
+        try:
+            stream, _ = self.client.api.get_archive(container_id, "/logs/verifier")
+        except docker.errors.NotFound:
+            return {"logs": [], "logs_cut": []}
+        saved, cut = [], []
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            for member in tar.getmembers():
+                if not member.isfile():
+                    continue
+                rel = member.name.partition("/")[2]
+                if not rel or rel in (VERIFIER_OUTPUT,) or ".." in Path(rel).parts:
+                    continue
+                if member.size > MAX_VERIFIER_FILE:
+                    cut.append({"path": rel, "bytes": member.size, "reason": "file over the cap"})
+                    continue
+                fh = tar.extractfile(member)
+                if fh is None:
+                    continue
+                target = out_dir / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(fh.read())
+                saved.append(rel)
+        return {"logs": sorted(saved), "logs_cut": cut}
+
+
+class _Failed(Exception):
+    """A harness step that failed with a message for the run's error."""
+
+
+def _is_file_mode(mode: int) -> bool:
+    """Whether docker's path stat mode (Go's ``os.FileMode``) is a regular file."""
+    return mode & 0xFFF00000 == 0  # no type bits: dir, symlink, device… all set one
+
+
+def _first_file(archive: bytes) -> bytes | None:
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        for member in tar.getmembers():
+            if member.isfile():
+                fh = tar.extractfile(member)
+                return fh.read() if fh is not None else None
+    return None
+
+
+def _tests_archive(tests: Path) -> bytes:
+    """``tests/`` as a tar rooted at ``tests/`` (extracted at ``/``), owned by root."""
+    buf = io.BytesIO()
+
+    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = "root"
+        return info
+
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(tests, arcname="tests", filter=owned)
+    return buf.getvalue()
+
+
+
+
+class SplitRunner:
+    """The session's runner for prompts and the task runner for task runs, each made the
+    first time a run needs it (a week of prompts only never talks to docker for tasks)."""
+
+    name = "split"
+
+    def __init__(self, prompts: Callable[[], Runner], tasks: Callable[[], Runner]) -> None:
+        self._factories = {False: prompts, True: tasks}
+        self._made: dict[bool, Runner] = {}
+
+    def runner(self, task: bool) -> Runner:
+        """The runner for task runs (``True``) or prompt runs, made on first use."""
+        if task not in self._made:
+            self._made[task] = self._factories[task]()
+        return self._made[task]
+
+    def run(self, spec: RunSpec, cfg: AgentConfig, run_dir: Path) -> RunOutcome:
+        """Run ``spec`` with the runner of its kind."""
+        return self.runner(spec.prompt.task is not None).run(spec, cfg, run_dir)
+
+    def close(self) -> None:
+        """Close every runner made."""
+        for made in self._made.values():
+            made.close()

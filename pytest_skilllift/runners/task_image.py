@@ -1,0 +1,252 @@
+"""The image of a (Harbor task, arm): built once per content hash, the agent CLI layered in.
+
+A task's container is built from its ``environment/`` (the build context, its ``Dockerfile``).
+Two images per task:
+
+- **with-skill**: the context as shipped (SkillsBench Dockerfiles ``COPY skills`` into every
+  agent's skill path);
+- **no-skill**: the same context with ``environment/skills/`` emptied, so every ``COPY skills``
+  copies nothing and no agent in the image can list a skill.
+
+To either, one more layer adds the agent CLI (the Claude Code binary bundled on this machine)
+at :data:`TASK_CLAUDE` — ``ADD`` of a local tar, so the build needs no network; the build
+itself runs with ``network_mode="none"``. The tag is
+``skilllift-task-<task>:<arm>-<hash>`` where the hash covers every byte of the context that
+arm sees, the Dockerfile and the CLI binary's identity: an unchanged task reuses its image
+across models, reps and sessions (no build at all), a changed one gets a new tag.
+
+The CLI binary needs only glibc (``ldd``: libc, libm, libpthread, libdl, librt, the loader),
+which every glibc-based image has; on an image without it the smoke check (``claude
+--version`` in the built image) fails the build with that reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import io
+import os
+import re
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_skilllift.model import TaskSpec
+
+#: Where the agent CLI is put in a task image (its own directory: nothing of the image moves).
+TASK_CLAUDE = "/opt/skilllift/bin/claude"
+#: The context file holding the CLI layer (removed from the image by ADD's extraction).
+AGENT_LAYER = ".skilllift-agent.tar"
+LABEL_TASK_HASH = "skilllift.task_hash"
+LABEL_TASK = "skilllift.task"
+LABEL_ARM = "skilllift.task_arm"
+#: Bumped when what an image holds changes meaning (its hash then differs).
+IMAGE_FORMAT = "1"
+#: The arm names of the two images.
+WITH_SKILLS, WITHOUT_SKILLS = "skills", "noskills"
+
+
+class TaskImageError(RuntimeError):
+    """The task's image could not be built (the message names the task and the cause)."""
+
+
+@dataclass(frozen=True)
+class TaskImage:
+    """A built (task, arm) image and what a run needs to know of it."""
+
+    tag: str
+    image_id: str
+    #: The image's USER ("" = root) and WORKDIR ("/" when unset).
+    user: str
+    workdir: str
+    #: Seconds this process spent building it (0.0: it existed already).
+    build_s: float
+
+
+def _files(root: Path, *, skip_skills: bool) -> Iterator[tuple[str, Path]]:
+    """``(posix relative path, path)`` of every entry of the build context, sorted; with
+    ``skip_skills`` nothing below ``skills/``. Symlinks are kept as links (docker's context
+    keeps them too)."""
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if skip_skills and (rel == "skills" or rel.startswith("skills/")):
+            continue
+        yield rel, path
+
+
+def context_hash(task: TaskSpec, with_skills: bool, cli: Path) -> str:
+    """The hash naming a (task, arm) image: the context that arm sees, byte for byte, and the
+    CLI binary's size and modification time (reading 200 MB per session to hash it would
+    cost more than the build it saves)."""
+    digest = hashlib.sha256(f"{IMAGE_FORMAT}\0{with_skills}\0".encode())
+    for rel, path in _files(task.environment, skip_skills=not with_skills):
+        digest.update(rel.encode() + b"\0")
+        if path.is_symlink():
+            digest.update(b"L" + os.readlink(path).encode())
+        elif path.is_file():
+            digest.update(b"F%o\0" % (path.stat().st_mode & 0o111))
+            with path.open("rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(chunk)
+        else:
+            digest.update(b"D")
+    st = cli.stat()
+    digest.update(f"\0cli:{st.st_size}:{int(st.st_mtime)}".encode())
+    return digest.hexdigest()[:16]
+
+
+def image_tag(task: TaskSpec, with_skills: bool, digest: str) -> str:
+    """``skilllift-task-<task>:<arm>-<hash>`` (docker's allowed characters)."""
+    name = re.sub(r"[^a-z0-9_.-]+", "-", task.root.name.lower()).strip("-.")[:80] or "task"
+    return f"skilllift-task-{name}:{WITH_SKILLS if with_skills else WITHOUT_SKILLS}-{digest}"
+
+
+def _context_tar(task: TaskSpec, with_skills: bool, cli: Path, labels: dict[str, str]) -> Path:
+    """The build context as a tar file: the environment (skills emptied for no-skill: an
+    empty ``skills/`` stays, so ``COPY skills …`` copies nothing rather than failing), the
+    Dockerfile with the CLI layer appended, and that layer."""
+    env = task.environment
+    dockerfile = (env / "Dockerfile").read_text(encoding="utf-8")
+    label_text = " ".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    dockerfile = (dockerfile.rstrip("\n") + "\n\n# skilllift: the agent CLI, from this machine "
+                  f"(no network)\nADD {AGENT_LAYER} /\nLABEL {label_text}\n")
+    fd, name = tempfile.mkstemp(prefix="skilllift-task-context-", suffix=".tar")
+    os.close(fd)
+    out = Path(name)
+    try:
+        with tarfile.open(out, "w") as tar:
+            for rel, path in _files(env, skip_skills=not with_skills):
+                if rel == "Dockerfile":
+                    continue
+                tar.add(path, arcname=rel, recursive=False)
+            if not with_skills and (env / "skills").is_dir():
+                info = tarfile.TarInfo("skills")
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+            data = dockerfile.encode()
+            info = tarfile.TarInfo("Dockerfile")
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+            layer = io.BytesIO()
+            with tarfile.open(fileobj=layer, mode="w") as inner:
+                for d in ("opt", "opt/skilllift", "opt/skilllift/bin"):
+                    dinfo = tarfile.TarInfo(d)
+                    dinfo.type, dinfo.mode = tarfile.DIRTYPE, 0o755
+                    inner.addfile(dinfo)
+                cinfo = inner.gettarinfo(str(cli), arcname=TASK_CLAUDE.lstrip("/"))
+                cinfo.mode, cinfo.uid, cinfo.gid, cinfo.uname, cinfo.gname = \
+                    0o755, 0, 0, "root", "root"
+                with cli.open("rb") as fh:
+                    inner.addfile(cinfo, fh)
+            linfo = tarfile.TarInfo(AGENT_LAYER)
+            linfo.size, linfo.mode = layer.tell(), 0o644
+            layer.seek(0)
+            tar.addfile(linfo, layer)
+    except BaseException:
+        out.unlink(missing_ok=True)
+        raise
+    return out
+
+
+@contextlib.contextmanager
+def _build_lock(tag: str) -> Iterator[None]:
+    """One build of a tag at a time on this machine (``-n`` workers asking for the same
+    image: the second waits, then finds it built)."""
+    path = Path(tempfile.gettempdir()) / (
+        "skilllift-build-" + hashlib.sha256(tag.encode()).hexdigest()[:16] + ".lock")
+    with path.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class TaskImages:
+    """The (task, arm) images of one process: looked up by tag, built when missing."""
+
+    def __init__(self, client: Any, cli: Path, *,
+                 log: Callable[[str], None] | None = None) -> None:
+        self.client = client
+        self.cli = cli
+        self.log = log or (lambda line: None)
+        self._known: dict[str, TaskImage] = {}
+        #: Tags this process built (a second session on the same tasks builds none).
+        self.built: list[str] = []
+
+    def get(self, task: TaskSpec, with_skills: bool) -> TaskImage:
+        """The image for ``task``'s arm: existing, else built now (under a machine-wide lock
+        per tag)."""
+        import docker.errors
+
+        tag = image_tag(task, with_skills, context_hash(task, with_skills, self.cli))
+        known = self._known.get(tag)
+        if known is not None:
+            return known
+        started = time.monotonic()
+        with _build_lock(tag):
+            try:
+                img = self.client.images.get(tag)
+                build_s = 0.0
+            except docker.errors.ImageNotFound:
+                img = self._build(task, with_skills, tag)
+                build_s = time.monotonic() - started
+                self.built.append(tag)
+        config = img.attrs.get("Config") or {}
+        image = TaskImage(tag=tag, image_id=img.id, user=str(config.get("User") or ""),
+                          workdir=str(config.get("WorkingDir") or "/"), build_s=build_s)
+        self._known[tag] = image
+        return image
+
+    def _build(self, task: TaskSpec, with_skills: bool, tag: str) -> Any:
+        import docker.errors
+
+        digest = tag.rpartition("-")[2]
+        labels = {LABEL_TASK_HASH: digest, LABEL_TASK: task.root.name,
+                  LABEL_ARM: WITH_SKILLS if with_skills else WITHOUT_SKILLS}
+        self.log(f"building {tag} from {task.environment}")
+        context = _context_tar(task, with_skills, self.cli, labels)
+        lines: list[str] = []
+        try:
+            with context.open("rb") as fh:
+                stream = self.client.api.build(
+                    fileobj=fh, custom_context=True, tag=tag, rm=True, forcerm=True,
+                    decode=True, network_mode="none", timeout=int(task.build_timeout_s))
+                for chunk in stream:
+                    if "error" in chunk:
+                        tail = "".join(lines[-8:]).strip()
+                        raise TaskImageError(
+                            f"task {task.root.name}: building its image failed: "
+                            f"{str(chunk['error']).strip()}" + (f"\n{tail}" if tail else ""))
+                    if chunk.get("stream"):
+                        lines.append(str(chunk["stream"]))
+        except docker.errors.DockerException as exc:
+            raise TaskImageError(f"task {task.root.name}: building its image failed: "
+                                 f"{exc}") from exc
+        finally:
+            context.unlink(missing_ok=True)
+        img = self.client.images.get(tag)
+        self._smoke(task, img)
+        return img
+
+    def _smoke(self, task: TaskSpec, img: Any) -> None:
+        """``claude --version`` in the new image: a base the CLI cannot run on (no glibc)
+        fails here, once, with the reason, instead of in every run."""
+        import docker.errors
+
+        try:
+            self.client.containers.run(img.id, [TASK_CLAUDE, "--version"], remove=True,
+                                       network_mode="none", entrypoint=[], user="0")
+        except docker.errors.ContainerError as exc:
+            with contextlib.suppress(docker.errors.DockerException):
+                self.client.images.remove(img.id, force=True)
+            raise TaskImageError(
+                f"task {task.root.name}: the agent CLI does not run in the task's image "
+                f"(`{TASK_CLAUDE} --version` exited {exc.exit_status}: "
+                f"{(exc.stderr or b'').decode('utf-8', 'replace').strip()[:300]}); the task's "
+                "base image must be glibc-based (Debian, Ubuntu, python:*-slim)") from None

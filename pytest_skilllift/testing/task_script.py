@@ -1,0 +1,89 @@
+"""A scripted agent that does work: for Harbor task runs, through the CLI's own tools.
+
+When the request offers the ``Write`` tool (a task run: both arms allow the write tools,
+prompt runs do not), the agent works instead of only answering:
+
+1. a listed skill that matches the instruction is launched with ``Skill`` (the same choice
+   as :func:`~pytest_skilllift.testing.agent_script.best_skill`);
+2. once the skill's body is in the conversation, each fenced ```` ```bash ```` block of it is
+   run, in order, with the CLI's ``Bash`` tool (inside the task's container), then it answers;
+3. with no skill to follow, it makes a generic attempt — ``Write`` of ``ATTEMPT.md`` in the
+   working directory the CLI reports, holding the generic answer — and answers.
+
+So a task's outcome changes with the skill only because the CLI listed it, delivered its body
+and ran its commands: the with-skill container does what the skill says, the no-skill one
+what any prompt-only agent would. Without ``Write`` offered it is the wrapped agent.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pytest_skilllift.testing.agent_script import (
+    best_skill,
+    generic_answer,
+    iter_blocks,
+    listed_skills,
+    loaded_skills,
+    skill_launched,
+    tool_names,
+    user_prompt,
+)
+from pytest_skilllift.testing.replies import Handler, Reply
+
+_BASH_BLOCK = re.compile(r"```(?:bash|sh)\n(.*?)```", re.S)
+_WORKDIR = re.compile(r"Working directory: (\S+)")
+#: The file the no-skill attempt writes (in the working directory).
+ATTEMPT_FILE = "ATTEMPT.md"
+
+
+def skill_commands(text: str) -> list[str]:
+    """The fenced bash blocks of a skill body, in order."""
+    return [block.strip() for block in _BASH_BLOCK.findall(text) if block.strip()]
+
+
+def _tool_inputs(body: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return [dict(b.get("input") or {}) for b in iter_blocks(body, "assistant")
+            if b.get("type") == "tool_use" and b.get("name") == name]
+
+
+def working_directory(body: dict[str, Any]) -> str:
+    """The working directory the CLI states in its system prompt ("/tmp" when absent)."""
+    system = body.get("system")
+    texts = [str(b.get("text", "")) for b in system if isinstance(b, dict)] \
+        if isinstance(system, list) else [str(system or "")]
+    for text in texts:
+        match = _WORKDIR.search(text)
+        if match:
+            return match.group(1)
+    return "/tmp"
+
+
+def task_agent(inner: Handler, *, min_score: float = 5.0) -> Handler:
+    """``inner`` for prompt runs; the working agent above when ``Write`` is offered."""
+
+    def agent(body: dict[str, Any]) -> Reply:
+        tools = tool_names(body)
+        if "Write" not in tools:
+            return inner(body)
+        prompt = user_prompt(body)
+        loaded = loaded_skills(body)
+        if loaded:
+            ran = {str(i.get("command", "")).strip() for i in _tool_inputs(body, "Bash")}
+            for command in skill_commands("\n".join(s.text for s in loaded)):
+                if command not in ran and "Bash" in tools:
+                    return Reply.tool("Bash", {"command": command,
+                                               "description": "Run the skill's step"})
+            return Reply.text("Done: I followed the skill's steps and ran each of its "
+                              "commands.")
+        if not skill_launched(body) and "Skill" in tools:
+            choice = best_skill(prompt, listed_skills(body), min_score)
+            if choice is not None:
+                return Reply.tool("Skill", {"skill": choice})
+        if not _tool_inputs(body, "Write"):
+            path = f"{working_directory(body).rstrip('/')}/{ATTEMPT_FILE}"
+            return Reply.tool("Write", {"file_path": path, "content": generic_answer(prompt)})
+        return Reply.text(generic_answer(prompt))
+
+    return agent
