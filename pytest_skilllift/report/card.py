@@ -34,6 +34,7 @@ from pytest_skilllift.report.sections import (
     prompts,
     provenance,
     ratelimits,
+    rewards,
     reliability,
     scale,
     selfserved,
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 
 
 class Scorecard(
-    header.Data, lift.Data, versions.Data, withall.Data, noise.Data, wow.Data, cells.Data,
+    header.Data, lift.Data, rewards.Data, versions.Data, withall.Data, noise.Data, wow.Data, cells.Data,
     reliability.Data, prompts.Data,
     activation.Data, audit.Data, improvements.Data, triggering.Data,
     selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data, estimate.Data,
@@ -71,6 +72,7 @@ class Section:
 SECTIONS: tuple[Section, ...] = (
     Section("header", header.build, header.render),
     Section("lift", lift.build, lift.render),
+    Section("rewards", rewards.build, rewards.render),
     Section("versions", versions.build, versions.render),
     Section("with-all", withall.build, withall.render),
     Section("noise-floor", noise.build, noise.render),

@@ -487,6 +487,14 @@ class WeekMeasures:
                     "(SE 0 is not zero uncertainty)")
         return None
 
+    def _reward(self, metric: str, model: str, condition: str | None) -> float | None:
+        """A task-reward gate's value from the scorecard's ``rewards`` section."""
+        m = ((self.data.get("rewards") or {}).get("models") or {}).get(model) or {}
+        if metric == "reward_pass_rate":
+            arm = {"no-skill": "no", "with-skill": "with"}.get(condition or "")
+            return _num(m.get(f"pass_rate_{arm}")) if arm else None
+        return _num(m.get("reward_lift" if metric == "reward_lift" else "ci_low"))
+
     def value(self, metric: str, model: str | None, condition: str | None,
               prompt: str | None) -> float | str | None:
         """A metric's measured value in one unit; None when not measured."""
@@ -511,6 +519,8 @@ class WeekMeasures:
             fams = (self.data.get("triggers") or {}).get(model)
             return None if not fams else float(sum(
                 int(f.get("dormancy_violations", 0)) for f in fams.values()))
+        if metric in ("reward_lift", "reward_lift_ci_low", "reward_pass_rate"):
+            return self._reward(metric, model, condition)
         if metric == "version_lift_ci_low":
             return _num(((self.data.get("versions") or {}).get("models", {}).get(model)
                          or {}).get("ci_low"))

@@ -33,7 +33,7 @@ from pytest_skilllift.testing.agent_script import (
 from pytest_skilllift.testing.replies import Handler, Reply
 
 _BASH_BLOCK = re.compile(r"```(?:bash|sh)\n(.*?)```", re.S)
-_WORKDIR = re.compile(r"Working directory: (\S+)")
+_WORKDIR = re.compile(r"[Ww]orking directory: (/\S*)")
 #: The file the no-skill attempt writes (in the working directory).
 ATTEMPT_FILE = "ATTEMPT.md"
 
@@ -53,6 +53,7 @@ def working_directory(body: dict[str, Any]) -> str:
     system = body.get("system")
     texts = [str(b.get("text", "")) for b in system if isinstance(b, dict)] \
         if isinstance(system, list) else [str(system or "")]
+    texts += [str(b.get("text", "")) for b in iter_blocks(body, "user") if b.get("type") == "text"]
     for text in texts:
         match = _WORKDIR.search(text)
         if match:

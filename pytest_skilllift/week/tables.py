@@ -97,7 +97,7 @@ _SCORES_KEPT: tuple[str, ...] = (
 _MANIFEST_NUMERIC: tuple[str, ...] = (
     "rep", "exit_code", "skill_available", "reached_leaf", "fetched_site", "fetched_count",
     "total_cost_usd", "num_turns", "budget_hit", "signals_ok", "duration_ms", "wall_ms",
-    "top_level_only", "rate_limit_retries", "rate_limit_wait_ms",
+    "top_level_only", "rate_limit_retries", "rate_limit_wait_ms", "reward",
 )
 _MANIFEST_STRINGS: tuple[str, ...] = (
     "prompt", "skill_family", "model", "condition", "run_id", "timestamp", "skill_activation",

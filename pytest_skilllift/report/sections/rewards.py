@@ -1,0 +1,235 @@
+"""Task rewards: the lift on what the agent made (Harbor / SkillsBench tasks, docs/tasks.md).
+
+Per model, over the tasks with both arms rewarded: **reward lift** = mean over tasks of
+(with-skill − no-skill mean reward over reps), with the paired SE, the t interval's "≠ 0?"
+flag, the seeded bootstrap and the one-vote-per-task sign test — the same functions as the
+must-coverage lift (``report/stats.py``, ``report/verdicts.py``). Beside it: the pass rate
+per arm (a run passes when its reward reaches the pass reward, 1 by default: SkillsBench's
+binary reward), pass@k / pass^k over reps, per task helped / hurt / no-op by the SkillsBench
+audit's ±10 pp rule with the trial counts it rests on, and the runs whose verifier gave no
+reward (``verifier_error``), each named with its cause. Rewards never enter must coverage:
+a week with prompts and tasks shows both headlines side by side.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
+import numpy as np
+
+from pytest_skilllift.report import stats, verdicts
+from pytest_skilllift.report.context import json_float
+from pytest_skilllift.report.markdown import cap_note, ci_flag, fmt, md_table, signed, untrusted
+from pytest_skilllift.run.audit import IMPACT_THRESHOLD
+from pytest_skilllift.week.columns import ARMS, NO_SKILL, WITH_SKILL
+from pytest_skilllift.week.files import RUN_STATUSES, STATUS_OK, VERIFIER_ERROR
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.context import Context
+
+_NO, _WITH = ARMS.index(NO_SKILL), ARMS.index(WITH_SKILL)
+_VERIFIER_ERROR = RUN_STATUSES.index(VERIFIER_ERROR)
+#: A task run passes when its primary reward reaches this (SkillsBench: binary, 1 = solved).
+PASS_REWARD = 1.0
+MAX_ROWS = 50
+
+
+class RewardModel(TypedDict):
+    """``rewards.models.<label>``."""
+
+    reward_no: float | None
+    reward_with: float | None
+    reward_lift: float | None
+    reward_lift_se: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_excludes_zero: bool | None
+    bootstrap_low: float | None
+    bootstrap_high: float | None
+    sign_test: verdicts.SignTestData
+    n_tasks: int
+    #: Share of rewarded runs whose reward reaches the pass reward, per arm.
+    pass_rate_no: float | None
+    pass_rate_with: float | None
+    runs_no: int
+    runs_with: int
+    #: Share of tasks with some rep passing (pass@k) / every rep passing (pass^k), per arm.
+    pass_at_k_no: float | None
+    pass_at_k_with: float | None
+    pass_hat_k_no: float | None
+    pass_hat_k_with: float | None
+    helped: int
+    hurt: int
+    no_op: int
+
+
+class RewardTask(TypedDict):
+    """``rewards.tasks[]``: one (task, model)."""
+
+    task: str
+    model: str
+    reward_no: float | None
+    reward_with: float | None
+    delta: float | None
+    #: helped / hurt / no-op (±10 pp), or "n/a" without both arms.
+    effect: str
+    trials_no: int
+    trials_with: int
+
+
+class VerifierError(TypedDict):
+    run_id: str
+    reason: str
+
+
+class Rewards(TypedDict):
+    models: dict[str, RewardModel]
+    tasks: list[RewardTask]
+    verifier_errors: list[VerifierError]
+    pass_reward: float
+    effect_threshold: float
+    #: Task runs rewarded, and task runs in the week (any status).
+    rewarded_runs: int
+    task_runs: int
+
+
+class Data(TypedDict):
+    rewards: Rewards | None
+
+
+def _effect(delta: float | None) -> str:
+    if delta is None:
+        return "n/a"
+    if delta >= IMPACT_THRESHOLD:
+        return "helped"
+    if delta <= -IMPACT_THRESHOLD:
+        return "hurt"
+    return "no-op"
+
+
+def build(ctx: Context) -> Data:
+    week, f = ctx.week, json_float
+    mf = week.manifest
+    reward = mf.num.get("reward")
+    if reward is None or not mf.present:
+        return {"rewards": None}
+    is_task = ~np.isnan(reward) | (mf.status == _VERIFIER_ERROR)
+    if not np.any(is_task):
+        return {"rewards": None}
+    ok = is_task & (mf.status == STATUS_OK) & ~np.isnan(reward)
+    n_p, n_m = len(week.prompts), len(week.models)
+    errors: list[VerifierError] = []
+    ids = mf.run_id.to_pylist() if mf.run_id is not None else [""] * len(reward)
+    why = mf.run_error.to_pylist() if mf.run_error is not None else [""] * len(reward)
+    for r in np.flatnonzero(mf.status == _VERIFIER_ERROR):
+        errors.append({"run_id": str(ids[r] or ""), "reason": str(why[r] or "")})
+    models: dict[str, RewardModel] = {}
+    tasks: list[RewardTask] = []
+    for mi, label in enumerate(week.models):
+        arms: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        for ci in (_NO, _WITH):
+            sel = ok & (mf.model == mi) & (mf.cond == ci) & (mf.prompt >= 0)
+            p = mf.prompt[sel].astype(np.int64)
+            sums = np.bincount(p, weights=reward[sel], minlength=n_p)
+            trials = np.bincount(p, minlength=n_p)
+            passed = np.bincount(p, weights=(reward[sel] >= PASS_REWARD).astype(float),
+                                 minlength=n_p)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mean = np.where(trials > 0, sums / np.maximum(trials, 1), np.nan)
+            arms[ci] = (mean, trials, passed, sel)
+        no, with_ = arms[_NO][0], arms[_WITH][0]
+        if np.all(np.isnan(no)) and np.all(np.isnan(with_)):
+            continue
+        lift = stats.paired_lift(no, with_)
+        boot = stats.paired_bootstrap(no, with_)
+        sign = verdicts.sign_test(no, with_)
+        counts = {"helped": 0, "hurt": 0, "no-op": 0}
+        for pi in range(n_p):
+            t_no, t_with = int(arms[_NO][1][pi]), int(arms[_WITH][1][pi])
+            if t_no == 0 and t_with == 0:
+                continue
+            both = t_no > 0 and t_with > 0
+            delta = float(with_[pi] - no[pi]) if both else None
+            effect = _effect(delta)
+            if effect in counts:
+                counts[effect] += 1
+            tasks.append({"task": week.prompts[pi], "model": label,
+                          "reward_no": f(no[pi]) if t_no else None,
+                          "reward_with": f(with_[pi]) if t_with else None,
+                          "delta": delta, "effect": effect, "trials_no": t_no,
+                          "trials_with": t_with})
+
+        def rate(ci: int) -> tuple[float | None, int]:
+            trials, passed = arms[ci][1], arms[ci][2]
+            n = int(trials.sum())
+            return (float(passed.sum() / n) if n else None), n
+
+        def pass_k(ci: int, every: bool) -> float | None:
+            trials, passed = arms[ci][1], arms[ci][2]
+            have = trials > 0
+            if not np.any(have):
+                return None
+            hit = (passed[have] >= trials[have]) if every else (passed[have] > 0)
+            return float(np.mean(hit))
+
+        (rate_no, runs_no), (rate_with, runs_with) = rate(_NO), rate(_WITH)
+        models[label] = {
+            "reward_no": f(stats.nan_mean(no)), "reward_with": f(stats.nan_mean(with_)),
+            "reward_lift": f(lift.lift), "reward_lift_se": f(lift.se),
+            "ci_low": f(lift.ci_low), "ci_high": f(lift.ci_high),
+            "ci_excludes_zero": lift.ci_excludes_zero,
+            "bootstrap_low": f(boot.low), "bootstrap_high": f(boot.high),
+            "sign_test": sign.to_json(), "n_tasks": lift.n,
+            "pass_rate_no": rate_no, "pass_rate_with": rate_with,
+            "runs_no": runs_no, "runs_with": runs_with,
+            "pass_at_k_no": pass_k(_NO, False), "pass_at_k_with": pass_k(_WITH, False),
+            "pass_hat_k_no": pass_k(_NO, True), "pass_hat_k_with": pass_k(_WITH, True),
+            "helped": counts["helped"], "hurt": counts["hurt"], "no_op": counts["no-op"],
+        }
+    return {"rewards": {"models": models, "tasks": tasks, "verifier_errors": errors,
+                        "pass_reward": PASS_REWARD, "effect_threshold": IMPACT_THRESHOLD,
+                        "rewarded_runs": int(np.count_nonzero(ok)),
+                        "task_runs": int(np.count_nonzero(is_task))}}
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.0f}%"
+
+
+def render(card: Data) -> list[str]:
+    data = card.get("rewards")
+    if not data:
+        return []
+    L = ["## Task rewards (verifier, with-skill − no-skill)", "",
+         f"Reward lift per model: mean over tasks of (with-skill − no-skill mean reward over "
+         f"reps); {data['rewarded_runs']} of {data['task_runs']} task runs rewarded. A run "
+         f"passes at reward ≥ {data['pass_reward']:g}. Never mixed into must coverage.", ""]
+    rows = []
+    for label, m in data["models"].items():
+        se = fmt(m["reward_lift_se"]) if m["reward_lift_se"] is not None else "n/a"
+        ci = {"ci_excludes_zero": m["ci_excludes_zero"], "n_prompts": m["n_tasks"]}
+        rows.append([untrusted(label), f"{fmt(m['reward_no'])} → {fmt(m['reward_with'])}",
+                     f"{signed(m['reward_lift'])} ± {se}", ci_flag(ci),
+                     m["sign_test"].get("verdict", "n/a"),
+                     f"{_pct(m['pass_rate_no'])} → {_pct(m['pass_rate_with'])} "
+                     f"({m['runs_no']}/{m['runs_with']} runs)",
+                     f"{m['helped']}/{m['hurt']}/{m['no_op']}", str(m["n_tasks"])])
+    L += md_table(["model", "reward no → with", "lift ± SE", "95% CI ≠ 0?", "sign test",
+                   "pass rate no → with", "helped/hurt/no-op", "n tasks"], rows)
+    shown = data["tasks"][:MAX_ROWS]
+    if shown:
+        L += ["", f"Per task (±{100 * data['effect_threshold']:.0f} pp rule; trials are the "
+              "rewarded runs each mean rests on — with 1–2 trials a task's call is noise):", ""]
+        L += md_table(["task", "model", "reward no → with", "Δ", "effect", "trials no/with"],
+                      [[untrusted(t["task"]), untrusted(t["model"]),
+                        f"{fmt(t['reward_no'])} → {fmt(t['reward_with'])}", signed(t["delta"]),
+                        t["effect"], f"{t['trials_no']}/{t['trials_with']}"] for t in shown])
+        L += cap_note(len(shown), len(data["tasks"]), "task rows")
+    if data["verifier_errors"]:
+        L += ["", f"Verifier errors — excluded, never scored 0 ({len(data['verifier_errors'])}):",
+              ""]
+        L += [f"- `{untrusted(e['run_id'])}`: {untrusted(e['reason'])}"
+              for e in data["verifier_errors"][:MAX_ROWS]]
+        L += cap_note(min(MAX_ROWS, len(data["verifier_errors"])),
+                      len(data["verifier_errors"]), "verifier errors")
+    return [*L, ""]
