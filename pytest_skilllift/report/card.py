@@ -34,8 +34,8 @@ from pytest_skilllift.report.sections import (
     prompts,
     provenance,
     ratelimits,
-    rewards,
     reliability,
+    rewards,
     scale,
     selfserved,
     triggering,
@@ -49,7 +49,8 @@ if TYPE_CHECKING:
 
 
 class Scorecard(
-    header.Data, lift.Data, rewards.Data, versions.Data, withall.Data, noise.Data, wow.Data, cells.Data,
+    header.Data, lift.Data, rewards.Data, versions.Data, withall.Data, noise.Data, wow.Data,
+    cells.Data,
     reliability.Data, prompts.Data,
     activation.Data, audit.Data, improvements.Data, triggering.Data,
     selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data, estimate.Data,

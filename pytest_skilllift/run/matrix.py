@@ -9,6 +9,7 @@ one worker together. No pytest here.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -102,7 +103,7 @@ def load_matrix(settings: Settings) -> Matrix:
         prompts[str(path)] = prompt
         runs += prompt_runs(prompt, settings, families=families, revision_root=revision_root)
     # Harbor tasks (run/tasks): keyed by their directory, as collection finds them.
-    from pytest_skilllift.run.tasks.plan import load_tasks, task_runs
+    from pytest_skilllift.run.tasks.plan import load_tasks
 
     tasks, task_problems = load_tasks(settings)
     problems += task_problems
@@ -132,6 +133,16 @@ def prompt_runs(prompt: PromptSpec, settings: Settings, *, families: Sequence[st
                                                 settings.week))
                      for rep in range(1, settings.reps + 1)]
     return runs
+
+
+def task_runs(prompt: PromptSpec, settings: Settings) -> list[RunSpec]:
+    """A Harbor task's runs, model × arm × rep in collection order: :func:`prompt_runs` over
+    the arms a task runs (``run.tasks.plan.TASK_ARMS``)."""
+    from pytest_skilllift.run.tasks.plan import TASK_ARMS
+
+    arms = tuple(c for c in settings.conditions if c in TASK_ARMS)
+    return prompt_runs(prompt, dataclasses.replace(settings, conditions=arms), families=(),
+                       revision_root=None)
 
 
 def _patterns(key: str, value: Any) -> tuple[str, ...]:

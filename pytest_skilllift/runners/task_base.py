@@ -67,8 +67,8 @@ def plan_task_base() -> RootFS:
     from pytest_skilllift.runners.image import shared_libraries
 
     cli = bundled_claude()
-    for lib in shared_libraries(cli) if cli is not None else ():
-        root.add_host_path(lib)
+    for lib_path in shared_libraries(cli) if cli is not None else ():
+        root.add_host_path(lib_path)
     exe, stdlib = _python()
     root.add_binary(os.path.realpath(exe), f"/usr/bin/{Path(os.path.realpath(exe)).name}")
     root.add_symlink("/usr/bin/python3", Path(os.path.realpath(exe)).name)
@@ -89,10 +89,10 @@ def plan_task_base() -> RootFS:
         raise ImageBuildError(f"pytest for the verifier is missing here ({', '.join(missing)} "
                               f"under {dist}): apt-get install python3-pytest")
     for name in PYTEST_PACKAGES:
-        top = dist / name
-        for path in [top] if top.is_file() else sorted(top.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts:
-                root.add_file(path, path.as_posix())
+        package = dist / name
+        for item in [package] if package.is_file() else sorted(package.rglob("*")):
+            if item.is_file() and "__pycache__" not in item.parts:
+                root.add_file(item, item.as_posix())
     root.add_bytes("/etc/passwd", b"root:x:0:0:root:/root:/bin/bash\n"
                    b"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
     root.add_bytes("/etc/group", b"root:x:0:\nnogroup:x:65534:\n")

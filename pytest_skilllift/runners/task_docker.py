@@ -40,6 +40,7 @@ from typing import Any
 import docker.client
 import docker.errors
 
+from pytest_skilllift.config import option_default
 from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
 from pytest_skilllift.runners.base import Runner, transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env, bundled_claude
@@ -105,7 +106,8 @@ class TaskRunner(DockerRunner):
 
     name = "docker-task"
 
-    def __init__(self, *, network: str = "bridge", client: Any | None = None, week: str = "",
+    def __init__(self, *, network: str = option_default("docker-network"),
+                 client: Any | None = None, week: str = "",
                  inflight: Inflight | None = None, claude: Path | None = None,
                  default_memory_mb: int = 2048, default_cpus: float = 1.0) -> None:
         # Not DockerRunner.__init__: there is no one image; each run names its own.
@@ -145,6 +147,7 @@ class TaskRunner(DockerRunner):
         self.agent_versions: dict[str, str] = {}
         self.cli_version = ""
         self._users: dict[tuple[str, str], _User] = {}
+        self._removals: list[threading.Thread] = []
 
     # -- one run ------------------------------------------------------------------------------
 
@@ -236,9 +239,16 @@ class TaskRunner(DockerRunner):
                 raise
             finally:
                 if container_id is not None:
-                    remove_t0 = time.monotonic()
-                    self._cleanup(container_id, interrupted=interrupted)
-                    timings["remove_s"] = time.monotonic() - remove_t0
+                    if interrupted:
+                        self._cleanup(container_id, interrupted=True)
+                    else:
+                        # Everything the run needs is copied out: the container goes in the
+                        # background (a second or two of the engine's time, not the run's);
+                        # close() waits for every removal.
+                        remover = threading.Thread(target=self._cleanup, args=(container_id,),
+                                                   daemon=True, name="skilllift-remove")
+                        remover.start()
+                        self._removals.append(remover)
         finally:
             for sink in (out, err):
                 if sink is not None:
@@ -263,6 +273,13 @@ class TaskRunner(DockerRunner):
             error=redact(error.encode(), secrets).decode() if error else None,
             runner=self.name, cli_version=transcript_cli_version(run_dir / STDOUT_FILE),
             outage=watch.cause or "")
+
+    def close(self) -> None:
+        """Wait for the containers being removed, then the docker runner's close."""
+        for remover in self._removals:
+            remover.join(60)
+        self._removals.clear()
+        super().close()
 
     def _create(self, spec: RunSpec, cfg: AgentConfig) -> str:
         """The run's container: the image's user and workdir, the task's limits, docker's

@@ -183,11 +183,6 @@ class RunNode(pytest.Collector):
         self.run = run
 
     def collect(self) -> Iterator[pytest.Item]:
-        if self.run.prompt.task is not None:  # a Harbor task: its verifier's tests
-            from pytest_skilllift.plugin.collect.tasks import task_items
-
-            yield from task_items(self, self.run)
-            return
         # Every rubric item of a prompt file requests the same fixtures from the same place:
         # resolve them once per file, not once per item (thousands in a real week).
         # (The invoked item takes the same one fixture, so it shares them too.)

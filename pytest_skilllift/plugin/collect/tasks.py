@@ -16,13 +16,17 @@ import pytest
 
 from pytest_skilllift.model import PromptSpec, RunSpec
 from pytest_skilllift.plugin.collect.invoked import INVOKED, InvokedTest
-from pytest_skilllift.plugin.collect.items import SESSION_KEY, ModelNode
+from pytest_skilllift.plugin.collect.items import (
+    SESSION_KEY,
+    ConditionNode,
+    ModelNode,
+    RunNode,
+)
 from pytest_skilllift.plugin.findings import Finding
 from pytest_skilllift.plugin.hookcalls import HookError
 from pytest_skilllift.report.terminal_text import terminal_safe
 from pytest_skilllift.run.engine import NotStarted
-from pytest_skilllift.run.matrix import keywords_of
-from pytest_skilllift.run.tasks.plan import task_runs
+from pytest_skilllift.run.matrix import keywords_of, task_runs
 from pytest_skilllift.run.tasks.reader import TaskError, load_task
 from pytest_skilllift.run.tasks.record import REWARD_ITEM
 from pytest_skilllift.run.tasks.results import PASSED
@@ -49,14 +53,40 @@ class TaskDir(pytest.Directory):
                                                task=spec.name))
         runs = task_runs(spec, settings)
         for label, model_id in settings.models:
-            yield ModelNode.from_parent(self, name=label, spec=spec, model_id=model_id,
-                                        runs=tuple(r for r in runs if r.model_label == label))
+            yield TaskModelNode.from_parent(
+                self, name=label, spec=spec, model_id=model_id,
+                runs=tuple(r for r in runs if r.model_label == label))
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
                      style: Any = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, TaskError):
             return str(excinfo.value)  # the user's input: file, field and fix only
         return super().repr_failure(excinfo)
+
+
+class TaskModelNode(ModelNode):
+    """One model of a task: a child per arm a task runs (``run/tasks/plan.py``)."""
+
+    def collect(self) -> Iterator[pytest.Collector]:
+        for condition in dict.fromkeys(r.condition for r in self.runs):
+            yield TaskConditionNode.from_parent(
+                self, name=condition, condition=condition,
+                runs=tuple(r for r in self.runs if r.condition == condition))
+
+
+class TaskConditionNode(ConditionNode):
+    """One arm of a task's model: a child per rep."""
+
+    def collect(self) -> Iterator[pytest.Collector]:
+        for run in self.runs:
+            yield TaskRunNode.from_parent(self, name=f"r{run.rep}", run=run)
+
+
+class TaskRunNode(RunNode):
+    """One task run: generated once, verified once, for all its items."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        yield from task_items(self, self.run)
 
 
 def task_items(parent: pytest.Collector, run: RunSpec) -> Iterator[pytest.Item]:

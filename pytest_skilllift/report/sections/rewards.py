@@ -20,7 +20,6 @@ import numpy as np
 from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import cap_note, ci_flag, fmt, md_table, signed, untrusted
-from pytest_skilllift.run.audit import IMPACT_THRESHOLD
 from pytest_skilllift.week.columns import ARMS, NO_SKILL, WITH_SKILL
 from pytest_skilllift.week.files import RUN_STATUSES, STATUS_OK, VERIFIER_ERROR
 
@@ -31,6 +30,9 @@ _NO, _WITH = ARMS.index(NO_SKILL), ARMS.index(WITH_SKILL)
 _VERIFIER_ERROR = RUN_STATUSES.index(VERIFIER_ERROR)
 #: A task run passes when its primary reward reaches this (SkillsBench: binary, 1 = solved).
 PASS_REWARD = 1.0
+#: The SkillsBench audit's per-task rule: a skill helped (hurt) a task when its mean reward
+#: rose (fell) by at least 10 points; anything smaller is a no-op at these trial counts.
+IMPACT_THRESHOLD = 0.10
 MAX_ROWS = 50
 
 
@@ -117,7 +119,7 @@ def build(ctx: Context) -> Data:
     if not np.any(is_task):
         return {"rewards": None}
     ok = is_task & (mf.status == STATUS_OK) & ~np.isnan(reward)
-    n_p, n_m = len(week.prompts), len(week.models)
+    n_p = len(week.prompts)
     errors: list[VerifierError] = []
     ids = mf.run_id.to_pylist() if mf.run_id is not None else [""] * len(reward)
     why = mf.run_error.to_pylist() if mf.run_error is not None else [""] * len(reward)
@@ -159,20 +161,8 @@ def build(ctx: Context) -> Data:
                           "delta": delta, "effect": effect, "trials_no": t_no,
                           "trials_with": t_with})
 
-        def rate(ci: int) -> tuple[float | None, int]:
-            trials, passed = arms[ci][1], arms[ci][2]
-            n = int(trials.sum())
-            return (float(passed.sum() / n) if n else None), n
-
-        def pass_k(ci: int, every: bool) -> float | None:
-            trials, passed = arms[ci][1], arms[ci][2]
-            have = trials > 0
-            if not np.any(have):
-                return None
-            hit = (passed[have] >= trials[have]) if every else (passed[have] > 0)
-            return float(np.mean(hit))
-
-        (rate_no, runs_no), (rate_with, runs_with) = rate(_NO), rate(_WITH)
+        (rate_no, runs_no), (rate_with, runs_with) = (_rate(*arms[_NO][1:3]),
+                                                      _rate(*arms[_WITH][1:3]))
         models[label] = {
             "reward_no": f(stats.nan_mean(no)), "reward_with": f(stats.nan_mean(with_)),
             "reward_lift": f(lift.lift), "reward_lift_se": f(lift.se),
@@ -182,14 +172,31 @@ def build(ctx: Context) -> Data:
             "sign_test": sign.to_json(), "n_tasks": lift.n,
             "pass_rate_no": rate_no, "pass_rate_with": rate_with,
             "runs_no": runs_no, "runs_with": runs_with,
-            "pass_at_k_no": pass_k(_NO, False), "pass_at_k_with": pass_k(_WITH, False),
-            "pass_hat_k_no": pass_k(_NO, True), "pass_hat_k_with": pass_k(_WITH, True),
+            "pass_at_k_no": _pass_k(*arms[_NO][1:3], every=False),
+            "pass_at_k_with": _pass_k(*arms[_WITH][1:3], every=False),
+            "pass_hat_k_no": _pass_k(*arms[_NO][1:3], every=True),
+            "pass_hat_k_with": _pass_k(*arms[_WITH][1:3], every=True),
             "helped": counts["helped"], "hurt": counts["hurt"], "no_op": counts["no-op"],
         }
     return {"rewards": {"models": models, "tasks": tasks, "verifier_errors": errors,
                         "pass_reward": PASS_REWARD, "effect_threshold": IMPACT_THRESHOLD,
                         "rewarded_runs": int(np.count_nonzero(ok)),
                         "task_runs": int(np.count_nonzero(is_task))}}
+
+
+def _rate(trials: np.ndarray, passed: np.ndarray) -> tuple[float | None, int]:
+    """(share of rewarded runs that passed, rewarded runs) of one arm."""
+    n = int(trials.sum())
+    return (float(passed.sum() / n) if n else None), n
+
+
+def _pass_k(trials: np.ndarray, passed: np.ndarray, *, every: bool) -> float | None:
+    """Share of tasks with some rep passing (pass@k) or every rep passing (pass^k)."""
+    have = trials > 0
+    if not np.any(have):
+        return None
+    hit = (passed[have] >= trials[have]) if every else (passed[have] > 0)
+    return float(np.mean(hit))
 
 
 def _pct(x: float | None) -> str:

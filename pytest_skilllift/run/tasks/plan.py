@@ -1,4 +1,4 @@
-"""A task's runs of the week: model × arm × rep, the arms a task can run.
+"""The tasks of the week and the arms a task can run (its runs: ``run.matrix.task_runs``).
 
 A task runs the lift's two arms: ``no-skill`` (its image with ``environment/skills/``
 emptied) and ``with-skill`` (as shipped). The other arms of a session (``with-all``,
@@ -12,23 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_skilllift.config import Settings
-from pytest_skilllift.model import PromptSpec, RunSpec
-from pytest_skilllift.run.engine import make_run_id
+from pytest_skilllift.model import PromptSpec
 from pytest_skilllift.run.tasks.reader import TaskError, load_task, task_dirs
 from pytest_skilllift.week.columns import CONDITIONS
 
 #: The arms a task runs.
 TASK_ARMS: tuple[str, ...] = CONDITIONS
-
-
-def task_runs(prompt: PromptSpec, settings: Settings) -> list[RunSpec]:
-    """One task's runs, model × arm × rep in collection order."""
-    return [RunSpec(prompt=prompt, model_label=label, model_id=model_id, condition=condition,
-                    rep=rep, run_id=make_run_id(prompt.name, label, condition, rep,
-                                                settings.week))
-            for label, model_id in settings.models
-            for condition in settings.conditions if condition in TASK_ARMS
-            for rep in range(1, settings.reps + 1)]
 
 
 def arms_left_out(settings: Settings) -> tuple[str, ...]:

@@ -122,7 +122,8 @@ def load_task(folder: Path, skills_root: Path) -> PromptSpec:
             raise TaskError(toml_path, "metadata.skill",
                             f"names {family!r}, which has no SKILL.md under {skills_root}",
                             "name a family of the skills root (skill_lift_skills)")
-        skill_path, siblings, root = f"{family}/SKILL.md", (), None
+        skill_path, root = f"{family}/SKILL.md", None
+        siblings: tuple[str, ...] = ()
     elif bundled:
         skill_path, siblings = f"{bundled[0]}/SKILL.md", bundled[1:]
         root = environment / SKILLS_DIR

@@ -158,10 +158,10 @@ def _json(path: Path) -> Any:
 
 def task_fields(run_dir: Path, task: TaskSpec, result: VerifierResult) -> dict[str, Any]:
     """The run record's task fields (run.json; the manifest's ``reward``)."""
-    info = _json(run_dir / TASK_FILE)
-    info = info if isinstance(info, dict) else {}
-    artifacts = info.get("artifacts") if isinstance(info.get("artifacts"), dict) else {}
-    timings = info.get("timings") if isinstance(info.get("timings"), dict) else {}
+    raw = _json(run_dir / TASK_FILE)
+    info: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    artifacts: dict[str, Any] = info.get("artifacts") or {}
+    timings: dict[str, Any] = info.get("timings") or {}
     passed = sum(1 for s in result.tests.values() if s == PASSED)
     return {
         "task": task.root.name,
