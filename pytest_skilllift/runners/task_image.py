@@ -9,8 +9,9 @@ Two images per task:
   copies nothing and no agent in the image can list a skill.
 
 To either, one more layer adds the agent CLI (the Claude Code binary bundled on this machine)
-at :data:`TASK_CLAUDE` — ``ADD`` of a local tar, so the build needs no network; the build
-itself runs with ``network_mode="none"``. The tag is
+at :data:`TASK_CLAUDE`: ``COPY --from`` a CLI-only image imported once per binary
+(:func:`cli_image_tag`), so no build streams the 200 MB binary again and none needs a
+network (the build runs with ``network_mode="none"``). The tag is
 ``skilllift-task-<task>:<arm>-<hash>`` where the hash covers every byte of the context that
 arm sees, the Dockerfile and the CLI binary's identity: an unchanged task reuses its image
 across models, reps and sessions (no build at all), a changed one gets a new tag.
@@ -40,8 +41,6 @@ from pytest_skilllift.model import TaskSpec
 
 #: Where the agent CLI is put in a task image (its own directory: nothing of the image moves).
 TASK_CLAUDE = "/opt/skilllift/bin/claude"
-#: The context file holding the CLI layer (removed from the image by ADD's extraction).
-AGENT_LAYER = ".skilllift-agent.tar"
 LABEL_TASK_HASH = "skilllift.task_hash"
 LABEL_TASK = "skilllift.task"
 LABEL_ARM = "skilllift.task_arm"
@@ -106,15 +105,41 @@ def image_tag(task: TaskSpec, with_skills: bool, digest: str) -> str:
     return f"skilllift-task-{name}:{WITH_SKILLS if with_skills else WITHOUT_SKILLS}-{digest}"
 
 
-def _context_tar(task: TaskSpec, with_skills: bool, cli: Path, labels: dict[str, str]) -> Path:
+def cli_image_tag(cli: Path) -> str:
+    """``skilllift-agent-cli:<hash>``: the image holding only the CLI at :data:`TASK_CLAUDE`
+    (imported once per CLI binary; every task image copies it from there)."""
+    st = cli.stat()
+    digest = hashlib.sha256(f"{IMAGE_FORMAT}:{cli.name}:{st.st_size}:{int(st.st_mtime)}"
+                            .encode()).hexdigest()[:16]
+    return f"skilllift-agent-cli:{digest}"
+
+
+#: The stage name the CLI image gets in a task's Dockerfile.
+CLI_STAGE = "skilllift-agent-cli"
+_FROM = re.compile(r"^\s*FROM\s", re.I)
+
+
+def with_cli_stage(dockerfile: str, cli_image: str) -> str:
+    """``dockerfile`` with a first stage ``FROM <cli_image> AS skilllift-agent-cli`` put
+    before its own first ``FROM`` (after its parser directives, comments and global ``ARG``
+    lines, which must stay first): a local image as a stage is never pulled, where ``COPY
+    --from=<image>`` would be."""
+    lines = dockerfile.rstrip("\n").split("\n")
+    first = next((i for i, line in enumerate(lines) if _FROM.match(line)), len(lines))
+    return "\n".join([*lines[:first], f"FROM {cli_image} AS {CLI_STAGE}", *lines[first:]])
+
+
+def _context_tar(task: TaskSpec, with_skills: bool, cli_image: str,
+                 labels: dict[str, str]) -> Path:
     """The build context as a tar file: the environment (skills emptied for no-skill: an
-    empty ``skills/`` stays, so ``COPY skills …`` copies nothing rather than failing), the
-    Dockerfile with the CLI layer appended, and that layer."""
+    empty ``skills/`` stays, so ``COPY skills …`` copies nothing rather than failing) and the
+    Dockerfile with the CLI layer appended (``COPY --from`` the local CLI image)."""
     env = task.environment
     dockerfile = (env / "Dockerfile").read_text(encoding="utf-8")
     label_text = " ".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-    dockerfile = (dockerfile.rstrip("\n") + "\n\n# skilllift: the agent CLI, from this machine "
-                  f"(no network)\nADD {AGENT_LAYER} /\nLABEL {label_text}\n")
+    dockerfile = with_cli_stage(dockerfile, cli_image) + (
+        "\n\n# skilllift: the agent CLI, from this machine (no network)\n"
+        f"COPY --from={CLI_STAGE} /opt/skilllift/ /opt/skilllift/\nLABEL {label_text}\n")
     fd, name = tempfile.mkstemp(prefix="skilllift-task-context-", suffix=".tar")
     os.close(fd)
     out = Path(name)
@@ -132,24 +157,26 @@ def _context_tar(task: TaskSpec, with_skills: bool, cli: Path, labels: dict[str,
             info = tarfile.TarInfo("Dockerfile")
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
-            layer = io.BytesIO()
-            with tarfile.open(fileobj=layer, mode="w") as inner:
-                for d in ("opt", "opt/skilllift", "opt/skilllift/bin"):
-                    dinfo = tarfile.TarInfo(d)
-                    dinfo.type, dinfo.mode = tarfile.DIRTYPE, 0o755
-                    inner.addfile(dinfo)
-                cinfo = inner.gettarinfo(str(cli), arcname=TASK_CLAUDE.lstrip("/"))
-                cinfo.mode, cinfo.uid, cinfo.gid, cinfo.uname, cinfo.gname = \
-                    0o755, 0, 0, "root", "root"
-                with cli.open("rb") as fh:
-                    inner.addfile(cinfo, fh)
-            linfo = tarfile.TarInfo(AGENT_LAYER)
-            linfo.size, linfo.mode = layer.tell(), 0o644
-            layer.seek(0)
-            tar.addfile(linfo, layer)
     except BaseException:
         out.unlink(missing_ok=True)
         raise
+    return out
+
+
+def _cli_rootfs(cli: Path) -> Path:
+    """A tar holding only ``/opt/skilllift/bin/claude`` (for ``docker import``)."""
+    fd, name = tempfile.mkstemp(prefix="skilllift-agent-cli-", suffix=".tar")
+    os.close(fd)
+    out = Path(name)
+    with tarfile.open(out, "w") as tar:
+        for d in ("opt", "opt/skilllift", "opt/skilllift/bin"):
+            dinfo = tarfile.TarInfo(d)
+            dinfo.type, dinfo.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(dinfo)
+        cinfo = tar.gettarinfo(str(cli), arcname=TASK_CLAUDE.lstrip("/"))
+        cinfo.mode, cinfo.uid, cinfo.gid, cinfo.uname, cinfo.gname = 0o755, 0, 0, "root", "root"
+        with cli.open("rb") as fh:
+            tar.addfile(cinfo, fh)
     return out
 
 
@@ -210,7 +237,7 @@ class TaskImages:
         labels = {LABEL_TASK_HASH: digest, LABEL_TASK: task.root.name,
                   LABEL_ARM: WITH_SKILLS if with_skills else WITHOUT_SKILLS}
         self.log(f"building {tag} from {task.environment}")
-        context = _context_tar(task, with_skills, self.cli, labels)
+        context = _context_tar(task, with_skills, self._cli_image(), labels)
         lines: list[str] = []
         try:
             with context.open("rb") as fh:
@@ -233,6 +260,26 @@ class TaskImages:
         img = self.client.images.get(tag)
         self._smoke(task, img)
         return img
+
+    def _cli_image(self) -> str:
+        """The CLI-only image task images copy the CLI from: imported once per binary."""
+        import docker.errors
+        from docker.utils import parse_repository_tag
+
+        tag = cli_image_tag(self.cli)
+        with _build_lock(tag):
+            try:
+                self.client.images.get(tag)
+            except docker.errors.ImageNotFound:
+                rootfs = _cli_rootfs(self.cli)
+                try:
+                    repository, tag_part = parse_repository_tag(tag)
+                    self.client.api.import_image_from_file(str(rootfs), repository=repository,
+                                                           tag=tag_part)
+                finally:
+                    rootfs.unlink(missing_ok=True)
+                self.built.append(tag)
+        return tag
 
     def _smoke(self, task: TaskSpec, img: Any) -> None:
         """``claude --version`` in the new image: a base the CLI cannot run on (no glibc)
