@@ -347,7 +347,7 @@ class WeekMeasures:
         if w.manifest.present and n:
             usable_must = ~np.isnan(w.scores.credit) & (w.scores.type == 0) & (w.scores.run >= 0)
             has_must = np.bincount(w.scores.run[usable_must], minlength=n) > 0
-            self._graded = has_must & (w.manifest.status == STATUS_OK)
+            self._graded = (has_must | w.rewarded()) & (w.manifest.status == STATUS_OK)
             self._valid_run = ((w.manifest.prompt >= 0) & (w.manifest.model >= 0)
                                & (w.manifest.cond >= 0))
             # Completed with-skill runs only (``files.COMPLETED``), as the Activation section

@@ -45,7 +45,7 @@ LABEL_TASK_HASH = "skilllift.task_hash"
 LABEL_TASK = "skilllift.task"
 LABEL_ARM = "skilllift.task_arm"
 #: Bumped when what an image holds changes meaning (its hash then differs).
-IMAGE_FORMAT = "1"
+IMAGE_FORMAT = "2"
 #: The arm names of the two images.
 WITH_SKILLS, WITHOUT_SKILLS = "skills", "noskills"
 

@@ -249,6 +249,14 @@ class Week:
     #: prompt → skill_family (from the manifest; the installed unit).
     prompt_family: dict[str, str] = field(default_factory=dict)
 
+    def rewarded(self) -> np.ndarray:
+        """Per run: a Harbor task run whose verifier gave a reward (graded by it, never by
+        the judge: such a run counts as graded in the coverage and has no scores rows)."""
+        reward = self.manifest.num.get("reward")
+        if reward is None or reward.size != self.n_runs:
+            return np.zeros(self.n_runs, bool)
+        return ~np.isnan(reward)
+
     @property
     def arm_names(self) -> tuple[str, ...]:
         """Each condition code's name as the week writes it: ``model.ARMS`` with the

@@ -78,7 +78,8 @@ def build(ctx: Context) -> Data:
     if week.manifest.present:
         usable_must = ~np.isnan(credit) & (week.scores.type == 0) & (week.scores.run >= 0)
         has_must = np.bincount(week.scores.run[usable_must], minlength=week.n_runs) > 0
-        graded_mask = has_must & (week.manifest.status == STATUS_OK)
+        # A task run is graded by its verifier's reward (report/sections/rewards.py).
+        graded_mask = (has_must | week.rewarded()) & (week.manifest.status == STATUS_OK)
         graded_runs = int(graded_mask.sum())
         drop_rows = np.flatnonzero(~graded_mask)
         ids = week.run_ids(drop_rows.tolist())

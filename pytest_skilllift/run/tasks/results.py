@@ -118,13 +118,13 @@ def read_tests(folder: Path) -> dict[str, str]:
                 break
     out: dict[str, str] = {}
     for name, status in pairs:
-        key = test_key(name)
+        key = verifier_test_key(name)
         if out.get(key, PASSED) == PASSED:  # a failed case fails its test
             out[key] = status
     return out
 
 
-def test_key(name: str) -> str:
+def verifier_test_key(name: str) -> str:
     """``tests/test_outputs.py::test_x[2]`` → ``test_outputs.py::test_x``."""
     head, sep, rest = name.partition("::")
     if not sep:

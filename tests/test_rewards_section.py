@@ -1,0 +1,94 @@
+"""Task rewards in the scorecard: the reward lift with the must lift's statistics, the pass
+rate, per-task helped / hurt, verifier errors named; gates read them; must coverage never
+sees a reward."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_skilllift.report import gates as g
+from pytest_skilllift.report import stats
+from pytest_skilllift.report.gates import measure
+from pytest_skilllift.report.summarize import summarize_week
+
+from .test_weekio import write_week
+
+TASKS = ("t-a", "t-b", "t-c")
+#: (task, condition, rep) → reward; ("t-c", "no-skill", 2) is a verifier error.
+REWARDS = {("t-a", "no-skill"): (0, 0), ("t-a", "with-skill"): (1, 1),
+           ("t-b", "no-skill"): (0, 1), ("t-b", "with-skill"): (1, 1),
+           ("t-c", "no-skill"): (1, None), ("t-c", "with-skill"): (0, 0)}
+
+
+def _reward(run: dict[str, str]) -> str:
+    if run["prompt"] not in TASKS:
+        return ""
+    value = REWARDS[run["prompt"], run["condition"]][int(run["rep"]) - 1]
+    return "" if value is None else f"{value:.1f}"
+
+
+def _status(run: dict[str, str]) -> str:
+    return "verifier_error" if run["prompt"] in TASKS and _reward(run) == "" else "ok"
+
+
+@pytest.fixture(scope="module")
+def week(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_week(
+        tmp_path_factory.mktemp("rewards") / "w", prompts=("p-a", "p-b", *TASKS),
+        manifest_extra={
+            "run_status": _status,
+            "run_error": lambda r: ("the verifier wrote no reward (test.sh exited 2)"
+                                    if _status(r) == "verifier_error" else ""),
+            "task": lambda r: r["prompt"] if r["prompt"] in TASKS else "",
+            "reward": _reward},
+        skip_scores=lambda r: r["prompt"] in TASKS)
+
+
+def test_the_reward_lift_and_its_statistics(week: Path) -> None:
+    summary = summarize_week(week, write=False)
+    rewards = summary.data["rewards"]
+    m = rewards["models"]["sonnet"]
+    # Per task: t-a 0 → 1, t-b 0.5 → 1, t-c 1 → 0 (its errored rep left out, never a zero).
+    assert m["reward_no"] == pytest.approx(0.5) and m["reward_with"] == pytest.approx(2 / 3)
+    assert m["reward_lift"] == pytest.approx((1 + 0.5 - 1) / 3)
+    expected = stats.paired_lift([0.0, 0.5, 1.0], [1.0, 1.0, 0.0])  # type: ignore[arg-type]
+    assert m["reward_lift_se"] == pytest.approx(expected.se)
+    assert m["ci_low"] == pytest.approx(expected.ci_low) and m["n_tasks"] == 3
+    assert m["sign_test"]["wins"] == 2 and m["sign_test"]["losses"] == 1
+    # Pass rate over rewarded runs: no-skill 2 of 5, with-skill 4 of 6.
+    assert (m["pass_rate_no"], m["runs_no"]) == (pytest.approx(0.4), 5)
+    assert (m["pass_rate_with"], m["runs_with"]) == (pytest.approx(4 / 6), 6)
+    assert (m["pass_at_k_no"], m["pass_hat_k_no"]) == (pytest.approx(2 / 3), pytest.approx(1 / 3))
+    assert (m["helped"], m["hurt"], m["no_op"]) == (2, 1, 0)
+    by_task = {t["task"]: t for t in rewards["tasks"]}
+    assert by_task["t-c"]["effect"] == "hurt" and by_task["t-c"]["trials_no"] == 1
+    assert rewards["verifier_errors"] == [{"run_id": "t-c-sonnet-no-skill-r2",
+                                           "reason": "the verifier wrote no reward "
+                                                     "(test.sh exited 2)"}]
+    assert (rewards["rewarded_runs"], rewards["task_runs"]) == (11, 12)
+
+
+def test_must_coverage_never_sees_a_reward(week: Path) -> None:
+    summary = summarize_week(week, write=False)
+    assert summary.data["models"]["sonnet"]["n_prompts"] == 2  # the two prompts only
+    text = summary.markdown
+    assert "## Task rewards" in text and "t-c-sonnet-no-skill-r2" in text
+
+
+def test_reward_gates(week: Path) -> None:
+    summary = summarize_week(week, write=False)
+    report = measure([g.parse_gate("reward_lift>0.1"), g.parse_gate("reward_lift_ci_low>0"),
+                      g.parse_gate("sonnet.with-skill.reward_pass_rate>=0.6")],
+                     summary, 0.5, "w")
+    verdicts = {r.gate.expr: (r.passed, r.measured) for r in report.results}
+    assert verdicts["reward_lift>0.1"] == (True, pytest.approx(1 / 6))
+    assert verdicts["reward_lift_ci_low>0"][0] is False  # one task hurt: not significant
+    assert verdicts["sonnet.with-skill.reward_pass_rate>=0.6"] == (True, pytest.approx(4 / 6))
+
+
+def test_a_week_without_tasks_has_no_rewards_section(tmp_path: Path) -> None:
+    summary = summarize_week(write_week(tmp_path / "w"), write=False)
+    assert summary.data["rewards"] is None
+    assert "Task rewards" not in summary.markdown
