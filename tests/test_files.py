@@ -52,7 +52,8 @@ def test_utc_stamp_is_the_manifest_format() -> None:
 def test_one_status_vocabulary() -> None:
     from pytest_skilllift.week.files import DROP_REASONS
 
-    assert RUN_STATUSES == ("ok", "invalid", "errored", "budget_capped", "timeout", "no_answer")
+    assert RUN_STATUSES == ("ok", "invalid", "errored", "budget_capped", "timeout", "no_answer",
+                            "verifier_error")
     assert set(DROP_REASONS) == set(RUN_STATUSES)
     assert TRANSCRIPT_ORDER == ("invalid", "budget_capped", "errored", "no_answer")
     assert [RUN_STATUSES[c] for c in (files.STATUS_OK, files.STATUS_INVALID,

@@ -66,13 +66,6 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("must_lift_ci_low", "model", -math.inf, 1.0,
            "lower end of the lift's 95% t interval (>0: significantly positive)",
            prompt_scope=False, conditions=()),
-    Metric("reward_lift", "model", -1.0, 1.0, "task reward lift (Harbor tasks' verifier "
-           "reward), with-skill − no-skill, mean over tasks", prompt_scope=False,
-           conditions=()),
-    Metric("reward_lift_ci_low", "model", -math.inf, 1.0, "lower end of the reward lift's "
-           "95% t interval (>0: significantly positive)", prompt_scope=False, conditions=()),
-    Metric("reward_pass_rate", "cell", 0.0, 1.0, "share of a task arm's rewarded runs "
-           "whose reward reaches the pass reward (1)", prompt_scope=False),
     Metric("composite_lift", "model", -1.0, 1.0, "composite lift, with-skill − no-skill",
            conditions=()),
     Metric("must_coverage", "cell", 0.0, 1.0, "share of must items met"),
@@ -101,6 +94,13 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("dormancy_violations", "model", 0.0, math.inf, "should-not trigger queries that "
            "fired the skill (must stay dormant: ==0)", prompt_scope=False, conditions=(),
            integer=True),
+    Metric("reward_lift", "model", -1.0, 1.0, "task reward lift (Harbor tasks' verifier "
+           "reward), with-skill − no-skill, mean over tasks", prompt_scope=False,
+           conditions=()),
+    Metric("reward_lift_ci_low", "model", -math.inf, 1.0, "lower end of the reward lift's "
+           "95% t interval (>0: significantly positive)", prompt_scope=False, conditions=()),
+    Metric("reward_pass_rate", "cell", 0.0, 1.0, "share of a task arm's rewarded runs "
+           "whose reward reaches the pass reward (1)", prompt_scope=False),
 )}
 
 

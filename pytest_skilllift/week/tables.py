@@ -255,7 +255,8 @@ class Week:
         reward = self.manifest.num.get("reward")
         if reward is None or reward.size != self.n_runs:
             return np.zeros(self.n_runs, bool)
-        return ~np.isnan(reward)
+        out: np.ndarray = ~np.isnan(reward)
+        return out
 
     @property
     def arm_names(self) -> tuple[str, ...]:
