@@ -1,7 +1,9 @@
 """A scripted agent that does work: for Harbor task runs, through the CLI's own tools.
 
-When the request offers the ``Write`` tool (a task run: both arms allow the write tools,
-prompt runs do not), the agent works instead of only answering:
+When the instruction names a file by its absolute path (``/app/report.json``: a task's
+instruction says where the work goes) and the request offers the ``Write`` tool, the agent
+works instead of only answering (the CLI lists Write in prompt runs too, where it is not
+allowed; a question that names no file is answered as before):
 
 1. a listed skill that matches the instruction is launched with ``Skill`` (the same choice
    as :func:`~pytest_skilllift.testing.agent_script.best_skill`);
@@ -33,6 +35,8 @@ from pytest_skilllift.testing.agent_script import (
 from pytest_skilllift.testing.replies import Handler, Reply
 
 _BASH_BLOCK = re.compile(r"```(?:bash|sh)\n(.*?)```", re.S)
+#: An absolute file path in the instruction (``/app/sales.csv``): what makes it a task.
+_FILE_PATH = re.compile(r"(?:^|\s)/[\w.-]+(?:/[\w.-]+)*\.\w+")
 _WORKDIR = re.compile(r"[Ww]orking directory: (/\S*)")
 #: The file the no-skill attempt writes (in the working directory).
 ATTEMPT_FILE = "ATTEMPT.md"
@@ -62,13 +66,13 @@ def working_directory(body: dict[str, Any]) -> str:
 
 
 def task_agent(inner: Handler, *, min_score: float = 5.0) -> Handler:
-    """``inner`` for prompt runs; the working agent above when ``Write`` is offered."""
+    """The working agent above for an instruction naming a file; ``inner`` otherwise."""
 
     def agent(body: dict[str, Any]) -> Reply:
         tools = tool_names(body)
-        if "Write" not in tools:
-            return inner(body)
         prompt = user_prompt(body)
+        if "Write" not in tools or not _FILE_PATH.search(prompt):
+            return inner(body)
         loaded = loaded_skills(body)
         if loaded:
             ran = {str(i.get("command", "")).strip() for i in _tool_inputs(body, "Bash")}
