@@ -110,6 +110,12 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
             "after an option is read as a test path when pytest picks the rootdir."
         )
     _check_paths(s)
+    if collect_extra.has_tasks(s) and not config.option.collectonly:
+        from pytest_skilllift.runners.task_docker import engine_problem
+
+        problem = engine_problem()
+        if problem:
+            raise pytest.UsageError(f"--skill-lift: {problem}")
     try:  # gates validated; the week identity computed unless only listing tests
         for warning in state.ci.prepare(identity=not config.option.collectonly):
             config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
@@ -127,7 +133,8 @@ def _controller_setup(config: pytest.Config, state: SkillLiftSession) -> None:
 def _check_paths(s: Settings) -> None:
     """Paths refused once, up front, naming the setting (not once per prompt, not after the
     first run): the skills root, ``--skill-lift-baseline-from``."""
-    if prompts_need_skills(s) and not s.skills_root.is_dir():
+    tasks_only = collect_extra.has_tasks(s) and not any(s.prompts_dir.glob("*.json"))
+    if prompts_need_skills(s) and not s.skills_root.is_dir() and not tasks_only:
         raise pytest.UsageError(
             f"--skill-lift: the skills root {s.skills_root} (skill_lift_skills) does not exist "
             f"(rootdir {s.rootdir}); set skill_lift_skills in your ini file to the directory "

@@ -190,6 +190,30 @@ class SkillLiftRun:
         except (OSError, ValueError):
             return None
 
+    # -- a Harbor task run (run/tasks) ------------------------------------------------------
+    @property
+    def reward(self) -> float | None:
+        """A task run's primary reward from its verifier; None for a prompt run or a run the
+        verifier gave none (``verifier_error``)."""
+        return _num(self.record.get("reward"))
+
+    @property
+    def verifier_tests(self) -> dict[str, str]:
+        """A task run's verifier tests → outcome (``passed`` / ``failed`` / ``skipped``)."""
+        tests = self.record.get("verifier_tests")
+        return {str(k): str(v) for k, v in tests.items()} if isinstance(tests, dict) else {}
+
+    @property
+    def artifacts(self) -> dict[str, Path]:
+        """A task run's saved work: each file the agent created or changed in the workdir
+        (relative path → its copy in the run folder); empty for prompt runs. What the caps
+        cut is listed in the run folder's ``task.json``."""
+        root = self.week_dir / self.run_id / "artifacts"
+        if not root.is_dir():
+            return {}
+        return {p.relative_to(root).as_posix(): p for p in sorted(root.rglob("*"))
+                if p.is_file() and not p.is_symlink()}
+
     @property
     def verdicts(self) -> dict[str, str]:
         """Item key → verdict (``{"must-1": "met", "avoid-1": "clean"}``)."""

@@ -41,7 +41,7 @@ import docker.client
 import docker.errors
 
 from pytest_skilllift.config import option_default
-from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
+from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, RunOutcome, RunSpec
 from pytest_skilllift.runners.base import Runner, transcript_cli_version
 from pytest_skilllift.runners.claude import build_argv, build_env, bundled_claude
 from pytest_skilllift.runners.docker import (
@@ -82,6 +82,21 @@ MAX_VERIFIER_FILE = 1024 * 1024
 #: Paths whose changes are the harness's or the CLI's own, never the agent's work.
 _NOT_WORK = ("/proc", "/dev", "/sys", "/tmp", "/run", "/logs", "/tests", "/opt/skilllift",
              "/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/var/tmp")
+
+
+def engine_problem() -> str | None:
+    """Why tasks cannot run here (no Docker engine answers), or None."""
+    try:
+        client = docker.client.from_env()
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except docker.errors.DockerException as exc:
+        return (f"Harbor tasks run in docker and no Docker engine answers ({exc}); start one "
+                "(`docker info` should answer), or point skill_lift_tasks elsewhere "
+                "(docs/tasks.md)")
+    return None
 
 
 def task_tools(allowed: tuple[str, ...]) -> tuple[str, ...]:
@@ -175,6 +190,9 @@ class TaskRunner(DockerRunner):
             self.inflight.check_not_stopping()
         try:
             try:
+                if spec.agent != CLAUDE_CODE:
+                    raise _Failed(f"tasks run Claude Code only (the label names {spec.agent}); "
+                                  "run the other agents on prompts (docs/tasks.md)")
                 try:
                     image = self.images.get(task, spec.with_skill)
                 except TaskImageError as exc:

@@ -49,8 +49,7 @@ class TaskDir(pytest.Directory):
             spec = load_task(self.path, settings.skills_root)
         family, leaf = keywords_of(spec)
         self.extra_keyword_matches.update((family, leaf, spec.name))
-        self.add_marker(pytest.mark.skill_lift(family=family, skill=leaf, prompt=spec.name,
-                                               task=spec.name))
+        self.add_marker(pytest.mark.skill_lift(family=family, skill=leaf, prompt=spec.name))
         runs = task_runs(spec, settings)
         for label, model_id in settings.models:
             yield TaskModelNode.from_parent(
