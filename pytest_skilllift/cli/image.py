@@ -59,6 +59,16 @@ def add_parser(subparsers: Any) -> None:
     add.add_argument("--tag", required=True, metavar="TAG", help="the new image's tag")
     add.set_defaults(func=_add_agents)
 
+    base = image_sub.add_parser(
+        "task-base", help="build the base image Harbor task Dockerfiles can start FROM offline",
+        description="Build a base image for Harbor tasks (docs/tasks.md) from this machine's "
+                    "Debian packages, with no registry: busybox, bash, python3 and pytest "
+                    "(apt-get install python3-pytest busybox-static). The demo's tasks build "
+                    "FROM it.")
+    base.add_argument("--tag", default=None, metavar="TAG",
+                      help="the image's tag (default: skilllift-task-base:local)")
+    base.set_defaults(func=_task_base)
+
     check = image_sub.add_parser("check", help="print an image's CLI version vs the pinned one")
     check.add_argument("--tag", required=True, metavar="TAG",
                        help="the image to check, e.g. skilllift:local")
@@ -125,6 +135,21 @@ def _add_agents(args: argparse.Namespace) -> int:
         return 1
     print(f"built {args.tag} from {args.base}: "
           + ", ".join(f"{a} {v}" for a, v in versions.items()))
+    return 0
+
+
+def _task_base(args: argparse.Namespace) -> int:
+    import docker.errors
+
+    from pytest_skilllift.runners.task_base import TASK_BASE_TAG, build_task_base
+
+    tag = args.tag or TASK_BASE_TAG
+    try:
+        seconds = build_task_base(_client(), tag, log=lambda line: print(line, file=sys.stderr))
+    except (ImageBuildError, docker.errors.DockerException, OSError) as exc:
+        print(f"skilllift image task-base: {exc}", file=sys.stderr)
+        return 1
+    print(f"built {tag} in {seconds:.1f}s")
     return 0
 
 
