@@ -404,13 +404,12 @@ class TaskRunner(DockerRunner):
         assert task is not None
         out_dir = run_dir / VERIFIER_DIR
         out_dir.mkdir(parents=True, exist_ok=True)
-        prep = self.client.api.exec_create(container_id, ["mkdir", "-p", "/logs/verifier",
-                                                          "/logs/agent"], user="0")["Id"]
-        self.client.api.exec_start(prep)
         if not self.client.api.put_archive(container_id, "/", _tests_archive(task.tests_dir)):
             raise _Failed("put_archive of tests/ into /tests failed")
         limit = max(1, math.ceil(task.verifier_timeout_s))
-        script = f"exec timeout -s KILL {limit} bash /tests/test.sh"
+        # Harbor's verifiers write under /logs/verifier: made here, in the same exec.
+        script = ("mkdir -p /logs/verifier /logs/agent && "
+                  f"exec timeout -s KILL {limit} bash /tests/test.sh")
         exec_id = self.client.api.exec_create(
             container_id, ["sh", "-c", script], user="0", workdir=self.workdir,
             environment=dict(task.verifier_env), stdout=True, stderr=True)["Id"]

@@ -24,6 +24,7 @@ which every glibc-based image has; on an image without it the smoke check (``cla
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import io
@@ -227,7 +228,8 @@ class TaskImages:
         config = img.attrs.get("Config") or {}
         image = TaskImage(tag=tag, image_id=img.id, user=str(config.get("User") or ""),
                           workdir=str(config.get("WorkingDir") or "/"), build_s=build_s)
-        self._known[tag] = image
+        # Later runs of this process find it built: no build time of theirs.
+        self._known[tag] = dataclasses.replace(image, build_s=0.0)
         return image
 
     def _build(self, task: TaskSpec, with_skills: bool, tag: str) -> Any:
