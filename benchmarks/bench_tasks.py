@@ -21,6 +21,7 @@ background (timed at the session's close). Prints a Markdown table. Needs a Dock
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -95,10 +96,8 @@ def main() -> int:
         for with_skills in (True, False):
             tag = image_tag(task, with_skills, context_hash(task, with_skills, cli))
             for name in (tag, cli_image_tag(cli)):
-                try:
+                with contextlib.suppress(docker.errors.ImageNotFound):
                     client.images.remove(name, force=True)
-                except docker.errors.ImageNotFound:
-                    pass
     server = StandIn(agent=task_agent(skill_agent))
     server.start()
     try:
