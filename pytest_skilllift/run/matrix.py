@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.config import Settings
-from pytest_skilllift.model import ARMS, WITH_ALL, WITH_REF, WITH_REF_PREFIX, PromptSpec, RunSpec
+from pytest_skilllift.model import (
+    ARMS,
+    CLAUDE_CODE,
+    WITH_ALL,
+    WITH_REF,
+    WITH_REF_PREFIX,
+    PromptSpec,
+    RunSpec,
+    split_agent,
+)
 from pytest_skilllift.run.arms import arm_prompt
 from pytest_skilllift.run.engine import make_run_id
 from pytest_skilllift.run.prompt_names import check_unique, declared_names, prompt_files
@@ -141,8 +150,11 @@ def task_runs(prompt: PromptSpec, settings: Settings) -> list[RunSpec]:
     from pytest_skilllift.run.tasks.plan import TASK_ARMS
 
     arms = tuple(c for c in settings.conditions if c in TASK_ARMS)
-    return prompt_runs(prompt, dataclasses.replace(settings, conditions=arms), families=(),
-                       revision_root=None)
+    # Tasks run Claude Code (the CLI layered into the task's image); other agents' labels
+    # run the prompts only (docs/tasks.md).
+    models = tuple(m for m in settings.models if split_agent(m[1])[0] == CLAUDE_CODE)
+    return prompt_runs(prompt, dataclasses.replace(settings, conditions=arms, models=models),
+                       families=(), revision_root=None)
 
 
 def _patterns(key: str, value: Any) -> tuple[str, ...]:

@@ -186,6 +186,7 @@ class TaskRunner(DockerRunner):
         watch = watch_for(spec.agent, spec.model_id, build_env(cfg, home="/root"))
         secrets: list[bytes] = []
         out = err = None
+        invalid_install = False
         if self.inflight is not None:
             self.inflight.check_not_stopping()
         try:
@@ -193,6 +194,12 @@ class TaskRunner(DockerRunner):
                 if spec.agent != CLAUDE_CODE:
                     raise _Failed(f"tasks run Claude Code only (the label names {spec.agent}); "
                                   "run the other agents on prompts (docs/tasks.md)")
+                if spec.with_skill and spec.prompt.skills_root is None:
+                    # A family of the project's skills root: the install rules of prompts.
+                    refused = self._install_error(spec, cfg)
+                    if refused:
+                        invalid_install = True
+                        raise _Failed(refused)
                 try:
                     image = self.images.get(task, spec.with_skill)
                 except TaskImageError as exc:
@@ -290,7 +297,7 @@ class TaskRunner(DockerRunner):
             wall_ms=int(wall * 1000), timed_out=timed_out,
             error=redact(error.encode(), secrets).decode() if error else None,
             runner=self.name, cli_version=transcript_cli_version(run_dir / STDOUT_FILE),
-            outage=watch.cause or "")
+            invalid_install=invalid_install, outage=watch.cause or "")
 
     def close(self) -> None:
         """Wait for the containers being removed, then the docker runner's close."""
