@@ -92,3 +92,15 @@ def test_a_week_without_tasks_has_no_rewards_section(tmp_path: Path) -> None:
     summary = summarize_week(write_week(tmp_path / "w"), write=False)
     assert summary.data["rewards"] is None
     assert "Task rewards" not in summary.markdown
+
+
+def test_a_week_of_tasks_only_names_no_missing_scores(tmp_path: Path) -> None:
+    week = write_week(
+        tmp_path / "w", prompts=TASKS,
+        manifest_extra={"run_status": _status, "run_error": lambda r: "", "task": lambda r: "",
+                        "reward": _reward},
+        skip_scores=lambda r: True)
+    summary = summarize_week(week, write=False)
+    assert not [p for p in summary.problems if "scores.csv" in p], summary.problems
+    assert summary.data["rewards"]["models"]["sonnet"]["n_tasks"] == 3
+    assert summary.data["coverage"]["graded_runs"] == 11

@@ -129,8 +129,10 @@ class Context:
                 # An A/A or with-all week has no with-skill arm by design: its own sections say so.
                 # A version comparison (with-skill and with-skill@REF) needs no no-skill arm.
                 versions_only = c == 0 and {1, ARMS.index(WITH_REF)} <= present_conds
+                # A week of Harbor tasks only has no scores rows: its rewards are the lift.
+                tasks_only = not present_conds and bool(week.rewarded().any())
                 if c not in present_conds and (c == 0 or present_conds <= {0, 1}) and not (
-                        versions_only):
+                        versions_only or tasks_only):
                     problems.append(Problem(
                         "scores.csv", f"no {CONDITIONS[c]} rows at all: this week has one arm "
                         "only, so no lift can be computed (the other arm's cells are shown)",
