@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_skilllift.model import PromptSpec, RunSpec
+from pytest_skilllift.model import WITH_SKILL, PromptSpec, RunSpec
 from pytest_skilllift.plugin.collect.invoked import INVOKED, InvokedTest
 from pytest_skilllift.plugin.collect.items import (
     SESSION_KEY,
@@ -30,7 +30,6 @@ from pytest_skilllift.run.matrix import keywords_of, task_runs
 from pytest_skilllift.run.tasks.reader import TaskError, load_task
 from pytest_skilllift.run.tasks.record import REWARD_ITEM
 from pytest_skilllift.run.tasks.results import PASSED
-from pytest_skilllift.week.columns import WITH_SKILL
 from pytest_skilllift.week.files import OK
 
 if TYPE_CHECKING:

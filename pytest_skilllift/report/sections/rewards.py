@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from pytest_skilllift.model import ARMS, NO_SKILL, WITH_SKILL
 from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import cap_note, ci_flag, fmt, md_table, signed, untrusted
-from pytest_skilllift.week.columns import ARMS, NO_SKILL, WITH_SKILL
 from pytest_skilllift.week.files import RUN_STATUSES, STATUS_OK, VERIFIER_ERROR
 
 if TYPE_CHECKING:

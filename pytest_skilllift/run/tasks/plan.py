@@ -12,9 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_skilllift.config import Settings
-from pytest_skilllift.model import PromptSpec
+from pytest_skilllift.model import CONDITIONS, PromptSpec
 from pytest_skilllift.run.tasks.reader import TaskError, load_task, task_dirs
-from pytest_skilllift.week.columns import CONDITIONS
 
 #: The arms a task runs.
 TASK_ARMS: tuple[str, ...] = CONDITIONS
