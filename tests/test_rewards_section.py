@@ -75,6 +75,14 @@ def test_must_coverage_never_sees_a_reward(week: Path) -> None:
     assert summary.data["models"]["sonnet"]["n_prompts"] == 2  # the two prompts only
     text = summary.markdown
     assert "## Task rewards" in text and "t-c-sonnet-no-skill-r2" in text
+    # both headlines in the terminal, each on its own table
+    lines = summary.terminal_lines()
+    must = next(i for i, ln in enumerate(lines) if ln.startswith("skill lift (must_coverage"))
+    reward = next(i for i, ln in enumerate(lines) if ln.startswith("task reward lift"))
+    assert must < reward
+    assert any("sonnet" in ln and "0.500 → 0.667" in ln and "+0.167" in ln
+               for ln in lines[reward:])
+    assert "reward lift sonnet +0.167 ± " in summary.closing_line()
 
 
 def test_reward_gates(week: Path) -> None:

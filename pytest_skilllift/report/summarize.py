@@ -83,6 +83,9 @@ class Summary:
         from pytest_skilllift.report.sections.noise import terminal_lines as arm_lines
 
         lines += arm_lines(self.data)  # the A/A and with-all arms, when the week has them
+        from pytest_skilllift.report.sections.rewards import terminal_lines as reward_lines
+
+        lines += reward_lines(self.data)  # Harbor tasks' headline, never mixed into must's
         from pytest_skilllift.report.sections.judge_audit import terminal_lines as judge_lines
 
         lines += judge_lines(self.data.get("judge"))  # type: ignore[arg-type]
@@ -110,6 +113,11 @@ class Summary:
         parts = [f"lift {lifts}",
                  f"{cov.get('graded_runs', 0)} of {cov.get('total_runs', 0)} runs graded"
                  ] if cov.get("total_runs") else ["no lift runs in this week"]
+        from pytest_skilllift.report.sections.rewards import closing_part
+
+        rewards = closing_part(self.data)
+        if rewards:
+            parts.insert(1, rewards)
         parts += [f"scorecard: {p}" for p in self.written if p.name == SCORECARD_MD]
         return " · ".join(parts)
 

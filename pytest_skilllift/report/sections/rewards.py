@@ -13,7 +13,8 @@ a week with prompts and tasks shows both headlines side by side.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -197,6 +198,40 @@ def _pass_k(trials: np.ndarray, passed: np.ndarray, *, every: bool) -> float | N
         return None
     hit = (passed[have] >= trials[have]) if every else (passed[have] > 0)
     return float(np.mean(hit))
+
+
+def terminal_lines(card: Mapping[str, Any]) -> list[str]:
+    """The task-reward headline for the terminal summary (nothing for a week of prompts)."""
+    data = card.get("rewards")
+    if not data or not data.get("models"):
+        return []
+    rows = [("model", "reward no → with", "lift ± SE", "95% CI ≠ 0?", "pass no → with",
+             "n tasks")]
+    for label, m in data["models"].items():
+        se = fmt(m["reward_lift_se"]) if m["reward_lift_se"] is not None else "n/a"
+        rows.append((label, f"{fmt(m['reward_no'])} → {fmt(m['reward_with'])}",
+                     f"{signed(m['reward_lift'])} ± {se}",
+                     ci_flag({"ci_excludes_zero": m["ci_excludes_zero"],
+                              "n_prompts": m["n_tasks"]}),
+                     f"{_pct(m['pass_rate_no'])} → {_pct(m['pass_rate_with'])}",
+                     str(m["n_tasks"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["task reward lift (verifier reward, with-skill − no-skill):"]
+    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+              for r in rows]
+    lines.append(f"  rewarded {data['rewarded_runs']} of {data['task_runs']} task runs; "
+                 f"verifier errors {len(data['verifier_errors'])}")
+    return lines
+
+
+def closing_part(card: Mapping[str, Any]) -> str:
+    """``reward lift sonnet +1.000 ± 0.000`` for the session's last line ("" without tasks)."""
+    data = card.get("rewards") or {}
+    lifts = [f"{label} {signed(m['reward_lift'])}"
+             + (f" ± {fmt(m['reward_lift_se'])}" if m["reward_lift_se"] is not None else "")
+             for label, m in (data.get("models") or {}).items()
+             if m.get("reward_lift") is not None]
+    return f"reward lift {', '.join(lifts)}" if lifts else ""
 
 
 def _pct(x: float | None) -> str:
