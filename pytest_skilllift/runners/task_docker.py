@@ -215,7 +215,7 @@ class TaskRunner(DockerRunner):
                     cfg, timeout_s=task.agent_timeout_s + task.verifier_timeout_s + 60)
                 container_id = self._create(spec, keeper)
                 self.client.api.start(container_id)
-                user = self._user(container_id, image.image_id, image.user)
+                user = self._user(container_id, image.image_id, image.user, image.home)
                 self.home = user.home
                 info["home"] = user.home
                 env = self._env(cfg)
@@ -331,9 +331,12 @@ class TaskRunner(DockerRunner):
                 self._tokens[container_id] = self.inflight.add(spec.run_id, container=name)
         return container_id
 
-    def _user(self, container_id: str, image_id: str, user: str) -> _User:
-        """The image user's HOME, uid and gid (asked once per image)."""
+    def _user(self, container_id: str, image_id: str, user: str, home: str = "") -> _User:
+        """The image user's HOME, uid and gid (asked once per image; root needs no asking:
+        uid 0, its HOME the image's ``ENV HOME`` or ``/root``)."""
         key = (image_id, user)
+        if user in ("", "root", "0", "0:0", "root:root"):
+            return _User(home or "/root", 0, 0)
         if key not in self._users:
             exec_id = self.client.api.exec_create(
                 container_id, ["sh", "-c", 'echo "${HOME:-/root}"; id -u; id -g'],

@@ -66,6 +66,8 @@ class TaskImage:
     workdir: str
     #: Seconds this process spent building it (0.0: it existed already).
     build_s: float
+    #: ``HOME`` as the image's ``ENV`` sets it ("" when it does not).
+    home: str = ""
 
 
 def _files(root: Path, *, skip_skills: bool) -> Iterator[tuple[str, Path]]:
@@ -226,8 +228,10 @@ class TaskImages:
                 build_s = time.monotonic() - started
                 self.built.append(tag)
         config = img.attrs.get("Config") or {}
+        env = dict(str(e).partition("=")[::2] for e in config.get("Env") or [])
         image = TaskImage(tag=tag, image_id=img.id, user=str(config.get("User") or ""),
-                          workdir=str(config.get("WorkingDir") or "/"), build_s=build_s)
+                          workdir=str(config.get("WorkingDir") or "/"), build_s=build_s,
+                          home=env.get("HOME", ""))
         # Later runs of this process find it built: no build time of theirs.
         self._known[tag] = dataclasses.replace(image, build_s=0.0)
         return image
