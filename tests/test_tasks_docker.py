@@ -73,6 +73,15 @@ def make_project(pytester: pytest.Pytester) -> Path:
     shutil.copytree(DEMO_TASKS / "sales-report", broken)
     (broken / "tests" / "test.sh").write_text(
         "#!/bin/bash\necho 'verifier crashed before scoring' >&2\nexit 3\n")
+    # …and its image runs the agent as a user of its own, with that user's HOME and workdir.
+    (broken / "environment" / "Dockerfile").write_text(
+        "FROM skilllift-task-base:local\n"
+        "RUN echo 'worker:x:1000:1000::/home/worker:/bin/bash' >> /etc/passwd && "
+        "echo 'worker:x:1000:' >> /etc/group && mkdir -p /home/worker/app && "
+        "chown -R 1000:1000 /home/worker\n"
+        "COPY data/sales.csv /home/worker/app/sales.csv\n"
+        "COPY --chown=worker:worker skills /home/worker/.claude/skills\n"
+        "USER worker\nWORKDIR /home/worker/app\n")
     pytester.makeini("[pytest]\nskill_lift_models = sonnet=claude-sonnet-4-5\n"
                      "skill_lift_reps = 1\nskill_lift_out = week\n")
     return root
@@ -113,6 +122,11 @@ def test_a_week_of_prompts_and_tasks_in_docker(pytester: pytest.Pytester,
     assert "wrote no reward" in record["run_error"] and "exited 3" in record["run_error"]
     assert "verifier crashed before scoring" in (broken.parent / "verifier" / "output.txt"
                                                 ).read_text()
+    worker = week / "broken-verifier-sonnet-with-skill-r1-week"
+    assert load(worker / "run.json")["skill_available"] == 1  # found in the user's own HOME
+    info = load(worker / "task.json")
+    assert (info["user"], info["home"], info["workdir"]) == ("worker", "/home/worker",
+                                                             "/home/worker/app")
     # -- the numbers: both headlines, the reward lift exactly what the script implies --------
     card = load(week / "scorecard.json")
     rewards = card["rewards"]["models"]["sonnet"]

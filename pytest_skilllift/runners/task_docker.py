@@ -339,7 +339,9 @@ class TaskRunner(DockerRunner):
             return _User(home or "/root", 0, 0)
         if key not in self._users:
             exec_id = self.client.api.exec_create(
-                container_id, ["sh", "-c", 'echo "${HOME:-/root}"; id -u; id -g'],
+                # The user's own HOME (its passwd entry): an ENV HOME a base image set for
+                # root would otherwise follow the image's USER into another account.
+                container_id, ["sh", "-c", _USER_SCRIPT],
                 user=user, stderr=False)["Id"]
             lines = self.client.api.exec_start(exec_id).decode("utf-8", "replace").split()
             try:
@@ -485,6 +487,10 @@ class TaskRunner(DockerRunner):
                 target.write_bytes(fh.read())
                 saved.append(rel)
         return {"logs": sorted(saved), "logs_cut": cut}
+
+
+_USER_SCRIPT = ('h=$(awk -F: -v u="$(id -u)" \'$3 == u {print $6; exit}\' /etc/passwd '
+                '2>/dev/null); echo "${h:-${HOME:-/}}"; id -u; id -g')
 
 
 class _Failed(Exception):
