@@ -338,12 +338,18 @@ class TaskRunner(DockerRunner):
         if user in ("", "root", "0", "0:0", "root:root"):
             return _User(home or "/root", 0, 0)
         if key not in self._users:
-            exec_id = self.client.api.exec_create(
-                # The user's own HOME (its passwd entry): an ENV HOME a base image set for
-                # root would otherwise follow the image's USER into another account.
-                container_id, ["sh", "-c", _USER_SCRIPT],
-                user=user, stderr=False)["Id"]
-            lines = self.client.api.exec_start(exec_id).decode("utf-8", "replace").split()
+            lines: list[str] = []
+            # Under load an exec right after start has come back empty: asked up to 3 times.
+            for attempt in range(3):
+                exec_id = self.client.api.exec_create(
+                    # The user's own HOME (its passwd entry): an ENV HOME a base image set for
+                    # root would otherwise follow the image's USER into another account.
+                    container_id, ["sh", "-c", _USER_SCRIPT],
+                    user=user, stderr=False)["Id"]
+                lines = self.client.api.exec_start(exec_id).decode("utf-8", "replace").split()
+                if len(lines) >= 3:
+                    break
+                time.sleep(0.2 * (attempt + 1))
             try:
                 self._users[key] = _User(lines[0], int(lines[1]), int(lines[2]))
             except (IndexError, ValueError):
