@@ -36,6 +36,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.cli.export",  # export (skill-creator layout)
     "pytest_skilllift.cli.view",  # view (the offline HTML site, labelling)
     "pytest_skilllift.cli.plan",  # plan (the runs and their price, before the run)
+    "pytest_skilllift.cli.tasks",  # tasks check (Harbor tasks: lint, oracle, no-op)
 )
 
 
