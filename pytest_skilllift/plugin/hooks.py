@@ -320,21 +320,26 @@ class ControllerPlugin:
         if self._collected_nodes == 1:  # under xdist the controller collects nothing itself
             tr = node.config.pluginmanager.get_plugin("terminalreporter")
             if tr is not None:
-                tr.write_line(self._evals_line())
+                for line in self._evals_lines():
+                    tr.write_line(line)
         if self._collected_nodes >= _worker_count(node.config):
             self.state.warm_judge()
 
     def pytest_report_collectionfinish(self) -> list[str]:
-        """After "collected N items": the lint of the eval files, in one line."""
-        return [self._evals_line()]
+        """After "collected N items": the lint of the eval files, in one line, and the static
+        check of the Harbor tasks when the project has some (``skilllift tasks check``)."""
+        return self._evals_lines()
 
-    def _evals_line(self) -> str:
+    def _evals_lines(self) -> list[str]:
         s = self.state.settings
         from pytest_skilllift.lint.evals import session_line
+        from pytest_skilllift.run.tasks.check import session_line as tasks_line
 
-        return session_line(prompts_dir=s.prompts_dir, skills_root=s.skills_root,
-                            triggers_dir=s.triggers_dir, rootdir=s.rootdir, site=s.site,
-                            skill_creator=s.skill_creator_evals is not False)
+        lines = [session_line(prompts_dir=s.prompts_dir, skills_root=s.skills_root,
+                              triggers_dir=s.triggers_dir, rootdir=s.rootdir, site=s.site,
+                              skill_creator=s.skill_creator_evals is not False)]
+        tasks = tasks_line(s.tasks_dir, s.skills_root)
+        return [*lines, *([tasks] if tasks else [])]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
