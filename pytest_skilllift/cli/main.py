@@ -37,6 +37,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pytest_skilllift.cli.view",  # view (the offline HTML site, labelling)
     "pytest_skilllift.cli.plan",  # plan (the runs and their price, before the run)
     "pytest_skilllift.cli.tasks",  # tasks check (Harbor tasks: lint, oracle, no-op)
+    "pytest_skilllift.cli.import_runs",  # import harbor (Harbor job directories → a week)
 )
 
 
