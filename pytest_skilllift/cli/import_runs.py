@@ -27,7 +27,8 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "import", help="read another harness's results into a week directory (import harbor)",
         description="Read results this tool did not run into a week directory.")
-    sub = p.add_subparsers(dest="import_command", metavar="SOURCE")
+    sub = p.add_subparsers(dest="import_command", metavar="SOURCE",
+                           help="where the results come from")
     h = sub.add_parser(
         "harbor", help="Harbor job directories (SkillsBench runs) → a week directory",
         description="Read Harbor job directories (one trial directory per task × agent/model "

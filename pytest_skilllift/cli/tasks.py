@@ -32,7 +32,8 @@ def add_parser(subparsers: Any) -> None:
         "tasks", help="Harbor tasks: check a task's verifier and solution before paying for "
         "runs (tasks check)",
         description="Commands on Harbor task directories (docs/tasks.md).")
-    sub = p.add_subparsers(dest="tasks_command", metavar="SUBCOMMAND")
+    sub = p.add_subparsers(dest="tasks_command", metavar="SUBCOMMAND",
+                           help="what to do with the tasks")
     c = sub.add_parser(
         "check", help="lint each task, then run its oracle and no-op in docker (no agent)",
         description="Per task: the static lint (instruction naming a skill of the task, "
