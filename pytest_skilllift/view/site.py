@@ -205,8 +205,9 @@ def build_site(week_dir: Path, out: Path | None = None, *,
         name = page_name(prompt)
         pages[prompt] = f"{PROMPTS_DIR}/{name}"
         data["week"] = label
+        kind = str(data.pop("kind", "prompt"))  # "task": a Harbor task's page
         _write_page(out / PROMPTS_DIR / name,
-                    page_html("prompt", f"{prompt} — week {label}", data, "../", csp=csp))
+                    page_html(kind, f"{prompt} — week {label}", data, "../", csp=csp))
     from pytest_skilllift.view.gates import gate_results
 
     index = overview(card, week_dir, pages)

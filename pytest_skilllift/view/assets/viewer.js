@@ -442,6 +442,86 @@
     });
   }
 
+  // ------------------------------------------------------------------ a Harbor task
+  /* The verifier's tests × runs (no-skill and with-skill of each rep side by side), and per
+   * run its reward, the files it made (text capped, binaries named with their size), the
+   * verifier's output and its trajectory. Every name and content is text. */
+  function bytes(n) { return isNum(n) ? (n >= 1024 ? (n / 1024).toFixed(1) + " KiB" : n + " B") : "n/a"; }
+  function taskRunPanel(run) {
+    var panel = el("div", { "class": "answer task-run", "data-run-id": run.run_id,
+                            "data-condition": run.condition, "data-rep": run.rep });
+    add(panel, el("h3", null, run.condition + " r" + run.rep));
+    add(panel, kv([["reward", isNum(run.reward) ? String(run.reward) : "none"], ["status", run.status],
+                   ["why", run.error], ["audit", run.invocation], ["run", run.run_id]]));
+    var art = run.artifacts || { files: [], left_out: [] };
+    var files = el("div", { "class": "artifacts" }, el("h4", null, "Files the agent made or changed (" + art.files.length + ")"));
+    art.files.forEach(function (f) {
+      var head = el("p", { "class": "artifact-head" }, el("code", { "class": "artifact-path" }, f.path), " ",
+        el("span", { "class": "artifact-size" }, bytes(f.bytes)), f.binary ? el("span", { "class": "tag" }, "binary") : null);
+      var item = el("div", { "class": "artifact", "data-path": f.path, "data-bytes": f.bytes, "data-binary": f.binary ? "1" : "0" }, head);
+      if (!f.binary) {
+        add(item, el("pre", { "class": "artifact-text" }, f.text));
+        if (f.cut_bytes) add(item, el("p", { "class": "note" }, f.cut_bytes + " more bytes not shown"));
+      }
+      add(files, item);
+    });
+    (art.left_out || []).forEach(function (f) {
+      add(files, el("p", { "class": "note left-out", "data-path": f.path }, "not shown: ", el("code", null, f.path), " — " + f.why));
+    });
+    add(panel, files);
+    var out = el("div", { "class": "verifier-output" }, el("h4", null, "Verifier output"));
+    if (run.verifier_output === null || run.verifier_output === undefined) add(out, el("p", { "class": "note" }, "no verifier/output.txt"));
+    else add(out, el("pre", { "class": "verifier-text" }, run.verifier_output));
+    if (run.verifier_output_cut) add(out, el("p", { "class": "note" }, run.verifier_output_cut + " more bytes not shown"));
+    add(panel, out);
+    add(panel, trajectoryNode(run));
+    return panel;
+  }
+
+  function taskPage(d) {
+    app.appendChild(el("h1", null, d.prompt));
+    var top = section("Instruction", "task-instruction");
+    add(top, kv([["skill family", d.family], ["week", d.week]]));
+    add(top, d.instruction === null || d.instruction === undefined ? el("p", { "class": "note" }, d.instruction_note)
+      : el("pre", { "class": "prompt-text" }, d.instruction));
+    if ((d.rewards || []).length) {
+      add(top, table([col("model", "model"), col("no-skill", "reward_no", f3, true),
+        col("with-skill", "reward_with", f3, true), col("Δ", "delta", signed, true), col("effect", "effect"),
+        col("trials no", "trials_no", null, true), col("trials with", "trials_with", null, true)], d.rewards,
+        { "class": "sortable", id: "task-rewards" }));
+    }
+    (d.models || []).forEach(function (block) {
+      var s = section(block.model, "model-" + block.model.replace(/[^A-Za-z0-9_-]/g, "_"));
+      s.setAttribute("data-model", block.model);
+      var grid = el("table", { "class": "grid task-grid" });
+      var hr = el("tr", null, el("th", { scope: "col" }, "verifier test"));
+      block.columns.forEach(function (c, ci) {
+        hr.appendChild(el("th", { scope: "col", "data-col": ci, "data-run-id": c.run_id },
+          el("span", { "class": "run-head" }, c.condition + " r" + c.rep), " ",
+          el("span", { "class": "reward", "data-reward": isNum(c.reward) ? c.reward : "" }, isNum(c.reward) ? "reward " + c.reward : "no reward"),
+          c.status && c.status !== "ok" ? el("span", { "class": "tag error" }, c.status) : null));
+      });
+      grid.appendChild(el("thead", null, hr));
+      var tb = el("tbody");
+      block.tests.forEach(function (t) {
+        var tr = el("tr", { "data-test": t.name }, el("th", { scope: "row", "class": "item" }, t.name));
+        t.cells.forEach(function (v, ci) {
+          if (!v) { tr.appendChild(el("td", { "class": "empty", "data-col": ci }, "—")); return; }
+          tr.appendChild(el("td", { "class": "cell " + (v === "passed" ? "pos" : "neg"), "data-col": ci, "data-outcome": v }, v));
+        });
+        tb.appendChild(tr);
+      });
+      grid.appendChild(tb);
+      add(s, el("div", { "class": "grid-wrap" }, grid));
+      var reps = [];
+      block.columns.forEach(function (c) { if (reps.indexOf(c.rep) < 0) reps.push(c.rep); });
+      reps.forEach(function (rep) {
+        add(s, el("div", { "class": "side-by-side task-pair", "data-rep": rep },
+          block.columns.filter(function (c) { return c.rep === rep; }).map(taskRunPanel)));
+      });
+    });
+  }
+
   // ------------------------------------------------------------------ compare
   function comparePage(d) {
     app.appendChild(el("h1", null, "Week " + d.a_label + " → week " + d.b_label));
@@ -515,6 +595,7 @@
   var page = body.getAttribute("data-page");
   if (page === "overview") overview(DATA);
   else if (page === "prompt") promptPage(DATA);
+  else if (page === "task") taskPage(DATA);
   else if (page === "compare") comparePage(DATA);
   else if (page === "prompts") { app.appendChild(el("h1", null, "Every prompt")); add(section("Prompts", "prompts"), promptsTable(DATA.prompts, DATA.pages, true)); }
   else if (page === "label") labelPage();
