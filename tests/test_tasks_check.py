@@ -19,6 +19,7 @@ from pytest_skilllift.run.tasks.check import (
     ORACLE,
     READS,
     SECURITY,
+    TASK_TOML_LIMITS,
     TESTS_REACHABLE,
     VERIFY_FETCH,
     WARNING,
@@ -113,6 +114,18 @@ def test_task_toml_out_of_range_is_broken_with_the_field(tmp_path: Path) -> None
     toml.write_text(toml.read_text().replace("timeout_sec = 60.0", "timeout_sec = -5"))
     reads = next(p for p in lint_task(task, tmp_path).problems if p.check == READS)
     assert "verifier.timeout_sec" in reads.message and "-5" in reads.message
+
+
+def test_limits_past_this_machine_are_a_warning(tmp_path: Path) -> None:
+    task = _copy(tmp_path, "limits")
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("cpus = 1", "cpus = 4096").replace(
+        "timeout_sec = 120.0", "timeout_sec = 900000"))
+    check = lint_task(task, tmp_path)
+    problem = next(p for p in check.problems if p.check == TASK_TOML_LIMITS)
+    assert problem.severity == WARNING and not check.broken
+    assert any(d.startswith("environment.cpus = 4096") for d in problem.detail)
+    assert "agent.timeout_sec = 900000: over 24 hours" in problem.detail
 
 
 def test_a_critical_security_finding_in_the_task_skills_is_broken(tmp_path: Path) -> None:

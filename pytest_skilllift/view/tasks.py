@@ -28,6 +28,8 @@ MAX_FILES = 40
 MAX_FILE_TEXT = 16 * 1024
 MAX_OUTPUT = 32 * 1024
 ARTIFACTS_DIR = "artifacts"
+#: The task runner's record of the run (runners/task_docker.py), read for what it cut.
+TASK_JSON = "task.json"
 VERIFIER_OUTPUT = ("verifier", "output.txt")
 
 
@@ -60,9 +62,8 @@ def artifacts(run_dir: Path) -> dict[str, Any]:
     root = run_dir / ARTIFACTS_DIR
     files: list[dict[str, Any]] = []
     left: list[dict[str, Any]] = []
-    if not root.is_dir() or root.is_symlink():
-        return {"files": files, "left_out": left}
-    for folder, dirs, names in os.walk(root, followlinks=False):
+    walk = os.walk(root, followlinks=False) if root.is_dir() and not root.is_symlink() else []
+    for folder, dirs, names in walk:
         dirs.sort()
         for name in sorted(names):
             path = Path(folder) / name
@@ -91,6 +92,15 @@ def artifacts(run_dir: Path) -> dict[str, Any]:
             except UnicodeDecodeError:
                 entry["binary"] = True
             files.append(entry)
+    # What the task runner cut when it saved the run (task.json), and what the agent deleted.
+    saved = _json(run_dir / TASK_JSON).get("artifacts")
+    saved = saved if isinstance(saved, dict) else {}
+    for cut in saved.get("cut") or []:
+        if isinstance(cut, dict):
+            left.append({"path": str(cut.get("path", "")), "why": f"not saved by the run "
+                         f"({cut.get('reason', '')}, {cut.get('bytes', '?')} bytes)"})
+    for gone in saved.get("deleted") or []:
+        left.append({"path": str(gone), "why": "deleted by the agent"})
     return {"files": files, "left_out": left}
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from pytest_skilllift.model import PromptSpec
+from pytest_skilllift.model import PromptSpec, TaskSpec
 from pytest_skilllift.run.tasks.reader import (
     DOCKERFILE,
     ENVIRONMENT,
@@ -51,6 +51,9 @@ SEVERITIES = (BROKEN, WARNING, NOTE)
 READS, NAMES_SKILL, TESTS_REACHABLE, VERIFY_FETCH, SECURITY, ORACLE, NOOP = (
     "reads", "instruction_names_skill", "tests_reachable", "verifier_fetches",
     "skill_security", "oracle", "noop")
+TASK_TOML_LIMITS = "task_toml_limits"
+#: A timeout past this is a typo more often than a task (seconds; SkillsBench's are minutes).
+MAX_TIMEOUT_S = 24 * 3600
 SOLUTION_DIR = "solution"
 SOLVE_SH = "solve.sh"
 #: The reward the oracle must reach (SkillsBench's binary reward: 1 = solved).
@@ -124,8 +127,10 @@ def lint_task(folder: Path, skills_root: Path) -> TaskCheck:
     """The static checks of the task in ``folder`` (no container, no model)."""
     check = TaskCheck(path=folder, name=folder.name)
     try:
-        load_task(folder, skills_root)
+        spec = load_task(folder, skills_root)
         check.ran[READS] = PASSED
+        if spec.task is not None:
+            _lint_limits(check, spec.task)
     except TaskError as exc:
         check.add(Problem(READS, BROKEN, str(exc), "fix the field as the message says"))
     instruction = _text(folder / INSTRUCTION)
@@ -139,6 +144,32 @@ def lint_task(folder: Path, skills_root: Path) -> TaskCheck:
                           "add the reference solution Harbor's oracle agent runs"))
         check.ran[ORACLE] = "skipped: no solution/solve.sh"
     return check
+
+
+def _lint_limits(check: TaskCheck, task: TaskSpec) -> None:
+    """``task.toml`` values that read but cannot hold on this machine (warnings: the task
+    may run elsewhere)."""
+    import os
+
+    cpus = os.cpu_count() or 1
+    try:
+        memory_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    except (ValueError, OSError, AttributeError):
+        memory_mb = 0
+    out: list[str] = []
+    for field_name, value in (("agent.timeout_sec", task.agent_timeout_s),
+                              ("verifier.timeout_sec", task.verifier_timeout_s),
+                              ("environment.build_timeout_sec", task.build_timeout_s)):
+        if value > MAX_TIMEOUT_S:
+            out.append(f"{field_name} = {value:g}: over {MAX_TIMEOUT_S // 3600} hours")
+    if task.cpus is not None and task.cpus > cpus:
+        out.append(f"environment.cpus = {task.cpus:g}: this machine has {cpus}")
+    if task.memory_mb is not None and memory_mb and task.memory_mb > memory_mb:
+        out.append(f"environment.memory_mb = {task.memory_mb}: this machine has {memory_mb}")
+    if out:
+        check.add(Problem(TASK_TOML_LIMITS, WARNING, "task.toml asks for more than a run can "
+                          "have here", "lower the value, or run the task where it fits",
+                          tuple(out)))
 
 
 def task_skill_names(folder: Path, skills_root: Path) -> dict[str, set[str]]:
