@@ -26,6 +26,8 @@ from pytest_skilllift.run.tasks.harbor import (
 )
 
 JOBS = Path(__file__).parent / "fixtures" / "harbor-jobs"
+#: The job directories of the fixture (beside them: its README).
+JOB_DIRS = sorted(p for p in JOBS.iterdir() if p.is_dir())
 ROOT = Path(__file__).parent.parent
 
 
@@ -65,7 +67,7 @@ def test_import_then_summarize_prints_the_hand_computed_means(tmp_path: Path) ->
     week = tmp_path / "weekly" / "20261120"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cli = [sys.executable, "-m", "pytest_skilllift.cli"]
-    res = subprocess.run([*cli, "import", "harbor", *sorted(map(str, JOBS.iterdir())),
+    res = subprocess.run([*cli, "import", "harbor", *map(str, JOB_DIRS),
                           "--out", str(week)], capture_output=True, text=True, env=env,
                          check=False)
     assert res.returncode == 0, res.stderr
@@ -105,7 +107,7 @@ def test_import_then_summarize_prints_the_hand_computed_means(tmp_path: Path) ->
 
 def test_the_runs_carry_reps_tests_files_and_the_audit(tmp_path: Path) -> None:
     week = tmp_path / "20261120"
-    report = import_jobs(sorted(JOBS.iterdir()), week)
+    report = import_jobs(JOB_DIRS, week)
     assert report.runs == 11
     run = week / "sales-report-claude-haiku-4-5-with-skill-r1-20261120"
     record = json.loads((run / "run.json").read_text())
@@ -133,22 +135,23 @@ def test_arms_by_job_name_and_a_config_without_skills(tmp_path: Path) -> None:
         data = json.loads(config.read_text())
         del data["config"]["agent"]["skills"]
         config.write_text(json.dumps(data))
-    report = import_jobs(sorted(jobs.iterdir()), tmp_path / "a")
+    copies = sorted(p for p in jobs.iterdir() if p.is_dir())
+    report = import_jobs(copies, tmp_path / "a")
     assert report.runs == 0
     assert all("--arm-from job-name" in why for _, why in report.unmapped
                if "oracle" not in why and "no result.json" not in why)
-    report = import_jobs(sorted(jobs.iterdir()), tmp_path / "b", arm_from="job-name")
+    report = import_jobs(copies, tmp_path / "b", arm_from="job-name")
     assert report.runs == 11 and report.by_condition == {"no-skill": 5, "with-skill": 6}
 
 
 def test_refusals_name_the_path_and_the_fix(tmp_path: Path) -> None:
-    import_jobs(sorted(JOBS.iterdir()), tmp_path / "w")
+    import_jobs(JOB_DIRS, tmp_path / "w")
     with pytest.raises(HarborImportError, match="already holds runs"):
-        import_jobs(sorted(JOBS.iterdir()), tmp_path / "w")
+        import_jobs(JOB_DIRS, tmp_path / "w")
     with pytest.raises(HarborImportError, match="not a directory"):
         import_jobs([tmp_path / "nope"], tmp_path / "x")
     with pytest.raises(HarborImportError, match="not a regular expression"):
-        import_jobs(sorted(JOBS.iterdir()), tmp_path / "y", arm_from="job-name",
+        import_jobs(JOB_DIRS, tmp_path / "y", arm_from="job-name",
                     no_skill_pattern="(")
 
 

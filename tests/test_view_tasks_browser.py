@@ -41,7 +41,8 @@ MODEL = "claude-haiku-4-5"
 def mixed_week(week: Path) -> Path:
     """The Harbor fixture imported, then the demo week's prompt rows added to its CSVs."""
     # sales-report's task directory is the demo's: its instruction comes from there
-    import_jobs(sorted((FIXTURES / "harbor-jobs").iterdir()), week, tasks_dir=DEMO_TASKS)
+    jobs = sorted(p for p in (FIXTURES / "harbor-jobs").iterdir() if p.is_dir())
+    import_jobs(jobs, week, tasks_dir=DEMO_TASKS)
     demo = FIXTURES / "demo-week-4reps" / "20261201"
     for name in ("manifest.csv", "scores.csv"):
         with (week / name).open(newline="") as fh:
