@@ -254,12 +254,16 @@ def _lint_reachable(check: TaskCheck, folder: Path) -> None:
                          line) and ("- " in line or "source" in line):
                 evidence.append(f"{compose.name}:{no}: {line.strip()}")
     secret = _hashes(folder / TESTS) | _hashes(folder / SOLUTION_DIR)
+    # Only a build-context file of a verifier file's size is read (a task's data can be large).
+    sizes = {size for _, size in secret.values()}
     if secret and env.is_dir():
         for path in sorted(env.rglob("*")):
-            if path.is_file() and not path.is_symlink() and path.stat().st_size <= 1 << 22 \
-                    and _digest(path) in secret:
+            if not path.is_file() or path.is_symlink() or path.stat().st_size not in sizes:
+                continue
+            found = secret.get(_digest(path))
+            if found is not None:
                 evidence.append(f"environment/{path.relative_to(env).as_posix()}: the bytes of "
-                                f"{secret[_digest(path)]}")
+                                f"{found[0]}")
     if evidence:
         check.add(Problem(
             TESTS_REACHABLE, BROKEN,
@@ -446,14 +450,16 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _hashes(folder: Path) -> dict[str, str]:
-    """Content hash → ``<folder>/<file>`` of the non-trivial files under ``folder``."""
-    out: dict[str, str] = {}
+def _hashes(folder: Path) -> dict[str, tuple[str, int]]:
+    """Content hash → (``<folder>/<file>``, size) of the non-trivial files under ``folder``."""
+    out: dict[str, tuple[str, int]] = {}
     if not folder.is_dir():
         return out
     for path in sorted(folder.rglob("*")):
-        if path.is_file() and not path.is_symlink() and 64 <= path.stat().st_size <= 1 << 22:
-            out.setdefault(_digest(path), f"{folder.name}/{path.relative_to(folder).as_posix()}")
+        size = path.stat().st_size if path.is_file() and not path.is_symlink() else 0
+        if 64 <= size <= 1 << 22:
+            out.setdefault(_digest(path), (
+                f"{folder.name}/{path.relative_to(folder).as_posix()}", size))
     return out
 
 
