@@ -106,6 +106,26 @@ def test_the_mixed_week_has_prompt_and_task_pages(site: Path, page: Any) -> None
     assert page.errors == []
 
 
+def test_the_overview_shows_both_headlines(site: Path, page: Any) -> None:
+    card = json.loads((site / "scorecard.json").read_text())
+    page.goto((site / "view" / "index.html").as_uri())
+    page.wait_for_selector("body[data-ready='1']", timeout=5000)
+    shown = {e.get_attribute("data-model"): e for e in page.query_selector_all(
+        "#reward-table span.reward-lift")}
+    assert set(shown) == set(card["rewards"]["models"]) == {MODEL, "codex-gpt-5"}
+    for model, m in card["rewards"]["models"].items():
+        assert float(shown[model].get_attribute("data-value")) == m["reward_lift"]
+        assert shown[model].inner_text() == f"{m['reward_lift']:+.3f}"
+    # an exact tie prints as the scorecard prints it: 0.8125 → 0.812 (not toFixed's 0.813)
+    haiku = page.locator(f"#reward-table tr:has(span.reward-lift[data-model='{MODEL}'])")
+    assert haiku.locator("td").nth(2).inner_text() == "0.812"
+    assert card["rewards"]["models"][MODEL]["reward_with"] == 0.8125
+    # the prompts' must lift beside it, from the same scorecard
+    assert {e.get_attribute("data-model") for e in page.query_selector_all("span.lift")} >= {
+        "sonnet", "haiku"}
+    assert page.errors == []
+
+
 def test_verifier_tests_rewards_and_files_are_the_run_folders(site: Path, page: Any) -> None:
     open_task(page, site, "sales-report")
     assert page.locator("#task-instruction pre.prompt-text").inner_text() == (

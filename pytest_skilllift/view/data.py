@@ -30,7 +30,7 @@ __all__ = ["OVERVIEW_KEYS", "Items", "RunRow", "ViewError", "items_of", "overvie
 OVERVIEW_KEYS: tuple[str, ...] = (
     "week", "banner", "generator", "model_order", "problems", "models", "bootstrap", "history",
     "cells", "prompts", "coverage", "run_health", "provenance", "audit", "activation_summary",
-    "cost_time", "avoid_violations", "pass_threshold",
+    "cost_time", "avoid_violations", "pass_threshold", "rewards",
 )
 
 

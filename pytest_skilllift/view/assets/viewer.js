@@ -33,8 +33,15 @@
   }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
   function isNum(x) { return typeof x === "number" && isFinite(x); }
-  function f3(x) { return isNum(x) ? x.toFixed(3) : "n/a"; }
-  function signed(x) { return isNum(x) ? (x >= 0 ? "+" : "") + x.toFixed(3) : "n/a"; }
+  /* x to d decimals as the scorecard prints it (Python's format: an exact tie such as a mean
+   * reward of 0.5625 rounds to even, 0.562, where toFixed gives 0.563). */
+  function fixed(x, d) {
+    var m = Math.pow(10, d), y = x * m, fl = Math.floor(y);
+    if (y - fl === 0.5) return ((fl % 2 === 0 ? fl : fl + 1) / m).toFixed(d);
+    return x.toFixed(d);
+  }
+  function f3(x) { return isNum(x) ? fixed(x, 3) : "n/a"; }
+  function signed(x) { return isNum(x) ? (x >= 0 ? "+" : "") + fixed(x, 3) : "n/a"; }
   function pct(x) { return isNum(x) ? (100 * x).toFixed(0) + "%" : "n/a"; }
   function usd(x) { return isNum(x) ? "$" + x.toFixed(4) : "n/a"; }
   function secs(ms) { return isNum(ms) ? (ms / 1000).toFixed(1) + " s" : "n/a"; }
@@ -163,6 +170,23 @@
       { label: "verdict", value: function (r) { return r.verdict; },
         cell: function (r) { return el("span", { "class": "verdict", title: r.reason }, r.verdict + (r.low ? " (low sample)" : "")); } }
     ], mrows, { "class": "sortable", id: "lift-table" }));
+
+    var rw = d.rewards;
+    if (rw && rw.models && Object.keys(rw.models).length) {
+      // Harbor tasks: the verifier's reward, never mixed into must coverage (docs/tasks.md).
+      var rs = section("Task rewards", "rewards");
+      add(rs, el("p", { "class": "note" }, "Reward lift: mean over tasks of (with-skill − no-skill mean reward over reps); " +
+        rw.rewarded_runs + " of " + rw.task_runs + " task runs rewarded; a run passes at reward ≥ " + rw.pass_reward + ". Every number is scorecard.json's."));
+      add(rs, table([
+        col("model", "model"), col("no-skill", "reward_no", f3, true), col("with-skill", "reward_with", f3, true),
+        { label: "reward lift", num: true, value: function (r) { return r.reward_lift; },
+          cell: function (r) { return el("span", { "class": "reward-lift", "data-model": r.model, "data-value": r.reward_lift }, signed(r.reward_lift)); } },
+        col("± SE", "reward_lift_se", f3, true), col("pass no", "pass_rate_no", pct, true),
+        col("pass with", "pass_rate_with", pct, true), col("helped", "helped", null, true),
+        col("hurt", "hurt", null, true), col("no-op", "no_op", null, true), col("tasks", "n_tasks", null, true)
+      ], Object.keys(rw.models).map(function (m) { return Object.assign({ model: m }, rw.models[m]); }),
+      { "class": "sortable", id: "reward-table" }));
+    }
 
     var plots = d.plot_files || {};
     if (Object.keys(plots).length) {
