@@ -236,6 +236,7 @@ def test_oracle_and_noop_in_docker_on_the_demo_and_broken_copies(tmp_path: Path)
 
     assert not report["demo"]["broken"], report["demo"]
     assert report["demo"]["rewards"] == {ORACLE: 1.0, NOOP: 0.0}
+    assert set(report["demo"]["seconds"]) == {ORACLE, NOOP}
     assert report["demo"]["checks"][ORACLE] == report["demo"]["checks"][NOOP] == "passed"
     # a verifier that always passes: the untouched workspace scores 1
     assert set(failed("always-passes")) == {NOOP}

@@ -101,6 +101,8 @@ class TaskCheck:
     ran: dict[str, str] = field(default_factory=dict)
     #: The probes' rewards (``oracle`` / ``noop`` → reward or None).
     rewards: dict[str, float | None] = field(default_factory=dict)
+    #: The probes' wall seconds (container, solution, verifier; an image build included).
+    seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def broken(self) -> bool:
@@ -117,6 +119,7 @@ class TaskCheck:
         """The task in ``--output json``."""
         return {"task": self.name, "path": str(self.path), "broken": self.broken,
                 "checks": dict(sorted(self.ran.items())), "rewards": self.rewards,
+                "seconds": {k: round(v, 2) for k, v in self.seconds.items()},
                 "problems": [p.to_json() for p in self.problems]}
 
 
@@ -380,6 +383,9 @@ def probe_task(check: TaskCheck, prober: Prober, skills_root: Path, work_dir: Pa
     for mode in modes:
         run_dir = work_dir / check.name / mode
         outcome = prober.probe(spec, mode, run_dir)
+        seconds = getattr(outcome, "seconds", None)
+        if isinstance(seconds, float):
+            check.seconds[mode] = seconds
         output = _text(run_dir / "verifier" / "output.txt")
         if mode == ORACLE:
             output = _text(run_dir / "solve.txt") + "\n" + output
@@ -403,8 +409,9 @@ def render_text(checks: list[TaskCheck], *, static_only: bool) -> str:
     lines: list[str] = []
     for check in checks:
         state = "BROKEN" if check.broken else "ok"
-        rewards = ", ".join(f"{k} reward {'none' if v is None else f'{v:g}'}"
-                            for k, v in sorted(check.rewards.items()))
+        rewards = ", ".join(f"{k} reward {'none' if v is None else f'{v:g}'}" + (
+            f" in {check.seconds[k]:.1f} s" if k in check.seconds else "")
+            for k, v in sorted(check.rewards.items()))
         lines.append(f"{state:<7} {check.name}" + (f"  ({rewards})" if rewards else ""))
         for p in check.problems:
             lines.append(f"  {p.severity.upper():<8} {p.check}: {p.message}")
