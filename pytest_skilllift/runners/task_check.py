@@ -26,10 +26,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.model import AgentConfig, PromptSpec, RunSpec
+from pytest_skilllift.model import WITH_SKILL, AgentConfig, PromptSpec, RunSpec
 from pytest_skilllift.runners.task_docker import TASK_FILE, TaskRunner, _Failed
 from pytest_skilllift.runners.task_image import TaskImageError
-from pytest_skilllift.week.columns import WITH_SKILL
 
 ORACLE, NOOP = "oracle", "noop"
 #: Where Harbor's oracle agent puts the reference solution.

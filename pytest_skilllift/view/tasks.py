@@ -19,8 +19,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from pytest_skilllift.model import ARMS
 from pytest_skilllift.view.runs import trajectory
-from pytest_skilllift.week.columns import ARMS
 from pytest_skilllift.week.files import AUDIT_FILE, RUN_FILE
 
 #: Caps on what one run shows (each cut counted on the page).

@@ -293,7 +293,7 @@ def _lint_fetches(check: TaskCheck, test_sh: Path) -> None:
 
 
 def _lint_security(check: TaskCheck, skills: Path) -> None:
-    from pytest_skilllift.lint.security.scanner import scan_family
+    from pytest_skilllift.skill.security.scanner import scan_family
 
     if not skills.is_dir():
         check.ran[SECURITY] = "skipped: no environment/skills"

@@ -55,9 +55,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.model import CLAUDE_CODE, PromptSpec, RunSpec
+from pytest_skilllift.model import CLAUDE_CODE, NO_SKILL, WITH_SKILL, PromptSpec, RunSpec
 from pytest_skilllift.run.tasks.results import read_tests
-from pytest_skilllift.week.columns import NO_SKILL, WITH_SKILL
 from pytest_skilllift.week.files import (
     ERRORED,
     OK,
@@ -342,9 +341,9 @@ def _transcript_fields(t: _Trial, run_dir: Path, run_id: str, family: str,
         return {}
     shutil.copyfile(log, run_dir / STDOUT_FILE)
     (run_dir / "stderr.txt").touch()
-    from pytest_skilllift.run import audit
-    from pytest_skilllift.run.agent_streams import parse_run
-    from pytest_skilllift.run.transcript import extract_signals
+    from pytest_skilllift.trace import audit
+    from pytest_skilllift.trace.agent_streams import parse_run
+    from pytest_skilllift.trace.transcript import extract_signals
 
     spec = RunSpec(prompt=PromptSpec(path=Path(task_name), name=task_name, product_area="",
                                      prompt=instruction, rubric=(),
