@@ -136,6 +136,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("demo", "Run the built-in demo against the package's scripted stand-in of the "
            "agents' APIs (no API key needed; its Codex / Gemini CLI labels run where those "
            "CLIs are installed).", "bool", False),
+    Option("dry-run", "Run YOUR prompts (the configured prompts, skills, trigger files and "
+           "checks) against the package's scripted stand-in of the agents' APIs and judge, "
+           "with no API key and no cost, into its own week folder "
+           "(evals/weekly-dry-run/<UTC date>); every answer, grade and dollar is simulated and "
+           "labelled so. It checks your files and the pipeline, not your skill's value.",
+           "bool", False),
     Option("allowed-tools", "Tool allow-list for both arms.", default=DEFAULT_TOOLS,
            metavar="TOOL[,…]"),
     Option("permission-mode", "CLI permission mode for both arms.",
@@ -366,6 +372,8 @@ class Settings:
     claude: str
     heldout: bool
     fresh: bool
+    #: The scripted stand-in answers and grades (``--skill-lift-demo`` and
+    #: ``--skill-lift-dry-run``): nothing is a measurement, no dollar is paid.
     demo: bool
     allowed_tools: tuple[str, ...]
     permission_mode: str
@@ -413,6 +421,8 @@ class Settings:
     #: ``--skill-lift-max-concurrency``: the cap on agent runs in flight (None: the default
     #: rule, ``run.concurrency.default_cap``).
     max_concurrency: int | None
+    #: ``--skill-lift-dry-run``: the stand-in (``demo`` is set too) on the user's own files.
+    dry_run: bool = False
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""
     #: The controller's shared judge (set under xdist): workers grade through it.
@@ -490,7 +500,11 @@ class Settings:
             o = by_name[name]
             return named(o) if named else o.flag
 
-        demo = bool(v["demo"])
+        dry_run = bool(v["dry-run"])
+        if dry_run and v["demo"]:
+            raise SettingsError(f"{n('demo')} runs the package's own prompts and "
+                                f"{n('dry-run')} runs yours; give one of them")
+        demo = bool(v["demo"]) or dry_run
         for o in OPTIONS:
             if o.choices and v[o.name] not in o.choices:
                 raise SettingsError(
@@ -545,8 +559,10 @@ class Settings:
             optional = tuple(label for label, model in parse_models(DEMO_MODELS)
                              if split_agent(model)[0] != CLAUDE_CODE)
         day = (today or dt.datetime.now(dt.UTC).date()).strftime("%Y%m%d")
-        # The demo gets its own tree so its history never mixes with real weeks'.
-        out = v["out"] or f"evals/{'weekly-demo' if demo else 'weekly'}/{day}"
+        # The demo and a dry run get their own trees so their history never mixes with real
+        # weeks'.
+        tree = "weekly-dry-run" if dry_run else "weekly-demo" if demo else "weekly"
+        out = v["out"] or f"evals/{tree}/{day}"
         budget = v["max-budget-usd"]
         shard = str(v["shard"] or "").strip()
         if shard:
@@ -564,7 +580,7 @@ class Settings:
         if float(v["judge-batch-poll"]) <= 0:
             raise SettingsError(f"{n('judge-batch-poll')} must be a positive number of "
                                 f"seconds, got {v['judge-batch-poll']}")
-        project = _demo_paths(v) if demo else {}
+        project = _demo_paths(v) if demo and not dry_run else {}
         return cls(
             enabled=enabled or demo,
             rootdir=rootdir,
@@ -582,6 +598,7 @@ class Settings:
             heldout=bool(v["heldout"]),
             fresh=bool(v["fresh"]),
             demo=demo,
+            dry_run=dry_run,
             allowed_tools=tuple(t.strip() for t in v["allowed-tools"].split(",") if t.strip()),
             permission_mode=v["permission-mode"],
             max_turns=None if v["max-turns"] in (None, "") else int(v["max-turns"]),

@@ -15,23 +15,33 @@ def add_parser(subparsers: Any) -> None:
         help="scaffold pytest.ini, one prompt file per skill and trigger files",
         description="Write a project's first files from the skills under its skills root: "
         "pytest.ini with the skill_lift_* keys, evals/test-prompts/<skill>.json per skill "
-        "(name and description filled in, the prompt and rubric left as placeholders that "
-        "collection refuses until you write them) and evals/triggers/<family>.json with a "
-        "should- and a should-not-trigger query to write. Existing files are kept; a "
-        "project whose pytest settings are in pyproject.toml, tox.ini or setup.cfg gets the "
-        "keys to add there printed instead of a pytest.ini that would shadow them.",
-        epilog="example: skilllift init . --skills skills",
+        "(name and description filled in, the prompt and rubric left as placeholders: a file "
+        "that still holds one is not collected, and the session names such files in one "
+        "line) and evals/triggers/<family>.json with a should- and a should-not-trigger "
+        "query to write. Existing files are kept; a project whose pytest settings are in "
+        "pyproject.toml, tox.ini or setup.cfg gets the keys to add there printed instead of "
+        "a pytest.ini that would shadow them.",
+        epilog="examples: skilllift init . --skills skills; "
+               "skilllift init --skill pdf   (one skill's files and pytest.ini)",
     )
     p.add_argument("project", metavar="DIR", type=Path, nargs="?", default=Path("."),
                    help="the project directory (default: the current directory)")
     p.add_argument("--skills", metavar="SKILLS_DIR", type=Path, default=None,
                    help="the skills root (default: DIR/skills)")
+    p.add_argument("--skill", metavar="NAME", action="append", default=[],
+                   help="scaffold only this skill: its path under the skills root (pdf, "
+                        "family/sub) or a family (all its skills); repeatable")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status."""
-    from pytest_skilllift.run.scaffold import PROMPTS_DIR, ScaffoldError, scaffold
+    from pytest_skilllift.run.scaffold import (
+        PROMPTS_DIR,
+        ScaffoldError,
+        UnknownSkill,
+        scaffold,
+    )
 
     project: Path = args.project
     skills = args.skills if args.skills is not None else project / "skills"
@@ -40,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
               "there (skills/<family>/SKILL.md) or name it with --skills", file=sys.stderr)
         return 2
     try:
-        out = scaffold(project, skills)
-    except ScaffoldError as err:
+        out = scaffold(project, skills, tuple(args.skill))
+    except (ScaffoldError, UnknownSkill) as err:
         print(f"skilllift init: {err}", file=sys.stderr)
         return 2
     if not out.skills:

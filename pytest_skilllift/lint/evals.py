@@ -32,7 +32,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.run.prompts import skill_path_from_url
+from pytest_skilllift.run.prompts import holds_placeholder, skill_path_from_url
 
 SCORING = "qdrant/skills SCORING.md, Test Prompts"
 #: (least, most) items per prompt, by type (qdrant/skills SCORING.md).
@@ -83,6 +83,9 @@ class EvalLint:
     trigger_files: int = 0
     skill_creator_files: int = 0
     weeks: list[str] = field(default_factory=list)
+    #: Files still holding the ``skilllift init`` placeholder: not linted (their text is
+    #: init's, not the author's), counted here.
+    placeholders: int = 0
 
     @property
     def files(self) -> int:
@@ -96,13 +99,16 @@ class EvalLint:
         for f in self.findings:
             by_code[f.code] += 1
         detail = ", ".join(f"{n} {c}" for c, n in sorted(by_code.items()))
+        todo = (f"; {self.placeholders} still the init placeholder, not linted"
+                if self.placeholders else "")
         return (f"lint-evals: {len(self.findings)} warning(s) in {self.files} eval file(s)"
-                f"{weeks}" + (f" ({detail})" if detail else ""))
+                f"{weeks}" + (f" ({detail})" if detail else "") + todo)
 
     def to_json(self) -> dict[str, Any]:
         """``skilllift lint-evals --output json``."""
         return {"prompt_files": self.prompt_files, "trigger_files": self.trigger_files,
                 "skill_creator_files": self.skill_creator_files, "weeks": self.weeks,
+                "placeholders": self.placeholders,
                 "n_findings": len(self.findings),
                 "findings": [f.to_json() for f in self.findings]}
 
@@ -460,6 +466,9 @@ def lint_evals(*, prompts_dir: Path | None, skills_root: Path, triggers_dir: Pat
 
     rubrics: list[Rubric] = []
     for p in sorted(prompts_dir.glob("*.json")) if prompts_dir and prompts_dir.is_dir() else []:
+        if holds_placeholder(p):
+            res.placeholders += 1
+            continue
         res.prompt_files += 1
         r = read_prompt_file(p, shown(p), skills_root, out, site)
         if r is not None:
@@ -480,6 +489,9 @@ def lint_evals(*, prompts_dir: Path | None, skills_root: Path, triggers_dir: Pat
         out += check_leakage(r, names, grams)
     out += check_across(rubrics)
     for p in sorted(triggers_dir.glob("*.json")) if triggers_dir and triggers_dir.is_dir() else []:
+        if holds_placeholder(p):
+            res.placeholders += 1
+            continue
         res.trigger_files += 1
         check_triggers(p, shown(p), out)
     if weeks is not None:

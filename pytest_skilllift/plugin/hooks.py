@@ -21,7 +21,12 @@ from pytest_skilllift.plugin.collect import extra as collect_extra
 from pytest_skilllift.plugin.collect.items import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
 from pytest_skilllift.plugin.fixtures import CHECK_PROP
 from pytest_skilllift.plugin.session import SkillLiftSession, leave_out_missing_agents
-from pytest_skilllift.run.prompts import is_heldout
+from pytest_skilllift.run.prompts import (
+    holds_placeholder,
+    is_heldout,
+    placeholder_files,
+    placeholder_line,
+)
 from pytest_skilllift.week.files import WeekLinkError, WeekWriteError
 
 WIRE_KEY = "skilllift_settings"
@@ -288,6 +293,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Fil
     state = parent.config.stash.get(SESSION_KEY, None)
     if state is None or file_path.suffix != ".json":
         return None
+    if holds_placeholder(file_path):
+        return None  # `skilllift init` left it to write: one line names it (`_evals_line`)
     resolved = file_path.resolve()
     extra = collect_extra.collect_extra_file(file_path, parent, state.settings, resolved)
     if extra is not None:
@@ -338,8 +345,9 @@ class ControllerPlugin:
         lines = [session_line(prompts_dir=s.prompts_dir, skills_root=s.skills_root,
                               triggers_dir=s.triggers_dir, rootdir=s.rootdir, site=s.site,
                               skill_creator=s.skill_creator_evals is not False)]
+        todo = placeholder_line(placeholder_files(s.prompts_dir, s.triggers_dir), s.rootdir)
         tasks = tasks_line(s.tasks_dir, s.skills_root)
-        return [*lines, *([tasks] if tasks else [])]
+        return [*lines, *([todo] if todo else []), *([tasks] if tasks else [])]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
@@ -438,7 +446,10 @@ class ControllerPlugin:
         """The lift table, the coverage line and where the scorecard is."""
         state, tr = self.state, terminalreporter
         tr.section("skill lift")
-        if state.settings.demo:
+        if state.settings.dry_run:
+            tr.write_line("DRY RUN: your prompts on the scripted stand-in; every answer, grade "
+                          "and dollar is simulated (see the scorecard banner)", yellow=True)
+        elif state.settings.demo:
             tr.write_line("DEMO: scripted models, not real ones (see the scorecard banner)")
         for line in state.settings.labels_not_run:
             tr.write_line(line, yellow=True)
@@ -479,8 +490,10 @@ class ControllerPlugin:
         summary = self.state.summary
         if tr is None or summary is None or self.exitstatus is None:
             return
-        head = "demo ran (scripted models, not a measurement)" if self.state.settings.demo \
-            else "skill-lift"
+        head = ("dry run (simulated: scripted stand-in, not a measurement)"
+                if self.state.settings.dry_run else
+                "demo ran (scripted models, not a measurement)" if self.state.settings.demo
+                else "skill-lift")
         ok = self.exitstatus == pytest.ExitCode.OK
         left_out = self.state.settings.labels_not_run
         tail = (f" · {len(left_out)} label{'s' * (len(left_out) != 1)} not run (agent CLI "

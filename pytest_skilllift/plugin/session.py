@@ -51,6 +51,12 @@ DEMO_BANNER = ("DEMO — scripted models: every answer and grade below comes fro
                "show the pipeline, not a skill's real value.")
 
 
+DRY_RUN_BANNER = ("DRY RUN — simulated: your prompts were answered and graded by the package's "
+                  "scripted stand-in of the models' APIs, not by Claude, GPT or Gemini, and no "
+                  "dollar was paid. It checks your prompt files and the pipeline; no number "
+                  "below is a measurement of your skills.")
+
+
 def leave_out_missing_agents(settings: Settings) -> Settings:
     """The settings without the optional labels (the demo's Codex and Gemini CLI labels)
     whose agent CLI this session cannot run — not installed here, or, with the docker runner,
@@ -653,7 +659,8 @@ class SkillLiftSession:
             return
         self.week.rebuild_csvs()
         merge_checks(self.week.root, self.checks.finished())
-        banner = DEMO_BANNER if self.settings.demo else None
+        banner = (DRY_RUN_BANNER if self.settings.dry_run else
+                  DEMO_BANNER if self.settings.demo else None)
         if banner and self.settings.labels_not_run:  # named in the card, not only the terminal
             banner += "".join(f" {n[:1].upper()}{n[1:]}." for n in self.settings.labels_not_run)
         self.summary = summarize_week(self.week.root, banner=banner)

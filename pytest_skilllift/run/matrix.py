@@ -31,7 +31,12 @@ from pytest_skilllift.model import (
 from pytest_skilllift.run.arms import arm_prompt
 from pytest_skilllift.run.engine import make_run_id
 from pytest_skilllift.run.prompt_names import check_unique, declared_names, prompt_files
-from pytest_skilllift.run.prompts import PromptError, is_heldout, load_prompt
+from pytest_skilllift.run.prompts import (
+    PromptError,
+    holds_placeholder,
+    is_heldout,
+    load_prompt,
+)
 from pytest_skilllift.run.revisions import session_revision
 from pytest_skilllift.run.triggers import skill_families
 
@@ -101,8 +106,8 @@ def load_matrix(settings: Settings) -> Matrix:
     # problem, so no two prompts share runs.
     owners = declared_names(prompt_files(folder, settings.heldout))
     for path in paths:
-        if is_heldout(path) and not settings.heldout:
-            continue
+        if is_heldout(path) and not settings.heldout or holds_placeholder(path):
+            continue  # a file init left to write is named in one line, not a problem
         try:
             prompt = load_prompt(path, settings.skills_root, settings.site)
             check_unique(path.resolve(), prompt.name, owners)

@@ -7,6 +7,7 @@ under the skills root directly is accepted instead of ``skill_url``.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from pathlib import Path
@@ -40,11 +41,71 @@ def check_placeholder(path: Path, where: str, text: str) -> None:
                           f"replace the text starting with {PLACEHOLDER!r} with your own")
 
 
+def holds_placeholder(path: Path) -> bool:
+    """Whether a prompt or trigger file still holds a text ``skilllift init`` left for a
+    person to write. Such a file is not collected (and not an error): the session names all of
+    them in one line (``placeholder_line``). An unreadable file is not one: collection reports
+    it with its own error."""
+    try:
+        return PLACEHOLDER in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def placeholder_files(*folders: Path) -> list[Path]:
+    """The ``*.json`` files directly in ``folders`` (the prompts and triggers directories)
+    that still hold the init placeholder, sorted; held-out files are never init's."""
+    out: list[Path] = []
+    for folder in folders:
+        if folder.is_dir():
+            out += [p for p in sorted(folder.glob("*.json"))
+                    if not is_heldout(p) and p not in out and holds_placeholder(p)]
+    return out
+
+
+def placeholder_line(paths: list[Path], base: Path, shown: int = 6) -> str:
+    """One line naming the files that still hold the init placeholder, per folder ("" for
+    none): the count always, the first ``shown`` names of each folder and how many more."""
+    if not paths:
+        return ""
+    by_folder: dict[Path, list[str]] = {}
+    for path in paths:
+        by_folder.setdefault(path.parent, []).append(path.stem)
+    parts = []
+    for folder, stems in by_folder.items():
+        try:
+            where = folder.resolve().relative_to(base.resolve()).as_posix()
+        except ValueError:
+            where = str(folder)
+        more = f", +{len(stems) - shown} more" if len(stems) > shown else ""
+        parts.append(f"{len(stems)} in {where}/ ({', '.join(stems[:shown])}{more})")
+    one = len(paths) == 1
+    return (f"skill-lift: {len(paths)} {'file' if one else 'files'} still "
+            f"{'holds' if one else 'hold'} the init placeholder and {'is' if one else 'are'} "
+            f"not collected: {'; '.join(parts)}. Write every {PLACEHOLDER!r} text to run "
+            f"{'it' if one else 'them'}")
+
+
+#: The keys of one rubric item.
+RUBRIC_ITEM_KEYS = ("type", "text")
+
+
+def did_you_mean(data: dict[str, Any], wanted: str, known: tuple[str, ...]) -> str:
+    """When ``wanted`` is missing from ``data`` but a key that is not one of ``known`` is
+    close to it (``rubrik`` for ``rubric``): `` (found 'rubrik': did you mean 'rubric'?)``,
+    else "". A misspelt required key then names itself in the error, not only "missing"."""
+    import difflib
+
+    strays = [str(k) for k in data if k not in known]
+    for stray in strays:
+        if difflib.get_close_matches(stray, [wanted], n=1, cutoff=0.6):
+            return f" (found {stray!r}: did you mean {wanted!r}?)"
+    return ""
+
+
 def unknown_keys(path: Path, data: dict[str, Any]) -> tuple[str, ...]:
     """A warning per key that is not a prompt-file key, with a "did you mean" when one is
     close (``rubrik`` → ``rubric``): a misspelt key is otherwise silently ignored."""
-    import difflib
-
     out = []
     for key in data:
         if key in PROMPT_KEYS:
@@ -98,7 +159,7 @@ def load_prompt(path: Path, skills_root: Path, site: str = "") -> PromptSpec:
     product_area = data.get("product_area", "")
     if not isinstance(product_area, str):
         raise PromptError(path, "product_area", "is not a string", "use a short string or drop it")
-    rubric = _rubric(path, data.get("rubric"))
+    rubric = _rubric(path, data.get("rubric"), data)
     skill_path = _skill_path(path, data, skills_root, site)
     return PromptSpec(path=path, name=name, product_area=product_area, prompt=prompt,
                       rubric=rubric, skill_path=skill_path,
@@ -150,16 +211,19 @@ def _check_name(path: Path, name: str) -> None:
 def _require_str(path: Path, data: dict[str, Any], key: str, what: str) -> str:
     value = data.get(key)
     if value is None:
-        raise PromptError(path, key, "is missing", f"add \"{key}\": {what}")
+        raise PromptError(path, key, "is missing" + did_you_mean(data, key, PROMPT_KEYS),
+                          f"add \"{key}\": {what}")
     if not isinstance(value, str) or not value.strip():
         raise PromptError(path, key, "must be a non-empty string", f"set it to {what}")
     return value
 
 
-def _rubric(path: Path, raw: Any) -> tuple[RubricItem, ...]:
+def _rubric(path: Path, raw: Any, data: dict[str, Any]) -> tuple[RubricItem, ...]:
     fix_shape = 'a list like [{"type": "must", "text": "…"}]'
     if raw is None:
-        raise PromptError(path, "rubric", "is missing", f"add \"rubric\": {fix_shape}")
+        raise PromptError(path, "rubric", "is missing" + did_you_mean(data, "rubric",
+                                                                      PROMPT_KEYS),
+                          f"add \"rubric\": {fix_shape}")
     if not isinstance(raw, list):
         raise PromptError(path, "rubric", "is not a list", f"make it {fix_shape}")
     if not raw:
@@ -172,11 +236,15 @@ def _rubric(path: Path, raw: Any) -> tuple[RubricItem, ...]:
             raise PromptError(path, where, "is not an object", 'use {"type": …, "text": …}')
         kind = entry.get("type")
         if kind not in counters:
-            raise PromptError(path, f"{where}.type", f"is {kind!r}, an unknown item type",
+            close = difflib.get_close_matches(str(kind), ITEM_TYPES, n=1, cutoff=0.6)
+            hint = (did_you_mean(entry, "type", RUBRIC_ITEM_KEYS) if kind is None else
+                    f" (did you mean {close[0]!r}?)" if close else "")
+            raise PromptError(path, f"{where}.type", f"is {kind!r}, an unknown item type{hint}",
                               "use one of must, bonus, avoid")
         text = entry.get("text")
         if not isinstance(text, str) or not text.strip():
-            raise PromptError(path, f"{where}.text", "must be a non-empty string",
+            hint = did_you_mean(entry, "text", RUBRIC_ITEM_KEYS) if text is None else ""
+            raise PromptError(path, f"{where}.text", f"must be a non-empty string{hint}",
                               "write what the answer must contain / should show / must avoid")
         check_placeholder(path, f"{where}.text", text)
         counters[kind] += 1

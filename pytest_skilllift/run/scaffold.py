@@ -2,7 +2,8 @@
 
 One prompt file per skill (a directory holding a ``SKILL.md``) under the skills root, its name
 and description filled in from the frontmatter and every text a person must write left as a
-placeholder that collection refuses (``PLACEHOLDER``), one trigger file per family with a
+placeholder (``PLACEHOLDER``: such a file is not collected, and the session names every one of
+them in a line), one trigger file per family with a
 should- and a should-not-trigger query stubbed, and a ``pytest.ini`` naming the ini keys.
 Nothing that exists is overwritten: an existing file is kept and reported as kept. A project
 whose pytest settings already live in ``pyproject.toml``, ``tox.ini`` or ``setup.cfg`` gets no
@@ -92,7 +93,7 @@ def ini_text(skills: str) -> str:
         "# skill_lift_models = sonnet=claude-sonnet-4-5,haiku=claude-haiku-4-5\n"
         "# skill_lift_reps = 2\n"
         "# skill_lift_site = https://skills.example.com/\n"
-        "# skill_lift_gates = lift_ci_low>0\n"
+        "# skill_lift_gates = must_lift_ci_low>0\n"
     )
 
 
@@ -161,11 +162,29 @@ def _write(project: Path, rel: Path, text: str, out: Scaffold) -> None:
     out.written.append(rel)
 
 
-def scaffold(project: Path, skills_root: Path) -> Scaffold:
-    """Write the project's first files under ``project`` for every skill of ``skills_root``."""
+class UnknownSkill(ValueError):
+    """``init --skill NAME`` named no skill under the skills root (the message lists them)."""
+
+
+def scaffold(project: Path, skills_root: Path, only: tuple[str, ...] = ()) -> Scaffold:
+    """Write the project's first files under ``project`` for every skill of ``skills_root``,
+    or only for the skills ``only`` names (a skill's path under the root such as ``pdf`` or
+    ``family/sub``, or a family, which takes the family's skills). Raises ``UnknownSkill``
+    before writing anything when a name matches no skill."""
     from pytest_skilllift.skill.skillfile import find_skill_dirs, load_skill
 
     out = Scaffold()
+    if only:
+        known = [load_skill(d, skills_root.resolve()).rel_id
+                 for d in find_skill_dirs(skills_root.resolve())]
+        for name in only:
+            if not any(_selected(rel, (name,)) for rel in known):
+                import difflib
+
+                close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise UnknownSkill(f"no skill {name!r} under {skills_root}; {hint}the skills "
+                                   f"there: {', '.join(r for r in known if r not in ('', '.'))}")
     root = skills_root.resolve()
     try:
         skills_rel = root.relative_to(project.resolve()).as_posix()
@@ -176,6 +195,8 @@ def scaffold(project: Path, skills_root: Path) -> Scaffold:
         skill = load_skill(skill_dir, root)
         rel_id = skill.rel_id
         if rel_id in ("", "."):  # a SKILL.md at the root itself: not a family
+            continue
+        if only and not _selected(rel_id, only):
             continue
         out.skills.append(rel_id)
         body = prompt_file(rel_id, f"{rel_id}/SKILL.md", skill.name or rel_id,
@@ -194,6 +215,13 @@ def scaffold(project: Path, skills_root: Path) -> Scaffold:
     else:
         _write(project, Path(INI_FILE), ini_text(skills_rel), out)
     return out
+
+
+def _selected(rel_id: str, only: tuple[str, ...]) -> bool:
+    """Whether ``init --skill`` names this skill: its path, its prompt name or its family."""
+    names = {n.strip("/") for n in only}
+    return (rel_id in names or prompt_name(rel_id) in names
+            or rel_id.split("/")[0] in names)
 
 
 def _json(data: object) -> str:

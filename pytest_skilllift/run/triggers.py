@@ -37,7 +37,12 @@ from pytest_skilllift.model import WITH_SKILL, AgentConfig, PromptSpec, RunOutco
 from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker
 from pytest_skilllift.run.concurrency import ConcurrencyLimit
 from pytest_skilllift.run.engine import NotStarted
-from pytest_skilllift.run.prompts import PromptError, check_placeholder, read_json_file
+from pytest_skilllift.run.prompts import (
+    PromptError,
+    check_placeholder,
+    did_you_mean,
+    read_json_file,
+)
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.trace import audit
 from pytest_skilllift.trace.agent_streams import parse_run
@@ -116,6 +121,10 @@ def skill_families(skills_root: Path) -> tuple[str, ...]:
     return tuple(sorted(p.parent.name for p in skills_root.glob("*/SKILL.md")))
 
 
+#: The keys of one trigger query.
+QUERY_KEYS = ("query", "should_trigger", "expected_skill")
+
+
 def load_trigger_file(path: Path, skills_root: Path) -> TriggerSet:
     """Read and validate a trigger file; raise ``PromptError`` naming file, field and fix."""
     data = read_json_file(path)
@@ -131,7 +140,8 @@ def load_trigger_file(path: Path, skills_root: Path) -> TriggerSet:
             raise PromptError(path, "skill", "is missing or not a non-empty string",
                               'add "skill": "<family>" (a directory under the skills root)')
         if not isinstance(listed, list):
-            raise PromptError(path, "queries", "is missing or not a list",
+            raise PromptError(path, "queries", "is missing or not a list"
+                              + did_you_mean(data, "queries", ("skill", "queries")),
                               'add "queries": [{"query": "…", "should_trigger": true}, …]')
         family, raw, family_field = named.strip(), listed, "skill"
         prefix = "queries"
@@ -155,13 +165,15 @@ def load_trigger_file(path: Path, skills_root: Path) -> TriggerSet:
                               'use {"query": "…", "should_trigger": true|false}')
         query = entry.get("query")
         if not isinstance(query, str) or not query.strip():
-            raise PromptError(path, f"{where}.query", "is missing or empty",
+            raise PromptError(path, f"{where}.query", "is missing or empty"
+                              + did_you_mean(entry, "query", QUERY_KEYS),
                               "write the user message to send")
         check_placeholder(path, f"{where}.query", query)
         should = entry.get("should_trigger")
         if not isinstance(should, bool):
+            hint = did_you_mean(entry, "should_trigger", QUERY_KEYS) if should is None else ""
             raise PromptError(path, f"{where}.should_trigger",
-                              f"is {should!r}, not true or false",
+                              f"is {should!r}, not true or false{hint}",
                               "write true when the skill should fire for this query, else "
                               "false (a JSON boolean, not a string)")
         expected = entry.get("expected_skill")
