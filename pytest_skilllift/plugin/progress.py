@@ -111,6 +111,8 @@ class Progress:
     cached: set[str] = field(default_factory=set)
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)
     started: float = field(default_factory=time.time)
+    #: The scripted stand-in answered (demo, dry run): its dollars are simulated, not paid.
+    simulated: bool = False
 
     def set_total(self, run_ids: Iterable[str], cached: set[str]) -> None:
         """The collected runs, and which of them the ledger already finished."""
@@ -173,7 +175,8 @@ class Progress:
             parts.append(f"excluded {self.excluded}")
         if self.not_run:
             parts.append(f"not run {self.not_run}")
-        parts.append(f"spent ${self.spent:.2f}")
+        parts.append(f"simulated ${self.spent:.2f} (nothing paid)" if self.simulated
+                     else f"spent ${self.spent:.2f}")
         if self.total and self.done >= self.total:
             parts.append(f"done in {_duration(self.clock() - self.started)}")
         else:

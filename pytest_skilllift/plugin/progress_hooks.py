@@ -230,6 +230,6 @@ def register(config: pytest.Config, state: Any) -> None:
     config.pluginmanager.register(ProgressFacts(state.week), "skilllift-progress-facts")
     if not state.worker:
         s = state.settings
-        config.pluginmanager.register(
-            ProgressLine(config, state.week, s.week, s.progress_interval_s),
-            "skilllift-progress-line")
+        line = ProgressLine(config, state.week, s.week, s.progress_interval_s)
+        line.progress.simulated = s.demo  # the stand-in's dollars are scripted, not paid
+        config.pluginmanager.register(line, "skilllift-progress-line")

@@ -106,7 +106,7 @@ def load_matrix(settings: Settings) -> Matrix:
     # problem, so no two prompts share runs.
     owners = declared_names(prompt_files(folder, settings.heldout))
     for path in paths:
-        if is_heldout(path) and not settings.heldout or holds_placeholder(path):
+        if (is_heldout(path) and not settings.heldout) or holds_placeholder(path):
             continue  # a file init left to write is named in one line, not a problem
         try:
             prompt = load_prompt(path, settings.skills_root, settings.site)

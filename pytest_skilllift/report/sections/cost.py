@@ -77,7 +77,11 @@ def _dur(s: float | int | None) -> str:
 
 def render(card: Reads) -> list[str]:
     ct = card.get("cost_time", {})
-    L = ["## Cost & time\n", "**Spend (actual $ spent, all runs):**"]
+    # A week with a banner is a simulated one (the demo, a dry run): the stand-in reports
+    # scripted prices, and nothing was paid.
+    L = ["## Cost & time\n", "**Spend (simulated $: the scripted stand-in's prices, nothing "
+         "was paid; all runs):**" if card.get("banner") else "**Spend (actual $ spent, all "
+         "runs):**"]
     per = ct.get("generation_usd_per_model", {})
     per_txt = ", ".join(f"{k} {money(per[k])}" for k in sorted(per))
     L.append(f"- generation: {money(ct.get('generation_usd'))}" + (f"  ({per_txt})"
