@@ -244,6 +244,11 @@ OPTIONS: tuple[Option, ...] = (
            "by one after as many clean runs (docs/ci.md).", "int", None,
            default_text="3 when a Claude Code label runs (qdrant/skills SCORING.md: 2-3), "
            "else the worker count", metavar="N"),
+    Option("preflight", "Before the first run, ask the API once per Claude Code label whether "
+           "its model exists (GET /v1/models, free): a mistyped model, a refused key or an "
+           "unreachable API stops the session up front, naming the label, the cause and the "
+           "fix. off: find out from the runs (their outage handling and circuit breaker).",
+           default="on", choices=("on", "off")),
     Option("progress-interval", "Seconds between progress lines when the output is not a "
            "terminal (CI logs; 0 = one per finished run). A terminal gets one "
            "live line; -q silences both.", "float", 60.0, metavar="SECONDS"),
@@ -423,6 +428,8 @@ class Settings:
     max_concurrency: int | None
     #: ``--skill-lift-dry-run``: the stand-in (``demo`` is set too) on the user's own files.
     dry_run: bool = False
+    #: ``--skill-lift-preflight``: each Claude Code label's model asked before the first run.
+    preflight: bool = True
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""
     #: The controller's shared judge (set under xdist): workers grade through it.
@@ -599,6 +606,7 @@ class Settings:
             fresh=bool(v["fresh"]),
             demo=demo,
             dry_run=dry_run,
+            preflight=v["preflight"] == "on",
             allowed_tools=tuple(t.strip() for t in v["allowed-tools"].split(",") if t.strip()),
             permission_mode=v["permission-mode"],
             max_turns=None if v["max-turns"] in (None, "") else int(v["max-turns"]),

@@ -43,7 +43,8 @@ def _run(root: Path, cli: Path) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO),
            "ANTHROPIC_API_KEY": "sk-test-not-used", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
     return subprocess.run([sys.executable, "-m", "pytest", "--skill-lift", "-p", "no:xdist",
-                           "-p", "no:cacheprovider", "-rs", f"--skill-lift-claude={cli}"],
+                           "-p", "no:cacheprovider", "-rs", f"--skill-lift-claude={cli}",
+                           "--skill-lift-preflight=off"],  # no API: the fake CLI fails first
                           cwd=root, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
 

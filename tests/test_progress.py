@@ -56,7 +56,8 @@ def _pty_run(root: Path, cli: Path, *args: str) -> str:
            "http://127.0.0.1:9"}
     leader, follower = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "--skill-lift", "-p", "no:xdist",
-                             "-p", "no:cacheprovider", f"--skill-lift-claude={cli}", *args],
+                             "-p", "no:cacheprovider", f"--skill-lift-claude={cli}",
+                             "--skill-lift-preflight=off", *args],  # no API: a fake CLI
                             cwd=root, env=env, stdin=follower, stdout=follower,
                             stderr=follower, close_fds=True)
     os.close(follower)

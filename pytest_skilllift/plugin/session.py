@@ -264,6 +264,26 @@ class SkillLiftSession:
         want of one after the week started, and a CLI to run."""
         self.check_credentials()
         self.agent_config()  # raises when no CLI can be found
+        self.preflight()
+
+    def preflight(self) -> None:
+        """Each Claude Code label's model asked once (``GET /v1/models``, free) before the
+        matrix starts: a mistyped model, a refused key or an unreachable API stops the session
+        here, naming the label, the cause and the fix (``runners.preflight``). Not for the
+        scripted stand-in, nor Bedrock / Vertex (another API), nor with
+        ``--skill-lift-preflight=off``."""
+        from pytest_skilllift.runners import preflight
+
+        if not self.settings.preflight or self.settings.demo or any(os.environ.get(v) for v in (
+                "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")):
+            return
+        key = os.environ.get("ANTHROPIC_API_KEY") or ""
+        bearer = not key and bool(os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+        base = self.settings.base_url or os.environ.get("ANTHROPIC_BASE_URL", "")
+        problems = preflight.check(self.settings.models, base_url=base, bearer=bearer,
+                                   key=key or os.environ.get("ANTHROPIC_AUTH_TOKEN", ""))
+        if problems:
+            raise SettingsError(preflight.stop_message(problems, base))
 
     def check_credentials(self) -> None:
         """A real run needs a key before the first paid call, not after 200 runs failed."""

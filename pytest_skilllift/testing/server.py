@@ -29,6 +29,7 @@ import struct
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -189,7 +190,11 @@ class StandIn:
         api_key: str | None = None,
         aux: Handler | None = None,
         batch: BatchScript | None = None,
+        models: frozenset[str] | None = None,
     ) -> None:
+        #: The model ids ``GET /v1/models/{id}`` knows (None: every id, as before); an
+        #: unknown one answers the real API's 404 ``not_found_error``.
+        self.models = models
         #: The Message Batches endpoints (``testing.batches``); ``batch`` scripts their polls
         #: and injected errored/expired results.
         self.batches = BatchQueue(batch or BatchScript(), self._batch_answer)
@@ -558,10 +563,36 @@ class _RequestHandler(BaseHTTPRequestHandler):
     # -- verbs -----------------------------------------------------------------------------
 
     def do_GET(self) -> None:
-        if self.path.split("?", 1)[0].startswith(BATCH_PATH + "/"):
+        path = self.path.split("?", 1)[0]
+        if path.startswith(BATCH_PATH + "/"):
             self._batches()
             return
+        if path.rstrip("/") == "/v1/models" or path.startswith("/v1/models/"):
+            self._models(path)
+            return
         self._other()
+
+    def _models(self, path: str) -> None:
+        """The Models API (``GET /v1/models``, ``GET /v1/models/{id}``): what the preflight
+        asks. A refused key is 401, an id outside ``StandIn.models`` 404, as the real API."""
+        api = self.api
+        model = urllib.parse.unquote(path[len("/v1/models/"):]) if path.startswith(
+            "/v1/models/") else ""
+        status = (401 if not self._authorized() else
+                  404 if model and api.models is not None and model not in api.models else 200)
+        api._record(Recorded("aux", model, path, status, time.time(), False, method="GET"))
+        if status == 401:
+            self._send_error(401, "invalid x-api-key")
+        elif status == 404:
+            self._send_json(404, json.dumps({"type": "error", "error": {
+                "type": "not_found_error", "message": f"model: {model}"}}).encode())
+        elif model:
+            self._send_json(200, json.dumps({"type": "model", "id": model,
+                                             "display_name": model}).encode())
+        else:
+            ids = sorted(api.models) if api.models is not None else [_DEFAULT_MODEL]
+            self._send_json(200, json.dumps({"data": [{"type": "model", "id": i} for i in ids],
+                                             "has_more": False}).encode())
 
     def do_HEAD(self) -> None:
         self._other()
