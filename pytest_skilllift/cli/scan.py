@@ -76,8 +76,8 @@ def write_text(result: Any, out: TextIO) -> None:
     for f in result.findings:
         print(f.text(), file=out)
         print(f"    fix: {f.rule.fix}", file=out)
-    for path, why in result.skipped:
-        print(f"not scanned: {path}: {why}", file=out)
+    for line in result.skipped_lines():
+        print(f"not scanned: {line}", file=out)
     counts = ", ".join(f"{n} {s}" for s, n in result.counts().items())
     print(f"{len(result.families)} famil{'y' if len(result.families) == 1 else 'ies'}, "
           f"{result.files_scanned} file(s) scanned: {counts}", file=out)

@@ -35,7 +35,7 @@ def security_findings(skill: SkillFile) -> list[Finding]:
     family_dir = fam if fam == skill.dir or fam in skill.dir.parents else skill.dir
     result = scan_skill(skill.dir, family_dir, family_dir.parent)
     out = [as_finding(f) for f in result.findings]
-    out += [Finding("SCAN_SKIPPED", f"{path}: {why}", "Nothing to do unless the file should be "
+    out += [Finding("SCAN_SKIPPED", line, "Nothing to do unless the file should be "
                     "text; it was not scanned.", SECURITY_CHECK, severity="warning")
-            for path, why in result.skipped]
+            for line in result.skipped_lines()]
     return out

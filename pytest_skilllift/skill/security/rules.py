@@ -205,7 +205,8 @@ def _looks_random(token: str) -> bool:
 
 R_PIPE_SHELL = Rule(
     "SKL101", "remote-script-piped-to-shell", "critical",
-    "a downloaded script is run directly (curl/wget piped to a shell or interpreter)",
+    "a downloaded script is run directly (curl/wget piped to a shell or interpreter, a "
+    "python -c one-liner that downloads code and runs it)",
     "Pin what is run: download to a file, verify its checksum or signature, then run it; or "
     "install from a package manager with a pinned version.")
 R_POWERSHELL = Rule(
@@ -400,8 +401,12 @@ _READ_VERB = linear(
     # a keychain query is a read by itself
     r"|\bsecurity\s+(?:find-(?:generic|internet)-password|dump-keychain)\b"
     r"|\bsecret-tool\s+lookup\b", ignorecase=True)
+# A backtick or a parenthesis opens a command only when the command follows it at once
+# (`` `env` ``, ``(env)``, ``$(env)``) and, for the parenthesis, not a call's argument list:
+# ``beta_agent_toolset(env)`` and "`ANTHROPIC_BASE_URL` env)" in prose are no dump.
 ENV_DUMP = linear(
-    r"(?:^|[;&|`(]|\$\(|\bthen\b|\bdo\b|^\s*[$>#]\s*)\s*(?:printenv|env|export\s+-p|declare\s+-x"
+    r"(?:(?:^|[;&|]|\$\(|\bthen\b|\bdo\b|^\s*[$>#]\s*)\s*|`|(?:^|[^\w.\]])\()"
+    r"(?:printenv|env|export\s+-p|declare\s+-x"
     r"|Get-ChildItem\s+env:|gci\s+env:|dir\s+env:|ls\s+env:)\s*(?:$|[|>;&)`])"
     r"|\b(?:print|pprint|json\.dumps|str|repr|dict|yaml\.dump)\s*\(\s*(?:dict\s*\(\s*)?"
     r"os\.environ\s*\)"
@@ -481,6 +486,33 @@ _DECODE_RUN = linear(
     r"urlopen|__import__\s*\(\s*[\"']base64)"
     r"|\beval\s*\(\s*(?:atob|Buffer\.from|(?:await\s+)?fetch)\b|\bnew\s+Function\s*\(\s*atob\b",
     ignorecase=True)
+#: ``python -c "…"`` (any python, flags before ``-c``) and the code after it.
+_PY_ONE_LINER = linear(
+    r"\bpython(?:\d(?:\.\d+)?)?(?:\.exe)?\s+(?:-[A-Za-z]+\s+)*-c\s*(?P<code>.+)",
+    ignorecase=True)
+#: What a one-liner downloads with; ``$(curl …)`` as the code is downloaded code by itself.
+_PY_FETCH = linear(
+    r"\burlopen\b|\burlretrieve\b|\b(?:requests|httpx)\.(?:get|request)\b|\bhttp\.client\b"
+    r"|\baiohttp\b|\bwget\.download\b|\bsocket\.create_connection\b", ignorecase=True)
+_PY_FETCHED_CODE = linear(r"^[\"']?\s*(?:\$\(|`)\s*(?:curl|wget)\b", ignorecase=True)
+#: What runs text or a file as code.
+_PY_RUN = linear(
+    r"\b(?:exec|eval|compile)\s*\(|\brunpy\.|\bsubprocess\.|\bos\.(?:system|popen|exec\w*)\b"
+    r"|\bimportlib\.", ignorecase=True)
+
+
+def _python_fetch_run(m: re.Match[str], line: str) -> str | None:
+    """A Python one-liner that downloads code and runs it (``exec(urlopen(…).read())``,
+    ``urlretrieve`` then ``subprocess``, ``python -c "$(curl …)"``), shown with its URL. A
+    one-liner the shell rule already names (``curl … | sh``, ``-c "$(curl …)"``) is its."""
+    code = m.group("code")
+    if line_has(_PIPE_SHELL, line):
+        return None
+    if _PY_FETCHED_CODE.search(code) or (_PY_FETCH.search(code) and _PY_RUN.search(code)):
+        return _with_url(m, line)
+    return None
+
+
 BLOB_MIN = 160
 # The blob is group 1; the characters around it are matched, not looked at (no lookaround).
 _BLOB = linear(rf"(?:^|[^\w/+])((?:[A-Za-z0-9+/]{{{BLOB_MIN},}}={{0,2}}"
@@ -513,12 +545,19 @@ R_BIDI = Rule(
     "Delete the bidi control characters (U+202A–U+202E, U+2066–U+2069).")
 R_ZERO_WIDTH = Rule(
     "SKL503", "zero-width-characters", "medium",
-    "zero-width characters: text split or hidden from a reviewer",
-    "Delete them (U+200B–U+200D, U+2060, U+FEFF inside a file).")
+    "zero-width or invisible characters: text split or hidden from a reviewer",
+    "Delete them (U+200B–U+200F, U+2060–U+2064, U+FEFF inside a file, U+00AD, U+034F, the "
+    "Hangul fillers U+115F, U+1160, U+3164, U+FFA0).")
 
 TAG_CHARS = re.compile("[\U000e0000-\U000e007f]+")
 BIDI_CHARS = re.compile("[\u202a-\u202e\u2066-\u2069]+")
-ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\u180e\ufeff]+")
+#: Characters that render as nothing: zero-width space/joiners, the directional marks (LRM,
+#: RLM), word joiner and the invisible math operators, the soft hyphen, the combining grapheme
+#: joiner, the Mongolian vowel separator, Khmer inherent vowels and the Hangul fillers
+#: (invisible, yet letters to a tokenizer).
+_INVISIBLE = ("\u200b-\u200f\u2060-\u2064\u180e\ufeff\u00ad\u034f\u115f\u1160\u17b4"
+              "\u17b5\u3164\uffa0")
+ZERO_WIDTH = re.compile(f"[{_INVISIBLE}]+")
 
 
 def decode_tags(text: str) -> str:
@@ -638,7 +677,8 @@ def _token(m: re.Match[str], line: str) -> str | None:
 
 R_ALLOWED_TOOLS = Rule(
     "SKL801", "broad-allowed-tools", "medium",
-    "allowed-tools grants unscoped Bash (Bash, Bash(*)): every command runs without a prompt",
+    "allowed-tools grants unscoped Bash (Bash, Bash(*), Bash(:*), Bash(bash:*), Bash(env:*) "
+    "and the like): every command runs without a prompt",
     "Scope it to the commands the skill runs: Bash(git status:*), Bash(python scripts/x.py:*).")
 R_ALLOWED_SUDO = Rule(
     "SKL802", "privileged-allowed-tools", "high",
@@ -692,6 +732,7 @@ LINE_RULES: tuple[LineRule, ...] = (
     LineRule(R_DECODE_RUN, _DECODE_RUN, keywords=(
         "base64", "b64decode", "atob", "xxd", "openssl", "eval(", "eval (", "eval $",
         "eval \"$", "eval '$", "exec(", "exec (")),
+    LineRule(R_PIPE_SHELL, _PY_ONE_LINER, _python_fetch_run, keywords=("python",)),
     LineRule(R_BLOB, _BLOB, _blob),
     LineRule(R_OVERRIDE, _OVERRIDE, keywords=("ignore", "disregard", "forget", "override")),
     LineRule(R_CONCEAL, _CONCEAL, _conceal, keywords=("tell", "inform", "notif", "alert",
@@ -735,8 +776,7 @@ PLAIN_RULES: frozenset[int] = frozenset(i for i, lr in enumerate(LINE_RULES) if 
 SHELL_RULES: frozenset[int] = frozenset(i for i, lr in enumerate(LINE_RULES) if lr.shell)
 
 #: Hidden-text characters of SKL501-503 in one class: one search tells whether any is there.
-ANY_HIDDEN = re.compile("[\U000e0000-\U000e007f\u202a-\u202e\u2066-\u2069\u200b\u200c"
-                        "\u200d\u2060\u180e\ufeff]")
+ANY_HIDDEN = re.compile(f"[\U000e0000-\U000e007f\u202a-\u202e\u2066-\u2069{_INVISIBLE}]")
 
 #: Every rule, in id order (SARIF's ``tool.driver.rules``, the docs' table).
 RULES: tuple[Rule, ...] = tuple(sorted(

@@ -14,6 +14,7 @@ import stat
 import string
 import time
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,6 +110,19 @@ class ScanResult:
         """Findings per severity, most severe first."""
         return {s: sum(1 for f in self.findings if f.severity == s)
                 for s in reversed(R.SEVERITIES)}
+
+    def skipped_lines(self) -> list[str]:
+        """What was not scanned, for a person: the binary files (fonts, images, archives)
+        in one line counted by kind, every other reason (unreadable, cut at ``MAX_BYTES``)
+        one line per file. ``to_json`` lists every file."""
+        binary = [p for p, why in self.skipped if why == BINARY]
+        out = [f"{p}: {why}" for p, why in self.skipped if why != BINARY]
+        if binary:
+            kinds = Counter(_kind(p) for p in binary)
+            shown = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
+            out.insert(0, f"{len(binary)} binary file{'s' * (len(binary) != 1)} ({shown}): "
+                          "not text, so not scanned (--output json lists them)")
+        return out
 
     def to_json(self) -> dict[str, Any]:
         """``skilllift scan --output json``."""
@@ -268,6 +282,18 @@ def _rel(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
+#: Why a binary file was not scanned (``ScanResult.skipped``).
+BINARY = "binary file (not scanned as text)"
+
+
+def _kind(path: str) -> str:
+    """``fonts/a.ttf`` → ``.ttf``, ``x.tar.gz`` → ``.tar.gz``, no suffix → ``no suffix``."""
+    suffixes = Path(path).suffixes[-2:]
+    if len(suffixes) == 2 and suffixes[0].lower() not in (".tar",):
+        suffixes = suffixes[-1:]
+    return "".join(suffixes).lower() or "no suffix"
+
+
 def _is_doc(path: Path) -> bool:
     return path.suffix.lower() in DOC_SUFFIXES or path.name == SKILL_FILENAME
 
@@ -302,7 +328,7 @@ def _read(path: Path, *, script: bool = False) -> tuple[str | None, str]:
         except OSError as exc:
             return None, f"unreadable: {exc.strerror or exc}"
     if b"\x00" in data[:8192] and not (script or data.startswith(b"#!") or _is_doc(path)):
-        return None, "binary file (not scanned as text)"
+        return None, BINARY
     why = ""
     if len(data) > MAX_BYTES:
         data = data[:MAX_BYTES]
@@ -417,14 +443,23 @@ def _line_finding(lr: R.LineRule, line: str, rel: str, no: int) -> SecurityFindi
                 return None  # the line decided: its other matches would be refused too
             continue
         # Any rule's match may hold a key (an exfiltration line with a bearer token).
-        shown = R.redact(shown) if lr.secret else _clip(R.scrub(shown))
+        shown = R.redact(shown) if lr.secret else _clip(R.scrub(shown), around=m.group(0))
         return SecurityFinding(lr.rule, rel, no, shown, m.start() + 1)
     return None
 
 
-def _clip(text: str, limit: int = 160) -> str:
+def _clip(text: str, limit: int = 160, around: str = "") -> str:
+    """``text`` within ``limit`` characters; a long line is cut around ``around`` (the
+    rule's match) so the excerpt shows what matched, not the line's first words."""
     text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if len(text) <= limit:
+        return text
+    at = text.find(around.strip()) if around.strip() else -1
+    if at < 0 or at + len(around.strip()) <= limit - 1:
+        return text[: limit - 1] + "…"
+    end = min(len(text), at + len(around.strip()) + (limit - len(around.strip())) // 2)
+    start = max(0, end - (limit - 2))
+    return "…" + text[start:end].strip() + ("…" if end < len(text) else "")
 
 
 def _hidden(line: str, rel: str, no: int, *, first: bool) -> list[SecurityFinding]:
@@ -442,10 +477,20 @@ def _hidden(line: str, rel: str, no: int, *, first: bool) -> list[SecurityFindin
     for zw in R.ZERO_WIDTH.finditer(line):
         if first and zw.start() == 0 and zw.group(0) == "\ufeff":
             continue  # a byte-order mark at the start of the file is an encoding marker
+        if zw.group(0) == "\u200d" and _emoji(line, zw.start() - 1) and _emoji(line, zw.end()):
+            continue  # a joiner inside an emoji sequence (👩‍💻) is how the emoji is written
         codes = " ".join(f"U+{ord(c):04X}" for c in zw.group(0))
         out.append(SecurityFinding(R.R_ZERO_WIDTH, rel, no, codes, zw.start() + 1))
         break
     return out
+
+
+def _emoji(line: str, i: int) -> bool:
+    """Whether ``line[i]`` is part of an emoji (a pictograph or its variation selector)."""
+    if not 0 <= i < len(line):
+        return False
+    c = ord(line[i])
+    return c >= 0x1F000 or 0x2600 <= c <= 0x27BF or c == 0xFE0F
 
 
 def _private_keys(lines: list[str], rel: str) -> list[SecurityFinding]:
@@ -486,8 +531,8 @@ def allowed_tools_findings(text: str, rel: str) -> list[SecurityFinding]:
                      if ln.startswith("allowed-tools")), 1)
     out: list[SecurityFinding] = []
     for tool in (str(t).strip() for t in tools if str(t).strip()):
-        scope = re.fullmatch(r"Bash\s*\((.*)\)", tool)
-        if tool in ("Bash", "*") or (scope and scope.group(1).strip() in ("*", "*:*", "**", "")):
+        scope = re.fullmatch(r"Bash\s*\((.*)\)", tool, re.IGNORECASE)
+        if tool.lower() in ("bash", "*") or (scope and _any_command(scope.group(1))):
             out.append(SecurityFinding(R.R_ALLOWED_TOOLS, rel, key_line, tool))
         elif scope and re.match(r"\s*(?:sudo|su|rm|dd|mkfs|chmod|chown|doas)\b",
                                 scope.group(1)):
@@ -513,6 +558,22 @@ def _split_tools(text: str) -> list[str]:
             cur.append(ch)
     out.append("".join(cur))
     return [t for t in out if t.strip()]
+
+
+#: A command prefix that runs any command given after it: a shell, ``env``, ``eval``,
+#: ``xargs``… ``Bash(bash:*)`` pre-approves every command as ``Bash(*)`` does (RE2: linear
+#: on any scope a hostile frontmatter holds).
+_ANY_COMMAND_PREFIX = R.linear(
+    r"^\s*(?:/(?:usr/)?bin/)?(?:bash|sh|zsh|dash|ksh|fish|env|eval|exec|xargs|nohup|command|"
+    r"builtin|nice|time|timeout(?:\s+\S+)?)(?:\s+-c)?\s*(?::\s*\*?)?\s*\**\s*$",
+    ignorecase=True)
+
+
+def _any_command(scope: str) -> bool:
+    """Whether a ``Bash(…)`` scope lets every command through: only wildcards and colons
+    (``*``, ``:*``, ``*:*``, ``* *``, empty) or a prefix that runs what follows it."""
+    return re.fullmatch(r"[\s*:]*", scope) is not None or bool(
+        _ANY_COMMAND_PREFIX.search(scope))
 
 
 def _symlink_findings(path: Path, rel: str, real_root: Path) -> list[SecurityFinding]:
