@@ -427,9 +427,9 @@ class Settings:
     #: rule, ``run.concurrency.default_cap``).
     max_concurrency: int | None
     #: ``--skill-lift-dry-run``: the stand-in (``demo`` is set too) on the user's own files.
-    dry_run: bool = False
+    dry_run: bool
     #: ``--skill-lift-preflight``: each Claude Code label's model asked before the first run.
-    preflight: bool = True
+    preflight: bool
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""
     #: The controller's shared judge (set under xdist): workers grade through it.
