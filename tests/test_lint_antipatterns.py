@@ -77,10 +77,29 @@ def test_each_trigger_phrase_counts(phrase: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["Use it when the cluster breaks", "Used for clusters", "triggers on load", ""]
+    "text", ["Useful when the cluster breaks", "Used for clusters", "triggers on load",
+             "Guidance for visual design when building new UI", "Toolkit for testing web apps "
+             "using Playwright.", "Helps to use for loops well", ""]
 )
 def test_near_misses_do_not_count(text: str) -> None:
     assert not has_trigger(text)
+
+
+# The trigger clauses real skill sets write instead of PluginEval's four phrases (each from a
+# description of anthropics/skills or qdrant/skills; docs/static-analysis.md).
+@pytest.mark.parametrize("text", [
+    "Applies brand colors. Use it when brand colors or style guidelines apply.",
+    "Creates art with p5.js. Use this when users request creating art using code.",
+    "Reference for the Claude API.\n  TRIGGER — read BEFORE opening the target file; don't "
+    "skip because it looks like a one-liner — whenever: the prompt names Claude",
+    "Builds HTML artifacts. Use for complex artifacts requiring state management.",
+    "Advises on Qdrant. Use this whenever someone raises a Qdrant problem.",
+    "Claude should use this skill whenever asked to write internal communications.",
+    "Sizes clusters. Triggers: RAM questions, disk questions.",
+    "Invoke this skill when a deploy fails.",
+])
+def test_real_trigger_clauses_count(text: str) -> None:
+    assert has_trigger(text)
 
 
 def test_trigger_survives_yaml_folding(tmp_path: Path) -> None:

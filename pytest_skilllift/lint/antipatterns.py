@@ -5,7 +5,8 @@ Anti-pattern triggers follow PluginEval's evaluation methodology word for word:
 * OVER_CONSTRAINED   more than 15 occurrences of MUST, ALWAYS or NEVER in the SKILL.md
 * EMPTY_DESCRIPTION  frontmatter ``description`` shorter than 20 characters after stripping
 * MISSING_TRIGGER    description contains none of "use when", "use this skill when",
-                     "use proactively", "trigger when" (case-insensitive)
+                     "use proactively", "trigger when" (case-insensitive), nor one of the
+                     trigger clauses real skill sets write instead (``TRIGGER_CLAUSE``)
 * BLOATED_SKILL      SKILL.md exceeds 800 lines AND the skill has no references/ directory
 * ORPHAN_REFERENCE   a Markdown link ``[text](references/filename)`` whose file does not exist
 * DEAD_CROSS_REF     a relative path to another skill or agent that cannot be resolved
@@ -35,6 +36,19 @@ TRIGGER_PHRASES: tuple[str, ...] = (
     "use proactively",
     "trigger when",
 )
+#: The trigger clauses real skill sets write besides PluginEval's four phrases (measured on
+#: anthropics/skills and qdrant/skills, docs/static-analysis.md): "Use this when …", "Use it
+#: when …", "Use for …" opening a sentence, "Invoke/Apply this skill when …", "TRIGGER — …
+#: whenever …", "Triggers: …", and "when(ever) the user / someone asks …". A description
+#: holding one names when to route to the skill as PluginEval's phrases do.
+TRIGGER_CLAUSE = re.compile(
+    r"\buse (?:this(?: skill)? |it |the skill |these )?(?:when|whenever)\b"
+    r"|(?:^|[.;:!?)\]]\s+|[—–]\s*)use (?:this(?: skill)? |it )?(?:for|if|before|after)\b"
+    r"|\b(?:invoke|activate|apply|load|consult|call) (?:this(?: skill)?|it|the skill) "
+    r"(?:when|whenever|for|if|before)\b"
+    r"|\btrigger(?:s|ed)?\b[^.]{0,240}?\bwhen(?:ever)?\b|\btriggers?\s*[:—–]"
+    r"|\bwhen(?:ever)? (?:the |a )?(?:users?|someone|customers?|you are asked|asked|requested)"
+    r"\b")
 ANTI_PATTERN_FLAGS: tuple[str, ...] = (
     "OVER_CONSTRAINED",
     "EMPTY_DESCRIPTION",
@@ -90,12 +104,14 @@ def skill_directives(skill: SkillFile) -> Counter[str]:
 
 
 def has_trigger(description: str) -> bool:
-    """Whether the description holds one of PluginEval's four trigger phrases.
+    """Whether the description holds one of PluginEval's four trigger phrases or a trigger
+    clause real skills write instead (``TRIGGER_CLAUSE``: "Use it when", "Use this when",
+    "TRIGGER — … whenever", "Use for …").
 
     Whitespace is collapsed first so a YAML-folded "Use\\n  when" still counts.
     """
-    norm = _WS.sub(" ", description).lower()
-    return any(p in norm for p in TRIGGER_PHRASES)
+    norm = _WS.sub(" ", description).lower().strip()
+    return any(p in norm for p in TRIGGER_PHRASES) or TRIGGER_CLAUSE.search(norm) is not None
 
 
 def detect_anti_patterns(skill: SkillFile) -> list[Finding]:
@@ -140,8 +156,10 @@ def detect_anti_patterns(skill: SkillFile) -> list[Finding]:
         out.append(
             Finding(
                 "MISSING_TRIGGER",
-                "description contains none of "
+                "description has no trigger clause: none of "
                 + ", ".join(f'"{p}"' for p in TRIGGER_PHRASES)
+                + ' (nor "use it/this when", "use for …", "TRIGGER … whenever", "when the '
+                'user asks …")'
                 + (f": {_clip(desc)!r}" if desc else " (no description)"),
                 "Add 'Use this skill when ...' followed by the specific situations that "
                 "should trigger it.",

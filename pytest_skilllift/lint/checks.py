@@ -115,8 +115,16 @@ def frontmatter_quality(skill: SkillFile) -> SubScore:
 _OUTPUT_HEADING = re.compile(r"\b(output|returns?|result|response|deliverable|report)s?\b")
 _OUTPUT_WORDS = re.compile(r"\b(outputs?|returns?|produces?|respond|report|deliver)\b")
 _INPUT_WORDS = re.compile(r"\b(inputs?|receives?|accepts?|parameters?|arguments?)\b|\$arguments")
+# Supervisor language: the role nouns, or the verbs with what a supervisor directs a few words
+# on (PluginEval's "orchestrate", "coordinate", "dispatch", "manage workflow"). The words
+# alone are not: "an orchestrated moment" (motion design) and "x, y coordinates" direct
+# nothing.
 _ORCHESTRATOR = re.compile(
-    r"\b(orchestrat\w*|coordinat\w*|dispatch\w*|manage\s+(?:the\s+)?workflows?)\b"
+    r"\b((?:orchestrat|coordinat|dispatch)(?:or|ors|er|ers)\b"
+    r"|(?:orchestrat\w*|coordinat(?:e|es|ed|ing|ion)|dispatch(?:es|ed|ing)?)\b"
+    r"(?:\W+\w+){0,4}?\W+(?:(?:sub-?)?agents?|workers?|tasks?|tools?|skills?|steps?|jobs?"
+    r"|calls?|processes|workflows?|pipelines?|models?|requests?)\b"
+    r"|manage\s+(?:the\s+)?workflows?)\b"
 )
 
 # Substrings every match must contain: a plain `in` test is far cheaper than running a
@@ -150,7 +158,7 @@ def orchestration_wiring(skill: SkillFile) -> SubScore:
     m = _search(_ORCHESTRATOR, _ORCHESTRATOR_HINTS, prose)
     if m:
         t.lose(
-            0.20, f"reads as an orchestrator ({m.group(0)!r}); supervisor logic belongs in agents"
+            0.20, f"reads as an orchestrator ({m.group(1)!r}); supervisor logic belongs in agents"
         )
     return t.result("orchestration_wiring")
 
@@ -160,8 +168,9 @@ def progressive_disclosure(skill: SkillFile) -> SubScore:
 
     Base: < 100 lines 0.20 (PluginEval's number), 100-199 0.55, 200-600 0.75, 601-800 0.50,
     > 800 0.25. Bonuses: non-empty references/ +0.15 (+0.25 above 400 lines, where offloading
-    matters more), non-empty assets/ +0.10. Sub-skills in child directories are not counted
-    as references: the methodology counts references/ only.
+    matters more) — or, without one, reference documents SKILL.md links inside the skill's
+    directory (``linked_reference_docs``) — non-empty assets/ +0.10. Sub-skills in child
+    directories are not counted as references.
     """
     lines = skill.line_count
     if lines < 100:
@@ -179,8 +188,15 @@ def progressive_disclosure(skill: SkillFile) -> SubScore:
         t.note(f"base {base:.2f}: {why}")
     refs = [f for f in skill.references if f.size > 0]
     bonus = 0.25 if lines > 400 else 0.15
+    linked = [] if refs else linked_reference_docs(skill)
     if refs:
         t.score += bonus
+    elif linked:
+        # Anthropic's own skills keep their reference files beside SKILL.md (pdf/forms.md,
+        # docx/ooxml.md) and link them: the same progressive disclosure as references/.
+        t.score += bonus
+        t.note(f"+{bonus:.2f}: {len(linked)} reference file(s) linked from SKILL.md "
+               f"({', '.join(linked[:3])}{', …' if len(linked) > 3 else ''})")
     elif skill.has_references_dir:
         t.note(f"no +{bonus:.2f} bonus: references/ exists but holds no non-empty file")
     else:
@@ -190,6 +206,40 @@ def progressive_disclosure(skill: SkillFile) -> SubScore:
     else:
         t.note("no +0.10 bonus: no non-empty assets/")
     return t.result("progressive_disclosure")
+
+
+#: Files a model reads as reference text.
+_DOC_SUFFIXES = (".md", ".markdown", ".mdx", ".txt", ".rst")
+
+
+#: A path in inline code: ``examples/3p-updates.md``, ``themes/``.
+_CODE_PATH = re.compile(r"`([A-Za-z0-9_][\w.-]*(?:/[\w.-]+)*(?:/|\.(?:md|markdown|mdx|txt|rst)))`")
+
+
+def linked_reference_docs(skill: SkillFile) -> list[str]:
+    """Reference documents outside references/ that SKILL.md points to and that exist,
+    non-empty, inside the skill's own directory (not SKILL.md, not a sub-skill's folder): the
+    layout of anthropics/skills — a link (``[forms.md](forms.md)``, ``shared/models.md``) or a
+    path in inline code (`` `examples/3p-updates.md` ``, a folder: `` `themes/` ``)."""
+    home = skill.dir.resolve()
+    named = [link.path for link in resolve_links(skill) if link.kind == "other"]
+    named += [m.group(1) for m in _CODE_PATH.finditer(skill.body)] if "`" in skill.body else []
+    out: list[str] = []
+    for rel in dict.fromkeys(named):
+        path = (skill.dir / rel).resolve()
+        try:
+            if not path.is_relative_to(home) or path == home:
+                continue
+            files = ([f for f in sorted(path.iterdir()) if f.is_file()] if path.is_dir()
+                     else [path] if path.is_file() else [])
+            docs = [f for f in files if f.name != "SKILL.md" and f.suffix.lower()
+                    in _DOC_SUFFIXES and f.stat().st_size > 0]
+        except OSError:
+            continue
+        if docs and not any((d / "SKILL.md").exists() for d in docs[0].parents
+                            if d != home and d.is_relative_to(home)):
+            out.append(rel)
+    return out
 
 
 _EXAMPLES = re.compile(r"\bexamples?\b")
