@@ -17,14 +17,14 @@ import pytest
 from pytest_skilllift.lint.analyze import score_path
 from pytest_skilllift.lint.antipatterns import has_trigger
 from pytest_skilllift.lint.checks import linked_reference_docs, orchestration_wiring
-from pytest_skilllift.lint.security.scanner import (
+from pytest_skilllift.skill.security.scanner import (
     BINARY,
     ScanResult,
     allowed_tools_findings,
     scan_path,
     scan_text,
 )
-from pytest_skilllift.lint.skillfile import load_skill
+from pytest_skilllift.skill.skillfile import load_skill
 
 DATA = Path(__file__).parent / "fixtures" / "data"
 ANTHROPIC = DATA / "anthropic-skills"
