@@ -127,6 +127,23 @@ def test_a_refused_key_is_named_not_timed_out(tmp_path: Path) -> None:
     assert int(runs[0]["wall_ms"]) < 30_000
 
 
+@needs_cli
+@pytest.mark.cli
+def test_an_invoked_item_of_a_run_the_breaker_holds_back_is_skipped_with_the_reason(
+        tmp_path: Path) -> None:
+    """Serially, with only ``invoked`` items selected, the item that meets the open breaker is
+    the first of its run: it skips with the breaker's reason, as rubric items do (it was a
+    FAILED item with the engine's traceback)."""
+    make_project(tmp_path)
+    port = dead_port()
+    result = session(tmp_path, f"http://127.0.0.1:{port}", "--skill-lift-breaker=1",
+                     "-k", "invoked")
+    out = result.stdout
+    assert "FAILED" not in out and "Traceback" not in out and "NotStarted" not in out, out
+    assert "SKIPPED [1]" in out and "not run: API unreachable at" in out, out
+    assert "circuit breaker: 1 run(s) not run" in out, out
+
+
 # -- the watch, fed real event lines --------------------------------------------------------
 
 def retry(status: Any, error: str, attempt: int) -> bytes:

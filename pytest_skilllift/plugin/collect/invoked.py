@@ -22,6 +22,7 @@ from pytest_skilllift.model import RunSpec
 from pytest_skilllift.plugin.findings import Finding
 from pytest_skilllift.plugin.hookcalls import HookError
 from pytest_skilllift.report.terminal_text import terminal_safe
+from pytest_skilllift.run.engine import GradedRun, NotStarted
 from pytest_skilllift.week.columns import VERIFIED
 from pytest_skilllift.week.files import AUDIT_FILE, COMPLETED
 
@@ -52,6 +53,18 @@ def invoked_outcome(run_status: str, invocation_status: str) -> tuple[str, str]:
     return "fail", invocation_status
 
 
+def graded_or_skip(state: SkillLiftSession, run: RunSpec, judge: Any,
+                   properties: list[tuple[str, object]]) -> GradedRun:
+    """The run's result for one of its items; a run the session may not start (the spend
+    cap, the circuit breaker: ``NotStarted``) skips the item with the reason and is counted
+    as that status — whichever item of the run comes first, rubric or ``invoked``."""
+    try:
+        return state.result(run, judge)
+    except NotStarted as not_started:
+        properties.append(("skilllift_run", f"{run.run_id}|{not_started.status}"))
+        pytest.skip(terminal_safe(str(not_started)))
+
+
 def _graded_through(skill_lift_judge: Any) -> None:
     """What an ``invoked`` item "calls": like a rubric item, it takes the ``skill_lift_judge``
     fixture, so whichever item of a run comes first grades it through the same judge."""
@@ -66,7 +79,8 @@ class InvokedTest(pytest.Function):
         self.add_marker(INVOKED)
 
     def runtest(self) -> None:
-        graded = self.state.result(self.run, self.funcargs["skill_lift_judge"])
+        graded = graded_or_skip(self.state, self.run, self.funcargs["skill_lift_judge"],
+                                self.user_properties)
         status = "ungraded" if graded.judge_error else graded.status
         self.user_properties.append(("skilllift_run", f"{graded.run_id}|{status}"))
         record = self.state.week.load_run(self.run.run_id) or {}

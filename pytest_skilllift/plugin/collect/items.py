@@ -24,11 +24,11 @@ from pytest_skilllift.model import (
     RunSpec,
     split_agent,
 )
-from pytest_skilllift.plugin.collect.invoked import INVOKED, InvokedTest
+from pytest_skilllift.plugin.collect.invoked import INVOKED, InvokedTest, graded_or_skip
 from pytest_skilllift.plugin.findings import Finding
 from pytest_skilllift.plugin.hookcalls import HookError
 from pytest_skilllift.report.terminal_text import terminal_safe
-from pytest_skilllift.run.engine import GradedRun, NotStarted
+from pytest_skilllift.run.engine import GradedRun
 from pytest_skilllift.run.matrix import keywords_of, prompt_runs
 from pytest_skilllift.run.prompt_names import (
     check_unique,
@@ -234,12 +234,9 @@ class RubricTest(pytest.Function):
 
     def runtest(self) -> None:
         state = self.config.stash[SESSION_KEY]
-        try:
-            graded = self.graded = state.result(self.run, self.funcargs["skill_lift_judge"])
-        except NotStarted as not_started:  # spend cap, breaker: reported, counted, not a failure
-            self.user_properties.append(
-                ("skilllift_run", f"{self.run.run_id}|{not_started.status}"))
-            pytest.skip(str(not_started))
+        # spend cap, breaker: reported, counted, not a failure
+        graded = self.graded = graded_or_skip(state, self.run, self.funcargs["skill_lift_judge"],
+                                              self.user_properties)
         status = "ungraded" if graded.judge_error else graded.status
         self.user_properties.append(("skilllift_run", f"{graded.run_id}|{status}"))
         if graded.status != OK:
