@@ -485,6 +485,16 @@ class Settings:
             self, models=tuple(m for m in self.models if m[0] not in gone),
             labels_not_run=(*self.labels_not_run, *notes))
 
+    @property
+    def labels_not_run_line(self) -> str:
+        """The labels left out (their agent CLI missing) in one line ("" for none)."""
+        if not self.labels_not_run:
+            return ""
+        parts = [n.removeprefix("label ").replace(" not run: ", " — ", 1)
+                 for n in self.labels_not_run]
+        n = len(parts)
+        return f"{n} label{'s' * (n != 1)} not run (agent CLI missing): {'; '.join(parts)}"
+
     @classmethod
     def from_values(
         cls,

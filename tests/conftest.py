@@ -27,12 +27,28 @@ UNIT_BUDGET_S = 1.0
 _over_budget: list[tuple[str, float]] = []
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def _measuring(config: pytest.Config) -> bool:
+    """A skill-lift session started in this checkout (``pytest --skill-lift-demo`` from a
+    clone): the suite's own rules are not the demo's, so they stay out of its output."""
+    return any(config.getoption(name, default=False) for name in (
+        "skill_lift", "skill_lift_demo", "skill_lift_dry_run"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the end-to-end tests ``slow`` by the rule above."""
+    if _measuring(config):
+        return
     for item in items:
         marks = {m.name for m in item.iter_markers()}
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or SLOW_MARKS & marks:
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_MEASURING] = _measuring(config)
+
+
+_MEASURING: pytest.StashKey[bool] = pytest.StashKey()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -42,7 +58,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if _over_budget:
+    if _over_budget and not terminalreporter.config.stash.get(_MEASURING, False):
         terminalreporter.section(f"unit tests over {UNIT_BUDGET_S:g} s (not marked slow)")
         for nodeid, duration in sorted(_over_budget, key=lambda x: -x[1]):
             terminalreporter.write_line(f"{duration:6.2f} s  {nodeid}")

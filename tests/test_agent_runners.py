@@ -256,18 +256,22 @@ def test_the_demo_runs_without_the_npm_clis_and_names_the_labels_not_run(
                                            "-p", "no:xdist", timeout=600)
     out = result.stdout.str()
     assert result.ret == pytest.ExitCode.OK, out + result.stderr.str()
-    codex_line = ("label gpt not run: codex CLI not installed (npm i -g @openai/codex@0.169.0, "
-                  "or --skill-lift-agent-install)")
-    gemini_line = ("label flash not run: gemini-cli CLI not installed (npm i -g "
-                   "@google/gemini-cli@0.61.0, or --skill-lift-agent-install)")
-    assert codex_line in out and gemini_line in out
+    one_line = ("2 labels not run (agent CLI missing): gpt — codex CLI not installed (npm i -g "
+                "@openai/codex@0.169.0, or --skill-lift-agent-install); flash — gemini-cli CLI "
+                "not installed (npm i -g @google/gemini-cli@0.61.0, or "
+                "--skill-lift-agent-install)")
+    assert out.count(one_line) == 1 and "label gpt not run" not in out  # one line, not four
     assert result.stdout.lines[-1].endswith("· 2 labels not run (agent CLI missing, see above)")
     # The rest of the demo ran: both Claude Code labels, both arms, every run fine.
     rows = manifest(pytester.path / "week")
     assert sorted({r["model"] for r in rows}) == ["haiku", "sonnet"] and len(rows) == 12
     assert all(r["run_status"] == "ok" for r in rows)
     card = (pytester.path / "week" / "scorecard.md").read_text()
-    assert f"Label {codex_line[6:]}." in card and f"Label {gemini_line[6:]}." in card
+    # one plain line under the banner; the banner (and so the forest plot's title) is the
+    # demo's alone
+    assert f"\n_{one_line}_\n" in card
+    banner = json.loads((pytester.path / "week" / "scorecard.json").read_text())["banner"]
+    assert "not run" not in banner and "DEMO" in banner
 
 
 #: What the stand-in for npm below installs: package → its executable.

@@ -250,3 +250,32 @@ def test_the_progress_line_labels_simulated_money() -> None:
     p.add({"run_id": "r1", "status": "ok", "gen_cost": 0.5, "judge_cost": 0.25})
     assert "· simulated $0.75 (nothing paid) ·" in p.line() and "spent" not in p.line()
     assert "· spent $0.75 ·" in Progress(total=1, runs=p.runs).line()
+
+
+# -- a demo from a clone looks like a demo from the wheel -------------------------------------
+
+
+def test_a_project_s_testpaths_are_not_the_demo_s(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ntestpaths = tests\n")
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "conftest.py").write_text("")
+    result = pytester.runpytest("--skill-lift-demo", "--collect-only", "-q", "-p",
+                                "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert "testpaths" not in result.stdout.str()
+    assert "git-bisect-regression.json::" in result.stdout.str()
+
+
+def test_this_repository_s_test_rules_stay_out_of_a_skill_lift_session() -> None:
+    from tests import conftest
+
+    class Config:
+        def __init__(self, **on: bool) -> None:
+            self.on = on
+
+        def getoption(self, name: str, default: bool = False) -> bool:
+            return self.on.get(name, default)
+
+    assert conftest._measuring(Config(skill_lift_demo=True))  # type: ignore[arg-type]
+    assert conftest._measuring(Config(skill_lift_dry_run=True))  # type: ignore[arg-type]
+    assert not conftest._measuring(Config())  # type: ignore[arg-type]

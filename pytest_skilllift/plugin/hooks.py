@@ -188,6 +188,9 @@ def _point_args_at_prompts(config: pytest.Config, settings: Settings) -> None:
         extra = collect_extra.extra_args(settings)  # trigger files, skill-creator evals
         walk_prompts = settings.prompts_dir.is_dir() or not extra
         config.args = [str(settings.prompts_dir)] * walk_prompts + extra
+        # The paths are the session's own now, not the project's `testpaths` (pytest's header
+        # would say "testpaths: tests" for a demo run from a clone of a project that has one).
+        config.args_source = pytest.Config.ArgsSource.INVOCATION_DIR
         if settings.checks_dir.exists():  # the team's own checks run with the prompts
             config.args.append(str(settings.checks_dir))
 
@@ -451,8 +454,8 @@ class ControllerPlugin:
                           "and dollar is simulated (see the scorecard banner)", yellow=True)
         elif state.settings.demo:
             tr.write_line("DEMO: scripted models, not real ones (see the scorecard banner)")
-        for line in state.settings.labels_not_run:
-            tr.write_line(line, yellow=True)
+        if state.settings.labels_not_run:
+            tr.write_line(state.settings.labels_not_run_line, yellow=True)
         if state.summary is not None:
             for line in state.summary.terminal_lines():
                 tr.write_line(line)

@@ -681,9 +681,9 @@ class SkillLiftSession:
         merge_checks(self.week.root, self.checks.finished())
         banner = (DRY_RUN_BANNER if self.settings.dry_run else
                   DEMO_BANNER if self.settings.demo else None)
-        if banner and self.settings.labels_not_run:  # named in the card, not only the terminal
-            banner += "".join(f" {n[:1].upper()}{n[1:]}." for n in self.settings.labels_not_run)
-        self.summary = summarize_week(self.week.root, banner=banner)
+        # Labels left out are one plain line in the card (not the banner, not the plots).
+        self.summary = summarize_week(self.week.root, banner=banner,
+                                      note=self.settings.labels_not_run_line or None)
         self._write_view()
 
     def _write_view(self) -> None:

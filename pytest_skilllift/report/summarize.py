@@ -145,12 +145,14 @@ def summarize_week(
     plots: bool = True,
     banner: str | None = None,
     plot_process: bool | None = None,
+    note: str | None = None,
 ) -> Summary:
     """Summarize a week directory into scorecard.md / scorecard.json (+ plots, history).
 
     ``history`` defaults to ``<week_dir>/../scorecard-history.csv``.  With
     ``write=False`` nothing is written (the history is merged in memory only, and no
-    plots are drawn); ``banner`` is shown at the very top (e.g. "DEMO — scripted models").
+    plots are drawn); ``banner`` is shown at the very top (e.g. "DEMO — scripted models"),
+    ``note`` as one plain line under it (not in the plots).
     ``plot_process`` draws the plots in a worker process (True) or here (False); by default
     in a worker unless matplotlib is loaded already (``report.plot_drawing``).
     """
@@ -159,7 +161,8 @@ def summarize_week(
     # lower priority: the CSV parse keeps both cores busy, and the numbers come first).
     drawer = start_drawer(process=plot_process) if write and plots else None
     try:
-        return _summarize(week_dir, drawer, history=history, write=write, banner=banner)
+        return _summarize(week_dir, drawer, history=history, write=write, banner=banner,
+                          note=note)
     except BaseException:
         if drawer is not None:  # never leave a worker waiting for a job that will not come
             drawer.cancel()
@@ -167,7 +170,7 @@ def summarize_week(
 
 
 def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, write: bool,
-               banner: str | None) -> Summary:
+               banner: str | None, note: str | None = None) -> Summary:
     """``summarize_week``'s work; ``drawer`` draws the plots (None: no plots)."""
     week = load_week(week_dir)
     hist_path = Path(history) if history is not None else week_dir.parent / HISTORY_CSV
@@ -203,6 +206,7 @@ def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, w
             card["plots"][name] = path.name  # type: ignore[literal-required]
 
     data = build_card(ctx, when_built={PLOT_INPUTS_BUILT: submit_plots})
+    data["note"] = note
 
     def render() -> tuple[str, bytes]:
         """scorecard.md and (when writing) scorecard.json of the card as it is now."""

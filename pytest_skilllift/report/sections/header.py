@@ -27,6 +27,8 @@ class Data(TypedDict):
 
     week: str
     banner: str | None
+    #: One plain line under the banner (the demo's labels whose agent CLI is missing).
+    note: str | None
     generator: str
     model_order: list[str]
     #: Human-readable input problems; non-empty means the scorecard is partial.
@@ -43,6 +45,7 @@ def build(ctx: Context) -> Data:
     return {
         "week": ctx.week.week_dir.name,
         "banner": ctx.banner,
+        "note": None,
         "generator": f"pytest-skilllift {__version__}",
         "model_order": list(ctx.week.models),
         "problems": [],
@@ -59,6 +62,8 @@ def render(card: Reads) -> list[str]:
         L.append(f"**{failed}**\n")
     if card.get("banner"):
         L.append(f"> **{card['banner']}**\n")
+    if card.get("note"):
+        L.append(f"_{card['note']}_\n")
     L.append(f"# Weekly Skill Scorecard — {card['week']}\n")
     problems = card.get("problems") or []
     if problems:
