@@ -68,6 +68,45 @@ def test_banner_is_first(data: dict[str, Any]) -> None:
     assert md.splitlines()[0] == "> **DEMO — scripted models**"
 
 
+def test_one_verdict_sentence_under_the_title_agrees_with_the_sign_test(
+        data: dict[str, Any]) -> None:
+    md = scorecard.render_markdown(data)
+    lines = [ln for ln in md.splitlines() if ln.strip()]
+    assert lines[0].startswith("# Weekly Skill Scorecard")
+    sentence = data["verdict"]
+    assert lines[1] == f"**{sentence}**"
+    assert sentence.startswith("Verdict, one vote per prompt (the sign test): ")
+    for label, m in data["models"].items():  # the rule's own verdict and reason, per model
+        st = m["sign_test"]
+        words = {"helps": "the skill helps", "hurts": "the skill hurts",
+                 "no change": "no change shown", "underpowered": "underpowered"}[st["verdict"]]
+        assert f"{label}: {words}" in sentence and st["reason"] in sentence
+    assert md.count(sentence) == 1
+
+
+def test_the_verdict_sentence_of_each_verdict() -> None:
+    from pytest_skilllift.report.verdicts import verdict_sentence
+
+    def model(verdict: str) -> dict[str, Any]:
+        return {"sign_test": {"verdict": verdict, "reason": "r"}}
+
+    assert verdict_sentence({}) == ""
+    text = verdict_sentence({"a": model("helps"), "b": model("underpowered"),
+                             "c": model("no change"), "d": model("hurts")})
+    assert text == ("Verdict, one vote per prompt (the sign test): a: the skill helps (r); "
+                    "b: underpowered, too few prompts vote to tell (don't act on its lift "
+                    "yet) (r); c: no change shown (r); d: the skill hurts (r).")
+
+
+def test_labels_not_run_are_one_plain_line_not_the_banner(tmp_path: Path) -> None:
+    w = write_week(tmp_path / "weekly" / "20260801", models=("sonnet",),
+                   prompts=("p0", "p1"))
+    s = summarize_week(w, write=False, banner="DEMO", note="1 label not run: gpt — x")
+    assert s.data["banner"] == "DEMO" and s.data["note"] == "1 label not run: gpt — x"
+    assert "\n_1 label not run: gpt — x_\n" in s.markdown
+    assert "> **DEMO**" in s.markdown
+
+
 def test_delta_columns_only_when_nonzero(data: dict[str, Any]) -> None:
     d = copy.deepcopy(data)
     for m in d["models"].values():

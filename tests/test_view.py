@@ -85,6 +85,9 @@ def test_the_real_week_is_viewed_whole(real_week: Path) -> None:
                        for c in block["columns"] if "trajectory_note" in c)
     assert cells == 1512 and runs == 208
     assert (site.index.parent / "assets" / "viewer.js").is_file()
+    # the scorecard's one verdict sentence, copied for the overview's top
+    assert card["verdict"].startswith("Verdict, one vote per prompt") and \
+        index["verdict"] == card["verdict"]
 
 
 def test_contested_and_rejected_quotes_reach_the_cell(real_week: Path, tmp_path: Path) -> None:

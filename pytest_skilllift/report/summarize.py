@@ -207,6 +207,7 @@ def _summarize(week_dir: Path, drawer: Drawer | None, *, history: Path | None, w
 
     data = build_card(ctx, when_built={PLOT_INPUTS_BUILT: submit_plots})
     data["note"] = note
+    data["verdict"] = verdicts.verdict_sentence(data.get("models") or {})
 
     def render() -> tuple[str, bytes]:
         """scorecard.md and (when writing) scorecard.json of the card as it is now."""

@@ -173,6 +173,28 @@ def sign_verdict(n: int, wins: int, losses: int) -> tuple[str, str]:
     return NO_CHANGE, f"wins {wins} vs losses {losses}: one-sided p = {p:.3g} > {SIGN_ALPHA}"
 
 
+#: How the verdict sentence says each sign-test verdict.
+_VERDICT_WORDS = {HELPS: "the skill helps", HURTS: "the skill hurts",
+                  NO_CHANGE: "no change shown",
+                  UNDERPOWERED: "underpowered, too few prompts vote to tell (don't act on its "
+                                "lift yet)"}
+
+
+def verdict_sentence(models: Mapping[str, Mapping[str, Any]]) -> str:
+    """One plain sentence, the top of the scorecard and the viewer: each model's sign-test
+    verdict (the rule the scorecard's "One vote per prompt" table applies) with its reason;
+    "" when no model has one."""
+    parts = []
+    for label, m in models.items():
+        st = m.get("sign_test") or {}
+        verdict = st.get("verdict")
+        if verdict:
+            parts.append(f"{label}: {_VERDICT_WORDS.get(verdict, verdict)} "
+                         f"({st.get('reason', '')})")
+    return ("Verdict, one vote per prompt (the sign test): " + "; ".join(parts) + "."
+            if parts else "")
+
+
 #: A prompt's change between two measurements of it (``skilllift compare``'s two weeks, the
 #: Version comparison's two arms): its composite, reps averaged, beyond the margin *and*
 #: beyond its own rep noise (``stats.regression_alarm``), else within rep noise.

@@ -28,7 +28,8 @@ __all__ = ["OVERVIEW_KEYS", "Items", "RunRow", "ViewError", "items_of", "overvie
 
 #: scorecard.json keys the overview shows (the rest stay in the scorecard: a small index).
 OVERVIEW_KEYS: tuple[str, ...] = (
-    "week", "banner", "generator", "model_order", "problems", "models", "bootstrap", "history",
+    "week", "banner", "note", "verdict", "generator", "model_order", "problems", "models",
+    "bootstrap", "history",
     "cells", "prompts", "coverage", "run_health", "provenance", "audit", "activation_summary",
     "cost_time", "avoid_violations", "pass_threshold", "rewards",
 )

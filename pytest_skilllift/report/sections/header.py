@@ -29,6 +29,8 @@ class Data(TypedDict):
     banner: str | None
     #: One plain line under the banner (the demo's labels whose agent CLI is missing).
     note: str | None
+    #: The verdict sentence under the title (``verdicts.verdict_sentence``; "" for none).
+    verdict: str
     generator: str
     model_order: list[str]
     #: Human-readable input problems; non-empty means the scorecard is partial.
@@ -46,6 +48,7 @@ def build(ctx: Context) -> Data:
         "week": ctx.week.week_dir.name,
         "banner": ctx.banner,
         "note": None,
+        "verdict": "",
         "generator": f"pytest-skilllift {__version__}",
         "model_order": list(ctx.week.models),
         "problems": [],
@@ -65,6 +68,8 @@ def render(card: Reads) -> list[str]:
     if card.get("note"):
         L.append(f"_{card['note']}_\n")
     L.append(f"# Weekly Skill Scorecard — {card['week']}\n")
+    if card.get("verdict"):
+        L.append(f"**{card['verdict']}**\n")
     problems = card.get("problems") or []
     if problems:
         L.append("## ⚠ Input problems — this scorecard is partial\n")

@@ -135,6 +135,8 @@
 
   function overview(d) {
     if (d.banner) app.appendChild(el("p", { "class": "banner" }, d.banner));
+    if (d.note) app.appendChild(el("p", { "class": "hint" }, d.note));
+    if (d.verdict) app.appendChild(el("p", { "class": "verdict" }, el("strong", {}, d.verdict)));
     if (SERVED) {
       app.appendChild(el("p", { "class": "card" }, link("label.html", "Label a sample (blind) →"),
         " — the stratified sample skilllift label draws; labels go to labels.csv for skilllift judge-check."));
