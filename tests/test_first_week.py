@@ -225,7 +225,12 @@ def test_dry_run_runs_your_prompts_on_the_stand_in_marked_simulated(
     assert {p.name for p in week.iterdir() if p.is_dir() and p.name.startswith(BISECT)} and \
         not any(p.name.startswith("git-bisect-regression") for p in week.iterdir())
     assert "DRY RUN: your prompts on the scripted stand-in" in out
-    assert out.rstrip().splitlines()[-1].startswith("dry run (simulated")
+    last = out.rstrip().splitlines()[-1]
+    assert last.startswith("dry run (simulated")
+    # one count of the runs (the coverage line), and where the history file went
+    assert "graded 2 of 2 runs; dropped" not in out
+    assert "coverage: graded 2 of 2 runs this session" in out
+    assert f"history: {root / 'evals' / 'weekly-dry-run' / 'scorecard-history.csv'}" in last
     card = (week / "scorecard.md").read_text()
     assert card.startswith("> **DRY RUN — simulated")
     # simulated money is labelled simulated, in the progress line and the scorecard

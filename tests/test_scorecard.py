@@ -174,6 +174,8 @@ def test_terminal_lines(tmp_path: Path) -> None:
     assert lines[0].startswith("skill lift (must_coverage")
     assert any(ln.split()[:1] == ["sonnet"] for ln in lines)
     assert any("graded 12 of 12 runs; dropped 0" in ln for ln in lines)
+    # a session that says the count itself leaves it out (a dropped run is always said)
+    assert not any("graded 12 of 12" in ln for ln in s.terminal_lines(counts=False))
 
 
 def test_unreadable_history_is_reported_and_left_alone(tmp_path: Path) -> None:

@@ -457,7 +457,11 @@ class ControllerPlugin:
         if state.settings.labels_not_run:
             tr.write_line(state.settings.labels_not_run_line, yellow=True)
         if state.summary is not None:
-            for line in state.summary.terminal_lines():
+            # The week's graded count is said once: the coverage line says it when the
+            # session made every run of the week (else both counts, each named).
+            cov = state.summary.data.get("coverage", {})
+            same = state.session_counts() == (cov.get("graded_runs"), cov.get("total_runs"))
+            for line in state.summary.terminal_lines(counts=not same):
                 tr.write_line(line)
         if state.coverage_note:
             tr.write_line(f"coverage: {state.coverage_note}")

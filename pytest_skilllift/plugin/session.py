@@ -699,19 +699,23 @@ class SkillLiftSession:
         if site.history_compare:
             self.view_note += f"\nviewer compare: {site.history_compare}"
 
+    def session_counts(self) -> tuple[int, int]:
+        """(graded, runs) of this session's lift runs, as the coverage line counts them."""
+        runs = self.tally.runs
+        return sum(1 for status in runs.values() if status == OK), len(runs)
+
     def _conclude(self) -> bool:
         """Hook sections, and whether this session graded enough of its runs."""
         if self.summary is None:
             return True
         self._add_hook_sections()
-        runs = self.tally.runs
-        if not runs:
+        graded, n_runs = self.session_counts()
+        if not n_runs:
             return True
-        graded = sum(1 for status in runs.values() if status == OK)
-        share = graded / len(runs)
+        share = graded / n_runs
         enough = share >= self.settings.min_coverage
         self.coverage_note = (
-            f"graded {graded} of {len(runs)} runs this session ({share:.0%}; minimum "
+            f"graded {graded} of {n_runs} runs this session ({share:.0%}; minimum "
             f"{self.settings.min_coverage:.0%})"
             + ("" if enough else " — below the minimum: the week is incomplete, exit status 1")
         )

@@ -55,9 +55,11 @@ class Summary:
     problems: list[str]
     written: list[Path] = field(default_factory=list)
 
-    def terminal_lines(self, *, scorecard_path: bool = True) -> list[str]:
+    def terminal_lines(self, *, scorecard_path: bool = True, counts: bool = True
+                       ) -> list[str]:
         """A compact lift table for a pytest terminal summary (or a shell); the last line
-        says where scorecard.md is, unless ``scorecard_path`` is False."""
+        says where scorecard.md is, unless ``scorecard_path`` is False; ``counts=False``
+        leaves out the graded-runs line (a session that says the same count once itself)."""
         from pytest_skilllift.report.sections.coverage import failed_headline
 
         models = self.data.get("models", {})
@@ -90,8 +92,9 @@ class Summary:
 
         lines += judge_lines(self.data.get("judge"))  # type: ignore[arg-type]
         cov = self.data.get("coverage", {})
-        lines.append(f"  graded {cov.get('graded_runs', 0)} of {cov.get('total_runs', 0)} runs;"
-                     f" dropped {len(cov.get('dropped', []))}")
+        if counts or cov.get("dropped"):
+            lines.append(f"  graded {cov.get('graded_runs', 0)} of {cov.get('total_runs', 0)} "
+                         f"runs; dropped {len(cov.get('dropped', []))}")
         if self.problems:
             lines.append(f"  ⚠ {len(self.problems)} input problem(s): {self.problems[0]}"
                          + (" …" if len(self.problems) > 1 else ""))
@@ -119,6 +122,7 @@ class Summary:
         if rewards:
             parts.insert(1, rewards)
         parts += [f"scorecard: {p}" for p in self.written if p.name == SCORECARD_MD]
+        parts += [f"history: {p}" for p in self.written if p.name == HISTORY_CSV]
         return " · ".join(parts)
 
 
