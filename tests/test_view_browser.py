@@ -365,3 +365,41 @@ def test_history_links_the_previous_weeks_compare_page(
         "No compare link: the previous comparable week 20261101 (named in "
         "../scorecard-history.csv) is not on disk beside this week (no ../20261101)")
     assert not (site / "compare.html").exists()
+
+
+def test_prompt_pages_chain_and_filter_to_failures(demo: tuple[Path, str], page: Any) -> None:
+    week, _ = demo
+    open_page(page, (week / "view" / "index.html").as_uri())
+    card = json.loads((week / "scorecard.json").read_text())
+    # the verdict sentence at the top agrees with the scorecard
+    assert page.locator("p.verdict").inner_text() == card["verdict"]
+    page.click("#prompt-table a:text('sqlite-bulk-insert')")
+    page.wait_for_selector("body[data-ready='1'][data-page='prompt']")
+    # previous / next walk every prompt page once, first to last
+    while page.locator("nav.prompt-nav a:has-text('←')").count():  # back to the first
+        page.locator("nav.prompt-nav").first.locator("a:has-text('←')").click()
+        page.wait_for_selector("body[data-ready='1'][data-page='prompt']")
+    seen = [page.locator("h1").inner_text()]
+    while page.locator("nav.prompt-nav a:has-text('→')").count():  # forward to the last
+        page.locator("nav.prompt-nav").first.locator("a:has-text('→')").click()
+        page.wait_for_selector("body[data-ready='1'][data-page='prompt']")
+        seen.append(page.locator("h1").inner_text())
+    assert len(seen) == len(set(seen)) and set(seen) == {r["prompt"] for r in scores(week)}
+    page.click("nav.prompt-nav >> nth=0 >> a:has-text('←')")  # and back from the last
+    page.wait_for_selector("body[data-ready='1'][data-page='prompt']")
+    assert page.locator("h1").inner_text() == seen[-2]
+    # failures only: every row left shows a missed must or a violated avoid
+    rows = page.locator("section[data-model] tbody tr")
+    total = rows.count()
+    page.check("#failures-only")
+    visible = [r for r in rows.all() if r.is_visible()]
+    assert 0 < len(visible) < total
+    for r in visible:
+        verdicts = r.locator("button.cell").evaluate_all(
+            "bs => bs.map(b => b.getAttribute('data-verdict'))")
+        item = r.get_attribute("data-item") or ""
+        assert ("missing" in verdicts and item.startswith("must")) or (
+            "violated" in verdicts and item.startswith("avoid"))
+    page.uncheck("#failures-only")
+    assert sum(1 for r in rows.all() if r.is_visible()) == total
+    assert page.errors == []

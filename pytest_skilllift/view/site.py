@@ -201,13 +201,26 @@ def build_site(week_dir: Path, out: Path | None = None, *,
     _copy_assets(out)
     label = str(card.get("week") or week_dir.name)
     pages: dict[str, str] = {}
-    for prompt, data in prompt_records(week_dir, week, card):
-        name = page_name(prompt)
-        pages[prompt] = f"{PROMPTS_DIR}/{name}"
-        data["week"] = label
+    # Each page links the previous and the next prompt's page: a page is written once the
+    # next one is known (two pages held at a time, never the whole week).
+    pending: tuple[str, dict[str, Any]] | None = None
+
+    def write(prompt: str, data: dict[str, Any], after: str | None) -> None:
+        data["next"] = {"prompt": after, "href": page_name(after)} if after else None
         kind = str(data.pop("kind", "prompt"))  # "task": a Harbor task's page
-        _write_page(out / PROMPTS_DIR / name,
+        _write_page(out / PROMPTS_DIR / page_name(prompt),
                     page_html(kind, f"{prompt} — week {label}", data, "../", csp=csp))
+
+    for prompt, data in prompt_records(week_dir, week, card):
+        pages[prompt] = f"{PROMPTS_DIR}/{page_name(prompt)}"
+        data["week"] = label
+        data["prev"] = ({"prompt": pending[0], "href": page_name(pending[0])} if pending
+                        else None)
+        if pending is not None:
+            write(*pending, prompt)
+        pending = (prompt, data)
+    if pending is not None:
+        write(*pending, None)
     from pytest_skilllift.view.gates import gate_results
 
     index = overview(card, week_dir, pages)

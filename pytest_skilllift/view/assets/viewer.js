@@ -163,7 +163,12 @@
         cell: function (r) { return el("span", { "class": "lift", "data-model": r.model, "data-value": r.lift }, signed(r.lift)); } },
       col("± SE", "se", f3, true),
       { label: "95% CI", value: function (r) { return r.lo; },
-        cell: function (r) { return "[" + f3(r.lo) + ", " + f3(r.hi) + "]"; } },
+        cell: function (r) {
+          // A lift lies in [−1, 1]: the interval is clipped there, as in the scorecard.
+          if (!isNum(r.lo) || !isNum(r.hi)) return "n/a";
+          var lo = Math.max(-1, r.lo), hi = Math.min(1, r.hi);
+          return "[" + f3(lo) + ", " + f3(hi) + "]" + (lo !== r.lo || hi !== r.hi ? " (clipped to [−1, 1])" : "");
+        } },
       { label: "CI excludes 0", value: function (r) { return r.ci ? 1 : 0; },
         cell: function (r) { return el("span", { "class": r.ci ? "yes" : "no" }, r.ci ? "yes" : "no"); } },
       { label: "bootstrap 95%", value: function (r) { return r.blo; },
@@ -419,8 +424,29 @@
     detail.scrollIntoView({ block: "nearest" });
   }
 
+  function promptNav(d) {
+    // Previous / next prompt page (same folder), and the way back to the overview.
+    return el("nav", { "class": "prompt-nav" },
+      d.prev ? link(d.prev.href, "← " + d.prev.prompt) : el("span", { "class": "note" }, "first prompt"),
+      " · ", link("../index.html", "overview"), " · ",
+      d.next ? link(d.next.href, d.next.prompt + " →") : el("span", { "class": "note" }, "last prompt"));
+  }
+  function failing(item) {
+    // An item some run missed (must) or violated (avoid).
+    return (item.cells || []).some(function (c) {
+      var v = c && (typeof c === "string" ? c : c.v);
+      return (item.type === "must" && v === "missing") || (item.type === "avoid" && v === "violated");
+    });
+  }
   function promptPage(d) {
+    app.appendChild(promptNav(d));
     app.appendChild(el("h1", null, d.prompt));
+    var only = el("input", { type: "checkbox", id: "failures-only" });
+    only.addEventListener("change", function () {
+      document.body.classList.toggle("failures-only", only.checked);
+    });
+    app.appendChild(el("p", { "class": "filter" }, only,
+      el("label", { "for": "failures-only" }, " failures only: the must items a run missed and the avoid items a run violated")));
     var top = section("Prompt", "prompt-text");
     if (d.family) add(top, kv([["skill family", d.family], ["week", d.week]]));
     add(top, d.text === null || d.text === undefined ? el("p", { "class": "note" }, d.text_note) : el("pre", { "class": "prompt-text" }, d.text));
@@ -446,7 +472,7 @@
       grid.appendChild(el("thead", null, hr));
       var tb = el("tbody");
       block.items.forEach(function (item) {
-        var tr = el("tr", { "data-item": item.type + "-" + item.index },
+        var tr = el("tr", { "data-item": item.type + "-" + item.index, "class": failing(item) ? "failing" : "passing" },
           el("th", { scope: "row", "class": "item" }, el("span", { "class": "type " + item.type }, item.type + "-" + item.index), " ", item.text));
         item.cells.forEach(function (cell, ci) {
           if (typeof cell === "string") { cell = { v: cell }; item.cells[ci] = cell; }
@@ -466,6 +492,7 @@
       add(s, el("p", { "class": "note" }, "Click a verdict for that run's answer with the judge's quote marked, beside the other arm's answer of the same rep. ⚑ contested, ✗ quote rejected."));
       add(s, [el("div", { "class": "grid-wrap" }, grid), detail]);
     });
+    app.appendChild(promptNav(d));
   }
 
   // ------------------------------------------------------------------ a Harbor task
