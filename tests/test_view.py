@@ -210,6 +210,25 @@ def test_a_denied_call_is_marked(tmp_path: Path) -> None:
     assert [(s["tool"], s["target"], s["denied"]) for s in steps] == [
         ("Skill", "git-bisect", False), ("WebFetch", "https://example.org/x", True)]
     assert note == "1 line(s) of stdout.txt were not JSON"
+    assert [s["result"] for s in steps] == ["body", "no"]
+
+
+def test_a_tool_result_is_shown_capped_with_its_length(tmp_path: Path) -> None:
+    from pytest_skilllift.view.runs import MAX_RESULT, trajectory
+
+    long = "line of a big file\n" * 200
+    events = [
+        {"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/a"}},
+            {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "ls"}}]}},
+        {"type": "user", "message": {"content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": long}]}},
+        {"type": "result", "subtype": "success", "result": "answer"},
+    ]
+    (tmp_path / "stdout.txt").write_text("\n".join(map(json.dumps, events)) + "\n")
+    steps, _ = trajectory(tmp_path)
+    assert steps[0]["result"] == long[:MAX_RESULT] and steps[0]["result_chars"] == len(long)
+    assert "result" not in steps[1]  # no result arrived: none shown, none invented
 
 
 def test_labelling_a_run_the_person_picks(real_week: Path) -> None:

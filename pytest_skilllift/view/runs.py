@@ -23,6 +23,8 @@ __all__ = ["read_run", "step_of", "trajectory"]
 
 #: Longest tool argument shown in a trajectory step (a Write's whole file is not a label).
 MAX_TARGET = 300
+#: Longest tool result shown under a step; a longer one is cut and its length said.
+MAX_RESULT = 800
 
 
 def _json_file(path: Path) -> dict[str, Any]:
@@ -44,10 +46,16 @@ def _target(name: str, args: dict[str, Any]) -> str:
 
 
 def step_of(name: str, args: dict[str, Any], *, denied: bool, error: bool,
-            subagent: bool) -> dict[str, Any]:
-    """One trajectory step as the page shows it."""
-    return {"tool": name, "target": _target(name, args), "denied": denied, "error": error,
-            "subagent": subagent}
+            subagent: bool, result: str | None = None) -> dict[str, Any]:
+    """One trajectory step as the page shows it: the tool, what it was about, and its result
+    (the first ``MAX_RESULT`` characters; ``result_chars`` is the whole length when cut)."""
+    step: dict[str, Any] = {"tool": name, "target": _target(name, args), "denied": denied,
+                            "error": error, "subagent": subagent}
+    if result is not None:
+        step["result"] = result[:MAX_RESULT]
+        if len(result) > MAX_RESULT:
+            step["result_chars"] = len(result)
+    return step
 
 
 def trajectory(run_dir: Path) -> tuple[list[dict[str, Any]], str]:
@@ -64,7 +72,8 @@ def trajectory(run_dir: Path) -> tuple[list[dict[str, Any]], str]:
     except (OSError, ValueError) as err:
         return [], f"{STDOUT_FILE} unreadable: {err}"
     steps = [step_of(u.name, u.input, denied=u.denied, error=u.is_error and not u.denied,
-                     subagent=u.parent_tool_use_id is not None) for u in tr.tool_uses]
+                     subagent=u.parent_tool_use_id is not None, result=u.result)
+             for u in tr.tool_uses]
     note = f"{tr.bad_lines} line(s) of {STDOUT_FILE} were not JSON" if tr.bad_lines else ""
     return steps, note
 

@@ -365,7 +365,10 @@
       add(ol, el("li", { "class": cls }, el("code", null, s.tool), s.target ? " " + s.target : "",
         s.denied ? el("span", { "class": "tag denied" }, "denied") : null,
         s.error ? el("span", { "class": "tag error" }, "error") : null,
-        s.subagent ? el("span", { "class": "tag" }, "subagent") : null));
+        s.subagent ? el("span", { "class": "tag" }, "subagent") : null,
+        typeof s.result === "string" ? el("details", { "class": "result" },
+          el("summary", null, "result" + (s.result_chars ? " (first " + s.result.length + " of " + s.result_chars + " characters)" : "")),
+          el("pre", null, s.result)) : null));
     });
     add(wrap, ol);
     return wrap;
