@@ -402,4 +402,13 @@ def test_prompt_pages_chain_and_filter_to_failures(demo: tuple[Path, str], page:
             "violated" in verdicts and item.startswith("avoid"))
     page.uncheck("#failures-only")
     assert sum(1 for r in rows.all() if r.is_visible()) == total
+    # a demo week's pages carry its notice, and a run's dollars are said to be simulated
+    assert page.locator("p.banner").inner_text().startswith("DEMO")
+    page.locator("section[data-model] tbody tr button.cell[data-col='1']").first.click()
+    active = page.locator(".answer.active").first
+    assert active.get_attribute("data-condition") == "with-skill"
+    assert "(simulated: nothing was paid)" in active.locator("dl.kv").first.inner_text()
+    # each tool call's result sits under it, folded (a with-skill run reads its skill)
+    assert active.locator(".trajectory li").count() > 0
+    assert active.locator(".trajectory details.result").count() > 0
     assert page.errors == []

@@ -214,6 +214,8 @@ def build_site(week_dir: Path, out: Path | None = None, *,
     for prompt, data in prompt_records(week_dir, week, card):
         pages[prompt] = f"{PROMPTS_DIR}/{page_name(prompt)}"
         data["week"] = label
+        # the demo's or a dry run's notice on every page, and its dollars said simulated
+        data["banner"], data["simulated"] = card.get("banner"), bool(card.get("banner"))
         data["prev"] = ({"prompt": pending[0], "href": page_name(pending[0])} if pending
                         else None)
         if pending is not None:

@@ -132,6 +132,8 @@
   }
 
   var SERVED = window.location.protocol === "http:";
+  // A week with a banner (the demo, a dry run) was answered by the scripted stand-in.
+  var SIMULATED = false;
 
   function overview(d) {
     if (d.banner) app.appendChild(el("p", { "class": "banner" }, d.banner));
@@ -378,7 +380,7 @@
     var audit = run.audit || {};
     return kv([["run", run.run_id], ["status", run.status], ["audit", audit.status || run.invocation],
       ["audit evidence", audit.evidence], ["activation", run.activation],
-      ["cost", usd(run.cost)], ["turns", run.turns], ["duration", secs(run.duration_ms)]]);
+      ["cost", usd(run.cost) + (SIMULATED && isNum(run.cost) ? " (simulated: nothing was paid)" : "")], ["turns", run.turns], ["duration", secs(run.duration_ms)]]);
   }
 
   function answerPanel(run, item, cell, active) {
@@ -442,6 +444,8 @@
     });
   }
   function promptPage(d) {
+    SIMULATED = !!d.simulated;
+    if (d.banner) app.appendChild(el("p", { "class": "banner" }, d.banner));
     app.appendChild(promptNav(d));
     app.appendChild(el("h1", null, d.prompt));
     var only = el("input", { type: "checkbox", id: "failures-only" });
