@@ -115,8 +115,11 @@ def test_the_stand_in_answers_the_models_api_like_the_real_one() -> None:
         assert http_get(api.base_url + "/v1/models/claude-haiku-4-5", ok)[0] == 200
         status, body = http_get(api.base_url + "/v1/models/claude-nope", ok)
         assert status == 404 and "not_found_error" in body
-        assert http_get(api.base_url + "/v1/models/claude-haiku-4-5", {"x-api-key": "no"}
-                        )[0] == 401
+        assert http_get(api.base_url + "/v1/models/claude-haiku-4-5",
+                        {"x-api-key": "no", "anthropic-version": "2023-06-01"})[0] == 401
+        # another agent's model listing (no anthropic-version) keeps the plain answer
+        assert http_get(api.base_url + "/v1/models", {"authorization": f"Bearer {KEY}"}) == (
+            200, "{}")
 
 
 # -- a real session: stopped before any run, serial and -n 2 ---------------------------------

@@ -567,7 +567,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if path.startswith(BATCH_PATH + "/"):
             self._batches()
             return
-        if path.rstrip("/") == "/v1/models" or path.startswith("/v1/models/"):
+        # The Anthropic Models API (what the preflight asks; Anthropic clients send an
+        # anthropic-version header). Another agent's model listing keeps the plain answer.
+        if (path.rstrip("/") == "/v1/models" or path.startswith("/v1/models/")) and \
+                self.headers.get("anthropic-version"):
             self._models(path)
             return
         self._other()
