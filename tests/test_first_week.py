@@ -237,6 +237,10 @@ def test_dry_run_runs_your_prompts_on_the_stand_in_marked_simulated(
     assert "spent $" not in out and re.search(r"simulated \$\d+\.\d\d \(nothing paid\)", out)
     assert "**Spend (simulated $: the scripted stand-in's prices, nothing was paid" in card
     assert "actual $ spent" not in card
+    # no published skills site configured (init's prompts name the skill by path): the site
+    # sections are left out, and week.json says so
+    assert json.loads((week / "week.json").read_text())["skills_site"] == ""
+    assert "baseline self-served" not in card and "published site" not in card
     assert "DRY RUN — simulated" in (week / "view" / "index.html").read_text()
 
 
@@ -284,3 +288,19 @@ def test_this_repository_s_test_rules_stay_out_of_a_skill_lift_session() -> None
     assert conftest._measuring(Config(skill_lift_demo=True))  # type: ignore[arg-type]
     assert conftest._measuring(Config(skill_lift_dry_run=True))  # type: ignore[arg-type]
     assert not conftest._measuring(Config())  # type: ignore[arg-type]
+
+
+def test_the_skills_site_host_recorded_for_the_week() -> None:
+    from types import SimpleNamespace
+
+    from pytest_skilllift.plugin.ci import SessionVerdicts
+
+    def verdicts(site: str, *urls: str) -> SessionVerdicts:
+        runs = [SimpleNamespace(prompt=SimpleNamespace(skill_url=u)) for u in urls]
+        return SessionVerdicts(SimpleNamespace(site=site),  # type: ignore[arg-type]
+                               lambda: SimpleNamespace(runs=runs))  # type: ignore[arg-type,return-value]
+
+    assert verdicts("", "", "")._site_host() == ""  # init's prompts: a path, no site
+    assert verdicts("", "https://skills.example.org/a/SKILL.md")._site_host() == \
+        "skills.example.org"
+    assert verdicts("https://skills.qdrant.tech/", "")._site_host() == "skills.qdrant.tech"

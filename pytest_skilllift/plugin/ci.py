@@ -204,9 +204,21 @@ class SessionVerdicts:
                     out, proposed, pass_threshold=s.pass_threshold,
                     min_coverage=s.min_coverage, gates=s.gates, fresh=s.fresh,
                     has_runs=has_runs, new_week_hint=hint)
+                # Whether the runs can fetch a published skills site (the configured site,
+                # or the prompts' skill_url): the scorecard's site sections need one.
+                self.record.extra[ident.SKILLS_SITE] = self._site_host()
+                ident.write_week_record(out, self.record)
         except (ident.IdentityRefused, ident.WeekFileError) as exc:
             raise SettingsError(str(exc)) from None
         self.notes += notes
+
+    def _site_host(self) -> str:
+        """The published skills site's host this session's runs watch for, "" for none."""
+        from urllib.parse import urlsplit
+
+        hosts = sorted({urlsplit(self.settings.site or spec.prompt.skill_url).hostname or ""
+                        for spec in self._matrix().runs} - {""})
+        return ", ".join(hosts)
 
     # -- the end ----------------------------------------------------------------------------
     def finish(self, summary: Any) -> None:

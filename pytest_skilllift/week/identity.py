@@ -407,6 +407,21 @@ def baseline_key(identity: Identity, prompt: str, model: str) -> str:
 # --------------------------------------------------------------------------- week.json
 
 
+#: week.json's key for the published skills site's host the runs watched for ("" for none;
+#: absent in a week written before it, or by the qdrant pipeline: treated as unknown).
+SKILLS_SITE = "skills_site"
+
+
+def skills_site(week_dir: Path) -> str | None:
+    """The week's recorded skills-site host ("" = none configured), None when unknown."""
+    try:
+        record = read_week_record(week_dir)
+    except WeekFileError:
+        return None
+    value = record.extra.get(SKILLS_SITE) if record else None
+    return value if isinstance(value, str) else None
+
+
 @dataclass
 class WeekRecord:
     """The whole of week.json: identity, verdict settings, the log of changes.

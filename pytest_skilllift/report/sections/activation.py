@@ -17,6 +17,7 @@ from pytest_skilllift.report import stats
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import cap_note, fmt, md_table
 from pytest_skilllift.week.columns import ACTIVATIONS
+from pytest_skilllift.week.identity import skills_site
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
@@ -47,6 +48,9 @@ class ActivationSummary(TypedDict):
     #: With-skill runs that fetched the published skills site (``fetched_site``), whatever
     #: their activation source: the runs whose lift may come from the site, not SKILL.md.
     site_fetch_runs: int
+    #: The published site's host ("" none configured: no site line; None: the week does not
+    #: say, shown as before).
+    site: str | None
     reached_leaf_runs: int
     reached_leaf_rate_wilson95: list[float | None]
     #: The same rate's 95% interval resampling whole prompts (reps of a prompt agree).
@@ -111,7 +115,7 @@ def build(ctx: Context) -> Data:
                                            for x in stats.wilson_interval(misses, n_ws)],
             "trigger_miss_rate_cluster95": [json_float(x) for x in cluster],
             "web_fetch_runs": int(act_total[ACTIVATIONS.index("web_fetch")]),
-            "site_fetch_runs": site_total,
+            "site_fetch_runs": site_total, "site": skills_site(week.week_dir),
             "reached_leaf_runs": leaf_total,
             "reached_leaf_rate_wilson95": [json_float(x)
                                            for x in stats.wilson_interval(leaf_total, n_ws)],
@@ -147,10 +151,11 @@ def render(card: Data) -> list[str]:
     L.append(f"- with-skill runs: **{s['with_skill_runs']}**")
     L.append("- **trigger misses** (activation=none — skill present but never reached): "
              f"**{s['trigger_misses']}**")
-    L.append("- lift sourced from the published site (with-skill runs that fetched the skills "
-             f"site, whatever else they read): **{s.get('site_fetch_runs', 0)}** "
-             f"({s['web_fetch_runs']} of them reached the skill through the site alone, "
-             "activation=web_fetch)")
+    if s.get("site") != "":  # only where the runs had a published site to fetch
+        L.append("- lift sourced from the published site (with-skill runs that fetched the "
+                 f"skills site, whatever else they read): **{s.get('site_fetch_runs', 0)}** "
+                 f"({s['web_fetch_runs']} of them reached the skill through the site alone, "
+                 "activation=web_fetch)")
     clo, chi = s.get("trigger_miss_rate_cluster95") or [None, None]
     cluster = "" if clo is None else f"; resampling prompts {fmt(clo)}–{fmt(chi)}"
     llo, lhi = s.get("reached_leaf_rate_wilson95") or [None, None]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from pytest_skilllift.week.identity import skills_site
 from pytest_skilllift.week.tables import distinct
 
 if TYPE_CHECKING:
@@ -14,6 +15,9 @@ if TYPE_CHECKING:
 
 
 class SelfServed(TypedDict):
+    #: The published site's host the runs watched for; "" when none was configured (the
+    #: section is left out), None when the week does not say (shown, as before).
+    site: str | None
     no_skill_runs: int
     fetched_runs: int
     prompts: list[str]
@@ -32,6 +36,7 @@ def build(ctx: Context) -> Data:
     prompts = sorted({week.prompts[p] for p in distinct(week.manifest.prompt[served]).tolist()
                       if p >= 0})
     return {"baseline_self_served": {
+        "site": skills_site(week.week_dir),
         "no_skill_runs": int(np.count_nonzero(ns)), "fetched_runs": int(served.sum()),
         "prompts": prompts, "available": "fetched_site" in week.manifest.columns,
     }}
@@ -39,6 +44,8 @@ def build(ctx: Context) -> Data:
 
 def render(card: Data) -> list[str]:
     s = card.get("baseline_self_served", {})
+    if s.get("site") == "":  # no published site configured: nothing to self-serve from
+        return []
     L = ["## Lift caveat — baseline self-served the skill\n"]
     if not s.get("available", True):
         L.append("_Not available: manifest.csv has no fetched_site column._\n")
@@ -46,7 +53,7 @@ def render(card: Data) -> list[str]:
     if not s.get("no_skill_runs"):
         L.append("_No no-skill runs._\n")
         return L
-    L.append("- no-skill runs that fetched `skills.qdrant.tech`: "
+    L.append(f"- no-skill runs that fetched `{s.get('site') or 'skills.qdrant.tech'}`: "
              f"**{s['fetched_runs']} of {s['no_skill_runs']}**")
     if s.get("prompts"):
         L.append(f"- affected prompts: {', '.join(s['prompts'])}")
