@@ -490,11 +490,10 @@ _DECODE_RUN = linear(
 _PY_ONE_LINER = linear(
     r"\bpython(?:\d(?:\.\d+)?)?(?:\.exe)?\s+(?:-[A-Za-z]+\s+)*-c\s*(?P<code>.+)",
     ignorecase=True)
-#: What a one-liner downloads with; ``$(curl …)`` as the code is downloaded code by itself.
+#: What a one-liner downloads with (``python -c "$(curl …)"`` is a shell form: the shell rule's).
 _PY_FETCH = linear(
     r"\burlopen\b|\burlretrieve\b|\b(?:requests|httpx)\.(?:get|request)\b|\bhttp\.client\b"
     r"|\baiohttp\b|\bwget\.download\b|\bsocket\.create_connection\b", ignorecase=True)
-_PY_FETCHED_CODE = linear(r"^[\"']?\s*(?:\$\(|`)\s*(?:curl|wget)\b", ignorecase=True)
 #: What runs text or a file as code.
 _PY_RUN = linear(
     r"\b(?:exec|eval|compile)\s*\(|\brunpy\.|\bsubprocess\.|\bos\.(?:system|popen|exec\w*)\b"
@@ -503,12 +502,12 @@ _PY_RUN = linear(
 
 def _python_fetch_run(m: re.Match[str], line: str) -> str | None:
     """A Python one-liner that downloads code and runs it (``exec(urlopen(…).read())``,
-    ``urlretrieve`` then ``subprocess``, ``python -c "$(curl …)"``), shown with its URL. A
-    one-liner the shell rule already names (``curl … | sh``, ``-c "$(curl …)"``) is its."""
+    ``urlretrieve`` then ``subprocess``), shown with its URL. A one-liner the shell rule
+    already names (``curl … | sh`` inside it) is its (one finding per line)."""
     code = m.group("code")
     if line_has(_PIPE_SHELL, line):
         return None
-    if _PY_FETCHED_CODE.search(code) or (_PY_FETCH.search(code) and _PY_RUN.search(code)):
+    if _PY_FETCH.search(code) and _PY_RUN.search(code):
         return _with_url(m, line)
     return None
 
