@@ -77,7 +77,7 @@ class EstimatePlugin:
     def _lines(self, specs: Sequence[RunSpec]) -> list[str]:
         """The plan's lines; an estimate that cannot be made is said, never a failed run."""
         try:
-            return est.lines(self.compute(specs))
+            return est.lines(self.compute(specs), simulated=self.state.settings.demo)
         except (OSError, ValueError) as exc:
             return [f"skill-lift plan: no estimate ({type(exc).__name__}: {exc})"]
 

@@ -408,8 +408,10 @@ def _mins(r: Range) -> str:
     return f"{r.estimate / 60:.1f} min ({r.low / 60:.1f}–{r.high / 60:.1f})"
 
 
-def lines(est: Estimate) -> list[str]:
-    """The plan and its price, for the terminal (``--collect-only``, ``skilllift plan``)."""
+def lines(est: Estimate, *, simulated: bool = False) -> list[str]:
+    """The plan and its price, for the terminal (``--collect-only``, ``skilllift plan``).
+    ``simulated`` (the demo, a dry run): the scripted stand-in answers, so the week's dollars
+    are simulated and the estimate is what the runs would cost for real; both are said."""
     c = est.counts
     out = [f"skill-lift plan: {c[NEW] + c[RESUMED]} run(s) to make ({c[NEW]} new, "
            f"{c[RESUMED]} resumed), {c[TO_GRADE]} to grade only, {c[REUSED]} reused from a "
@@ -436,6 +438,11 @@ def lines(est: Estimate) -> list[str]:
     else:
         out.append(f"spend cap: none (--skill-lift-max-spend); the week has spent "
                    f"${est.spent_usd:.2f}")
+    if simulated:
+        out = [line.replace("the week has spent", "the week has simulated (nothing paid)")
+               for line in out]
+        out.insert(1, "  (simulated: the scripted stand-in answers these runs and nothing is "
+                      "paid; the prices below are what they would cost for real)")
     return out
 
 
