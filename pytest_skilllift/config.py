@@ -462,15 +462,18 @@ class Settings:
     def from_wire(cls, data: dict[str, Any]) -> Settings:
         """Inverse of ``to_wire``."""
         kwargs = dict(data)
+        # JSON turns Paths into strings and tuples into lists: each field is restored by its
+        # declared type, so a tuple field added later travels to the workers unchanged too.
         for f in dataclasses.fields(cls):
-            if f.name in kwargs and f.type in ("Path", Path):
+            if f.name not in kwargs:
+                continue
+            kind = str(f.type)
+            if kind in ("Path", str(Path)):
                 kwargs[f.name] = Path(kwargs[f.name])
-        kwargs["models"] = tuple(tuple(m) for m in kwargs["models"])
-        kwargs["allowed_tools"] = tuple(kwargs["allowed_tools"])
-        kwargs["conditions"] = tuple(kwargs["conditions"])
-        kwargs["gates"] = tuple(kwargs["gates"])
-        for key in ("optional_labels", "labels_not_run"):
-            kwargs[key] = tuple(kwargs.get(key) or ())
+            elif kind.startswith("tuple[tuple["):
+                kwargs[f.name] = tuple(tuple(m) for m in kwargs[f.name] or ())
+            elif kind.startswith("tuple["):
+                kwargs[f.name] = tuple(kwargs[f.name] or ())
         return cls(**kwargs)
 
     def without_labels(self, missing: Mapping[str, str]) -> Settings:
