@@ -345,7 +345,8 @@ def bare_cli(root: Path, api: Any) -> dict[str, float]:
     """The bare CLI (no harness) over the week's prompts, each with and without its skill,
     once, against the same stand-in: its wall, its CPU (``os.wait4``: all its threads and
     the children it waited for) and its API calls."""
-    from pytest_skilllift.runners.claude import QUIET_ENV, bundled_claude
+    from pytest_skilllift.agents.claude_code import QUIET_ENV
+    from pytest_skilllift.runners.claude import bundled_claude
 
     claude = str(bundled_claude())
     prompts = [json.loads(p.read_text())

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_skilllift.agents.registry import other_names
 from pytest_skilllift.model import (
     AGENTS,
     ANTHROPIC,
@@ -119,9 +120,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("site", "URL prefix stripped from skill_url, e.g. https://skills.qdrant.tech/.",
            default="", cli=False, default_text="scheme and host of each skill_url"),
     Option("models", "Models as label=model_id[,label=model_id…]; a bare label is passed to "
-           "the CLI as is. label=AGENT:MODEL runs another agent's CLI (codex, gemini-cli, "
-           "opencode; no prefix = claude-code), e.g. gpt=codex:gpt-5.5.", default=DEFAULT_MODELS,
-           metavar="LABEL=MODEL[,…]"),
+           "the CLI as is. label=AGENT:MODEL runs another agent's CLI "
+           f"({other_names()}; no prefix = claude-code), e.g. gpt=codex:gpt-5.5.",
+           default=DEFAULT_MODELS, metavar="LABEL=MODEL[,…]"),
     Option("reps", "Repetitions per (prompt, model, condition).", "int", 2,
            metavar="N"),
     Option("out", "Week directory.", default="", default_text="evals/weekly/<UTC yyyymmdd>",
@@ -182,8 +183,8 @@ OPTIONS: tuple[Option, ...] = (
            "coverage guard).", "float", DEFAULT_MIN_COVERAGE, metavar="SHARE"),
     Option("image", "Docker image for --skill-lift-runner=docker.", default="skilllift:local",
            metavar="IMAGE"),
-    Option("agent-install", "Install the npm CLIs of the agents the labels name (codex, "
-           "gemini-cli, opencode) at their pinned versions into a per-user cache when they "
+    Option("agent-install", "Install the npm CLIs of the agents the labels name "
+           f"({other_names()}) at their pinned versions into a per-user cache when they "
            "are not on PATH (needs npm; docs/agents.md).", "bool", False),
     Option("docker-network", "Docker network mode (host reaches a stand-in on loopback).",
            default="bridge", metavar="MODE"),

@@ -155,28 +155,10 @@ class PromptSpec:
 
 
 #: The agent CLIs a model label may name (``AGENT:MODEL`` in ``--skill-lift-models``), each
-#: reading Agent Skills (SKILL.md) its own way: docs/agents.md.
+#: reading Agent Skills (SKILL.md) its own way: docs/agents.md. The names only (what
+#: :func:`split_agent` recognises); each agent's definition is its module in ``agents/``.
 CLAUDE_CODE = "claude-code"
 AGENTS: tuple[str, ...] = (CLAUDE_CODE, "codex", "gemini-cli", "opencode")
-#: The registry package each agent's CLI is installed from (npm; Claude Code comes in the
-#: ``claude-agent-sdk`` wheel).
-AGENT_PACKAGES: dict[str, str] = {
-    CLAUDE_CODE: "claude-agent-sdk (pip)",
-    "codex": "@openai/codex",
-    "gemini-cli": "@google/gemini-cli",
-    "opencode": "opencode-ai",
-}
-#: Where the three other agents find the installed skills, relative to HOME (the user scope
-#: all three scan: docs/agents.md); their runners install there, their stream parsers read
-#: file reads under it as reads of the skill.
-AGENT_SKILL_ROOT = ".agents/skills"
-#: The CLI versions the agents were verified with (docs/agents.md), installed by
-#: ``--skill-lift-agent-install`` and flagged by provenance when a run reports another.
-PINNED_AGENT_VERSIONS: dict[str, str] = {
-    "codex": "0.169.0",
-    "gemini-cli": "0.61.0",
-    "opencode": "1.18.33",
-}
 _AGENT_PREFIX = re.compile(r"^([a-z][a-z0-9-]*):(.*)$", re.S)
 
 
@@ -325,7 +307,7 @@ class AgentConfig:
     #: The size limit of an installed skill family, in bytes (None: no limit).
     max_family_bytes: int | None = int(DEFAULT_MAX_FAMILY_MB * 2**20)
     #: Extra environment variables passed to the CLI (e.g. ANTHROPIC_BASE_URL). Never written.
-    #: Each agent gets only its own key and base-URL variables from it (runners/agents.py).
+    #: Each agent gets only its own key and base-URL variables from it (``agents/<name>.py``).
     env: dict[str, str] = field(default_factory=dict)
     #: Install a family even when the security scan has a critical finding in it
     #: (``--skill-lift-allow-unsafe``); by default such a with-skill run is an invalid install.

@@ -25,7 +25,10 @@ from pytest_skilllift.runners.agent_image import (  # noqa: E402
     build_agents_image,
     image_agent_versions,
 )
-from pytest_skilllift.runners.agents import BINARIES, find_cli  # noqa: E402
+from pytest_skilllift.agents.registry import others  # noqa: E402
+from pytest_skilllift.runners.agents import find_cli  # noqa: E402
+
+BINARIES = [a.name for a in others()]
 from pytest_skilllift.runners.image import TEST_IMAGE_TAG  # noqa: E402
 from pytest_skilllift.testing.agent_script import make_agent  # noqa: E402
 from pytest_skilllift.testing.judge_script import keyword_judge  # noqa: E402

@@ -435,7 +435,8 @@ def test_the_other_agents_outages_are_named_from_their_own_output(
     """The real Codex, Gemini CLI and OpenCode, through the local runner: a port with nothing
     listening (Codex and Gemini CLI retry it for minutes) or the stand-in refusing the key."""
     from pytest_skilllift.model import AgentConfig, PromptSpec, RubricItem, RunSpec
-    from pytest_skilllift.runners.agents import KEY_VARS, find_cli
+    from pytest_skilllift.agents.registry import agent as defn
+    from pytest_skilllift.runners.agents import find_cli
     from pytest_skilllift.runners.local import LocalRunner
 
     agent = model_id.partition(":")[0]
@@ -444,7 +445,7 @@ def test_the_other_agents_outages_are_named_from_their_own_output(
     with StandIn(agent=skill_agent, api_key="the-right-key-123456") as api:
         base = f"http://127.0.0.1:{dead_port()}" if mode == "dead" else api.base_url
         monkeypatch.setenv(url_var, base + ("/v1" if agent == "codex" else ""))
-        monkeypatch.setenv(KEY_VARS[agent], "a-wrong-key-123456")
+        monkeypatch.setenv(defn(agent).key_var, "a-wrong-key-123456")
         prompt = PromptSpec(path=Path("p.json"), name="p", product_area="x", prompt="say hi",
                             rubric=(RubricItem("must", "x", 1),),
                             skill_path="git-bisect/SKILL.md")
@@ -459,7 +460,7 @@ def test_the_other_agents_outages_are_named_from_their_own_output(
                                   f"{url_var}"), outcome
     else:
         assert outcome.outage.startswith(f"API refused the key at {at} (HTTP 401"), outcome
-        assert outcome.outage.endswith(f"check {KEY_VARS[agent]}")
+        assert outcome.outage.endswith(f"check {defn(agent).key_var}")
     assert outcome.error == outcome.outage and not outcome.timed_out
     assert outcome.wall_ms < 90_000  # the listing command included, under this machine's load
 

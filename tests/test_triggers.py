@@ -34,7 +34,8 @@ from pytest_skilllift.run.triggers import (
     classify_trigger,
     load_trigger_file,
 )
-from pytest_skilllift.runners.claude import QUIET_ENV, bundled_claude
+from pytest_skilllift.agents.claude_code import QUIET_ENV
+from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.trace import audit
 from pytest_skilllift.trace.transcript import parse_text, parse_transcript
 

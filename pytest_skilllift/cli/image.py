@@ -50,7 +50,7 @@ def add_parser(subparsers: Any) -> None:
     build.set_defaults(func=_build)
 
     add = image_sub.add_parser(
-        "add-agents", help="add the Codex CLI, Gemini CLI and OpenCode installed here",
+        "add-agents", help=f"add the {_titles()} installed here",
         description="Build TAG from BASE (a skilllift image) with the npm agent CLIs found on "
                     "this machine's PATH added, so the docker runner runs labels naming "
                     "those agents (docs/agents.md). Needs no registry.")
@@ -114,13 +114,22 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _titles() -> str:
+    """``Codex CLI, Gemini CLI and OpenCode``: the agents an image is given (the registry's)."""
+    from pytest_skilllift.agents.registry import AGENTS
+
+    names = [a.title for a in AGENTS.values() if a.image is not None]
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
+
+
 def _add_agents(args: argparse.Namespace) -> int:
     import docker.errors
 
+    from pytest_skilllift.agents.registry import AGENTS
     from pytest_skilllift.runners import agents
     from pytest_skilllift.runners.agent_image import build_agents_image
 
-    clis = {a: agents.find_cli(a) for a in agents.BINARIES}
+    clis = {a.name: agents.find_cli(a.name) for a in AGENTS.values() if a.image is not None}
     found = {a: p for a, p in clis.items() if p}
     for agent in sorted(set(clis) - set(found)):
         print(f"note: {agents.missing_cli_message(agent)}; left out", file=sys.stderr)

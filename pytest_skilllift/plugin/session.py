@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from pytest_skilllift.agents import registry
 from pytest_skilllift.config import Settings, SettingsError
 from pytest_skilllift.judge.protocol import Grader
 from pytest_skilllift.judge.session_judge import FixtureGrader, SessionJudge
 from pytest_skilllift.model import (
-    AGENT_PACKAGES,
     CLAUDE_CODE,
-    PINNED_AGENT_VERSIONS,
     AgentConfig,
     JudgeResult,
     RunSpec,
@@ -75,9 +74,9 @@ def leave_out_missing_agents(settings: Settings) -> Settings:
                           "then --skill-lift-image=TAG)"
                    for label, agent in wanted.items() if agent not in have}
     else:
-        missing = {label: f"{agent} CLI not installed (npm i -g {AGENT_PACKAGES[agent]}@"
-                          f"{PINNED_AGENT_VERSIONS[agent]}, or --skill-lift-agent-install)"
-                   for label, agent in wanted.items() if agents.find_cli(agent) is None}
+        missing = {label: f"{name} CLI not installed (npm i -g "
+                          f"{registry.agent(name).pinned}, or --skill-lift-agent-install)"
+                   for label, name in wanted.items() if agents.find_cli(name) is None}
     return settings.without_labels(missing)
 
 
@@ -226,7 +225,7 @@ class SkillLiftSession:
         url = self._server.start()
         self.settings = dataclasses.replace(
             self.settings, base_url=url, extra_env={
-                var: DEMO_KEY for var in ("ANTHROPIC_API_KEY", *agents.KEY_VARS.values())})
+                a.key_var: DEMO_KEY for a in registry.AGENTS.values()})
 
     def start_judge_service(self, *, warm: bool = True) -> None:
         """Under xdist: one judge client in the controller, served to every worker; built
@@ -289,8 +288,8 @@ class SkillLiftSession:
         """A real run needs a key before the first paid call, not after 200 runs failed."""
         if self.settings.demo or self.settings.base_url:
             return
-        keys = [agents.KEY_VARS[a] for a in self.other_agents()
-                if not os.environ.get(agents.KEY_VARS[a])]
+        keys = [registry.agent(a).key_var for a in self.other_agents()
+                if not os.environ.get(registry.agent(a).key_var)]
         if keys:
             raise SettingsError(
                 f"--skill-lift: the labels' agents need {', '.join(keys)} in the environment "
@@ -488,8 +487,8 @@ class SkillLiftSession:
         env = dict(s.extra_env)
         if s.base_url:
             # Every agent reaches the same endpoint through its own variable (the demo).
-            env.update(ANTHROPIC_BASE_URL=s.base_url, OPENAI_BASE_URL=s.base_url + "/v1",
-                       GOOGLE_GEMINI_BASE_URL=s.base_url)
+            env.update({a.base_url_var: s.base_url + a.stand_in_path
+                        for a in registry.AGENTS.values()})
         others = self.other_agents()
         problems = [p for a in others
                     if (p := agents.url_problem(a, {**os.environ, **env})) is not None]
@@ -497,7 +496,7 @@ class SkillLiftSession:
             raise SettingsError("; ".join(dict.fromkeys(problems)))
         if s.runner == "docker":
             claude = "claude"  # the image's own CLI
-            paths = {a: agents.BINARIES[a] for a in others}
+            paths = {a: registry.agent(a).binary for a in others}
         else:
             found = find_claude(s.claude or None)
             if found is None and len(others) < len(s.models):

@@ -369,7 +369,7 @@ class WeekRun:
         return redact_text(text, self._secret_values())
 
     def _secret_values(self) -> list[bytes]:
-        from pytest_skilllift.runners.claude import build_env
+        from pytest_skilllift.agents.claude_code import build_env
         from pytest_skilllift.runners.redaction import secret_values
 
         if self._secrets is None:

@@ -1,10 +1,11 @@
 """An image for the docker runner that also carries Codex CLI, Gemini CLI and OpenCode.
 
 Built on top of an existing skilllift image (``--from-local`` or the Dockerfile's), with no
-registry access, from the npm CLIs installed on this machine: Codex's static binary, OpenCode's
-Bun binary and ripgrep, Node.js and Gemini CLI's bundle, each with the shared libraries
-``ldd`` lists. The image records each agent's version in the ``skilllift.agents`` label (a
-JSON object), which the runner reports as the run's CLI version. docs/agents.md.
+registry access, from the npm CLIs installed on this machine, each as its agent's
+``ImageLayout`` says (``agents/<name>.py``): Codex's static binary, OpenCode's Bun binary and
+ripgrep, Node.js and Gemini CLI's bundle, each with the shared libraries ``ldd`` lists.
+The image records each agent's version in the ``skilllift.agents`` label (a JSON object),
+which the runner reports as the run's CLI version. docs/agents.md.
 """
 
 from __future__ import annotations
@@ -19,13 +20,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_skilllift.agents.base import Agent
+from pytest_skilllift.agents.registry import agent
 from pytest_skilllift.runners import agents
 from pytest_skilllift.runners.image import ImageBuildError, RootFS
 
 #: The image label holding ``{agent: version}``.
 LABEL_AGENTS = "skilllift.agents"
-#: Where Gemini CLI's bundle goes in the image (a wrapper on PATH runs it with node).
-GEMINI_DIR = "/opt/skilllift/gemini-cli"
+#: Where a Node.js CLI's bundle goes in the image, in a folder named for the agent (Gemini
+#: CLI; a wrapper on PATH runs it with node).
+BUNDLE_ROOT = "/opt/skilllift"
 
 
 def _node_modules(cli: str) -> Path:
@@ -48,39 +52,48 @@ def _native(root: Path, name: str, under: str) -> Path:
 
 
 def plan_agents(clis: Mapping[str, str]) -> tuple[RootFS, dict[str, str]]:
-    """The files to add for each agent CLI (on this machine) and their versions."""
+    """The files to add for each agent CLI (on this machine) and their versions, laid out as
+    its :class:`~pytest_skilllift.agents.base.ImageLayout` says."""
     root = RootFS()
     versions: dict[str, str] = {}
-    for agent, cli in clis.items():
-        versions[agent] = agents.cli_version(cli)
+    for name, cli in clis.items():
+        defn = agent(name)
+        if defn.image is None:
+            raise ImageBuildError(f"{defn.title} is not added to an image: the base image "
+                                  "carries it")
+        versions[name] = agents.cli_version(cli)
         modules = _node_modules(cli)
-        if agent == "codex":
-            root.add_binary(_native(modules, "codex", "@openai"), "/usr/local/bin/codex")
-        elif agent == "opencode":
-            binary = _native(modules, "opencode", ".")
-            root.add_binary(binary, "/usr/local/bin/opencode")
-            rg = shutil.which("rg")
-            if rg is None:
-                raise ImageBuildError("OpenCode needs ripgrep (rg) on PATH to copy into the "
-                                      "image; apt-get install ripgrep")
-            root.add_binary(rg, "/usr/bin/rg")
-        elif agent == "gemini-cli":
-            node = shutil.which("node")
-            if node is None:
-                raise ImageBuildError("Gemini CLI needs node on PATH to copy into the image")
-            root.add_binary(node, "/usr/bin/node")
-            bundle = Path(os.path.realpath(cli)).parent
-            package = bundle.parent
-            for path in sorted(package.rglob("*")):
-                rel = path.relative_to(package).as_posix()
-                if rel.startswith("node_modules") or not path.is_file():
-                    continue
-                root.add_file(path, f"{GEMINI_DIR}/{rel}", 0o755 if os.access(path, os.X_OK)
-                              else 0o644)
-            root.add_bytes("/usr/local/bin/gemini", (
-                f'#!/bin/sh\nexec /usr/bin/node {GEMINI_DIR}/{bundle.name}/'
-                f'{Path(os.path.realpath(cli)).name} "$@"\n').encode(), 0o755)
+        if defn.image.native is not None:
+            binary, under = defn.image.native
+            root.add_binary(_native(modules, binary, under), f"/usr/local/bin/{defn.binary}")
+        if defn.image.node_bundle:
+            _add_node_bundle(root, defn, cli)
+        for binary, dest, what, hint in defn.image.extra:
+            found = shutil.which(binary)
+            if found is None:
+                raise ImageBuildError(f"{defn.title} needs {what} on PATH to copy into the "
+                                      f"image; {hint}")
+            root.add_binary(found, dest)
     return root, versions
+
+
+def _add_node_bundle(root: RootFS, defn: Agent, cli: str) -> None:
+    """Node, the package's files under ``/opt/skilllift/<agent>`` and a wrapper on PATH."""
+    node = shutil.which("node")
+    if node is None:
+        raise ImageBuildError(f"{defn.title} needs node on PATH to copy into the image")
+    root.add_binary(node, "/usr/bin/node")
+    where = f"{BUNDLE_ROOT}/{defn.name}"
+    bundle = Path(os.path.realpath(cli)).parent
+    package = bundle.parent
+    for path in sorted(package.rglob("*")):
+        rel = path.relative_to(package).as_posix()
+        if rel.startswith("node_modules") or not path.is_file():
+            continue
+        root.add_file(path, f"{where}/{rel}", 0o755 if os.access(path, os.X_OK) else 0o644)
+    root.add_bytes(f"/usr/local/bin/{defn.binary}", (
+        f'#!/bin/sh\nexec /usr/bin/node {where}/{bundle.name}/'
+        f'{Path(os.path.realpath(cli)).name} "$@"\n').encode(), 0o755)
 
 
 def build_agents_image(client: Any, base: str, tag: str, clis: Mapping[str, str], *,

@@ -1,75 +1,13 @@
-"""The Claude Code command line and environment, shared by every runner.
-
-Both arms get exactly the same argv apart from the prompt text (tool parity,
-qdrant/skills SCORING.md).
+"""Finding the Claude Code CLI and reading its version (the I/O of one agent; its command
+line and environment are in ``agents/claude_code.py``, with the rest of its definition).
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 import subprocess
 from pathlib import Path
-
-from pytest_skilllift.model import AgentConfig, RunSpec
-
-#: Environment variables the CLI may need from the host; everything else is dropped so
-#: nothing from the developer's shell leaks into a run.
-PASSTHROUGH_ENV: tuple[str, ...] = (
-    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL",
-    "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
-    "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
-    "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "AWS_REGION",
-    "CLOUD_ML_REGION", "ANTHROPIC_VERTEX_PROJECT_ID",
-    "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS",
-    "LANG", "LC_ALL", "TZ",
-)
-
-#: Settings that make a headless run quiet and reproducible: no auto-update, no telemetry,
-#: no nonessential traffic (a scored run must not depend on anything but the Messages API).
-QUIET_ENV: dict[str, str] = {
-    "DISABLE_AUTOUPDATER": "1",
-    "DISABLE_TELEMETRY": "1",
-    "DISABLE_ERROR_REPORTING": "1",
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    "DISABLE_NON_ESSENTIAL_MODEL_CALLS": "1",
-    "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
-    "IS_SANDBOX": "1",
-}
-
-
-def build_argv(claude: str, spec: RunSpec, cfg: AgentConfig) -> list[str]:
-    """The CLI argv for one run. The prompt is not in it: runners pass it on standard input
-    (``claude -p`` reads the prompt from stdin when none is given), so a prompt starting
-    with ``-`` is never parsed as an option and no per-argument OS limit (~128 KiB) applies.
-    No shell ever sees the prompt."""
-    argv = [
-        claude,
-        "-p",
-        "--output-format", "stream-json",
-        "--verbose",
-        "--model", spec.model_id,
-        "--permission-mode", cfg.permission_mode,
-        "--allowedTools", ",".join(cfg.allowed_tools),
-        "--no-session-persistence",
-    ]
-    if cfg.max_turns is not None:
-        argv += ["--max-turns", str(cfg.max_turns)]
-    if cfg.max_budget_usd is not None:
-        argv += ["--max-budget-usd", f"{cfg.max_budget_usd:g}"]
-    return argv
-
-
-def build_env(cfg: AgentConfig, home: str, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The run's environment: a fresh HOME, the pass-through variables, ``cfg.env`` on top."""
-    source = os.environ if base is None else base
-    env = {k: source[k] for k in PASSTHROUGH_ENV if k in source}
-    env.update(QUIET_ENV)
-    env["HOME"] = home
-    env["PATH"] = source.get("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env.update(cfg.env)
-    return env
 
 
 def bundled_claude() -> Path | None:

@@ -10,8 +10,8 @@ One run is one container, created from the configured image and removed right af
    process under tini;
 2. with-skill only: ``put_archive`` of the skill family into ``~/.claude/skills/<family>/``,
    owned by the agent user (no host directory is ever mounted);
-3. ``start``, then ``exec`` the CLI with :func:`~pytest_skilllift.runners.claude.build_argv`
-   and the environment from :func:`~pytest_skilllift.runners.claude.build_env`. The prompt
+3. ``start``, then ``exec`` the CLI with :func:`~pytest_skilllift.agents.claude_code.build_argv`
+   and the environment from :func:`~pytest_skilllift.agents.claude_code.build_env`. The prompt
    reaches the CLI on standard input from a file copied in with the skill (removed before
    the CLI starts; no shell parses it), and the exec carries its own hard deadline
    (``timeout -s KILL``), so an agent outlives neither its run's timeout nor a SIGKILLed
@@ -51,6 +51,8 @@ from urllib.parse import urlsplit, urlunsplit
 import docker.client
 import docker.errors
 
+from pytest_skilllift.agents.claude_code import build_argv, build_env
+from pytest_skilllift.agents.registry import others
 from pytest_skilllift.config import option_default
 from pytest_skilllift.model import (
     CLAUDE_CODE,
@@ -64,7 +66,6 @@ from pytest_skilllift.runners import agents
 from pytest_skilllift.runners.agent_image import image_agent_versions
 from pytest_skilllift.runners.agents import skill_root
 from pytest_skilllift.runners.base import transcript_cli_version
-from pytest_skilllift.runners.claude import build_argv, build_env
 from pytest_skilllift.runners.image import (
     AGENT_GID,
     AGENT_HOME,
@@ -501,12 +502,12 @@ class DockerRunner:
         if spec.agent == CLAUDE_CODE:
             return None
         host, env = dict(os.environ), dict(cfg.env)
-        for var in agents.BASE_URL_VARS.values():
+        for var in dict.fromkeys(a.base_url_var for a in others()):
             for source in (host, env):
                 if source.get(var):
                     source[var] = self.container_base_url(source[var])
         # The image's own CLIs, on its PATH.
-        cfg = dataclasses.replace(cfg, env=env, agent_paths=dict(agents.BINARIES))
+        cfg = dataclasses.replace(cfg, env=env, agent_paths={a.name: a.binary for a in others()})
         return agents.invocation(spec, cfg, self.home, base=host, container=True)
 
     def _preflight(self, container_id: str, inv: agents.Invocation, env: dict[str, str],

@@ -27,11 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from pytest_skilllift.agents.claude_code import build_argv, build_env
 from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, RunOutcome, RunSpec
 from pytest_skilllift.runners import agents
 from pytest_skilllift.runners.agents import skill_root
 from pytest_skilllift.runners.base import transcript_cli_version
-from pytest_skilllift.runners.claude import build_argv, build_env
 from pytest_skilllift.runners.inflight import Inflight, RunInterrupted
 from pytest_skilllift.runners.install import InstallError, check_family, copy_family, install_root
 from pytest_skilllift.runners.outage import watch_for

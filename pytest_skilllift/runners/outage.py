@@ -35,14 +35,17 @@ a host that cannot be reached is that run's outage, in the same words.
 from __future__ import annotations
 
 import json
-import re
 import socket
 import ssl
 import threading
 import time
 from urllib.parse import urlsplit
 
-DEFAULT_BASE_URL = "https://api.anthropic.com"
+from pytest_skilllift.agents.base import OutageSignal
+from pytest_skilllift.agents.registry import AGENTS, agent
+from pytest_skilllift.model import CLAUDE_CODE
+
+DEFAULT_BASE_URL = AGENTS[CLAUDE_CODE].default_url
 #: Retries with a refused key or a missing model before the run is stopped (never transient;
 #: two, so one stray answer from a proxy is not enough).
 REFUSED_AFTER = 2
@@ -102,24 +105,6 @@ def where(base_url: str) -> str:
     return f"{parts.hostname}:{port}"
 
 
-#: An HTTP status in another CLI's error text (Codex: "unexpected status 401 Unauthorized",
-#: Gemini CLI: "status: 401", OpenCode: "statusCode":401).
-_STATUS = re.compile(r"(?:unexpected status|status(?:Code)?\W{0,3})\s*(\d{3})\b", re.I)
-#: The Anthropic error types, for a message that carries no status.
-_ERROR_TYPES = {"authentication_error": 401, "permission_error": 403, "not_found_error": 404}
-#: A request that never got an answer (Codex's and Gemini CLI's words).
-_NO_CONNECTION = re.compile(r"Connection failed|error sending request|fetch failed|"
-                            r"ECONNREFUSED|ENOTFOUND|EAI_AGAIN|certificate|TLS|SSL", re.I)
-
-
-def status_in(text: str) -> int | None:
-    """The HTTP status an error message names, or None."""
-    found = _STATUS.search(text)
-    if found:
-        return int(found.group(1))
-    return next((code for name, code in _ERROR_TYPES.items() if name in text), None)
-
-
 class OutageWatch:
     """Fed the CLI's stdout (and stderr) line by line; :attr:`cause` is set once an outage is
     certain. ``key_hint`` and ``url_hint`` name what to check (the agent's variables)."""
@@ -170,17 +155,11 @@ class OutageWatch:
         if self.cause is not None:
             return self.cause
         text = line.decode("utf-8", "replace").strip()
-        if text.startswith("Attempt ") and "failed" in text and "Retrying" in text:
-            status = status_in(text)
-            self._retry(status if status else None if _NO_CONNECTION.search(text) else 0,
-                        text.partition("Error:")[2].strip()[:120])
-        elif "Error when talking to" in text:
-            self._stderr_error = True
-            status = status_in(text)
-            if status:
-                self._final = (status, "")
-        elif self._stderr_error and (status := status_in(text)) and text.startswith("status"):
-            self._final = (status, "")
+        for defn in AGENTS.values():
+            said = defn.outage_stderr(text, self._stderr_error) if defn.outage_stderr else None
+            if said is not None:
+                self._signal(said)
+                break
         return self.cause
 
     def tick(self) -> str | None:
@@ -203,7 +182,8 @@ class OutageWatch:
                           f"check {self.url_hint}")
 
     def _error_event(self, line: bytes) -> None:
-        """Codex's ``error`` events (retries, then the final one), OpenCode's and Gemini
+        """An error or result event, read by each agent's ``outage_event``
+        (``agents/<name>.py``): Codex's retries and final error, OpenCode's and Gemini
         CLI's final error events, Claude Code's result event when it gave up."""
         try:
             event = json.loads(line)
@@ -211,40 +191,21 @@ class OutageWatch:
             return
         if not isinstance(event, dict):
             return
-        kind = event.get("type")
-        if kind == "result" and "api_error_status" in event:  # Claude Code
-            self._claude_result(event)
-        elif kind == "error" and isinstance(event.get("message"), str):  # Codex
-            message = str(event["message"])
-            status = status_in(message)
-            if message.startswith("Reconnecting"):
-                self._retry(status if status else None if _NO_CONNECTION.search(message)
-                            else 0, "")
-            elif status:
-                self._final = (status, "")
-        elif kind == "error" and isinstance(event.get("error"), dict):  # OpenCode
-            data = event["error"].get("data")
-            status = data.get("statusCode") if isinstance(data, dict) else None
-            if isinstance(status, int):
-                self._final = (status, str(data.get("message") or "")[:80])
-        elif kind == "result" and event.get("status") == "error":  # Gemini CLI
-            error = event.get("error")
-            status = status_in(json.dumps(error)) if error else None
-            if status:
-                self._final = (status, "")
+        for defn in AGENTS.values():
+            said = defn.outage_event(event) if defn.outage_event else None
+            if said is not None:
+                self._signal(said)
+                return
 
-    def _claude_result(self, event: dict[str, object]) -> None:
-        """Claude Code's result event when it gave up on the API: ``api_error_status`` (a
-        refused key, a missing model) or, with no status, ``api_error`` and the words "API
-        Error: Unable to connect to API: …" — it does so at once, without one ``api_retry``,
-        for a certificate it does not trust (``"api_error": "tls_untrusted_ca"``)."""
-        if not event.get("is_error"):
-            return
-        status, error = event.get("api_error_status"), str(event.get("api_error") or "")
-        if isinstance(status, int) and not isinstance(status, bool):
-            self._final = (status, error)
-        elif status is None and "Unable to connect to API" in str(event.get("result") or ""):
-            self._unreachable = str(event["result"]).partition("Unable to connect to API:")[2]
+    def _signal(self, said: OutageSignal) -> None:
+        if said.kind == "retry":
+            self._retry(said.status, said.words)
+        elif said.kind == "unreachable":
+            self._unreachable = said.words
+        else:  # final, or an error report starting (arm), whose status may come later
+            self._stderr_error = self._stderr_error or said.kind == "arm"
+            if said.status:
+                self._final = (said.status, said.words)
 
     def _retry(self, status: object, error: str) -> None:
         self._streak = self._streak + 1 if status == self._status else 1
@@ -285,19 +246,11 @@ class OutageWatch:
         return None
 
 
-#: Where each other agent's API is when its base-URL variable is not set.
-AGENT_DEFAULT_URLS = {"codex": "https://api.openai.com/v1",
-                      "gemini-cli": "https://generativelanguage.googleapis.com",
-                      "opencode": DEFAULT_BASE_URL}
-
-
-def watch_for(agent: str, model_id: str, env: dict[str, str]) -> OutageWatch:
-    """The watch for one run of ``agent`` (``env``: the session's environment, where the
+def watch_for(name: str, model_id: str, env: dict[str, str]) -> OutageWatch:
+    """The watch for one run of agent ``name`` (``env``: the session's environment, where the
     agent's base URL and key variables are read)."""
-    from pytest_skilllift.runners.agents import BASE_URL_VARS, KEY_VARS
-
-    if agent not in BASE_URL_VARS:  # Claude Code
-        return OutageWatch(env.get("ANTHROPIC_BASE_URL", ""), model_id)
-    url_var = BASE_URL_VARS[agent]
-    return OutageWatch(env.get(url_var) or AGENT_DEFAULT_URLS[agent], model_id,
-                       key_hint=KEY_VARS[agent], url_hint=url_var)
+    if name == CLAUDE_CODE:  # its key may be an auth token too (the watch's default hint)
+        return OutageWatch(env.get(AGENTS[name].base_url_var, ""), model_id)
+    defn = agent(name)
+    return OutageWatch(env.get(defn.base_url_var) or defn.default_url, model_id,
+                       key_hint=defn.key_var, url_hint=defn.base_url_var)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from pytest_skilllift.agents.registry import AGENTS
 from pytest_skilllift.model import (
     CLAUDE_CODE,
-    PINNED_AGENT_VERSIONS,
     PINNED_CLI_VERSION,
     cli_version_mismatch,
     split_agent,
@@ -88,7 +88,7 @@ def build(ctx: Context) -> Data:
         for agent, seen in agent_clis.items():
             if len(seen) > 1:
                 mismatches.append(f"{agent}: more than one CLI version")
-            pinned = PINNED_AGENT_VERSIONS.get(agent)
+            pinned = AGENTS[agent].version if agent in AGENTS else ""
             for version in seen if pinned else ():
                 if version != pinned:
                     mismatches.append(f"{agent} CLI {version} is not the pinned {pinned}")

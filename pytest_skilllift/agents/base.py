@@ -1,0 +1,195 @@
+"""What an agent module declares (:class:`Agent`), and the pieces every agent shares.
+
+An agent module builds one :class:`Agent`; :mod:`.registry` collects them. Pure logic.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pytest_skilllift.model import AgentConfig, RunSpec
+
+#: Where Codex CLI, Gemini CLI and OpenCode find the installed skills, relative to HOME (the
+#: user scope all three scan: docs/agents.md); their runners install there, their stream
+#: parsers read file reads under it as reads of the skill.
+AGENT_SKILL_ROOT = ".agents/skills"
+#: Host variables every agent may need (locale, proxies, CA bundles); nothing else leaks in.
+PASSTHROUGH: tuple[str, ...] = ("LANG", "LC_ALL", "TZ", "HTTPS_PROXY", "HTTP_PROXY",
+                                "NO_PROXY", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS")
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """Everything a runner needs to start one agent run in a fresh HOME."""
+
+    argv: list[str]
+    env: dict[str, str]
+    #: Files to write, relative to HOME (config only: never a key).
+    files: dict[str, str] = field(default_factory=dict)
+    #: Directories to create empty in both arms (the install location among them).
+    dirs: tuple[str, ...] = ()
+    #: The listing command, run in the same HOME and cwd before the run.
+    preflight: list[str] = field(default_factory=list)
+
+
+#: ``builder(cli, spec, cfg, home, base, container)``: ``base`` the host environment (None:
+#: ``os.environ``), ``container`` for the docker runner (the container is the isolation).
+Builder = Callable[[str, RunSpec, AgentConfig, str, dict[str, str] | None, bool], Invocation]
+
+
+@dataclass(frozen=True)
+class ImageLayout:
+    """How ``skilllift image add-agents`` copies an npm-installed CLI into an image.
+
+    ``native``: the platform binary npm put below ``node_modules/<under>`` (name, under),
+    copied to ``/usr/local/bin/<binary>``; else ``node_bundle``: the package's files under
+    ``/opt/skilllift/<agent>`` with node and a wrapper on PATH. ``extra``: other host
+    binaries the CLI needs, as (binary, destination, what it is, how to install it)."""
+
+    native: tuple[str, str] | None = None
+    node_bundle: bool = False
+    extra: tuple[tuple[str, str, str, str], ...] = ()
+
+
+#: One outage fact read from a CLI's line: a retry (``status``: an HTTP status, None for a
+#: failed connection, 0 for neither), the final error it gave up on (``status`` and
+#: ``words``), ``unreachable`` (it gave up connecting; ``words`` its own), or ``arm`` (an
+#: error report starts; its status may come on a later line).
+OutageKind = Literal["retry", "final", "unreachable", "arm"]
+
+
+@dataclass(frozen=True)
+class OutageSignal:
+    kind: OutageKind
+    status: int | None = None
+    words: str = ""
+
+
+#: Reads one JSON event of the CLI's stdout (its own error events); None when it is not one.
+EventOutage = Callable[[dict[str, Any]], OutageSignal | None]
+#: Reads one stderr line (``armed``: an error report began on an earlier line).
+StderrOutage = Callable[[str, bool], OutageSignal | None]
+#: ``reader(lines, out, bodies)``: the agent's decoded stream events → Claude-shaped events
+#: on ``out`` (an :class:`~pytest_skilllift.agents.events.EventBuilder`); ``bodies`` the
+#: installed SKILL.md texts by skill name.
+StreamReader = Callable[[list[dict[str, Any]], Any, Mapping[str, str]], None]
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One agent CLI, as every part of skilllift needs it."""
+
+    #: The label prefix (``codex`` in ``gpt=codex:gpt-5.5``) and the week's agent column.
+    name: str
+    #: Its name in messages and docs (``Codex CLI``).
+    title: str
+    #: The registry package its CLI comes from, and which registry (npm, or pip for Claude
+    #: Code, whose CLI is bundled in the ``claude-agent-sdk`` wheel).
+    package: str
+    registry: Literal["npm", "pip"]
+    #: The CLI version it was verified with (docs/agents.md): installed by
+    #: ``--skill-lift-agent-install``, ``.ci/run``'s install line, flagged by provenance when
+    #: a run reports another; "" when not pinned here (Claude Code: ``PINNED_CLI_VERSION``).
+    version: str
+    #: The executable the package installs.
+    binary: str
+    #: The one key variable the run gets, and the variable its base URL is read from.
+    key_var: str
+    base_url_var: str
+    #: The API when the base-URL variable is not set.
+    default_url: str
+    #: What the local stand-in's URL needs after it for this agent's API (Codex: ``/v1``).
+    stand_in_path: str
+    #: Where the with-skill arm installs the family, relative to HOME.
+    skill_root: str
+    #: The command line, environment and config files of one headless run.
+    invocation: Builder
+    #: The listing command's arguments after the binary; () when the stream lists skills.
+    listing_args: tuple[str, ...] = ()
+    #: Skill names in the listing command's output (None: not a listing at all); None when
+    #: the agent's own stream lists them (Claude Code's init event).
+    listed_skills: Callable[[str], tuple[str, ...] | None] | None = None
+    #: Its event stream → Claude-shaped events; None for Claude Code's own stream-json.
+    read_stream: StreamReader | None = None
+    #: Its outage messages on stdout and stderr (None: nothing beyond Claude Code's own).
+    outage_event: EventOutage | None = None
+    outage_stderr: StderrOutage | None = None
+    #: How ``skilllift image add-agents`` adds it; None: the base image has it.
+    image: ImageLayout | None = None
+    #: USD per million tokens (input, output) of its models, for a stream that reports
+    #: tokens but no cost; from the providers' public price lists (openai.com/api/pricing,
+    #: ai.google.dev/gemini-api/docs/pricing, anthropic.com/pricing).
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    #: Its bundled skills, turned off in both arms.
+    builtin_skills: tuple[str, ...] = ()
+    #: Why its base URL in this environment cannot be given to it without writing a secret
+    #: to disk (None: it can); the session refuses such a label before any run.
+    url_problem: Callable[[Mapping[str, str]], str | None] | None = None
+
+    @property
+    def pinned(self) -> str:
+        """``@openai/codex@0.169.0``: what ``npm install`` is given (the bare package when
+        not pinned here)."""
+        return f"{self.package}@{self.version}" if self.version else self.package
+
+
+def isolated_env(agent: Agent, cfg: AgentConfig, home: str,
+                 base: dict[str, str] | None) -> dict[str, str]:
+    """A run's environment: a fresh HOME, the host's PATH and :data:`PASSTHROUGH`, and the
+    agent's key variable (the session's ``cfg.env`` wins over the host's); nothing else."""
+    source = dict(os.environ if base is None else base)
+    source.update(cfg.env)  # the session's values (the demo's key and endpoint) win
+    env = {k: source[k] for k in PASSTHROUGH if k in source}
+    env["HOME"] = home
+    env["PATH"] = source.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+    if agent.key_var in source:
+        env[agent.key_var] = source[agent.key_var]
+    return env
+
+
+class AgentURLError(ValueError):
+    """A base URL an agent can only read from a config file holds credentials: refused
+    before any run (the message names the variable and the fix)."""
+
+
+def has_credentials(url: str) -> bool:
+    """Whether ``url`` carries ``user[:password]@`` (userinfo)."""
+    try:
+        return "@" in (urlsplit(url.strip()).netloc or "")
+    except ValueError:
+        return False
+
+
+def base_url(agent: Agent, cfg: AgentConfig, base: dict[str, str] | None) -> str:
+    """The agent's base URL from the session (``cfg.env``) or the host; "" when unset."""
+    return {**(os.environ if base is None else base), **cfg.env}.get(agent.base_url_var, "")
+
+
+#: An HTTP status in a CLI's error text (Codex: "unexpected status 401 Unauthorized",
+#: Gemini CLI: "status: 401", OpenCode: "statusCode":401).
+_STATUS = re.compile(r"(?:unexpected status|status(?:Code)?\W{0,3})\s*(\d{3})\b", re.I)
+#: The Anthropic error types, for a message that carries no status.
+_ERROR_TYPES = {"authentication_error": 401, "permission_error": 403, "not_found_error": 404}
+#: A request that never got an answer (Codex's and Gemini CLI's words).
+NO_CONNECTION = re.compile(r"Connection failed|error sending request|fetch failed|"
+                           r"ECONNREFUSED|ENOTFOUND|EAI_AGAIN|certificate|TLS|SSL", re.I)
+
+
+def status_in(text: str) -> int | None:
+    """The HTTP status an error message names, or None."""
+    found = _STATUS.search(text)
+    if found:
+        return int(found.group(1))
+    return next((code for name, code in _ERROR_TYPES.items() if name in text), None)
+
+
+def retry_status(text: str) -> int | None:
+    """A retry message's status: the HTTP status it names, None for a connection that
+    failed, 0 for neither (a retry of some other fault)."""
+    status = status_in(text)
+    return status if status else None if NO_CONNECTION.search(text) else 0

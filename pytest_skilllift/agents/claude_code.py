@@ -1,0 +1,109 @@
+"""Claude Code: ``claude -p --output-format stream-json``, bundled in the ``claude-agent-sdk``
+wheel. Its stream-json is the shape every other agent's stream is read into
+(``trace/transcript.py``), and it lists the skills itself (the init event).
+
+Both arms get exactly the same argv apart from the prompt text (tool parity,
+qdrant/skills SCORING.md).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pytest_skilllift.agents.base import Agent, Invocation, OutageSignal
+from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, RunSpec
+
+NAME = CLAUDE_CODE
+DEFAULT_URL = "https://api.anthropic.com"
+
+#: Environment variables the CLI may need from the host; everything else is dropped so
+#: nothing from the developer's shell leaks into a run.
+PASSTHROUGH_ENV: tuple[str, ...] = (
+    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
+    "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "AWS_REGION",
+    "CLOUD_ML_REGION", "ANTHROPIC_VERTEX_PROJECT_ID",
+    "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS",
+    "LANG", "LC_ALL", "TZ",
+)
+
+#: Settings that make a headless run quiet and reproducible: no auto-update, no telemetry,
+#: no nonessential traffic (a scored run must not depend on anything but the Messages API).
+QUIET_ENV: dict[str, str] = {
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_NON_ESSENTIAL_MODEL_CALLS": "1",
+    "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
+    "IS_SANDBOX": "1",
+}
+
+
+def build_argv(claude: str, spec: RunSpec, cfg: AgentConfig) -> list[str]:
+    """The CLI argv for one run. The prompt is not in it: runners pass it on standard input
+    (``claude -p`` reads the prompt from stdin when none is given), so a prompt starting
+    with ``-`` is never parsed as an option and no per-argument OS limit (~128 KiB) applies.
+    No shell ever sees the prompt."""
+    argv = [
+        claude,
+        "-p",
+        "--output-format", "stream-json",
+        "--verbose",
+        "--model", spec.model_id,
+        "--permission-mode", cfg.permission_mode,
+        "--allowedTools", ",".join(cfg.allowed_tools),
+        "--no-session-persistence",
+    ]
+    if cfg.max_turns is not None:
+        argv += ["--max-turns", str(cfg.max_turns)]
+    if cfg.max_budget_usd is not None:
+        argv += ["--max-budget-usd", f"{cfg.max_budget_usd:g}"]
+    return argv
+
+
+def build_env(cfg: AgentConfig, home: str, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The run's environment: a fresh HOME, the pass-through variables, ``cfg.env`` on top."""
+    source = os.environ if base is None else base
+    env = {k: source[k] for k in PASSTHROUGH_ENV if k in source}
+    env.update(QUIET_ENV)
+    env["HOME"] = home
+    env["PATH"] = source.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.update(cfg.env)
+    return env
+
+
+def invocation(cli: str, spec: RunSpec, cfg: AgentConfig, home: str,
+               base: dict[str, str] | None = None, container: bool = False) -> Invocation:
+    """:func:`build_argv` and :func:`build_env` as an :class:`Invocation`: no config file
+    and no listing command (the stream's init event lists the skills)."""
+    return Invocation(build_argv(cli, spec, cfg), build_env(cfg, home, base))
+
+
+def outage_event(event: dict[str, Any]) -> OutageSignal | None:
+    """Its result event when it gave up on the API: ``api_error_status`` (a refused key, a
+    missing model) or, with no status, ``api_error`` and the words "API Error: Unable to
+    connect to API: …" — it does so at once, without one ``api_retry``, for a certificate
+    it does not trust (``"api_error": "tls_untrusted_ca"``). Its retries are ``api_retry``
+    events, which :class:`~pytest_skilllift.runners.outage.OutageWatch` reads itself."""
+    if event.get("type") != "result" or "api_error_status" not in event:
+        return None
+    if not event.get("is_error"):
+        return None
+    status, error = event.get("api_error_status"), str(event.get("api_error") or "")
+    if isinstance(status, int) and not isinstance(status, bool):
+        return OutageSignal("final", status, error)
+    if status is None and "Unable to connect to API" in str(event.get("result") or ""):
+        return OutageSignal("unreachable", None,
+                            str(event["result"]).partition("Unable to connect to API:")[2])
+    return None
+
+
+AGENT = Agent(
+    name=NAME, title="Claude Code", package="claude-agent-sdk", registry="pip", version="",
+    binary="claude", key_var="ANTHROPIC_API_KEY", base_url_var="ANTHROPIC_BASE_URL",
+    default_url=DEFAULT_URL, stand_in_path="", skill_root=".claude/skills",
+    invocation=invocation, outage_event=outage_event,
+)
