@@ -20,12 +20,12 @@ import pytest
 
 docker = pytest.importorskip("docker", reason="the docker SDK is not installed")
 
+from pytest_skilllift.agents.registry import others  # noqa: E402
 from pytest_skilllift.config import DEMO_PROJECT  # noqa: E402
 from pytest_skilllift.runners.agent_image import (  # noqa: E402
     build_agents_image,
     image_agent_versions,
 )
-from pytest_skilllift.agents.registry import others  # noqa: E402
 from pytest_skilllift.runners.agents import find_cli  # noqa: E402
 
 BINARIES = [a.name for a in others()]

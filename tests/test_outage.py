@@ -434,8 +434,8 @@ def test_the_other_agents_outages_are_named_from_their_own_output(
         mode: str) -> None:
     """The real Codex, Gemini CLI and OpenCode, through the local runner: a port with nothing
     listening (Codex and Gemini CLI retry it for minutes) or the stand-in refusing the key."""
-    from pytest_skilllift.model import AgentConfig, PromptSpec, RubricItem, RunSpec
     from pytest_skilllift.agents.registry import agent as defn
+    from pytest_skilllift.model import AgentConfig, PromptSpec, RubricItem, RunSpec
     from pytest_skilllift.runners.agents import find_cli
     from pytest_skilllift.runners.local import LocalRunner
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift.agents.claude_code import QUIET_ENV
 from pytest_skilllift.config import DEMO_PROJECT
 from pytest_skilllift.model import RunOutcome
 from pytest_skilllift.report.sections.triggering import render_triggering, trigger_data
@@ -34,7 +35,6 @@ from pytest_skilllift.run.triggers import (
     classify_trigger,
     load_trigger_file,
 )
-from pytest_skilllift.agents.claude_code import QUIET_ENV
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.trace import audit
 from pytest_skilllift.trace.transcript import parse_text, parse_transcript

@@ -1,0 +1,127 @@
+"""Every registered agent (``agents/<name>.py`` behind ``agents.registry``) through one
+contract: the names agree with ``model.AGENTS``, a run's command line and environment keep
+tool parity and the agent's own key only, nothing secret reaches a config file, the listing
+and stream readers read nothing into garbage, the outage readers stay quiet on ordinary
+events, and ``.ci/run`` installs exactly the registry's pins."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from pytest_skilllift import model
+from pytest_skilllift.agents.base import Agent, Invocation
+from pytest_skilllift.agents.registry import AGENTS, others, prices
+from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, PromptSpec, RubricItem, RunSpec
+from pytest_skilllift.testing import dialects
+from pytest_skilllift.trace.agent_streams import parse_agent_stream
+from pytest_skilllift.trace.transcript import parse_events
+
+REPO = Path(__file__).resolve().parents[1]
+HOST = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "AWS_SECRET_ACCESS_KEY": "aws-SECRET-0",
+        **{a.key_var: f"key-SECRET-{a.name}" for a in AGENTS.values()},
+        **{a.base_url_var: "http://127.0.0.1:9" + a.stand_in_path for a in AGENTS.values()}}
+PROMPT = "-a prompt that starts with a dash"
+
+
+def _spec(agent: Agent, condition: str) -> RunSpec:
+    prompt = PromptSpec(path=Path("p.json"), name="p", product_area="x", prompt=PROMPT,
+                        rubric=(RubricItem("must", "x", 1),), skill_path="fam/SKILL.md")
+    model_id = "m" if agent.name == CLAUDE_CODE else f"{agent.name}:prov/m"
+    return RunSpec(prompt=prompt, model_label="l", model_id=model_id, condition=condition,
+                   rep=1, run_id="r")
+
+
+def _invocation(agent: Agent, condition: str = "with-skill", *,
+                container: bool = False) -> Invocation:
+    cfg = AgentConfig(claude_path="claude", skills_root=Path("skills"))
+    return agent.invocation("/opt/bin/cli", _spec(agent, condition), cfg, "/h", dict(HOST),
+                            container)
+
+
+def test_the_registry_holds_every_named_agent_in_order() -> None:
+    assert tuple(AGENTS) == model.AGENTS
+    assert all(name == a.name for name, a in AGENTS.items())
+    assert [a.name for a in others()] == [n for n in model.AGENTS if n != CLAUDE_CODE]
+
+
+@pytest.mark.parametrize("name", list(AGENTS))
+def test_every_agent_keeps_the_same_contract(name: str) -> None:
+    agent = AGENTS[name]
+    with_skill, no_skill = _invocation(agent), _invocation(agent, "no-skill")
+    # Tool parity: both arms run the same command line, environment and config.
+    assert with_skill == no_skill
+    assert with_skill.argv[0] == "/opt/bin/cli"
+    assert PROMPT not in with_skill.argv  # the prompt goes in on standard input
+    env = with_skill.env
+    assert env["HOME"] == "/h"
+    assert env[agent.key_var] == HOST[agent.key_var]  # its own key …
+    leaked = {k for k, v in env.items() if "SECRET" in v and k != agent.key_var}
+    assert leaked == set()  # … and no other agent's, nor the host's other secrets
+    for rel, text in with_skill.files.items():  # config files: relative, never a key
+        assert not rel.startswith("/") and ".." not in rel
+        assert "SECRET" not in text
+    assert not agent.skill_root.startswith("/") and agent.skill_root
+    if agent.listing_args:
+        assert with_skill.preflight == ["/opt/bin/cli", *agent.listing_args]
+        assert agent.skill_root in with_skill.dirs  # the install dir exists in both arms
+        assert agent.listed_skills is not None
+        assert agent.listed_skills("sh: 1: cli: not found") is None  # unknown, not "none"
+    else:  # the agent's own stream lists the skills (Claude Code's init event)
+        assert with_skill.preflight == [] and agent.listed_skills is None
+
+
+@pytest.mark.parametrize("name", list(AGENTS))
+def test_an_empty_or_garbage_stream_is_no_result(name: str) -> None:
+    if name == CLAUDE_CODE:
+        tr = parse_events([])
+    else:
+        assert AGENTS[name].read_stream is not None
+        tr = parse_agent_stream(name, "not json\n{\"type\": \"nonsense\"}\n", None, model="m")
+        assert tr.bad_lines == 1 and tr.agent == name
+        assert tr.skill_root == AGENTS[name].skill_root
+    assert tr.result is None and not tr.ok
+
+
+@pytest.mark.parametrize("name", list(AGENTS))
+def test_outage_readers_stay_quiet_on_ordinary_events(name: str) -> None:
+    agent = AGENTS[name]
+    for event in ({}, {"type": "assistant", "message": {"content": []}},
+                  {"type": "result", "is_error": False, "result": "fine"},
+                  {"type": "error", "message": "something odd"}):
+        assert agent.outage_event is None or agent.outage_event(event) is None, event
+    for line in ("", "Loaded cached credentials.", "status of the week: fine"):
+        assert agent.outage_stderr is None or agent.outage_stderr(line, False) is None
+
+
+@pytest.mark.parametrize("agent", others(), ids=lambda a: a.name)
+def test_every_npm_agent_is_pinned_installable_and_played_by_the_stand_in(agent: Agent) -> None:
+    assert agent.registry == "npm"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", agent.version)
+    assert agent.pinned == f"{agent.package}@{agent.version}"
+    assert agent.image is not None and (agent.image.native or agent.image.node_bundle)
+    # The local stand-in speaks its API, so its end-to-end tests and the demo can run it.
+    assert agent.name in {d.name for d in (dialects.CODEX, dialects.GEMINI, dialects.OPENCODE)}
+    # docs/agents.md's table states the same pin.
+    table = (REPO / "docs" / "agents.md").read_text(encoding="utf-8")
+    assert f"| {agent.title} | `{agent.package}` | {agent.version} |" in table
+
+
+def test_no_two_agents_price_the_same_model() -> None:
+    assert len(prices()) == sum(len(a.prices) for a in AGENTS.values())
+
+
+def _ci_npm_packages() -> set[str]:
+    """The packages of ``.ci/run``'s global npm install of the agent CLIs."""
+    text = (REPO / ".ci" / "run").read_text(encoding="utf-8").replace("\\\n", " ")
+    lines = [ln for ln in text.splitlines() if re.search(r"\bnpm install -g\b", ln)]
+    assert len(lines) == 1, lines
+    words = shlex.split(lines[0].split("||")[0])
+    return {w for w in words[words.index("-g") + 1:] if not w.startswith("-")}
+
+
+def test_ci_installs_exactly_the_registry_pins() -> None:
+    assert _ci_npm_packages() == {a.pinned for a in others()}
