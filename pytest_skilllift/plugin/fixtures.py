@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +27,7 @@ from pytest_skilllift.plugin.collect.invoked import InvokedTest
 from pytest_skilllift.plugin.collect.items import SESSION_KEY, RubricTest, report_hook_errors
 from pytest_skilllift.plugin.hookcalls import HookError, call_hook
 from pytest_skilllift.plugin.session import SkillLiftSession
+from pytest_skilllift.report.week_view import SkillLiftWeek
 from pytest_skilllift.run.matrix import keywords_of, narrow, run_key
 from pytest_skilllift.run.view import SkillLiftRun
 from pytest_skilllift.week.files import OK, RUN_FILE
@@ -74,27 +74,6 @@ def skill_lift_run(request: pytest.FixtureRequest,
     if graded.status != OK:
         pytest.skip(f"run excluded ({graded.status}): {graded.reason}")
     return state.run_view(spec)
-
-
-class SkillLiftWeek:
-    """The week as ``skill_lift_week`` gives it: ``path`` (the week directory), ``data`` (the
-    scorecard.json dict: ``models``, ``cells``, ``prompts``, ``coverage``…), ``summary`` (the
-    full :class:`pytest_skilllift.report.summarize.Summary`)."""
-
-    def __init__(self, path: Path, summary: Any) -> None:
-        self.path = path
-        self.summary = summary
-        self.data: dict[str, Any] = summary.data
-
-    @property
-    def models(self) -> dict[str, Any]:
-        """Per model label: ``must_no``, ``must_with``, ``must_lift``, ``must_lift_se``…"""
-        return dict(self.data.get("models", {}))
-
-    def lift(self, model: str) -> float | None:
-        """The model's must-coverage lift (with − no), None when it cannot be computed."""
-        value = self.data.get("models", {}).get(model, {}).get("must_lift")
-        return None if value is None else float(value)
 
 
 @pytest.fixture(scope="session")

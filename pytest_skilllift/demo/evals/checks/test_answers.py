@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_skilllift.run.view import SkillLiftRun
+from pytest_skilllift import SkillLiftRun
 
 
 def test_answer_is_short(skill_lift_run: SkillLiftRun) -> None:
