@@ -2,6 +2,7 @@
 
 * :func:`wilson_interval` — a proportion's Wilson score interval (the scorecard's trigger and
   activation rates, the judge-check rates, the lint report's Monte Carlo rates);
+  :func:`wilson_bounds` the same, None when there are no trials;
 * :func:`newcombe_interval` — a difference of two proportions (Newcombe's hybrid score method,
   built on two Wilson intervals; the custom checks' lift);
 * :func:`cohen_kappa` / :func:`kappa` — Cohen's kappa of two raters (the judge against
@@ -60,6 +61,12 @@ def wilson_interval(k: int, n: int, *, level: float = 0.95) -> tuple[float, floa
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def wilson_bounds(k: int, n: int) -> tuple[float, float] | None:
+    """:func:`wilson_interval` at 95 %, or None when there is nothing to bound (n = 0): the
+    one "no trials, no interval" rule every rate with an interval follows."""
+    return wilson_interval(k, n) if n > 0 else None
 
 
 def newcombe_interval(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float]:

@@ -172,3 +172,14 @@ def test_cell_run_means_exclude_runs() -> None:
 def test_duration_summary() -> None:
     d = stats.duration_summary(np.array([1000.0, 3000.0, NAN]))
     assert d == {"runs_timed": 2, "total_s": 4.0, "mean_s": 2.0, "median_s": 2.0, "max_s": 3.0}
+
+
+def test_wilson_bounds_is_the_one_no_trials_rule() -> None:
+    """Every rate with an interval (cells, triggering, judge-check, the lint report) bounds
+    k/n through ``intervals.wilson_bounds``: None without trials, else ``wilson_interval``."""
+    from pytest_skilllift.intervals import wilson_bounds, wilson_interval
+
+    assert wilson_bounds(0, 0) is None
+    assert wilson_bounds(3, 10) == wilson_interval(3, 10)
+    lo, hi = wilson_bounds(10, 10) or (0.0, 0.0)
+    assert 0.6 < lo < 1.0 and abs(hi - 1.0) < 1e-12

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_skilllift.cli.certify import add_depth_arguments, run_depth, unused_options
+from pytest_skilllift.intervals import EPS
 from pytest_skilllift.lint.analyze import LintUsageError, SkillReport, score_path
 from pytest_skilllift.lint.composite import DIMENSION_WEIGHTS, STATIC_TO_DIMENSION, grade
 from pytest_skilllift.lint.measured import WeekError, load_scorecard
@@ -86,7 +87,7 @@ def add_parser(subparsers: Any) -> None:
                    help="two weeks: exit 1 when the with-skill composite level regressed (the "
                    "same test on the level: a drift that lowers both arms counts here, not in "
                    "--fail-on-regression)")
-    c.add_argument("--margin", type=float, default=1e-9, metavar="X",
+    c.add_argument("--margin", type=float, default=EPS, metavar="X",
                    help="two weeks: a prompt moved when its must lift (and, for the level, its "
                    "with-skill composite) changed by more than X (default 1e-9: any change)")
     c.add_argument("--arm", default="with-skill", metavar="ARM",
@@ -414,7 +415,7 @@ def _compare_weeks(args: argparse.Namespace, out: TextIO) -> int:
     # import_module reads sys.modules, so a test can stand in for the report side.
     compare_weeks = importlib.import_module("pytest_skilllift.report.compare_weeks")
     code: int = compare_weeks.run(args.a, args.b, output=args.output,
-                                  margin=getattr(args, "margin", 1e-9),
+                                  margin=getattr(args, "margin", EPS),
                                   fail_on_regression=getattr(args, "fail_on_regression", False),
                                   fail_on_level_regression=getattr(
                                       args, "fail_on_level_regression", False),

@@ -41,13 +41,12 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.intervals import kappa, wilson_interval
+from pytest_skilllift.intervals import kappa, wilson_bounds
 from pytest_skilllift.judge.graded import (
     GradedItem,
     ItemKey,
@@ -131,13 +130,9 @@ def cohens_kappa(c: Confusion) -> float | None:
     return kappa(observed, expected)
 
 
-def _wilson(k: int, n: int) -> list[float | None]:
-    lo, hi = wilson_interval(k, n)
-    return [None if math.isnan(lo) else lo, None if math.isnan(hi) else hi]
-
-
 def _rate(k: int, n: int) -> dict[str, Any]:
-    return {"k": k, "n": n, "rate": (k / n) if n else None, "wilson95": _wilson(k, n)}
+    return {"k": k, "n": n, "rate": (k / n) if n else None,
+            "wilson95": list(wilson_bounds(k, n) or (None, None))}
 
 
 def confusion_stats(c: Confusion, item_type: str | None) -> dict[str, Any]:

@@ -24,22 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_skilllift.intervals import wilson_bounds
 from pytest_skilllift.week.files import MANIFEST_CSV, SCORECARD_JSON
 
 
 class WeekError(Exception):
     """The week directory cannot provide measured data (message says why)."""
-
-
-def _wilson(successes: int, n: int) -> tuple[float, float] | None:
-    """Wilson 95 % interval from the project's stats module (one formula for the scorecard
-    and the lint report); None when there are no runs to bound."""
-    if n <= 0:
-        return None
-    from pytest_skilllift.intervals import wilson_interval  # scipy: imported on first use
-
-    lo, hi = wilson_interval(successes, n)
-    return (float(lo), float(hi))
 
 
 def load_scorecard(week_dir: Path) -> dict[str, Any]:
@@ -162,7 +152,7 @@ def measured_for_family(data: Mapping[str, Any], family: str) -> Measured | None
         family=family,
         with_skill_runs=runs,
         activated_runs=hits,
-        activation_ci=_wilson(hits, runs),
+        activation_ci=wilson_bounds(hits, runs),
         reached_leaf=reached,
         activation_prompts=len(prompts_of_family),
         must_lift=sum(lifts) / len(lifts) if lifts else None,

@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_skilllift.intervals import wilson_bounds
 from pytest_skilllift.lint.depth_stats import (
     bootstrap_ci,
     clopper_pearson,
@@ -321,15 +322,6 @@ class MCFigures:
         }
 
 
-def _wilson(k: int, n: int) -> tuple[float, float] | None:
-    if n <= 0:
-        return None
-    from pytest_skilllift.intervals import wilson_interval  # scipy: imported on first use
-
-    lo, hi = wilson_interval(k, n)
-    return (float(lo), float(hi))
-
-
 def figures(runs: Sequence[SimRun], seed: int = 0) -> MCFigures:
     """The Monte Carlo figures of ``runs`` (harness errors excluded and named)."""
     excluded = [f"run {r.index}: {r.reason or 'harness error'}" for r in runs
@@ -358,11 +350,11 @@ def figures(runs: Sequence[SimRun], seed: int = 0) -> MCFigures:
         n_should=len(should),
         n_activated=activated,
         activation_rate=act_rate,
-        activation_ci=_wilson(activated, len(should)),
+        activation_ci=wilson_bounds(activated, len(should)),
         n_should_not=len(should_not),
         false_activations=false_act,
         false_activation_rate=false_act / len(should_not) if should_not else None,
-        false_activation_ci=_wilson(false_act, len(should_not)),
+        false_activation_ci=wilson_bounds(false_act, len(should_not)),
         n_failed=failed,
         failure_rate=fail_rate,
         failure_ci=clopper_pearson(failed, n) if n else None,

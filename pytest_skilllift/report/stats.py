@@ -18,7 +18,7 @@ from typing import cast
 
 import numpy as np
 
-from pytest_skilllift.intervals import bootstrap_resamples
+from pytest_skilllift.intervals import EPS, bootstrap_resamples
 
 # Re-exported for the sections (``stats.scipy_special()``); their home is ``intervals``.
 from pytest_skilllift.intervals import scipy_special as scipy_special
@@ -844,7 +844,7 @@ class PassK:
 
 
 def pass_k(rep_composite: np.ndarray, threshold: float, *, k: int | None = None,
-           eps: float = 1e-9) -> PassK:
+           eps: float = EPS) -> PassK:
     """pass@k / pass^k / flakiness of ``rep_composite`` (…, R), NaN = an unscored rep, at
     ``k`` (default R, the week's rep slots: its planned reps)."""
     comp = np.asarray(rep_composite, float)

@@ -201,7 +201,7 @@ def verdict_sentence(models: Mapping[str, Mapping[str, Any]]) -> str:
 IMPROVED, REGRESSED, UNCHANGED, UNSCORED = "improved", "regressed", "unchanged", "unscored"
 WITHIN_REP_NOISE = "within rep noise"
 CHANGES = (IMPROVED, REGRESSED, WITHIN_REP_NOISE, UNCHANGED, UNSCORED)
-CHANGE_MARGIN = 1e-9
+CHANGE_MARGIN = EPS
 
 
 def prompt_change(before: float | None, after: float | None, margin: float, regressed: bool,
@@ -258,14 +258,6 @@ def paired_test(before: np.ndarray, after: np.ndarray, *, level: float = 0.95) -
     p = (None if mean == 0 else 0.0) if se == 0 else float(
         2.0 * stats.scipy_special().stdtr(df, -abs(mean / se)))
     return PairedTest(n, mean, se, df, t_crit, mean - t_crit * se, mean + t_crit * se, p)
-
-
-def wilson(k: int, n: int) -> tuple[float | None, float | None]:
-    """Wilson 95% interval of k/n (z = 1.959964), None when n = 0."""
-    if n <= 0:
-        return None, None
-    lo, hi = stats.wilson_interval(k, n)
-    return lo, hi
 
 
 # --------------------------------------------------------------------------- a week's measures

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict
 
+from pytest_skilllift.intervals import wilson_bounds
 from pytest_skilllift.report import verdicts
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import by_agent, fmt, md_table
@@ -62,7 +63,7 @@ def build(ctx: Context) -> Data:
                 if agg.cell_n[mi, c] == 0 and ctx.cost_n[mi, c] == 0:
                     continue
                 pc = measures.pass_counts(label, cond)
-                lo, hi = verdicts.wilson(pc["passed"], pc["scored"])
+                lo, hi = wilson_bounds(pc["passed"], pc["scored"]) or (None, None)
                 clo, chi = measures.pass_rate_cluster(label, cond)
                 cells.append({
                     "model": label, "condition": cond,

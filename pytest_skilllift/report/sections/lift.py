@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from pytest_skilllift.intervals import EPS
 from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import BOOTSTRAP_N, BOOTSTRAP_SEED, TARGET_LIFT, json_float
 from pytest_skilllift.report.markdown import by_agent, ci_flag, fmt, md_table, signed
@@ -199,7 +200,7 @@ def render(card: Data) -> list[str]:
         return L
 
     def nonzero(values: Iterable[float | None]) -> bool:
-        return any(v is not None and abs(v) > 1e-9 for v in values)
+        return any(v is not None and abs(v) > EPS for v in values)
 
     show_bonus = nonzero(m.get("bonus_delta") for m in models.values())
     show_avoid = nonzero(m.get("avoid_delta") for m in models.values())

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from pytest_skilllift.intervals import EPS
 from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import by_agent, cap_note, fmt, md_table
@@ -79,7 +80,7 @@ def build(ctx: Context) -> Data:
     ran = measures.scored + measures.errored + measures.unscored  # (P, M, len(ARMS))
     pk = stats.pass_k(comp, ctx.pass_threshold)
     passed = (~np.isnan(comp)
-              & (np.nan_to_num(comp, nan=-1.0) >= ctx.pass_threshold - 1e-9)
+              & (np.nan_to_num(comp, nan=-1.0) >= ctx.pass_threshold - EPS)
               ).sum(axis=-1)
     names = week.arm_names
     models: dict[str, dict[str, ArmPassK]] = {}

@@ -17,7 +17,6 @@ never enter the lift.  The section is empty (no markdown) when the week has no t
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -25,8 +24,9 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from pytest_skilllift.intervals import wilson_bounds
 from pytest_skilllift.report.markdown import by_agent, cell, md_table
-from pytest_skilllift.report.stats import cluster_bootstrap_rate, wilson_interval
+from pytest_skilllift.report.stats import cluster_bootstrap_rate
 from pytest_skilllift.week.files import OK, TRIGGERS_CSV, TRIGGERS_DIR, read_trigger_table
 
 if TYPE_CHECKING:
@@ -148,10 +148,8 @@ Row = dict[str, str]
 
 
 def _rate(k: int, n: int) -> tuple[float | None, Interval]:
-    if n <= 0:
-        return None, [None, None]
-    lo, hi = wilson_interval(k, n)
-    return k / n, [None if math.isnan(lo) else lo, None if math.isnan(hi) else hi]
+    ci = wilson_bounds(k, n)
+    return (None, [None, None]) if ci is None else (k / n, list(ci))
 
 
 def _query_interval(rows: list[Row], hit: Callable[[Row], bool],
