@@ -60,3 +60,35 @@ def test_one_status_vocabulary() -> None:
                                       files.STATUS_ERRORED, files.STATUS_BUDGET,
                                       files.STATUS_TIMEOUT, files.STATUS_NO_ANSWER)] == [
         "ok", "invalid", "errored", "budget_capped", "timeout", "no_answer"]
+
+
+def test_lock_held_probes_the_ledgers_lock_without_waiting(tmp_path: Path) -> None:
+    """The batch phase's probe (``run/batch_grade.py``) and the ledger's lock are one lock:
+    held by another process → True at once; free → False; a link is refused, not truncated."""
+    import subprocess
+    import sys
+
+    from pytest_skilllift.week.files import WeekLinkError, file_lock, lock_held
+
+    lock = tmp_path / "run" / ".lock"
+    assert lock_held(lock) is False
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from pytest_skilllift.week.files import file_lock\n"
+         f"with file_lock(Path({str(lock)!r})):\n print('held', flush=True); time.sleep(30)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert lock_held(lock) is True
+    finally:
+        holder.kill()
+        holder.wait()
+    with file_lock(lock):  # free again, and taken by this process's own lock
+        pass
+    assert lock_held(lock) is False
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    (tmp_path / "linked.lock").symlink_to(target)
+    with pytest.raises(WeekLinkError):
+        lock_held(tmp_path / "linked.lock")
+    assert target.read_text() == "keep me"

@@ -18,7 +18,6 @@ After that the rubric items of each run read their verdicts from the week as usu
 
 from __future__ import annotations
 
-import fcntl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +33,7 @@ from pytest_skilllift.judge.samples import (
 from pytest_skilllift.model import AgentConfig, JudgeResult, RubricItem, RunSpec
 from pytest_skilllift.run.engine import GradedRun, NotStarted, WeekRun
 from pytest_skilllift.runners.base import Runner
-from pytest_skilllift.week.files import LOCK_FILE, OK
+from pytest_skilllift.week.files import LOCK_FILE, OK, lock_held
 from pytest_skilllift.week.ledger import Ledger
 
 
@@ -65,15 +64,7 @@ class BatchResults:
 
 def _busy(weekrun: WeekRun, run_id: str) -> bool:
     """Whether another process holds the run's lock right now (a probe; released at once)."""
-    run_dir = weekrun.week.run_dir(run_id)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    with open(run_dir / LOCK_FILE, "w") as fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-    return False
+    return lock_held(weekrun.week.run_dir(run_id) / LOCK_FILE)
 
 
 @dataclass

@@ -174,6 +174,8 @@ def _materialise(repo_top: Path, treeish: str, dest: Path, ref: str) -> Path:
             return dest
         shutil.rmtree(dest)  # not the tree it claims to be: written again from git
     dest.parent.mkdir(parents=True, exist_ok=True)
+    # A whole tree appears at once, so not week.files.atomic_write_* (one file each): the
+    # tree is extracted beside it and renamed into place.
     tmp = dest.parent / f".tmp-{uuid.uuid4().hex}"
     tmp.mkdir()
     try:

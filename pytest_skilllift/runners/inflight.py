@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_skilllift.week.files import atomic_write_text
+
 STOPPING_FILE = "STOPPING"
 #: How long a process group gets between SIGTERM and SIGKILL when the session stops.
 STOP_GRACE_S = 2.0
@@ -88,9 +90,7 @@ class Inflight:
         data = {"run_id": run_id, "pgid": pgid,
                 "started": _start_time(pgid) if pgid else "", "container": container,
                 "temp": str(temp) if temp else None, "stopped": False, "pid": os.getpid()}
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, path)
+        atomic_write_text(path, json.dumps(data))  # a reader never sees half an entry
         return path
 
     def done(self, token: Path) -> None:
@@ -103,7 +103,7 @@ class Inflight:
         with contextlib.suppress(OSError, ValueError):
             data = json.loads(token.read_text())
             data["stopped"] = True
-            token.write_text(json.dumps(data))
+            atomic_write_text(token, json.dumps(data))
 
     # -- the session's side ---------------------------------------------------------------
     def entries(self) -> list[Entry]:

@@ -360,6 +360,16 @@ def _write_error(path: Path, exc: OSError) -> OSError:
     return WeekWriteError(path, exc) if exc.errno in WRITE_REFUSED else exc
 
 
+def _open_lock(path: Path) -> int:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise WeekLinkError(path, "(a lock file)") from None
+        raise _write_error(path, exc) from None
+
+
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (created, with its folder) for the ``with`` block.
@@ -367,19 +377,25 @@ def file_lock(path: Path) -> Iterator[None]:
     Across processes (xdist workers, concurrent sessions): a second holder waits here until
     the first leaves its block. A lock file that is a link is refused (``O_NOFOLLOW``: opening
     it for writing would truncate whatever it points to)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise WeekLinkError(path, "(a lock file)") from None
-        raise _write_error(path, exc) from None
+    fd = _open_lock(path)
     with os.fdopen(fd, "w") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def lock_held(path: Path) -> bool:
+    """Whether another process holds :func:`file_lock` on ``path`` right now (a probe: the
+    lock is taken without waiting and released at once; a link is refused as there)."""
+    with os.fdopen(_open_lock(path), "w") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return False
 
 
 def atomic_write_text(path: Path, text: str) -> None:

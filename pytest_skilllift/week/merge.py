@@ -355,6 +355,8 @@ def _merge_locked(out: Path, shards: Sequence[Path]) -> MergeResult:
     for run_id, copy, replaces in actions:
         target = out / run_id
         target.parent.mkdir(parents=True, exist_ok=True)
+        # A run directory is replaced whole, so not atomic_write_* (one file each): copied
+        # beside it, then renamed into place.
         tmp = target.parent / f"{_TMP_PREFIX}{target.name}"
         copy_tree_nofollow(copy.source / run_id, tmp, skip=frozenset({LOCK_FILE}))
         if replaces:
