@@ -248,23 +248,79 @@ def test_pure_layers_never_import_pytest(graph: dict[str, set[str]], layer: str)
 
 
 #: Other projects' private state the package once reached into, and what replaced it.
-PRIVATE_APIS = {
-    "_must_rewrite": "pytest's rewrite hook: PYTEST_DONT_REWRITE in a docstring",
-    "_marked_for_rewrite_cache": "pytest's rewrite hook: PYTEST_DONT_REWRITE in a docstring",
-    "_split_scope": "xdist's scheduler internals",
-    "_sdk_source": "the anthropic SDK's source files: the judge model pinned in config.OPTIONS",
+#: Names with a leading underscore that are public APIs (the standard library documents them).
+PUBLIC_UNDERSCORED = frozenset({"_exit", "_replace", "_asdict", "_fields", "_make"})
+#: Other projects' private attributes still read, each with why there is no public way
+#: (everything else private that the package reads must be defined by the package itself).
+PRIVATE_STILL_READ = {
+    "_fixtureinfo": "pytest's FuncFixtureInfo has no public accessor: read to resolve a "
+                    "prompt file's fixtures once for its thousands of items, and to see a "
+                    "conftest override of skill_lift_judge before batch judging",
+    "_file": "pytest's TerminalWriter has no public accessor for its file: the live progress "
+             "line is written past the writer so pytest's column count stays its own",
 }
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _string_arg(node: ast.AST, funcs: tuple[str, ...]) -> str | None:
+    """``getattr(x, "_name")``'s name (``funcs``: which builtins)."""
+    if (isinstance(node, ast.Call) and getattr(node.func, "id", None) in funcs
+            and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)):
+        return node.args[1].value
+    return None
+
+
+def _defined_by_the_package() -> set[str]:
+    """Every name the package itself defines: functions, classes, assigned names and
+    attributes (``self._x = …``, ``setattr``), arguments, import aliases."""
+    names: set[str] = set()
+    for f in PACKAGE.rglob("*.py"):
+        for node in _nodes(f):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, ast.alias):
+                names.add(node.asname or node.name.rpartition(".")[2])
+            elif (name := _string_arg(node, ("setattr",))) is not None:
+                names.add(name)
+    return names
+
+
 def test_only_public_apis_of_other_projects() -> None:
+    """Read from the code: a private attribute (``x._name``, ``getattr(x, "_name")``) or a
+    private import from another project is refused unless the package defines that name
+    itself — no list of names caught before."""
+    ours = _defined_by_the_package() | PUBLIC_UNDERSCORED
     found = []
     for f in PACKAGE.rglob("*.py"):
         for node in _nodes(f):
-            name = (node.attr if isinstance(node, ast.Attribute) else node.name
-                    if isinstance(node, ast.FunctionDef) else None)
-            if name in PRIVATE_APIS:
-                found.append(f"{f.relative_to(PACKAGE)}:{node.lineno}: {PRIVATE_APIS[name]}")
+            names: list[str] = []
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                names = [node.attr]
+            elif (name := _string_arg(node, ("getattr", "hasattr"))) is not None:
+                names = [name]
+            elif isinstance(node, ast.ImportFrom) and not (node.module or "").startswith(
+                    "pytest_skilllift") and node.level == 0:
+                names = [a.name for a in node.names]
+            found += [f"{f.relative_to(PACKAGE)}:{getattr(node, 'lineno', 0)}: {n}"
+                      for n in names if _private(n) and n not in ours
+                      and n not in PRIVATE_STILL_READ]
     assert found == []
+
+
+def test_the_private_reads_left_are_still_needed() -> None:
+    """Each name of :data:`PRIVATE_STILL_READ` is still read somewhere (a stale entry goes)."""
+    text = "\n".join(f.read_text(encoding="utf-8") for f in PACKAGE.rglob("*.py"))
+    assert [n for n in PRIVATE_STILL_READ if not re.search(rf"\.{n}\b|\"{n}\"", text)] == []
 
 
 def test_no_gc_freeze_in_the_pytest_process() -> None:

@@ -185,7 +185,9 @@ class ProgressLine:
         return self.config.pluginmanager.get_plugin("terminalreporter")
 
     def _tty(self, tr: Any) -> IO[str] | None:
-        out = getattr(getattr(tr, "_tw", None), "_file", None)
+        # The writer's own file, written past the writer: the live line must not move the
+        # column pytest counts for its result letters (no public accessor for the file).
+        out = getattr(self.config.get_terminal_writer(), "_file", None)
         isatty = getattr(out, "isatty", None)
         return out if callable(isatty) and isatty() else None
 
@@ -208,8 +210,9 @@ class ProgressLine:
             return
         out = self._tty(tr)
         if out is not None:
-            width = getattr(tr._tw, "fullwidth", 80)
-            self._col = tr._tw.width_of_current_line
+            tw = self.config.get_terminal_writer()
+            width = getattr(tw, "fullwidth", 80)
+            self._col = tw.width_of_current_line
             out.write("\n" + self.progress.line()[: max(10, width - 1)])
             out.flush()
             self._drawn = True
@@ -217,9 +220,10 @@ class ProgressLine:
             # Not a terminal: no redrawing, one plain line per interval when runs finished.
             self._changed = False
             self._last_print = time.monotonic()
-            if tr._tw.width_of_current_line:  # pytest's result letters are mid-line
-                tr._tw.line()
-            tr._tw.line(self.progress.line())
+            tw = self.config.get_terminal_writer()
+            if tw.width_of_current_line:  # pytest's result letters are mid-line
+                tw.line()
+            tw.line(self.progress.line())
 
 
 def register(config: pytest.Config, state: Any) -> None:

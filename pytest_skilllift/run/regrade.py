@@ -44,8 +44,6 @@ from pytest_skilllift.week.files import (
     FRESH_MARKER,
     GRADES_FILE,
     GRADING_FILES,
-    JUDGE_COST_FILE,
-    JUDGE_ERROR_FILE,
     LOCK_FILE,
     OK,
     RUN_FILE,
@@ -223,12 +221,6 @@ class FreshPass:
     def _write(self) -> None:
         atomic_write_json(self.path, {"judge_model": self.judge_model,
                                       "pass_id": self.pass_id, "done": sorted(self.done)})
-
-
-def discard_grading(run_dir: Path) -> None:
-    """Remove a run's grades, judge cost and judge error (its generation stays)."""
-    for name in (GRADES_FILE, JUDGE_COST_FILE, JUDGE_ERROR_FILE):
-        (run_dir / name).unlink(missing_ok=True)
 
 
 def copy_week(src: Path, dst: Path) -> int:

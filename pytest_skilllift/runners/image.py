@@ -141,12 +141,6 @@ def mismatch_message(version: str, pinned: str = PINNED_CLI_VERSION) -> str | No
 _VERSION_CACHE: dict[str, str] = {}
 
 
-def image_labels(client: Any, image: str) -> dict[str, str]:
-    """The image's labels (empty when it has none)."""
-    img = client.images.get(image)
-    return dict(img.labels or {})
-
-
 def image_cli_version(client: Any, image: str) -> str:
     """The Claude Code version inside ``image``, e.g. ``2.1.332``; ``""`` when unreadable.
 

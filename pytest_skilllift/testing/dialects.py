@@ -21,7 +21,6 @@ import re
 import shlex
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from pytest_skilllift.testing.agent_script import LAUNCHING_PREFIX, SKILL_BODY_PREFIX
@@ -67,13 +66,6 @@ def _skill_delivered(name: str, base_dir: str, body: str) -> list[dict[str, Any]
     the body as a text block opening with its base directory."""
     return [{"type": "text", "text": f"{SKILL_BODY_PREFIX} {base_dir}\n{body}",
              "_launched": f"{LAUNCHING_PREFIX} {name}"}]
-
-
-@dataclass(frozen=True)
-class Canonical:
-    """A native request as the scripted agent reads it."""
-
-    body: dict[str, Any]
 
 
 class Dialect:
