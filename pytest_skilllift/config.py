@@ -1,8 +1,9 @@
 """One frozen ``Settings`` object built from command-line options and ini values.
 
 Every option is declared once in ``OPTIONS`` (command-line flag, ini name, type, default, help);
-``add_options`` registers them and ``Settings.from_pytest`` reads them. Nothing else in the
-package reads raw options. Settings travel to xdist workers as a plain dict
+``plugin/options.py`` registers them with pytest and reads them into ``Settings.from_values``
+(this module never imports pytest: the core builds Settings from plain values). Nothing else
+in the package reads raw options. Settings travel to xdist workers as a plain dict
 (``to_wire``/``from_wire``) so every process sees the same week directory and endpoint.
 """
 
@@ -14,7 +15,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_skilllift.agents.registry import other_names
 from pytest_skilllift.model import (
@@ -40,9 +41,6 @@ from pytest_skilllift.model import (
     split_judge,
 )
 
-if TYPE_CHECKING:  # pytest is only needed by the glue functions' annotations
-    import pytest
-
 DEFAULT_TOOLS = ",".join(DEFAULT_ALLOWED_TOOLS)
 DEFAULT_MODELS = "sonnet,haiku"
 #: The demo's labels: two Claude Code stand-ins, and one label each for Codex CLI and Gemini
@@ -58,7 +56,9 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class Option:
-    """One setting: ``--skill-lift-<name>`` on the command line, ``skill_lift_<name>`` in ini.
+    """One setting: ``--skill-lift-<name>`` on the command line, ``skill_lift_<name>`` in ini
+    (``--skill-lint-<name>`` / ``skill_lint_<name>`` for ``pytest --skill-lint``'s, whose
+    ``prefix`` is :data:`LINT`).
 
     ``default`` is the one place the default value is stated; ``--help`` shows it (or
     ``default_text`` when the default is a rule rather than a value).
@@ -75,14 +75,18 @@ class Option:
     #: What ``--help`` shows after the flag (``--skill-lift-reps=N``); options with
     #: ``choices`` show those instead, bool flags take no value.
     metavar: str = ""
+    #: Whose option: the weekly run's (``skill-lift``) or the static lint's (``skill-lint``).
+    prefix: str = "skill-lift"
+    #: Whether it has an ini key too (a path given per invocation has none).
+    in_ini: bool = True
 
     @property
     def flag(self) -> str:
-        return f"--skill-lift-{self.name}"
+        return f"--{self.prefix}-{self.name}"
 
     @property
     def dest(self) -> str:
-        return "skill_lift_" + self.name.replace("-", "_")
+        return (self.prefix + "-" + self.name).replace("-", "_")
 
     @property
     def ini_name(self) -> str:
@@ -253,12 +257,24 @@ OPTIONS: tuple[Option, ...] = (
     Option("progress-interval", "Seconds between progress lines when the output is not a "
            "terminal (CI logs; 0 = one per finished run). A terminal gets one "
            "live line; -q silences both.", "float", 60.0, metavar="SECONDS"),
+    # pytest --skill-lint (plugin/lint_hooks.py): static SKILL.md analysis, no model.
+    Option("path", "Skills root to lint.", default="", prefix="skill-lint", in_ini=False,
+           default_text="the directories given as arguments that hold a SKILL.md, else ini "
+           "skill_lift_skills, else 'skills'", metavar="PATH"),
+    Option("threshold", "With --skill-lint, also fail a COMPOSITE test for skills scoring "
+           "under this (0-100).", default="", cli=False, default_text="none", prefix="skill-lint"),
+    Option("depth", "With --skill-lint: quick (static, no model), standard (+ LLM judge) or "
+           "deep (+ Monte Carlo runs of the real CLI); above quick each skill gets a DEPTH "
+           "test.", default="quick", cli=False, choices=("quick", "standard", "deep"),
+           prefix="skill-lint"),
 )
+#: The two option families of the table (``Option.prefix``).
+LIFT, LINT = "skill-lift", "skill-lint"
 
 
 def option_default(name: str) -> Any:
     """The default of the option ``name`` (as stated in :data:`OPTIONS`, once)."""
-    return next(o.default for o in OPTIONS if o.name == name)
+    return next(o.default for o in OPTIONS if o.name == name and o.prefix == LIFT)
 
 
 def parse_models(text: str, *, where: str = "--skill-lift-models") -> tuple[tuple[str, str], ...]:
@@ -514,8 +530,9 @@ class Settings:
 
         ``named(option)`` is how errors name the setting a value came from: the flag for a
         command-line value, the ini key for an ini one (default: the flag)."""
-        v = {o.name: get(o) for o in OPTIONS}
-        by_name = {o.name: o for o in OPTIONS}
+        options = [o for o in OPTIONS if o.prefix == LIFT]
+        v = {o.name: get(o) for o in options}
+        by_name = {o.name: o for o in options}
 
         def n(name: str) -> str:
             o = by_name[name]
@@ -526,7 +543,7 @@ class Settings:
             raise SettingsError(f"{n('demo')} runs the package's own prompts and "
                                 f"{n('dry-run')} runs yours; give one of them")
         demo = bool(v["demo"]) or dry_run
-        for o in OPTIONS:
+        for o in options:
             if o.choices and v[o.name] not in o.choices:
                 raise SettingsError(
                     f"{n(o.name)}: {v[o.name]!r} is not one of {', '.join(o.choices)}"
@@ -606,14 +623,14 @@ class Settings:
             enabled=enabled or demo,
             rootdir=rootdir,
             inifile=inifile,
-            prompts_dir=project.get("prompts") or _resolve(rootdir, v["prompts"]),
+            prompts_dir=project.get("prompts") or resolve_path(rootdir, v["prompts"]),
             tasks_dir=_tasks_dir(rootdir, v, demo),
-            skills_root=project.get("skills") or _resolve(rootdir, v["skills"]),
-            checks_dir=project.get("checks") or _resolve(rootdir, v["checks"]),
+            skills_root=project.get("skills") or resolve_path(rootdir, v["skills"]),
+            checks_dir=project.get("checks") or resolve_path(rootdir, v["checks"]),
             site=v["site"],
             models=parse_models(models_text, where=n("models")),
             reps=reps,
-            out_dir=_resolve(rootdir, out),
+            out_dir=resolve_path(rootdir, out),
             runner=v["runner"],
             claude=v["claude"],
             heldout=bool(v["heldout"]),
@@ -639,7 +656,7 @@ class Settings:
             demo_judge_latency_s=float(v["demo-judge-latency"]),
             conditions=parse_conditions(v["conditions"], aa=bool(v["aa"]),
                                         where=n("conditions")),
-            baseline_from=str(_resolve(rootdir, v["baseline-from"])) if v["baseline-from"]
+            baseline_from=str(resolve_path(rootdir, v["baseline-from"])) if v["baseline-from"]
             else "",
             shard=shard,
             max_spend_usd=None if spend in (None, "") else float(spend),
@@ -647,7 +664,7 @@ class Settings:
             judge_batch_direct=batch_direct,
             agent_install=bool(v["agent-install"]),
             judge_batch_poll_s=float(v["judge-batch-poll"]),
-            triggers_dir=project.get("triggers") or _resolve(rootdir, v["triggers"]),
+            triggers_dir=project.get("triggers") or resolve_path(rootdir, v["triggers"]),
             triggers_all=bool(v["triggers-all"]),
             triggers_max_turns=int(v["triggers-max-turns"]),
             skill_creator_evals=(None if v["skill-creator-evals"] is None
@@ -661,36 +678,6 @@ class Settings:
             optional_labels=optional,
         )
 
-    @classmethod
-    def from_pytest(cls, config: pytest.Config) -> Settings:
-        """Read every option: the command line wins over ini, ini over the default."""
-        inifile = Path(str(config.inipath)).name if config.inipath else "the ini file"
-        from_ini: set[str] = set()
-
-        def get(o: Option) -> Any:
-            value = config.getoption(o.dest) if o.cli else None
-            if value is None or value is False:
-                try:
-                    ini = config.getini(o.ini_name)
-                except (ValueError, _usage_error()) as exc:  # pytest's parse of a bool
-                    raise SettingsError(_ini_error(o, inifile, str(exc))) from None
-                if ini not in (None, "", []):
-                    from_ini.add(o.name)
-                    return _coerce(o, ini, inifile)
-                return value if value is not None else o.default
-            return value
-
-        def named(o: Option) -> str:
-            return f"{o.ini_name} in {inifile}" if o.name in from_ini else o.flag
-
-        return cls.from_values(
-            get,
-            enabled=bool(config.getoption("skill_lift")),
-            rootdir=config.rootpath,
-            inifile=str(config.inipath or ""),
-            named=named,
-        )
-
 
 def _family_limit(raw: Any) -> float:
     """``--skill-lift-max-family-mb``: a size in MiB, at least 0 (0: no limit)."""
@@ -701,20 +688,12 @@ def _family_limit(raw: Any) -> float:
     return limit
 
 
-def _usage_error() -> type[Exception]:
-    """``pytest.UsageError`` (pytest 9 raises it for an ini value of the wrong type), imported
-    only here: the rest of this module runs without pytest."""
-    import pytest
-
-    return pytest.UsageError
-
-
 #: What each kind of ini value must look like, for the error that refuses one.
 _INI_SHAPES = {"bool": "true or false (also 1/0, yes/no, on/off)",
                "int": "a whole number", "float": "a number"}
 
 
-def _ini_error(o: Option, inifile: str, problem: str) -> str:
+def ini_error(o: Option, inifile: str, problem: str) -> str:
     """``skill_lift_reps in pytest.ini: 'two' is not a whole number; e.g. skill_lift_reps = 2``."""
     example = o.default if o.default not in (None, "", ()) else {"int": 1, "float": 1.5}.get(
         o.kind, "true")
@@ -724,7 +703,7 @@ def _ini_error(o: Option, inifile: str, problem: str) -> str:
             f" e.g. {o.ini_name} = {example}")
 
 
-def _coerce(o: Option, raw: Any, inifile: str = "the ini file") -> Any:
+def coerce_ini(o: Option, raw: Any, inifile: str = "the ini file") -> Any:
     """Ini values arrive as strings (or bools for ``type='bool'``); a bad one is refused
     naming the ini key and the shape it must have."""
     if o.kind == "bool":
@@ -736,7 +715,7 @@ def _coerce(o: Option, raw: Any, inifile: str = "the ini file") -> Any:
         try:
             return int(raw) if o.kind == "int" else float(raw)
         except ValueError:
-            raise SettingsError(_ini_error(o, inifile, f"{raw!r} does not parse")) from None
+            raise SettingsError(ini_error(o, inifile, f"{raw!r} does not parse")) from None
     return str(raw)
 
 
@@ -752,7 +731,7 @@ _DEMO_LAYOUT = {"prompts": "evals/test-prompts", "skills": "skills", "checks": "
 def _demo_paths(v: dict[str, Any]) -> dict[str, Path]:
     """The demo's packaged paths, for each path option the user left at its default (one
     set in the ini or on the command line points the demo at the user's own files)."""
-    defaults = {o.name: o.default for o in OPTIONS}
+    defaults = {o.name: o.default for o in OPTIONS if o.prefix == LIFT}
     return {name: DEMO_PROJECT / rel for name, rel in _DEMO_LAYOUT.items()
             if v[name] == defaults[name]}
 
@@ -763,44 +742,16 @@ DEMO_TASKS = DEMO_PROJECT / "evals" / "tasks"
 
 
 def _tasks_dir(rootdir: Path, v: dict[str, Any], demo: bool) -> Path:
-    default = next(o.default for o in OPTIONS if o.name == "tasks")
+    default = option_default("tasks")
     if demo and v["tasks"] == default:
         return DEMO_TASKS if v["runner"] == "docker" else DEMO_TASKS / "(docker runner only)"
-    return _resolve(rootdir, v["tasks"])
+    return resolve_path(rootdir, v["tasks"])
 
 
-def _resolve(rootdir: Path, value: str) -> Path:
+def resolve_path(rootdir: Path, value: str) -> Path:
+    """``value`` (``~`` expanded) relative to ``rootdir`` unless absolute."""
     path = Path(value).expanduser()
     return path if path.is_absolute() else (rootdir / path)
-
-
-def add_options(parser: pytest.Parser) -> None:
-    """Register ``--skill-lift`` and every ``OPTIONS`` entry (flag and ini)."""
-    group = parser.getgroup("skill-lift", "skill lift (measure whether skills help)")
-    group.addoption(
-        "--skill-lift", action="store_true", dest="skill_lift", default=False,
-        help="Run the skill-lift suite: collect prompt files, run the CLI, judge, score.",
-    )
-    for o in OPTIONS:
-        if o.kind == "bool":
-            parser.addini(o.dest, o.help_text, type="bool", default=None)
-        elif o.kind == "lines":
-            parser.addini(o.ini_name, o.help_text, type="linelist", default=[])
-        else:
-            parser.addini(o.dest, o.help_text, type="string", default=None)
-        if not o.cli:
-            continue
-        if o.kind == "lines":
-            group.addoption(o.flag, action="append", dest=o.dest, default=None,
-                            metavar=o.shown_metavar, help=o.help_text)
-        elif o.kind == "bool":
-            group.addoption(o.flag, action="store_true", dest=o.dest, default=None,
-                            help=o.help_text)
-        else:
-            conv: Callable[[str], Any] = {"int": int, "float": float}.get(o.kind, str)
-            group.addoption(o.flag, dest=o.dest, type=conv, default=None,
-                            metavar=o.shown_metavar,
-                            choices=list(o.choices) if o.choices else None, help=o.help_text)
 
 
 @dataclass(frozen=True)
@@ -813,57 +764,6 @@ class LintSettings:
     labels: tuple[str, ...]
     threshold: float | None = None
     depth: str = "quick"  # ini skill_lint_depth: quick | standard | deep
-
-    @classmethod
-    def from_pytest(cls, config: pytest.Config) -> LintSettings:
-        """The roots: ``--skill-lint-path`` (relative to the invocation dir); else the
-        directories given as arguments that hold a SKILL.md (``pytest --skill-lint
-        skills/other``); else the ini ``skill_lift_skills`` (relative to the rootdir), else
-        ``<rootdir>/skills``."""
-        enabled = bool(config.getoption("skill_lint"))
-        opt = config.getoption("skill_lint_path")
-        if opt:
-            root = Path(opt)
-            roots = [root if root.is_absolute() else Path(config.invocation_params.dir) / root]
-        else:
-            roots = _skill_dirs_in_args(config) if enabled else []
-            if not roots:
-                try:
-                    value: Any = config.getini("skill_lift_skills")
-                except ValueError:  # the main plugin is not loaded: its ini key is unknown
-                    value = None
-                roots = [_resolve(config.rootpath, str(value or "skills"))]
-        raw = str(config.getini("skill_lint_threshold") or "").strip()
-        try:
-            threshold = float(raw) if raw else None
-        except ValueError:
-            raise SettingsError(f"skill_lint_threshold = {raw!r} is not a number") from None
-        labels = []
-        for root in roots:
-            try:
-                label = (root.resolve().relative_to(config.rootpath.resolve()).as_posix()
-                         or root.name)
-            except (ValueError, OSError):
-                label = root.name
-            labels.append(label)
-        depth = str(config.getini("skill_lint_depth") or "quick").strip()
-        if depth not in ("quick", "standard", "deep"):
-            raise SettingsError(f"skill_lint_depth = {depth!r}: expected quick, standard or deep")
-        return cls(enabled=enabled, roots=tuple(roots), labels=tuple(labels),
-                   threshold=threshold, depth=depth)
-
-
-def _skill_dirs_in_args(config: pytest.Config) -> list[Path]:
-    """Directories named on the command line that hold a SKILL.md (themselves or below):
-    with ``--skill-lint`` they are skills roots, whatever else pytest makes of them."""
-    if config.args_source.name != "ARGS":  # testpaths or the invocation dir: not "given"
-        return []
-    out = []
-    for arg in config.args:
-        path = Path(config.invocation_params.dir) / arg.split("::", 1)[0]
-        if path.is_dir() and next(path.rglob("SKILL.md"), None) is not None:
-            out.append(path)
-    return out
 
 
 def _breaker(value: Any) -> int:

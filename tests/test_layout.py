@@ -240,7 +240,7 @@ def test_package_modules_read_only_the_version_from_the_root() -> None:
 
 @pytest.mark.parametrize("layer", ["report", "week", "run", "judge", "runners", "testing",
                                    "view", "trace", "skill", "lint", "model", "intervals",
-                                   "warm"])
+                                   "warm", "config", "agents"])
 def test_pure_layers_never_import_pytest(graph: dict[str, set[str]], layer: str) -> None:
     for m, deps in graph.items():
         if m.startswith(f"pytest_skilllift.{layer}"):

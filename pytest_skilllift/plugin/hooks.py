@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift.config import Settings, SettingsError, add_options
+from pytest_skilllift.config import Settings, SettingsError
 from pytest_skilllift.judge.batch import forget_batches
 from pytest_skilllift.plugin import findings, interrupts, progress_hooks, scale
 from pytest_skilllift.plugin.collect import extra as collect_extra
 from pytest_skilllift.plugin.collect.items import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
 from pytest_skilllift.plugin.fixtures import CHECK_PROP
+from pytest_skilllift.plugin.options import add_options, settings_from_pytest
 from pytest_skilllift.plugin.session import SkillLiftSession, leave_out_missing_agents
 from pytest_skilllift.run.prompts import (
     holds_placeholder,
@@ -71,7 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 return
             settings = Settings.from_wire(wire)
         else:  # the demo's labels whose agent CLI is missing are left out here, named
-            settings = leave_out_missing_agents(Settings.from_pytest(config))
+            settings = leave_out_missing_agents(settings_from_pytest(config))
     except SettingsError as exc:
         raise pytest.UsageError(str(exc)) from None
     if not settings.enabled:

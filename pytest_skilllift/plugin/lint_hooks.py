@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_skilllift.config import LintSettings, SettingsError
+from pytest_skilllift.config import LINT, LintSettings, SettingsError
+from pytest_skilllift.plugin.options import add_options, lint_settings_from_pytest
 
 if TYPE_CHECKING:  # the model layers (numpy, scipy, the SDK) load only when a depth test runs
     from pytest_skilllift.lint.analyze import SkillReport
@@ -54,36 +55,9 @@ def _checks() -> tuple[str, ...]:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """``--skill-lint``, ``--skill-lint-path`` and the ``skill_lint_threshold`` ini."""
-    group = parser.getgroup("skill-lint", "static SKILL.md analysis (no model)")
-    group.addoption(
-        "--skill-lint",
-        action="store_true",
-        dest="skill_lint",
-        default=False,
-        help="collect every skill under the skills root; each check is a test",
-    )
-    group.addoption(
-        "--skill-lint-path",
-        dest="skill_lint_path",
-        default=None,
-        metavar="PATH",
-        help="skills root to lint (default: the directories given as arguments that hold "
-        "a SKILL.md, else ini skill_lift_skills, else 'skills')",
-    )
-    # Only skill_lint_* names here: skill_lift_skills belongs to the main plugin, and
-    # registering it twice is an error.
-    parser.addini(
-        "skill_lint_threshold",
-        "with --skill-lint, also fail a COMPOSITE test for skills scoring under this (0-100)",
-        default="",
-    )
-    parser.addini(
-        "skill_lint_depth",
-        "with --skill-lint: quick (static, no model; default), standard (+ LLM judge) or deep "
-        "(+ Monte Carlo runs of the real CLI); above quick each skill gets a DEPTH test",
-        default="quick",
-    )
+    """``--skill-lint`` and its family of ``config.OPTIONS`` (``--skill-lint-path``, the
+    ``skill_lint_threshold`` and ``skill_lint_depth`` ini keys)."""
+    add_options(parser, LINT)
 
 
 LINT_KEY: pytest.StashKey[LintSettings] = pytest.StashKey()
@@ -93,7 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Read the settings once; register the marker every lint test carries."""
     config.addinivalue_line("markers", "skill_lint: a static SKILL.md check (pytest --skill-lint)")
     try:
-        config.stash[LINT_KEY] = LintSettings.from_pytest(config)
+        config.stash[LINT_KEY] = lint_settings_from_pytest(config)
     except SettingsError as exc:
         raise pytest.UsageError(str(exc)) from None
 
