@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from pytest_skilllift.agents import codex, gemini_cli, opencode
 from pytest_skilllift.testing.agent_script import LAUNCHING_PREFIX, SKILL_BODY_PREFIX
 from pytest_skilllift.testing.replies import Reply
 
@@ -133,7 +134,7 @@ def _tool_result(tool_id: str, content: list[dict[str, Any]],
 class OpenCodeDialect(Dialect):
     """OpenCode on the Anthropic Messages API: ``skill {name}``, ``read {filePath}``."""
 
-    name = "opencode"
+    name = opencode.NAME
     skill_tool = "skill"
     read_tool = "read"
     read_arg = "filePath"
@@ -228,7 +229,7 @@ class CodexDialect(Dialect):
     """Codex CLI on the Responses API: skills are read with a shell ``cat`` (Codex has no
     skill tool); the listing is a developer message naming each skill's file."""
 
-    name = "codex"
+    name = codex.NAME
     read_tool = "exec_command"
 
     def tool_names(self, native: set[str]) -> list[str]:
@@ -372,7 +373,7 @@ class GeminiDialect(Dialect):
     """Gemini CLI: ``activate_skill {name}``, ``read_file {file_path}``; the listing is an
     ``<available_skills>`` block in the system instruction."""
 
-    name = "gemini-cli"
+    name = gemini_cli.NAME
     skill_tool = "activate_skill"
     read_tool = "read_file"
 

@@ -700,7 +700,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         kind = classify(body)
         model = str(body.get("model", ""))
         stream = bool(body.get("stream"))
-        dialect = "opencode" if kind == "agent" and OPENCODE.matches(body) else "messages"
+        dialect = OPENCODE.name if kind == "agent" and OPENCODE.matches(body) else "messages"
 
         def record(status: int, fault: str | None = None) -> None:
             api._record(Recorded(kind, model, self.path, status, ts, stream, fault, body=body,
@@ -749,7 +749,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return
 
         handler = api._handler_for(kind)
-        if handler is not None and dialect == "opencode":
+        if handler is not None and dialect == OPENCODE.name:
             script = handler
 
             def handler(native: dict[str, Any]) -> Reply:
