@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_skilllift.intervals import EPS
 from pytest_skilllift.model import NO_SKILL, NO_SKILL_B, RunSpec, arm_of, split_agent
 from pytest_skilllift.week.files import (
     ESTIMATE_FILE,
@@ -220,7 +221,7 @@ class Range:
     def contains(self, x: float) -> bool | None:
         if self.low is None or self.high is None:
             return None
-        return self.low - 1e-9 <= x <= self.high + 1e-9
+        return self.low - EPS <= x <= self.high + EPS
 
 
 ZERO = Range(0.0, 0.0, 0.0)

@@ -27,7 +27,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_skilllift.runners.outage import status_in
+from pytest_skilllift.agents.base import status_in
 
 #: The HTTP statuses that say "slow down": rate limited, overloaded.
 RATE_LIMIT_STATUSES = frozenset({429, 529})

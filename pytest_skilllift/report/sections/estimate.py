@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from pytest_skilllift.intervals import EPS
 from pytest_skilllift.report.markdown import money
 from pytest_skilllift.report.sections import cost
 from pytest_skilllift.week.files import ESTIMATE_FILE, read_text_nofollow
@@ -67,7 +68,7 @@ def _sum(sessions: list[dict[str, Any]], key: str, part: str) -> float | None:
 def _compare(sessions: list[dict[str, Any]], key: str, actual: float | None) -> Compared:
     est, low, high = (_sum(sessions, key, p) for p in ("estimate", "low", "high"))
     error = (actual - est) / est if actual is not None and est else None
-    within = (low - 1e-9 <= actual <= high + 1e-9
+    within = (low - EPS <= actual <= high + EPS
               if actual is not None and low is not None and high is not None else None)
     return {"estimate": est, "low": low, "high": high, "actual": actual, "error": error,
             "within": within}
