@@ -40,10 +40,11 @@ from typing import Any
 import docker.client
 import docker.errors
 
+from pytest_skilllift.agents.claude_code import build_argv, build_env
 from pytest_skilllift.config import option_default
 from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, RunOutcome, RunSpec
 from pytest_skilllift.runners.base import Runner, transcript_cli_version
-from pytest_skilllift.runners.claude import build_argv, build_env, bundled_claude
+from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.runners.docker import (
     HOST_GATEWAY_NAME,
     KEEPER_GRACE_S,
