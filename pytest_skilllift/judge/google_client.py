@@ -21,15 +21,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_skilllift.judge.client import (
-    CACHE_READ_FACTOR,
     DeadlineExceeded,
-    Judge,
     ReplyParts,
     _TruncatedReply,
     status_failure,
 )
+from pytest_skilllift.judge.foreign import ForeignJudge
 from pytest_skilllift.judge.protocol import TOOL_NAME, VERDICTS_SCHEMA, JudgeRequest
-from pytest_skilllift.judge.providers import KEY_VARS, price_rates
+from pytest_skilllift.judge.providers import KEY_VARS
 from pytest_skilllift.model import GOOGLE
 
 __all__ = ["GoogleJudge", "gemini_content", "gemini_kwargs"]
@@ -80,21 +79,12 @@ def gemini_content(response: Any) -> tuple[list[dict[str, Any]], str]:
     return blocks, reason_text
 
 
-class GoogleJudge(Judge):
+class GoogleJudge(ForeignJudge):
     """The blind judge through the Gemini API (see the module docs)."""
 
     sdk_module = "google.genai"
     key_vars = KEY_VARS[GOOGLE]
-    batch_api = ""
     provider = GOOGLE
-
-    def __init__(self, model: str, **kwargs: Any) -> None:
-        super().__init__(model, **kwargs)
-        self.api_model = model
-        self.model = f"{GOOGLE}:{model}"
-
-    def __repr__(self) -> str:
-        return f"GoogleJudge(model={self.api_model!r}, base_url={self.base_url!r})"
 
     def _get_client(self) -> Any:
         if self._client is None:
@@ -120,18 +110,12 @@ class GoogleJudge(Judge):
 
     def _read_reply(self, message: Any) -> ReplyParts:
         replied = str(_field(message, "model_version") or self.api_model)
-        rate_in, rate_out, note = price_rates(GOOGLE, replied)
         usage = _field(message, "usage_metadata")
-        cost = 0.0
-        if usage is None:
-            note = "the reply carried no usage; cost recorded as 0"
-        else:
-            tokens_in = int(_field(usage, "prompt_token_count") or 0)
-            cached = int(_field(usage, "cached_content_token_count") or 0)
-            tokens_out = (int(_field(usage, "candidates_token_count") or 0)
-                          + int(_field(usage, "thoughts_token_count") or 0))
-            cost = ((tokens_in - cached) * rate_in + cached * rate_in * CACHE_READ_FACTOR
-                    + tokens_out * rate_out) / 1_000_000
+        cost, note = self._list_price(replied, None if usage is None else (
+            int(_field(usage, "prompt_token_count") or 0),
+            int(_field(usage, "cached_content_token_count") or 0),
+            int(_field(usage, "candidates_token_count") or 0)
+            + int(_field(usage, "thoughts_token_count") or 0)))
         content, reason = gemini_content(message)
         return ReplyParts(content, f"{GOOGLE}:{replied}", cost, note, reason == "MAX_TOKENS")
 

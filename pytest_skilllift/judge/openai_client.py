@@ -21,15 +21,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_skilllift.judge.client import (
-    CACHE_READ_FACTOR,
     DeadlineExceeded,
-    Judge,
     ReplyParts,
     _TruncatedReply,
     status_failure,
 )
+from pytest_skilllift.judge.foreign import ForeignJudge
 from pytest_skilllift.judge.protocol import TOOL_NAME, VERDICTS_SCHEMA, JudgeRequest
-from pytest_skilllift.judge.providers import KEY_VARS, price_rates
+from pytest_skilllift.judge.providers import KEY_VARS
 from pytest_skilllift.model import OPENAI
 
 __all__ = ["OpenAIJudge", "responses_kwargs"]
@@ -81,21 +80,12 @@ def responses_content(response: Any) -> list[dict[str, Any]]:
     return blocks
 
 
-class OpenAIJudge(Judge):
+class OpenAIJudge(ForeignJudge):
     """The blind judge through the OpenAI Responses API (see the module docs)."""
 
     sdk_module = "openai"
     key_vars = KEY_VARS[OPENAI]
-    batch_api = ""
     provider = OPENAI
-
-    def __init__(self, model: str, **kwargs: Any) -> None:
-        super().__init__(model, **kwargs)
-        self.api_model = model
-        self.model = f"{OPENAI}:{model}"
-
-    def __repr__(self) -> str:
-        return f"OpenAIJudge(model={self.api_model!r}, base_url={self.base_url!r})"
 
     def _get_client(self) -> Any:
         if self._client is None:
@@ -116,18 +106,11 @@ class OpenAIJudge(Judge):
 
     def _read_reply(self, message: Any) -> ReplyParts:
         replied = str(_field(message, "model") or self.api_model)
-        rate_in, rate_out, note = price_rates(OPENAI, replied)
         usage = _field(message, "usage")
-        cost = 0.0
-        if usage is None:
-            note = "the reply carried no usage; cost recorded as 0"
-        else:
-            tokens_in = int(_field(usage, "input_tokens") or 0)
-            cached = int(_field(_field(usage, "input_tokens_details") or {},
-                                "cached_tokens") or 0)
-            tokens_out = int(_field(usage, "output_tokens") or 0)
-            cost = ((tokens_in - cached) * rate_in + cached * rate_in * CACHE_READ_FACTOR
-                    + tokens_out * rate_out) / 1_000_000
+        cost, note = self._list_price(replied, None if usage is None else (
+            int(_field(usage, "input_tokens") or 0),
+            int(_field(_field(usage, "input_tokens_details") or {}, "cached_tokens") or 0),
+            int(_field(usage, "output_tokens") or 0)))
         details = _field(message, "incomplete_details")
         cut_off = (_field(message, "status") == "incomplete"
                    and _field(details, "reason") == "max_output_tokens")
