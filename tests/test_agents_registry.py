@@ -6,6 +6,7 @@ events, and ``.ci/run`` installs exactly the registry's pins."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -125,3 +126,24 @@ def _ci_npm_packages() -> set[str]:
 
 def test_ci_installs_exactly_the_registry_pins() -> None:
     assert _ci_npm_packages() == {a.pinned for a in others()}
+
+
+def test_the_init_event_is_read_once_for_the_cli_version_and_the_listed_skills(
+        tmp_path: Path) -> None:
+    """One reader of Claude Code's init event serves the runners (the CLI version) and the
+    task runs (the skills listed): both read what it returns, and agree on its absence."""
+    from pytest_skilllift.agents.claude_code import init_event
+    from pytest_skilllift.run.tasks.record import listed_skills
+    from pytest_skilllift.runners.base import transcript_cli_version
+
+    out = tmp_path / "stdout.txt"
+    out.write_text("not json\n" + json.dumps({"type": "system", "subtype": "init",
+                                              "claude_code_version": "2.1.332",
+                                              "skills": [{"name": "pdf"}, "xlsx"]}) + "\n")
+    assert init_event(out) is not None
+    assert transcript_cli_version(out) == "2.1.332"
+    assert listed_skills(out) == ("pdf", "xlsx")
+    assert init_event(out, max_lines=1) is None  # only the first lines are read
+    missing = tmp_path / "none.txt"
+    assert (init_event(missing), transcript_cli_version(missing), listed_skills(missing)) == (
+        None, "", None)

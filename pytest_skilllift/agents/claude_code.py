@@ -8,7 +8,10 @@ qdrant/skills SCORING.md).
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
+from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.agents.base import Agent, Invocation, OutageSignal
@@ -107,3 +110,20 @@ AGENT = Agent(
     default_url=DEFAULT_URL, stand_in_path="", skill_root=".claude/skills",
     invocation=invocation, outage_event=outage_event,
 )
+
+
+def init_event(stdout: Path, max_lines: int = 50) -> dict[str, Any] | None:
+    """The stream's ``init`` event (the CLI's version, the skills it listed), read from the
+    first ``max_lines`` lines of a run's stdout; None when there is none (or no file)."""
+    try:
+        with stdout.open("rb") as fh:
+            for line in itertools.islice(fh, max_lines):
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict) and event.get("subtype") == "init":
+                    return event
+    except OSError:
+        return None
+    return None

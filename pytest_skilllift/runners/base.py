@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import itertools
-import json
 from pathlib import Path
 from typing import Protocol
 
+from pytest_skilllift.agents.claude_code import init_event
 from pytest_skilllift.model import AgentConfig, RunOutcome, RunSpec
 
 
@@ -47,15 +46,5 @@ def transcript_cli_version(stdout_path: Path, max_lines: int = 50) -> str:
 
     Read from the run's own output, so no extra process is spawned to ask the CLI.
     """
-    try:
-        with stdout_path.open("rb") as fh:
-            for line in itertools.islice(fh, max_lines):
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(event, dict) and event.get("subtype") == "init":
-                    return str(event.get("claude_code_version") or "")
-    except OSError:
-        pass
-    return ""
+    event = init_event(stdout_path, max_lines)
+    return str(event.get("claude_code_version") or "") if event is not None else ""

@@ -10,11 +10,10 @@ one per verifier test plus the ``reward`` item, keyed as the items are.
 
 from __future__ import annotations
 
-import itertools
-import json
 from pathlib import Path
 from typing import Any
 
+from pytest_skilllift.agents.claude_code import init_event
 from pytest_skilllift.model import RunSpec
 from pytest_skilllift.run.tasks.results import PASSED, read_result, task_fields
 from pytest_skilllift.week.files import COMPLETED, INVALID, OK, STDOUT_FILE, VERIFIER_ERROR
@@ -27,20 +26,12 @@ DEFAULT_PASS_REWARD = 1.0
 
 def listed_skills(stdout: Path, max_lines: int = 50) -> tuple[str, ...] | None:
     """The skills the CLI's init event listed (None: no init event read)."""
-    try:
-        with stdout.open("rb") as fh:
-            for line in itertools.islice(fh, max_lines):
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(event, dict) and event.get("subtype") == "init":
-                    raw = event.get("skills")
-                    return tuple(str(s.get("name") if isinstance(s, dict) else s)
-                                 for s in (raw if isinstance(raw, list) else []))
-    except OSError:
+    event = init_event(stdout, max_lines)
+    if event is None:
         return None
-    return None
+    raw = event.get("skills")
+    return tuple(str(s.get("name") if isinstance(s, dict) else s)
+                 for s in (raw if isinstance(raw, list) else []))
 
 
 def apply_verifier(spec: RunSpec, record: dict[str, Any], run_dir: Path) -> dict[str, Any]:
