@@ -43,7 +43,7 @@ def test_with_all_installs_every_family_and_nothing_else(tmp_path: Path) -> None
     spec = PromptSpec(path=tmp_path / "p.json", name="p", product_area="", prompt="q",
                       rubric=(RubricItem("must", "m", 1),), skill_path="beta/SKILL.md")
     cfg: Any = type("Cfg", (), {"skills_root": root, "allow_unsafe": False,
-                              "max_family_bytes": None})()
+                              "max_family_bytes": None, "timeout_s": 60.0})()
     installed = {}
     for cond in ("no-skill", "with-skill", "with-all", "no-skill-b"):
         run_spec = RunSpec(prompt=arm_prompt(spec, cond, skill_families(root)),
