@@ -192,7 +192,7 @@ def test_unreadable_history_is_reported_and_left_alone(tmp_path: Path) -> None:
 def test_coverage_names_every_nonzero_exclusion(data: dict[str, Any]) -> None:
     data["coverage"].update({"items_ungraded": 3, "items_total": 40, "items_invalid": 2,
                              "items_excluded_with_run": 5, "unscored_prompt_reps": 1,
-                             "composite_unscored_prompt_reps": 0})
+                             "bonus_ungraded_prompt_reps": 0})
     md = scorecard.render_markdown(data)
     assert ("- ungraded items (judge/parse error; excluded, not scored as zero): **3** of 40"
             in md)

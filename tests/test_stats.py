@@ -67,11 +67,15 @@ def test_prompt_rep_without_gradeable_must_is_unscored_and_counted() -> None:
     assert a.n_reps[0, 0, 0] == 1
 
 
-def test_composite_unknown_when_all_bonus_ungraded() -> None:
-    rows = [(0, 0, 0, 1, 0, 1), (0, 0, 0, 1, 1, NAN)]
+def test_composite_scored_on_graded_items_when_all_bonus_ungraded() -> None:
+    """The one rule (SCORING.md: an ungraded item is excluded, never zero): a rep whose bonus
+    items were all ungraded keeps its composite, scored without a bonus term, and is counted
+    (the old code left its composite missing, so it fell out of pass@k and the pass rate)."""
+    rows = [(0, 0, 0, 1, 0, 1), (0, 0, 0, 1, 1, NAN), (0, 0, 0, 1, 2, 1)]
     a = _agg(rows)
-    assert a.must[0, 0, 0] == 1.0 and math.isnan(a.composite[0, 0, 0])
-    assert a.n_composite_unscored_reps == 1
+    assert a.must[0, 0, 0] == 1.0
+    assert a.composite[0, 0, 0] == pytest.approx(0.75)  # 1.0 − 0.25·1, no bonus term
+    assert a.n_bonus_ungraded_reps == 1
 
 
 def test_paired_lift_matches_scipy_and_pairs_only_common_prompts() -> None:

@@ -171,13 +171,14 @@ def test_three_states_pass_rates_and_wilson(tmp_path: Path) -> None:
     s = summarize_week(week, write=True, plots=False)
     cells = {c["condition"]: c for c in s.data["cells"]}
     ws = cells["with-skill"]
-    # 3 scored reps pass; the dropped run is unscored, the two judge failures are errored:
+    # 4 scored reps pass — p-c r2, one must item ungraded, is scored on its graded items (the
+    # one rule); the dropped run is unscored, the judge failure (no graded must) is errored:
     # absences, out of the denominator, never a pass
     assert (ws["pass_passed"], ws["pass_scored"], ws["pass_errored"],
-            ws["pass_unscored"]) == (3, 3, 2, 1)
+            ws["pass_unscored"]) == (4, 4, 1, 1)
     assert ws["pass_rate"] == 1.0
     assert (ws["pass_rate_ci_low"], ws["pass_rate_ci_high"]) == pytest.approx(
-        wilson_interval(3, 3))
+        wilson_interval(4, 4))
     ns = cells["no-skill"]
     # no-skill composites: p-a 0.0 and 0.0 (legitimate zeros: scored, failed), p-b/p-c r1
     # 1/3 + 0.1 − 0.25 and r2 2/3: none reaches 0.7
@@ -185,14 +186,18 @@ def test_three_states_pass_rates_and_wilson(tmp_path: Path) -> None:
     assert ns["pass_rate"] == 0.0 and ns["pass_rate_ci_low"] == pytest.approx(0.0, abs=1e-12)
     assert ns["pass_rate_ci_high"] == pytest.approx(wilson_interval(0, 6)[1])
     assert s.data["pass_threshold"] == 0.7
-    assert s.data["coverage"]["errored_prompt_reps"] == 2
+    cov = s.data["coverage"]
+    assert cov["errored_prompt_reps"] == 1 and cov["partly_graded_prompt_reps"] == 1
+    # the judge-failed rep left every statistic: named (prompt, model, arm, rep)
+    assert [d for d in cov["dropped_prompt_reps"]] == [] or all(
+        d["prompt"] != "p-c" for d in cov["dropped_prompt_reps"])
     on_disk = json.loads((week / "scorecard.json").read_text())
     assert on_disk["cells"][1]["pass_rate_ci_high"] is not None
     md = (week / "scorecard.md").read_text()
     assert "### Pass rate (composite ≥ 0.70)" in md
     row = next(ln for ln in md.splitlines() if ln.startswith("| sonnet | with-skill | 1.00 ["))
-    lo, hi = wilson_interval(3, 3)
-    assert f"1.00 [{lo:.2f}–{hi:.2f}]" in row and "| 3 of 3 " in row
+    lo, hi = wilson_interval(4, 4)
+    assert f"1.00 [{lo:.2f}–{hi:.2f}]" in row and "| 4 of 4 " in row
     assert "### One vote per prompt — the sign test" in md
 
 

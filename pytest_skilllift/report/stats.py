@@ -72,8 +72,9 @@ class Aggregates:
     cell_n: np.ndarray  # prompts with a score in the cell (M, C)
     #: prompt×rep that had items but no gradeable must: unscored, counted.
     n_unscored_reps: int
-    #: prompt×rep whose bonus items were all ungraded: composite unscored, counted.
-    n_composite_unscored_reps: int
+    #: prompt×rep whose bonus items were all ungraded: its composite is scored on its graded
+    #: items (no bonus term, as a rubric without bonus items), counted.
+    n_bonus_ungraded_reps: int
     rep_values: np.ndarray  # the rep number of each rep slot (R,)
 
 
@@ -142,10 +143,11 @@ def aggregate(
         r_must = np.where(scored, m_s / np.maximum(m_n, 1), np.nan)
         r_bonus = np.where(scored & (b_n > 0), b_s / np.maximum(b_n, 1), np.nan)
     r_avoid = np.where(scored, a_s, np.nan)
+    # The one rule for an ungraded item (qdrant/skills SCORING.md: excluded, never counted as
+    # zero): a prompt×rep is scored on its graded items, the composite too — bonus items that
+    # were all ungraded add no bonus term — and only one without a graded must item is dropped.
     r_comp = composite(r_must, r_bonus, r_avoid)
-    # Bonus items existed but none was graded: the composite cannot be known.
-    comp_unknown = scored & (b_tot > 0) & (b_n == 0)
-    r_comp = np.where(comp_unknown, np.nan, r_comp)
+    bonus_ungraded = scored & (b_tot > 0) & (b_n == 0)
 
     shape = (P, M, C, R)
     r_must, r_bonus, r_avoid, r_comp = (x.reshape(shape) for x in (r_must, r_bonus, r_avoid,
@@ -169,7 +171,7 @@ def aggregate(
         cell_must=cell_must, cell_bonus=cell_bonus, cell_avoid=cell_avoid,
         cell_composite=cell_comp, cell_n=cell_n,
         n_unscored_reps=int(np.count_nonzero(exists & ~scored)),
-        n_composite_unscored_reps=int(np.count_nonzero(comp_unknown)),
+        n_bonus_ungraded_reps=int(np.count_nonzero(bonus_ungraded)),
         rep_values=rep_values,
     )
 

@@ -1,11 +1,20 @@
 """Verdicts over a week: three states, pass rates, the sign test, the measures gates read.
 
 Three states of a prompt×rep (the Drupal ai_eval scoring document, Question score / Target
-score): **scored** — a measurement, a legitimate 0.0 included; **errored** — the judge failed
-on at least one of its items (an ungraded verdict, or the judge call failed for the whole run);
-**unscored** — nothing gradeable (no graded must item, or the run was dropped). Errored and
-unscored prompt×reps are absences: excluded from the pass-rate denominator, counted
+score): **scored** — a measurement, a legitimate 0.0 included; **errored** — the judge left
+it without a graded must item (the judge call failed for the whole run, or every must verdict
+was unusable); **unscored** — the run was dropped, or it had no must item to grade. Errored
+and unscored prompt×reps are absences: excluded from the pass-rate denominator, counted
 separately, never a pass.
+
+One rule for an item the judge left ungraded, the same in every statistic (qdrant/skills
+SCORING.md: an ungraded item is excluded, never counted as zero): a prompt×rep is scored on
+its graded items — the must mean, the composite (bonus items all ungraded add no bonus term),
+the lift, the pass rate, pass@k, pass^k, flakiness and the Version comparison alike — and only
+one without a graded must item is dropped (errored). Those scored on part of their items are
+counted as **partly graded** (``partly_graded``; scorecard.json's
+``coverage.partly_graded_prompt_reps``), and every dropped one is named in
+``coverage.dropped_prompt_reps``.
 
 A prompt×rep **passes** when it is scored, not errored, and its composite reaches the pass
 threshold (default 0.7, the document's 3.5 on its 0–5 scale). Per model and condition the
@@ -298,9 +307,11 @@ class WeekMeasures:
         self.scored = np.zeros((P, M, C), np.int64)
         self.errored = np.zeros((P, M, C), np.int64)
         self.unscored = np.zeros((P, M, C), np.int64)
+        #: Scored prompt×reps with an item the judge left ungraded: scored on graded items.
+        self.partly_graded = np.zeros((P, M, C), np.int64)
         self._pk: stats.PassK | None = None
-        #: (P, M, C', R) prompt×reps with an item the judge left ungraded (errored), C' the
-        #: arms of the aggregates; None without aggregates.
+        #: (P, M, C', R) prompt×reps the judge left without a graded must item (errored),
+        #: C' the arms of the aggregates; None without aggregates.
         self.errored_reps: np.ndarray | None = None
         self._states()
         self._runs()
@@ -326,12 +337,14 @@ class WeekMeasures:
                 P, M, C, R)
             exists = (np.bincount(flat, minlength=G) > 0).reshape(P, M, C, R)
             comp = agg.rep_composite
-            self.errored_reps = err_slot
-            scored = ~np.isnan(comp) & ~err_slot
+            # Scored on its graded items; only a rep without a graded must item is dropped.
+            scored = ~np.isnan(comp)
+            self.errored_reps = err_slot & ~scored
             passed = scored & (np.nan_to_num(comp, nan=-1.0) >= self.threshold - EPS)
             self.scored[:, :, :C] += scored.sum(axis=-1)
             self.passed[:, :, :C] += passed.sum(axis=-1)
-            self.errored[:, :, :C] += err_slot.sum(axis=-1)
+            self.errored[:, :, :C] += self.errored_reps.sum(axis=-1)
+            self.partly_graded[:, :, :C] += (err_slot & scored).sum(axis=-1)
             self.unscored[:, :, :C] += (exists & ~scored & ~err_slot).sum(axis=-1)
         if w.manifest.present and w.n_runs and P and M:
             # Runs that never reached the scores: judge failed (errored) or dropped (unscored).
@@ -345,14 +358,32 @@ class WeekMeasures:
             self.unscored += np.bincount(key[dropped], minlength=P * M * C).reshape(P, M, C)
 
     def scored_composite(self) -> np.ndarray:
-        """The rep composites with errored prompt×reps dropped (NaN): the one rule for an
-        item the judge left ungraded in every pass-based statistic — the pass rate, pass@k,
-        pass^k, flakiness — as the errored state says (an absence, never a pass)."""
+        """The rep composites every pass-based statistic reads — the pass rate, pass@k,
+        pass^k, flakiness: each prompt×rep scored on its graded items, NaN where it has no
+        graded must item (dropped), the module's one rule for an ungraded item."""
         assert self.agg is not None
-        comp = self.agg.rep_composite
-        if self.errored_reps is None or self.errored_reps.shape != comp.shape:
-            return comp
-        return np.where(self.errored_reps, np.nan, comp)
+        return self.agg.rep_composite
+
+    def dropped_reps(self) -> list[tuple[int, int, int, int]]:
+        """(prompt, model, arm, rep slot) of every prompt×rep with scores rows that the rule
+        dropped (no graded must item), so the scorecard can name each one."""
+        agg = self.agg
+        if agg is None or self.errored_reps is None:
+            return []
+        w = self.week
+        P, M = len(w.prompts), len(w.models)
+        R, C = agg.rep_composite.shape[-1], agg.rep_composite.shape[2]
+        if not (P and M and w.scores.run.size):
+            return []
+        ok = ((w.scores.prompt >= 0) & (w.scores.model >= 0) & (w.scores.cond >= 0)
+              & (w.scores.cond < C) & (w.scores.rep >= 0) & (w.scores.type >= 0))
+        slot = np.minimum(np.searchsorted(agg.rep_values, w.scores.rep[ok]),
+                          max(agg.rep_values.size - 1, 0))
+        flat = ((w.scores.prompt[ok].astype(np.int64) * M + w.scores.model[ok]) * C
+                + w.scores.cond[ok]) * R + slot
+        exists = (np.bincount(flat, minlength=P * M * C * R) > 0).reshape(P, M, C, R)
+        idx = np.argwhere(exists & np.isnan(agg.rep_composite))
+        return [(int(a), int(b), int(c), int(d)) for a, b, c, d in idx]
 
     # -- runs: coverage, trigger misses ----------------------------------------------------
     def _runs(self) -> None:

@@ -31,6 +31,15 @@ class Dropped(TypedDict):
     rep: int
 
 
+class DroppedRep(TypedDict):
+    """``coverage.dropped_prompt_reps[]``: a prompt×rep left out of every statistic."""
+
+    prompt: str
+    model: str
+    condition: str
+    rep: int
+
+
 class Coverage(TypedDict):
     graded_runs: int
     total_runs: int
@@ -41,7 +50,13 @@ class Coverage(TypedDict):
     items_invalid: int
     items_excluded_with_run: int
     unscored_prompt_reps: int
-    composite_unscored_prompt_reps: int
+    #: Prompt×reps whose bonus items were all ungraded: scored without a bonus term.
+    bonus_ungraded_prompt_reps: int
+    #: Prompt×reps with an item the judge left ungraded, scored on their graded items (the
+    #: one rule, ``report.verdicts``): in every statistic, counted here.
+    partly_graded_prompt_reps: int
+    #: Every prompt×rep with scores rows the rule dropped (no graded must item), named.
+    dropped_prompt_reps: list[DroppedRep]
     #: Runs ``--skill-lift-max-spend`` kept from starting (not in total_runs: never run).
     not_run_spend_cap: int
     #: Runs the circuit breaker held back after an outage (not in total_runs: never run).
@@ -73,6 +88,7 @@ def _reason(status: int, exit_code: float, error: str | None) -> str:
 
 def build(ctx: Context) -> Data:
     week, credit, agg = ctx.week, ctx.credit, ctx.agg
+    measures = ctx.shared(verdicts.measures_of)
     graded_runs = 0
     dropped: list[Dropped] = []
     if week.manifest.present:
@@ -112,12 +128,15 @@ def build(ctx: Context) -> Data:
         "items_ungraded": week.n_ungraded, "items_invalid": week.n_invalid_rows,
         "items_excluded_with_run": ctx.n_excluded_run_items,
         "unscored_prompt_reps": agg.n_unscored_reps if agg is not None else 0,
-        "composite_unscored_prompt_reps": (agg.n_composite_unscored_reps
-                                           if agg is not None else 0),
+        "bonus_ungraded_prompt_reps": agg.n_bonus_ungraded_reps if agg is not None else 0,
+        "partly_graded_prompt_reps": int(measures.partly_graded.sum()),
+        "dropped_prompt_reps": [
+            {"prompt": week.prompts[p], "model": week.models[m], "condition": week.arm_names[c],
+             "rep": int(agg.rep_values[r]) if agg is not None else r}
+            for p, m, c, r in measures.dropped_reps()],
         "not_run_spend_cap": scale.not_run_spend_cap(ctx),
         "not_run_outage": scale.not_run_outage(ctx),
-        "errored_prompt_reps": ctx.shared(verdicts.measures_of).pass_counts(None, None)[
-            "errored"],
+        "errored_prompt_reps": measures.pass_counts(None, None)["errored"],
     }}
 
 
@@ -126,8 +145,10 @@ _COVERAGE_COUNTS: tuple[tuple[str, str], ...] = (
     ("items_invalid", "items excluded as invalid input (see Input problems)"),
     ("items_excluded_with_run", "graded items excluded with their dropped run"),
     ("unscored_prompt_reps", "prompt×rep unscored (no gradeable must item)"),
-    ("composite_unscored_prompt_reps",
-     "prompt×rep with composite unscored (all bonus items ungraded)"),
+    ("partly_graded_prompt_reps",
+     "prompt×rep scored on their graded items (the judge left an item ungraded)"),
+    ("bonus_ungraded_prompt_reps",
+     "prompt×rep scored without a bonus term (all bonus items ungraded)"),
     ("not_run_spend_cap", "not run: spend cap (see Spend cap)"),
     ("not_run_outage", "not run: outage (the circuit breaker held them back; a rerun makes "
      "them)"),
@@ -152,6 +173,14 @@ def render(card: Data) -> list[str]:
                  f"**{c['items_ungraded']}** of {c['items_total']}")
     counts: dict[str, object] = dict(c)
     L += [f"- {label}: **{counts[key]}**" for key, label in _COVERAGE_COUNTS if counts.get(key)]
+    reps = c.get("dropped_prompt_reps") or []
+    if reps:
+        shown_reps = reps[:MAX_DROPPED_ROWS]
+        L.append(f"- prompt×rep left out of every statistic (no graded must item): "
+                 f"**{len(reps)}** — " + ", ".join(
+                     cell(f"{d['prompt']} · {d['model']} · {d['condition']} · r{d['rep']}")
+                     for d in shown_reps))
+        L += cap_note(len(shown_reps), len(reps), "dropped prompt×reps")
     if dropped:
         shown = dropped[:MAX_DROPPED_ROWS]
         L.append("")

@@ -107,10 +107,9 @@ def build(ctx: Context) -> Data:
         return {"versions": None}
     measures = ctx.shared(verdicts.measures_of)
     # compare's rule: a move beyond the margin and beyond the prompt's own rep noise (the
-    # moderated per-prompt test, Holm-corrected); an errored side is unscored.
-    errored = measures.errored[:, :, [_REF, _WITH]] > 0
-    reps = agg.rep_composite[:, :, [_REF, _WITH], :].copy()
-    reps[np.broadcast_to(errored[..., None], reps.shape)] = np.nan
+    # moderated per-prompt test, Holm-corrected); each rep scored on its graded items, one
+    # without a graded must item dropped (``report.verdicts``' one rule).
+    reps = agg.rep_composite[:, :, [_REF, _WITH], :]
     sc = week.scores
     alarm = stats.regression_alarm(np.moveaxis(reps[:, :, 0], 1, 0),
                                    np.moveaxis(reps[:, :, 1], 1, 0),
@@ -195,10 +194,10 @@ def _delta_text(value: float | None, p: dict[str, float | int | bool | None] | N
 
 def _composite(ctx: Context, measures: verdicts.WeekMeasures, pi: int, mi: int,
                c: int) -> float | None:
-    """The prompt's composite in arm ``c`` (reps averaged); None when unscored or errored
-    (compare's rule: an errored item leaves the pair unscored)."""
+    """The prompt's composite in arm ``c`` (its scored reps averaged, each on its graded
+    items); None when no rep of it was scored."""
     agg = ctx.agg
-    if agg is None or measures.errored[pi, mi, c] > 0:
+    if agg is None:
         return None
     v = float(agg.composite[pi, mi, c])
     return v if math.isfinite(v) else None
