@@ -201,10 +201,13 @@ def test_a_drift_of_both_arms_is_a_level_regression_not_a_lift_one() -> None:
     assert level.alarm and level.week_regressed == [True]
 
 
-def test_an_errored_side_is_unscored_never_a_regression(weeks: tuple[Path, Path]) -> None:
+def test_an_ungraded_item_is_scored_on_graded_items_in_compare(
+        weeks: tuple[Path, Path]) -> None:
+    """compare follows the one rule for an ungraded item (``report.verdicts``): a rep is
+    scored on its graded items — the old code left the whole pair unscored for one ungraded
+    item — and only a rep without a graded must item is dropped, the pair then scored on the
+    reps left; a pair with no scored rep on a side is unscored, never a regression."""
     a, b = weeks
-    # one must item of one rep could not be graded in week b: its composite may read lower,
-    # but the pair is an absence of measurement
     first = {"done": False}
 
     def once(r: dict[str, str]) -> bool:
@@ -212,9 +215,20 @@ def test_an_errored_side_is_unscored_never_a_regression(weeks: tuple[Path, Path]
         first["done"] = first["done"] or hit
         return hit
 
-    edit_csv(b / "scores.csv", once, {"verdict": "", "credit": "", "contribution": ""})
-    edit_csv(b / "scores.csv", lambda r: musts_of("qdrant-edge", "haiku")(r) and r["rep"] == "2",
-             {"verdict": "missing", "credit": "0.0", "contribution": "0.0"})
+    ungraded = {"verdict": "", "credit": "", "contribution": ""}
+    edit_csv(b / "scores.csv", once, ungraded)
+    sb = summarize_week(b, write=False, plots=False)
+    assert sb.aggregates is not None
+    pi, mi = sb.week.prompts.index("qdrant-edge"), sb.week.models.index("haiku")
+    result = cw.compare(a, b)
+    pair = next(r for r in result["prompts"] if (r["prompt"], r["model"]) == (
+        "qdrant-edge", "haiku"))
+    assert pair["change"] != "unscored"
+    # the prompt's must lift, its rep 1 on the graded musts
+    agg = sb.aggregates
+    assert pair["after"] == pytest.approx(float(agg.must[pi, mi, 1] - agg.must[pi, mi, 0]))
+    # every with-skill must of the prompt ungraded in both reps: no scored rep — unscored
+    edit_csv(b / "scores.csv", musts_of("qdrant-edge", "haiku"), ungraded)
     result = cw.compare(a, b)
     pair = next(r for r in result["prompts"] if (r["prompt"], r["model"]) == (
         "qdrant-edge", "haiku"))

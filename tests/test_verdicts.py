@@ -188,9 +188,12 @@ def test_three_states_pass_rates_and_wilson(tmp_path: Path) -> None:
     assert s.data["pass_threshold"] == 0.7
     cov = s.data["coverage"]
     assert cov["errored_prompt_reps"] == 1 and cov["partly_graded_prompt_reps"] == 1
-    # the judge-failed rep left every statistic: named (prompt, model, arm, rep)
-    assert [d for d in cov["dropped_prompt_reps"]] == [] or all(
-        d["prompt"] != "p-c" for d in cov["dropped_prompt_reps"])
+    # the partly graded p-c r2 is in every statistic; what left them is named: the dropped
+    # run's rows (prompt×rep) and the judge-failed run, which has no row (a dropped run)
+    assert cov["dropped_prompt_reps"] == [
+        {"prompt": "p-a", "model": "sonnet", "condition": "with-skill", "rep": 2}]
+    assert {d["run_id"] for d in cov["dropped"]} == {"p-a-sonnet-with-skill-r2",
+                                                      "p-b-sonnet-with-skill-r2"}
     on_disk = json.loads((week / "scorecard.json").read_text())
     assert on_disk["cells"][1]["pass_rate_ci_high"] is not None
     md = (week / "scorecard.md").read_text()

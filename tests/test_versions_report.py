@@ -248,11 +248,14 @@ def test_version_deltas_carry_their_paired_se_and_reused_ref_runs_are_named(
     assert f"± {cost['se']:.4f} (≠ 0: no)" in md
 
 
-def test_an_ungraded_item_drops_its_rep_everywhere_counted_and_named(tmp_path: Path) -> None:
-    """One rule for an item the judge left ungraded: its prompt×rep is errored — dropped from
-    the pass rate, pass@k, pass^k and flakiness (the prompt is then short, listed) and from
-    the version comparison's per-prompt table, where the prompt is counted and named as
-    unscored instead of vanishing (a 3-prompt week listed 2 there, with "unscored: 0")."""
+def test_an_ungraded_item_is_one_rule_everywhere_counted_and_named(tmp_path: Path) -> None:
+    """One rule for an item the judge left ungraded (qdrant/skills SCORING.md: excluded,
+    never zero): its prompt×rep is scored on its graded items in every statistic — the must
+    means, the composite, the pass rate, pass@k, pass^k, flakiness and the version
+    comparison's per-prompt table — and only a prompt×rep without a graded must item is
+    dropped, counted and named. The old code scored such a rep on its graded items in the
+    means but dropped it from the pass-based statistics and the per-prompt table (a 3-prompt
+    week listed 2 there), and a rep whose bonus items were all ungraded had no composite."""
     from .test_compare_weeks import edit_csv
 
     week = version_week(tmp_path / "w")
@@ -269,18 +272,48 @@ def test_an_ungraded_item_drops_its_rep_everywhere_counted_and_named(tmp_path: P
             return hit
         return pick
 
+    ungraded = {"verdict": "", "credit": "", "contribution": ""}
     for cond in ("with-skill", REF, "no-skill"):
-        assert edit_csv(week / "scores.csv", first_must(cond),
-                        {"verdict": "", "credit": "", "contribution": ""}) == 2
+        assert edit_csv(week / "scores.csv", first_must(cond), ungraded) == 2
+    # p-c with-skill r1: its bonus item ungraded — scored without a bonus term
+    assert edit_csv(week / "scores.csv", lambda r: (r["prompt"], r["condition"], r["rep"],
+                                                    r["item_type"]) == (
+        "p-c", "with-skill", "1", "bonus"), ungraded) == 1
+    # p-b no-skill r1: every must item ungraded — the one prompt×rep the rule drops
+    assert edit_csv(week / "scores.csv", lambda r: (r["prompt"], r["condition"], r["rep"],
+                                                    r["item_type"]) == (
+        "p-b", "no-skill", "1", "must"), ungraded) == 3
     s = summarize_week(week, write=True, plots=False)
     v = s.data["versions"]
     assert v is not None
     m = v["models"]["sonnet"]
-    assert m["prompts"]["unscored"] == 1 and sum(m["prompts"].values()) == 3
-    assert [r["prompt"] for r in v["prompts"] if r["change"] == "unscored"] == ["p-a"]
+    # every prompt is in the per-prompt table: p-a on its two graded musts per rep
+    assert m["prompts"]["unscored"] == 0 and sum(m["prompts"].values()) == 3
+    by_prompt = {r["prompt"]: r for r in v["prompts"]}
+    # v1 p-a: musts 0 and 1 met, 0 ungraded → 1/2 + 0.1 bonus; now 2/2 + 0.1 → clamped 1
+    assert by_prompt["p-a"]["ref"] == pytest.approx(0.6)
+    assert by_prompt["p-a"]["current"] == pytest.approx(1.0)
+    # the composite follows the must mean: the same rep, the same graded items
+    assert s.aggregates is not None
+    assert s.aggregates.must[0, 0, arm_code(REF)] == pytest.approx(0.5)
+    assert s.aggregates.composite[2, 0, arm_code("with-skill")] == pytest.approx(1.0)
     pk = s.data["pass_k"]["models"]["sonnet"]
-    for cond in ("no-skill", "with-skill", REF):
-        assert pk[cond]["short_prompts"] == ["p-a"] and pk[cond]["n_prompts"] == 2
+    for cond in ("with-skill", REF):
+        assert pk[cond]["short_prompts"] == [] and pk[cond]["n_prompts"] == 3
+    # pass@k: only the dropped p-b no-skill rep makes a prompt short, and it is listed
+    assert pk["no-skill"]["short_prompts"] == ["p-b"] and pk["no-skill"]["n_prompts"] == 2
+    cells = {c["condition"]: c for c in s.data["cells"]}
+    assert (cells["with-skill"]["pass_scored"], cells["with-skill"]["pass_errored"]) == (6, 0)
+    assert (cells["no-skill"]["pass_scored"], cells["no-skill"]["pass_errored"]) == (5, 1)
+    cov = s.data["coverage"]
+    # p-a × 3 arms × 2 reps, and p-c with-skill r1 (its bonus item)
+    assert cov["partly_graded_prompt_reps"] == 7 and cov["bonus_ungraded_prompt_reps"] == 1
+    assert cov["errored_prompt_reps"] == 1
+    assert cov["dropped_prompt_reps"] == [
+        {"prompt": "p-b", "model": "sonnet", "condition": "no-skill", "rep": 1}]
     md = (week / "scorecard.md").read_text()
-    assert "Unscored in the version comparison (1: " in md and "p-a (sonnet)" in md
+    assert "prompt×rep scored on their graded items (the judge left an item ungraded): **7**" \
+        in md
+    assert "prompt×rep left out of every statistic (no graded must item): **1** — " \
+        "p-b · sonnet · no-skill · r1" in md
     assert "Short prompts (fewer than k scored reps" in md

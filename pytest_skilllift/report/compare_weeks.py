@@ -14,8 +14,10 @@ project's week directories, plus the significance answer that document does not 
   ``unchanged`` from the prompt's must lift (with − no-skill, qdrant/skills SCORING.md's
   headline) beyond a margin *and* beyond its own rep noise (``stats.regression_alarm``: a
   moderated t test on its reps with a binomial variance floor); the with-skill composite
-  level gets the same labels as ``level_change``; a pair where either side is unscored or
-  errored is ``unscored``, never an improvement or a regression;
+  level gets the same labels as ``level_change``; each rep scored on its graded items and
+  one without a graded must item dropped (``report.verdicts``' one rule for an ungraded
+  item); a pair where either side has no scored rep is ``unscored``, never an improvement
+  or a regression;
 * **the regression alarm** (``--fail-on-regression``, on the lift): per model the week-level
   paired test at α/2, the prompts in one Holm family at α/2 plus the share of each
   week-level test that rejected (family-wise α 0.05); ``--fail-on-level-regression`` is the
@@ -126,14 +128,12 @@ def comparison_kind(a: ident.WeekRecord | None, b: ident.WeekRecord | None,
 
 
 def _prompt_value(w: _Week, prompt: str, model: str, arm: int = 1) -> float | None:
-    """The prompt's composite in ``arm`` (its code; with-skill by default), reps averaged;
-    None when unscored or errored."""
+    """The prompt's composite in ``arm`` (its code; with-skill by default), its scored reps
+    averaged; None when no rep of it was scored."""
     agg = w.summary.aggregates
     pi, mi = w.prompt_index.get(prompt), w.model_index.get(model)
     if agg is None or pi is None or mi is None or arm >= agg.composite.shape[2]:
         return None
-    if w.measures.errored[pi, mi, arm] > 0:
-        return None  # an errored item leaves the pair unscored (the document's rule)
     v = float(agg.composite[pi, mi, arm])
     return v if math.isfinite(v) else None
 
@@ -150,8 +150,8 @@ def _lifts(w: _Week, model: str) -> dict[str, float]:
 def _rep_scores(w: _Week, prompts: list[str], models: list[str], reps: int,
                 arms: tuple[int, ...], level: str = "composite") -> np.ndarray:
     """(M, P, C, R) rep scores of the week in ``arms`` (codes), ``level`` ``"composite"`` or
-    ``"must"``; NaN: unscored, absent, or an errored item in any of the arms (the pair is
-    then unscored: the document's rule)."""
+    ``"must"``, each rep on its graded items; NaN: a rep without a graded must item
+    (dropped), or absent."""
     out = np.full((len(models), len(prompts), len(arms), reps), np.nan)
     agg = w.summary.aggregates
     if agg is None or max(arms) >= agg.rep_composite.shape[2]:
@@ -164,7 +164,7 @@ def _rep_scores(w: _Week, prompts: list[str], models: list[str], reps: int,
             continue
         for pi, p in enumerate(prompts):
             wp = w.prompt_index.get(p)
-            if wp is None or any(w.measures.errored[wp, wm, a] > 0 for a in arms):
+            if wp is None:
                 continue
             for ci, a in enumerate(arms):
                 out[mi, pi, ci, :r] = src[wp, wm, a, :]
@@ -186,13 +186,11 @@ def _must_items(weeks: tuple[_Week, ...], prompts: list[str]) -> np.ndarray:
 
 
 def _prompt_lift(w: _Week, prompt: str, model: str, arm: int) -> float | None:
-    """The prompt's must lift (``arm`` − no-skill, reps averaged); None when either arm is
-    unscored or has an errored item."""
+    """The prompt's must lift (``arm`` − no-skill, scored reps averaged); None when either
+    arm has no scored rep."""
     agg = w.summary.aggregates
     pi, mi = w.prompt_index.get(prompt), w.model_index.get(model)
     if agg is None or pi is None or mi is None or arm >= agg.must.shape[2]:
-        return None
-    if w.measures.errored[pi, mi, arm] > 0 or w.measures.errored[pi, mi, 0] > 0:
         return None
     v = float(agg.must[pi, mi, arm] - agg.must[pi, mi, 0])
     return v if math.isfinite(v) else None

@@ -55,7 +55,8 @@ class Coverage(TypedDict):
     #: Prompt×reps with an item the judge left ungraded, scored on their graded items (the
     #: one rule, ``report.verdicts``): in every statistic, counted here.
     partly_graded_prompt_reps: int
-    #: Every prompt×rep with scores rows the rule dropped (no graded must item), named.
+    #: Every prompt×rep with scores rows left out of every statistic (no graded must item,
+    #: or its run was dropped), named; a run without any scores row is in ``dropped``.
     dropped_prompt_reps: list[DroppedRep]
     #: Runs ``--skill-lift-max-spend`` kept from starting (not in total_runs: never run).
     not_run_spend_cap: int
