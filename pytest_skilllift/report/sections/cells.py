@@ -41,7 +41,7 @@ class Cell(TypedDict):
     pass_rate_cluster95: list[float | None]
     pass_passed: int
     pass_scored: int
-    #: Prompt×reps the judge failed on (an ungraded item, or the whole run): never a pass.
+    #: Prompt×reps the judge left without a graded must item: never a pass.
     pass_errored: int
     #: Prompt×reps with nothing gradeable (no graded must item, or the run was dropped).
     pass_unscored: int
@@ -114,8 +114,9 @@ def _pass_rates(card: Data) -> list[str]:
                    "95% prompt-clustered (gated)", "passed of scored", "errored", "unscored"],
                   rows))
     L.append(f"\n_A prompt×rep passes when its composite is at least {thr:.2f} (3.5 on a 0–5 "
-             "scale). **errored**: the judge failed on one of its items — **unscored**: "
-             "nothing gradeable (no graded must item, or the run was dropped). Both are "
+             "scale), scored on its graded items. **errored**: the judge left no must item "
+             "graded — **unscored**: nothing to grade (no must item, or the run was "
+             "dropped). Both are "
              "absences, not zeros: they are left out of the rate and never count as a pass. "
              "Wilson (the Drupal ai_eval figure) counts every prompt×rep as independent; reps "
              "of one prompt agree more often than chance, so the prompt-clustered interval "

@@ -74,7 +74,8 @@ def build(ctx: Context) -> Data:
     agg, week = ctx.agg, ctx.week
     if agg is None:
         return {"pass_k": None}
-    # errored prompt×reps are dropped, as in the pass rate: such a prompt is short, listed
+    # each rep on its graded items; one without a graded must item is dropped, as in the pass
+    # rate (``report.verdicts``' one rule): such a prompt is short, listed
     measures = ctx.shared(verdicts.measures_of)
     comp = measures.scored_composite()
     ran = measures.scored + measures.errored + measures.unscored  # (P, M, len(ARMS))
