@@ -50,6 +50,51 @@ def load(week: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             np.moveaxis(s.aggregates.rep_composite[:, :, 1, :], 1, 0), items)
 
 
+def must_credits(week: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(M, P, 2, R, K) graded must credits of each run (NaN-padded) and (M, P, 2, R) counts."""
+    s = summarize_week(week, write=False, plots=False)
+    assert s.aggregates is not None
+    sc, agg = s.week.scores, s.aggregates
+    P, M, R = len(s.week.prompts), len(s.week.models), agg.rep_must.shape[-1]
+    ok = ((sc.type == stats.MUST) & (sc.prompt >= 0) & (sc.model >= 0) & (sc.cond >= 0)
+          & (sc.cond < 2) & (sc.rep >= 0) & ~np.isnan(sc.credit))
+    slot = np.searchsorted(agg.rep_values, sc.rep[ok])
+    flat = ((sc.model[ok].astype(np.int64) * P + sc.prompt[ok]) * 2 + sc.cond[ok]) * R + slot
+    n = np.bincount(flat, minlength=M * P * 2 * R)
+    K = int(n.max())
+    out = np.full((M * P * 2 * R, K), np.nan)
+    order = np.argsort(flat, kind="stable")
+    pos = np.arange(order.size) - np.repeat(np.cumsum(n) - n, n)
+    out[flat[order], pos] = sc.credit[ok][order]
+    return out.reshape(M, P, 2, R, K), n.reshape(M, P, 2, R)
+
+
+def item_pair(credits: np.ndarray, n: np.ndarray,
+              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """One A/A pair of the ``items`` null: each side is the week's own runs, every run's
+    must items drawn with replacement (a run without a graded must item stays unscored)."""
+    def side() -> np.ndarray:
+        idx = np.floor(rng.random(credits.shape) * np.maximum(n, 1)[..., None]).astype(int)
+        draw = np.take_along_axis(credits, idx, axis=-1)
+        used = np.arange(credits.shape[-1]) < n[..., None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > 0, np.where(used, draw, 0.0).sum(-1) / np.maximum(n, 1),
+                            np.nan)
+    return side(), side()
+
+
+def item_null_rate(week: Path, sims: int, items: np.ndarray) -> tuple[float, float]:
+    """The lift alarm's false-alarm rate and the old rule's on the ``items`` null."""
+    credits, n = must_credits(week)
+    rng = np.random.default_rng(SEED)
+    new = old = 0
+    for _ in range(sims):
+        a, b = item_pair(credits, n, rng)
+        new += stats.regression_alarm(a, b, weights=stats.LIFT_WEIGHTS, n_items=items).alarm
+        old += old_alarm(a, b, stats.LIFT_WEIGHTS)[0]
+    return new / sims, old / sims
+
+
 def old_alarm(a: np.ndarray, b: np.ndarray, weights: tuple[float, ...]) -> tuple[bool, np.ndarray]:
     """The rule before: per-prompt moderated t without a floor, the week-level paired tests
     and the prompts in one Holm family at α = 0.05. Returns (any alarm, (M, P) named)."""
@@ -130,6 +175,13 @@ def main() -> None:
                 print(f"| {name} | {alarm} | {kind} | {r.sims} | {r.alarm_rate:.1%} "
                       f"({lo:.1%}–{hi:.1%}) | {old} | {r.margin_rule_rate:.0%} | "
                       f"{time.perf_counter() - t:.1f} |")
+    for name, path in WEEKS.items():
+        _, _, items = load(path)
+        t = time.perf_counter()
+        rate, old_r = item_null_rate(path, n, items)
+        lo, hi = stats.wilson_interval(round(rate * n), n)
+        print(f"| {name} | lift | items | {n} | {rate:.1%} ({lo:.1%}–{hi:.1%}) | "
+              f"{old_r:.1%} |  | {time.perf_counter() - t:.1f} |")
     print()
     lift, _, items = load(WEEKS["real 20260808 (2 reps)"])
     print("Power on the real week (lift alarm; plug-in pairs, the plant in week B):\n")
