@@ -142,6 +142,12 @@ def test_a_refused_gemini_key_and_an_unreachable_codex_api_name_their_variables(
         problems[0].cause and "check OPENAI_BASE_URL" in problems[0].fix
 
 
+def test_every_agent_declares_how_its_labels_are_checked() -> None:
+    from pytest_skilllift.agents import registry
+
+    assert all(a.model_probe is not None for a in registry.AGENTS.values())
+
+
 def test_bedrock_and_vertex_are_not_asked() -> None:
     fake = Fake({}, default=NOT_FOUND)
     assert check([("s", "claude-sonet-4-5")], env(CLAUDE_CODE_USE_BEDROCK="1"), fetch=fake) == []
