@@ -1,4 +1,8 @@
-"""The example evals' configuration (``pytest --skill-lift-demo``) — a file to copy.
+"""An example ``conftest.py`` for your own evals — a file to copy.
+
+The demo (``pytest --skill-lift-demo``) is left out of it, so the demo from a clone reads as
+the demo from the wheel (where no conftest exists): the wrapper below applies to every other
+``--skill-lift`` session started from this directory (your prompts, ``--skill-lift-dry-run``).
 
 Two things a team usually adds on top of the prompt files:
 
@@ -40,6 +44,10 @@ class LoggingJudge:
 
 
 @pytest.fixture(scope="session")
-def skill_lift_judge(skill_lift_judge: Any) -> LoggingJudge:
-    """Override by wrapping: request the fixture you replace, return your own object."""
+def skill_lift_judge(skill_lift_judge: Any, pytestconfig: pytest.Config) -> Any:
+    """Override by wrapping: request the fixture you replace, return your own object (the
+    configured judge itself for the demo, which then says "not overridden", as from the
+    wheel)."""
+    if pytestconfig.getoption("skill_lift_demo", default=False):
+        return skill_lift_judge
     return LoggingJudge(skill_lift_judge)

@@ -249,8 +249,10 @@ OPTIONS: tuple[Option, ...] = (
            "by one after as many clean runs (docs/ci.md).", "int", None,
            default_text="3 when a Claude Code label runs (qdrant/skills SCORING.md: 2-3), "
            "else the worker count", metavar="N"),
-    Option("preflight", "Before the first run, ask the API once per Claude Code label whether "
-           "its model exists (GET /v1/models, free): a mistyped model, a refused key or an "
+    Option("preflight", "Before the first run, ask each label's agent API once whether its "
+           "model exists (a free model lookup: GET /v1/models/ID for Claude Code, Codex and "
+           "OpenCode's anthropic/ models, GET v1beta/models/ID for Gemini CLI): a mistyped "
+           "model, a refused key or an "
            "unreachable API stops the session up front, naming the label, the cause and the "
            "fix. off: find out from the runs (their outage handling and circuit breaker).",
            default="on", choices=("on", "off")),
@@ -445,7 +447,7 @@ class Settings:
     max_concurrency: int | None
     #: ``--skill-lift-dry-run``: the stand-in (``demo`` is set too) on the user's own files.
     dry_run: bool
-    #: ``--skill-lift-preflight``: each Claude Code label's model asked before the first run.
+    #: ``--skill-lift-preflight``: each label's model asked at its agent's API before any run.
     preflight: bool
     #: Endpoint for both the CLI and the judge (set by the demo); empty = the environment's.
     base_url: str = ""

@@ -34,6 +34,8 @@ from pytest_skilllift.run.triggers import load_trigger_file
 from pytest_skilllift.runners.claude import bundled_claude
 
 BISECT = "git-bisect"
+#: The repository's example conftest.py (wraps the judge in a LoggingJudge).
+EXAMPLE_CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
 
 
 @pytest.fixture
@@ -212,6 +214,8 @@ def test_dry_run_runs_your_prompts_on_the_stand_in_marked_simulated(
     write_prompt(root)
     with (root / "pytest.ini").open("a") as fh:  # one label, one rep: two runs
         fh.write("skill_lift_models = sonnet=claude-sonnet-4-5\nskill_lift_reps = 1\n")
+    # the repository's example conftest applies to your own prompts' sessions
+    shutil.copy(EXAMPLE_CONFTEST, root / "conftest.py")
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     result = pytester.runpytest_subprocess("--skill-lift-dry-run", "-p", "no:cacheprovider",
@@ -233,6 +237,7 @@ def test_dry_run_runs_your_prompts_on_the_stand_in_marked_simulated(
     assert f"history: {root / 'evals' / 'weekly-dry-run' / 'scorecard-history.csv'}" in last
     card = (week / "scorecard.md").read_text()
     assert card.startswith("> **DRY RUN — simulated")
+    assert "judge overridden (a `skill_lift_judge` fixture in conftest.py) for 2 of 2" in card
     # simulated money is labelled simulated, in the progress line and the scorecard
     assert "spent $" not in out and re.search(r"simulated \$\d+\.\d\d \(nothing paid\)", out)
     assert "**Spend (simulated $: the scripted stand-in's prices, nothing was paid" in card
@@ -304,3 +309,25 @@ def test_the_skills_site_host_recorded_for_the_week() -> None:
     assert verdicts("", "https://skills.example.org/a/SKILL.md")._site_host() == \
         "skills.example.org"
     assert verdicts("https://skills.qdrant.tech/", "")._site_host() == "skills.qdrant.tech"
+
+
+@pytest.mark.cli
+@pytest.mark.skipif(bundled_claude() is None, reason="claude-agent-sdk (bundled CLI) missing")
+def test_the_demo_in_a_clone_is_not_judged_by_the_example_conftest(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A clone's root holds the example conftest.py; the demo there reads as from the wheel
+    # (no conftest): the configured judge, "not overridden".
+    shutil.copy(EXAMPLE_CONFTEST, pytester.path / "conftest.py")
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    result = pytester.runpytest_subprocess("--skill-lift-demo", "-k", "git-bisect and haiku",
+                                           "--skill-lift-reps=1", "-p", "no:cacheprovider",
+                                           "-p", "no:randomly", timeout=300)
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.OK, out
+    weeks = [p for p in (pytester.path / "evals" / "weekly-demo").iterdir() if p.is_dir()]
+    assert len(weeks) == 1
+    card = (weeks[0] / "scorecard.md").read_text()
+    assert "judge: the configured one (`skill_lift_judge` not overridden)" in card
+    assert "judge overridden" not in card + out
+    assert not json.loads((weeks[0] / "week.json").read_text()).get("judge_overrides")

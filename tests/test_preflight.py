@@ -1,4 +1,4 @@
-"""Preflight: every Claude Code label's model asked once before the matrix starts.
+"""Preflight: every (agent, model) label's model asked once before the matrix starts.
 
 A 404 (no such model), a 401 (key refused) or an unreachable API stops the session before any
 run, naming the label, the cause and the fix — serially and under ``-n 2``.
@@ -40,15 +40,21 @@ class Fake:
         return self.answers.get("/" + path, self.default)
 
 
+def env(base: str = "", key: str = "k", **more: str) -> dict[str, str]:
+    """A session environment reaching Claude Code's API at ``base`` with ``key``."""
+    return {"ANTHROPIC_BASE_URL": base, "ANTHROPIC_API_KEY": key, **more}
+
+
 NOT_FOUND = (404, '{"type":"error","error":{"type":"not_found_error","message":"model: x"}}')
 
 
 def test_a_mistyped_model_is_named_with_the_model_meant() -> None:
     fake = Fake({"/v1/models/claude-sonet-4-5": NOT_FOUND})
     problems = check([("sonnet", "claude-sonet-4-5"), ("haiku", "claude-haiku-4-5")],
-                     base_url="https://api.example.invalid", key="k", fetch=fake)
+                     env("https://api.example.invalid"), fetch=fake)
     assert [p.label for p in problems] == ["sonnet"]
-    assert "the API has no model 'claude-sonet-4-5' (HTTP 404: model: x)" in problems[0].cause
+    assert ("Claude Code's API has no model 'claude-sonet-4-5' (HTTP 404: model: x)"
+            in problems[0].cause)
     assert "did you mean 'claude-sonnet-4-5'?" in problems[0].fix
     assert "sonnet=claude-sonnet-4-5" in problems[0].fix
     assert fake.calls == ["/v1/models/claude-sonet-4-5", "/v1/models?limit=1",
@@ -59,18 +65,93 @@ def test_a_bare_typo_label_and_an_alias() -> None:
     # `--skill-lift-models=sonet,haiku`: "sonet" goes to the API as is; "haiku" is an alias
     # the CLI resolves, so only the key is checked for it.
     fake = Fake({"/v1/models/sonet": NOT_FOUND})
-    problems = check([("sonet", "sonet"), ("haiku", "haiku")], base_url="", key="k", fetch=fake)
+    problems = check([("sonet", "sonet"), ("haiku", "haiku")], env(), fetch=fake)
     assert [(p.label, p.model_id) for p in problems] == [("sonet", "sonet")]
     assert "did you mean 'sonnet'?" in problems[0].fix
     assert "/v1/models/haiku" not in fake.calls
 
 
-def test_each_model_is_asked_once_and_other_agents_are_not_asked() -> None:
+def test_each_model_is_asked_once_at_its_own_agents_api() -> None:
     fake = Fake({})
     assert check([("a", "claude-haiku-4-5"), ("b", "claude-haiku-4-5"), ("gpt", "codex:gpt-5.5"),
-                  ("flash", "gemini-cli:gemini-2.5-flash")], base_url="", key="k",
-                 fetch=fake) == []
-    assert fake.calls == ["/v1/models/claude-haiku-4-5"]
+                  ("g2", "codex:gpt-5.5"), ("flash", "gemini-cli:gemini-2.5-flash"),
+                  ("oc", "opencode:anthropic/claude-haiku-4-5"),
+                  ("oc-other", "opencode:openai/gpt-5")], env(), fetch=fake) == []
+    # Claude Code's and OpenCode's Anthropic API (same host), Codex's OpenAI API, Gemini's;
+    # an OpenCode model of another provider is not asked (its key is not the run's)
+    assert fake.calls == ["/v1/models/claude-haiku-4-5", "/v1/models/gpt-5.5",
+                          "/v1beta/models/gemini-2.5-flash", "/v1/models/claude-haiku-4-5"]
+
+
+def test_each_agent_is_asked_with_its_own_url_and_key() -> None:
+    seen: list[tuple[str, dict[str, str]]] = []
+
+    def fetch(url: str, headers: Mapping[str, str]) -> tuple[int, str]:
+        seen.append((url, dict(headers)))
+        return 200, "{}"
+
+    check([("s", "claude-haiku-4-5"), ("gpt", "codex:gpt-5-mini"),
+           ("flash", "gemini-cli:gemini-2.5-flash"),
+              ("oc", "opencode:anthropic/claude-haiku-4-5")],
+          env("http://a.test", "ka", OPENAI_BASE_URL="http://o.test/v1/", OPENAI_API_KEY="ko",
+              GOOGLE_GEMINI_BASE_URL="http://g.test", GEMINI_API_KEY="kg"), fetch=fetch)
+    urls = [u for u, _ in seen]
+    assert urls == ["http://a.test/v1/models/claude-haiku-4-5", "http://o.test/v1/models/gpt-5-mini",
+                    "http://g.test/v1beta/models/gemini-2.5-flash",
+                    "http://a.test/v1/models/claude-haiku-4-5"]
+    assert seen[0][1]["x-api-key"] == "ka" and seen[1][1]["authorization"] == "Bearer ko"
+    assert seen[2][1]["x-goog-api-key"] == "kg" and seen[3][1]["x-api-key"] == "ka"
+    # without a base URL: each agent's public API
+    seen.clear()
+    check([("gpt", "codex:gpt-5"), ("flash", "gemini-cli:gemini-2.5-pro")], {}, fetch=fetch)
+    assert [u for u, _ in seen] == ["https://api.openai.com/v1/models/gpt-5",
+                                    "https://generativelanguage.googleapis.com/v1beta/models/"
+                                    "gemini-2.5-pro"]
+
+
+def test_a_mistyped_codex_or_gemini_model_is_named_with_its_agent() -> None:
+    fake = Fake({"/v1/models/gpt-5-mni": (404, '{"error":{"message":"The model \'gpt-5-mni\' '
+                                               'does not exist","code":"model_not_found"}}'),
+                 "/v1beta/models/gemini-2.5-flsh": (404, '{"error":{"code":404,"message":'
+                                                    '"models/gemini-2.5-flsh is not found"}}')})
+    problems = check([("gpt", "codex:gpt-5-mni"), ("flash", "gemini-cli:gemini-2.5-flsh")],
+                     env(), fetch=fake)
+    assert [(p.label, p.model_id) for p in problems] == [
+        ("gpt", "codex:gpt-5-mni"), ("flash", "gemini-cli:gemini-2.5-flsh")]
+    assert "Codex CLI's API has no model 'gpt-5-mni'" in problems[0].cause
+    assert "does not exist" in problems[0].cause
+    assert "did you mean 'gpt-5-mini'?" in problems[0].fix
+    assert "gpt=codex:gpt-5-mini" in problems[0].fix
+    assert "did you mean 'gemini-2.5-flash'?" in problems[1].fix
+    assert "flash=gemini-cli:gemini-2.5-flash" in problems[1].fix
+
+
+def test_a_refused_gemini_key_and_an_unreachable_codex_api_name_their_variables() -> None:
+    invalid = (400, '{"error":{"code":400,"message":"API key not valid. Please pass a valid '
+                    'API key.","status":"INVALID_ARGUMENT","details":[{"reason":'
+                    '"API_KEY_INVALID"}]}}')
+    problems = check([("flash", "gemini-cli:gemini-2.5-flash"),
+                      ("pro", "gemini-cli:gemini-2.5-pro")], env(), fetch=Fake({}, default=invalid))
+    assert len(problems) == 1 and "refused the key (HTTP 400: API key not valid" in \
+        problems[0].cause and "set GEMINI_API_KEY" in problems[0].fix
+    problems = check([("gpt", "codex:gpt-5"), ("s", "claude-haiku-4-5")],
+                     env(OPENAI_BASE_URL="http://127.0.0.1:9/v1"),
+                     fetch=lambda url, h: (0, "refused") if "127.0.0.1:9" in url else (200, "{}"))
+    assert [p.label for p in problems] == ["gpt"]
+    assert "Codex CLI's API at http://127.0.0.1:9/v1 did not answer (refused)" in \
+        problems[0].cause and "check OPENAI_BASE_URL" in problems[0].fix
+
+
+def test_every_agent_declares_how_its_labels_are_checked() -> None:
+    from pytest_skilllift.agents import registry
+
+    assert all(a.model_probe is not None for a in registry.AGENTS.values())
+
+
+def test_bedrock_and_vertex_are_not_asked() -> None:
+    fake = Fake({}, default=NOT_FOUND)
+    assert check([("s", "claude-sonet-4-5")], env(CLAUDE_CODE_USE_BEDROCK="1"), fetch=fake) == []
+    assert fake.calls == []
 
 
 @pytest.mark.parametrize(("answer", "said"), [
@@ -82,7 +163,7 @@ def test_a_refused_key_or_no_answer_is_one_problem_for_all_labels(
         answer: tuple[int, str], said: str) -> None:
     fake = Fake({}, default=answer)
     problems = check([("sonnet", "claude-sonnet-4-5"), ("haiku", "claude-haiku-4-5")],
-                     base_url="http://127.0.0.1:9", key="k", fetch=fake)
+                     env("http://127.0.0.1:9"), fetch=fake)
     assert len(problems) == 1 and len(fake.calls) == 1
     assert said in problems[0].cause and problems[0].fix
 
@@ -90,20 +171,19 @@ def test_a_refused_key_or_no_answer_is_one_problem_for_all_labels(
 def test_a_gateway_without_a_models_api_is_not_refused() -> None:
     # a proxy that only serves /v1/messages: 404 for every models path, which says nothing
     fake = Fake({}, default=(404, "Not Found"))
-    assert check([("sonnet", "claude-sonnet-4-5")], base_url="http://gw", key="k",
-                 fetch=fake) == []
+    assert check([("sonnet", "claude-sonnet-4-5")], env("http://gw"), fetch=fake) == []
+    assert check([("gpt", "codex:gpt-5")], env(), fetch=fake) == []
 
 
 def test_passing_faults_do_not_stop_the_session() -> None:
     for status in (429, 500, 529):
-        assert check([("s", "claude-sonnet-4-5")], base_url="", key="k",
+        assert check([("s", "claude-sonnet-4-5"), ("g", "gemini-cli:gemini-2.5-pro")], env(),
                      fetch=Fake({}, default=(status, "busy"))) == []
 
 
 def test_the_stop_message_names_label_cause_and_fix() -> None:
-    text = stop_message([Problem("sonet", "sonet", "the API has no model 'sonet'", "use x")],
-                        "http://127.0.0.1:1")
-    assert "preflight against http://127.0.0.1:1 stopped the session before any run" in text
+    text = stop_message([Problem("sonet", "sonet", "the API has no model 'sonet'", "use x")])
+    assert "preflight stopped the session before any run (1 problem)" in text
     assert "label 'sonet' (model 'sonet'): the API has no model 'sonet'. Fix: use x" in text
 
 
@@ -122,6 +202,47 @@ def test_the_stand_in_answers_the_models_api_like_the_real_one() -> None:
             200, "{}")
 
 
+def test_the_stand_in_answers_the_openai_and_gemini_model_lookups() -> None:
+    from pytest_skilllift.runners.preflight import http_get
+
+    with StandIn(api_key=KEY, models=frozenset({"gpt-5-mini", "gemini-2.5-flash"})) as api:
+        bearer = {"authorization": f"Bearer {KEY}"}
+        status, body = http_get(api.base_url + "/v1/models/gpt-5-mini", bearer)
+        assert status == 200 and '"id": "gpt-5-mini"' in body
+        status, body = http_get(api.base_url + "/v1/models/gpt-5-mni", bearer)
+        assert status == 404 and "model_not_found" in body
+        assert http_get(api.base_url + "/v1/models/gpt-5-mini",
+                        {"authorization": "Bearer no"})[0] == 401
+        goog = {"x-goog-api-key": KEY}
+        assert http_get(api.base_url + "/v1beta/models/gemini-2.5-flash", goog)[0] == 200
+        status, body = http_get(api.base_url + "/v1beta/models/gemini-2.5-flsh", goog)
+        assert status == 404 and "NOT_FOUND" in body
+        status, body = http_get(api.base_url + "/v1beta/models/gemini-2.5-flash",
+                                {"x-goog-api-key": "no"})
+        assert status == 400 and "API_KEY_INVALID" in body
+
+
+def test_every_agents_preflight_against_the_stand_in() -> None:
+    # the agents' probes against the stand-in through real HTTP, as a session would send them
+    models = frozenset({"claude-haiku-4-5", "gpt-5-mini", "gemini-2.5-flash"})
+    labels = [("h", "claude-haiku-4-5"), ("gpt", "codex:gpt-5-mini"),
+              ("flash", "gemini-cli:gemini-2.5-flash"),
+              ("oc", "opencode:anthropic/claude-haiku-4-5")]
+    with StandIn(api_key=KEY, models=models) as api:
+        good = env(api.base_url, KEY, OPENAI_BASE_URL=api.base_url + "/v1", OPENAI_API_KEY=KEY,
+                   GOOGLE_GEMINI_BASE_URL=api.base_url, GEMINI_API_KEY=KEY)
+        assert check(labels, good) == []
+        typos = [("h", "claude-haiku-4-6"), ("gpt", "codex:gpt-5-mni"),
+                 ("flash", "gemini-cli:gemini-2.5-flsh"),
+                 ("oc", "opencode:anthropic/claude-haku-4-5")]
+        assert [p.label for p in check(typos, good)] == ["h", "gpt", "flash", "oc"]
+        wrong = {**good, "OPENAI_API_KEY": "no", "GEMINI_API_KEY": "no"}
+        refused = check(labels, wrong)
+        assert [(p.label, p.fix) for p in refused] == [
+            ("gpt", "set OPENAI_API_KEY to a valid key for this endpoint"),
+            ("flash", "set GEMINI_API_KEY to a valid key for this endpoint")]
+
+
 # -- a real session: stopped before any run, serial and -n 2 ---------------------------------
 
 
@@ -134,9 +255,12 @@ def _project(root: Path, models: str) -> None:
                                      "skill_lift_reps = 1\nskill_lift_out = week\n")
 
 
-def _session(root: Path, base_url: str, key: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "PYTEST_"))}
+def _session(root: Path, base_url: str, key: str, *args: str,
+             extra: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ANTHROPIC_", "PYTEST_", "OPENAI_", "GEMINI_", "GOOGLE_"))}
     env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY=key, PYTHONPATH=str(REPO))
+    env.update(extra or {})
     return subprocess.run([sys.executable, "-m", "pytest", "--skill-lift", "-p",
                            "no:cacheprovider", "-p", "no:randomly", *args], cwd=root, env=env,
                           capture_output=True, text=True, timeout=300, check=False)
@@ -162,7 +286,7 @@ def test_a_session_with_a_mistyped_model_stops_before_any_run(tmp_path: Path,
     out = result.stdout + result.stderr
     assert result.returncode == pytest.ExitCode.USAGE_ERROR, out
     assert "stopped the session before any run" in out
-    assert "label 'sonnet' (model 'claude-sonet-4-5'): the API has no model" in out
+    assert "label 'sonnet' (model 'claude-sonet-4-5'): Claude Code's API has no model" in out
     assert "did you mean 'claude-sonnet-4-5'?" in out
     assert "label 'haiku'" not in out
     assert agent_calls == 0 and not list((tmp_path / "week").glob("*/run.json"))
@@ -188,3 +312,30 @@ def test_a_refused_key_and_an_unreachable_api_stop_the_session_up_front(tmp_path
                    "--skill-lift-preflight=off", "--skill-lift-breaker=1")
     assert off.returncode != pytest.ExitCode.USAGE_ERROR
     assert "stopped the session before any run" not in off.stdout + off.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.cli
+@pytest.mark.skipif(bundled_claude() is None or not (shutil.which("codex") and
+                                                     shutil.which("gemini")),
+                    reason="claude-agent-sdk (bundled CLI), codex or gemini missing")
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "n2"])
+def test_codex_and_gemini_labels_are_checked_before_any_run(tmp_path: Path,
+                                                            workers: tuple[str, ...]) -> None:
+    _project(tmp_path, "haiku=claude-haiku-4-5,gpt=codex:gpt-5-mni,"
+                       "flash=gemini-cli:gemini-2.5-flash")
+    with StandIn(agent=skill_agent, judge=keyword_judge, api_key=KEY,
+                 models=frozenset({"claude-haiku-4-5", "gpt-5-mini"})) as api:
+        result = _session(tmp_path, api.base_url, KEY, *workers, extra={
+            "OPENAI_BASE_URL": api.base_url + "/v1", "OPENAI_API_KEY": KEY,
+            "GOOGLE_GEMINI_BASE_URL": api.base_url, "GEMINI_API_KEY": "not-the-key"})
+        runs = api.count("agent", ok_only=False)
+    out = result.stdout + result.stderr
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR, out
+    assert "preflight stopped the session before any run (2 problems)" in out
+    assert "label 'gpt' (model 'codex:gpt-5-mni'): Codex CLI's API has no model" in out
+    assert "did you mean 'gpt-5-mini'?" in out
+    assert "label 'flash' (model 'gemini-cli:gemini-2.5-flash'): Gemini CLI's API at" in out
+    assert "refused the key (HTTP 400" in out and "set GEMINI_API_KEY" in out
+    assert "label 'haiku'" not in out
+    assert runs == 0 and not list((tmp_path / "week").glob("*/run.json"))

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from pytest_skilllift.model import AgentConfig, RunSpec
 
@@ -68,6 +68,28 @@ class OutageSignal:
     kind: OutageKind
     status: int | None = None
     words: str = ""
+
+
+@dataclass(frozen=True)
+class ModelProbe:
+    """How the preflight asks an agent's API, once per model and before any run, whether
+    a label's model exists: the cheapest call that API offers (a free model lookup).
+
+    ``endpoint(env)``: the base URL, the request headers (the key in them) and the name of
+    the variable that holds the key, from the session's environment; None when this API
+    cannot be asked (Claude Code on Bedrock / Vertex). ``model_path(model_id)``: the path
+    after the base URL that looks the model up; ``list_path`` when only the key can be
+    checked (a name the CLI resolves itself); None when the model is not checked at all
+    (an OpenCode provider other than Anthropic). ``list_path``: the model listing, asked
+    after a 404 to tell a gateway without a models API (404 too) from a missing model.
+    ``refused(status, body)``: whether an answer refuses the key (401/403 by default;
+    Gemini answers 400 ``API_KEY_INVALID``). ``known``: ids offered as "did you mean"."""
+
+    endpoint: Callable[[Mapping[str, str]], tuple[str, dict[str, str], str] | None]
+    model_path: Callable[[str], str | None]
+    list_path: str
+    known: tuple[str, ...] = ()
+    refused: Callable[[int, str], bool] = lambda status, body: status in (401, 403)
 
 
 #: Reads one JSON event of the CLI's stdout (its own error events); None when it is not one.
@@ -130,6 +152,8 @@ class Agent:
     #: Why its base URL in this environment cannot be given to it without writing a secret
     #: to disk (None: it can); the session refuses such a label before any run.
     url_problem: Callable[[Mapping[str, str]], str | None] | None = None
+    #: How the preflight checks its labels' models before any run (None: not checked).
+    model_probe: ModelProbe | None = None
 
     @property
     def pinned(self) -> str:
@@ -150,6 +174,19 @@ def isolated_env(agent: Agent, cfg: AgentConfig, home: str,
     if agent.key_var in source:
         env[agent.key_var] = source[agent.key_var]
     return env
+
+
+def anthropic_probe_headers(key: str, bearer: bool = False) -> dict[str, str]:
+    """The headers of an Anthropic Models API call (``GET /v1/models/{id}``), the key as
+    ``x-api-key`` or, for ``ANTHROPIC_AUTH_TOKEN``, a bearer token."""
+    headers = {"anthropic-version": "2023-06-01", "accept": "application/json"}
+    headers["authorization" if bearer else "x-api-key"] = f"Bearer {key}" if bearer else key
+    return headers
+
+
+def quoted(model_id: str) -> str:
+    """A model id as one path segment."""
+    return quote(model_id, safe="")
 
 
 class AgentURLError(ValueError):

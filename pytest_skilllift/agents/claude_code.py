@@ -11,10 +11,18 @@ from __future__ import annotations
 import itertools
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.agents.base import Agent, Invocation, OutageSignal
+from pytest_skilllift.agents.base import (
+    Agent,
+    Invocation,
+    ModelProbe,
+    OutageSignal,
+    anthropic_probe_headers,
+    quoted,
+)
 from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, RunSpec
 
 NAME = CLAUDE_CODE
@@ -104,11 +112,47 @@ def outage_event(event: dict[str, Any]) -> OutageSignal | None:
     return None
 
 
+#: Model names Claude Code resolves itself (``claude --model sonnet``); a ``[1m]`` suffix too.
+CLI_ALIASES = ("default", "sonnet", "opus", "haiku", "opusplan", "best", "sonnet[1m]",
+               "opus[1m]")
+#: Model ids offered as "did you mean" beside the aliases.
+KNOWN_IDS = ("claude-sonnet-4-5", "claude-opus-4-5", "claude-haiku-4-5", "claude-opus-4-1",
+             "claude-sonnet-4-0", "claude-opus-4-0")
+#: The cheapest Models API call: one listed model (checks the key only).
+MODELS_LIST = "/v1/models?limit=1"
+
+
+def is_alias(model_id: str) -> bool:
+    """Whether Claude Code resolves this name itself (``sonnet``, ``opus[1m]``)."""
+    return model_id.lower() in CLI_ALIASES
+
+
+def probe_endpoint(env: Mapping[str, str]) -> tuple[str, dict[str, str], str] | None:
+    """The Anthropic API the CLI calls, with ``ANTHROPIC_API_KEY`` (else
+    ``ANTHROPIC_AUTH_TOKEN`` as a bearer token); None on Bedrock / Vertex (another API)."""
+    if env.get("CLAUDE_CODE_USE_BEDROCK") or env.get("CLAUDE_CODE_USE_VERTEX"):
+        return None
+    key = env.get("ANTHROPIC_API_KEY") or ""
+    bearer = not key and bool(env.get("ANTHROPIC_AUTH_TOKEN"))
+    base = (env.get("ANTHROPIC_BASE_URL") or DEFAULT_URL).rstrip("/")
+    if bearer:
+        return base, anthropic_probe_headers(env["ANTHROPIC_AUTH_TOKEN"], True), \
+            "ANTHROPIC_AUTH_TOKEN"
+    return base, anthropic_probe_headers(key), "ANTHROPIC_API_KEY"
+
+
+def probe_path(model_id: str) -> str:
+    """``/v1/models/{id}``; for an alias the CLI resolves, only the key is checked."""
+    return MODELS_LIST if is_alias(model_id) else f"/v1/models/{quoted(model_id)}"
+
+
 AGENT = Agent(
     name=NAME, title="Claude Code", package="claude-agent-sdk", registry="pip", version="",
     binary="claude", key_var="ANTHROPIC_API_KEY", base_url_var="ANTHROPIC_BASE_URL",
     default_url=DEFAULT_URL, stand_in_path="", skill_root=".claude/skills",
     invocation=invocation, outage_event=outage_event,
+    model_probe=ModelProbe(probe_endpoint, probe_path, MODELS_LIST,
+                           known=(*CLI_ALIASES, *KNOWN_IDS)),
 )
 
 

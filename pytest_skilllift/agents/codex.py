@@ -15,10 +15,12 @@ from pytest_skilllift.agents.base import (
     AgentURLError,
     ImageLayout,
     Invocation,
+    ModelProbe,
     OutageSignal,
     base_url,
     has_credentials,
     isolated_env,
+    quoted,
     retry_status,
     status_in,
 )
@@ -160,6 +162,19 @@ def outage_event(event: dict[str, Any]) -> OutageSignal | None:
     return OutageSignal("final", status) if status else None
 
 
+def probe_endpoint(env: Mapping[str, str]) -> tuple[str, dict[str, str], str]:
+    """The OpenAI API Codex calls (``OPENAI_BASE_URL``, which ends in ``/v1``), the key as
+    a bearer token, as Codex sends it."""
+    base = (env.get(AGENT.base_url_var) or AGENT.default_url).rstrip("/")
+    return base, {"authorization": f"Bearer {env.get(AGENT.key_var, '')}",
+                  "accept": "application/json"}, AGENT.key_var
+
+
+def probe_path(model_id: str) -> str:
+    """The OpenAI Models API's ``GET /v1/models/{model}`` (free)."""
+    return f"/models/{quoted(model_id)}"
+
+
 AGENT = Agent(
     name=NAME, title="Codex CLI", package="@openai/codex", registry="npm", version="0.169.0",
     binary="codex", key_var="OPENAI_API_KEY", base_url_var="OPENAI_BASE_URL",
@@ -168,4 +183,6 @@ AGENT = Agent(
     listed_skills=listed_skills, read_stream=read_stream, outage_event=outage_event,
     image=ImageLayout(native=("codex", "@openai")), url_problem=url_problem,
     prices={"gpt-5": (1.25, 10.0), "gpt-5-mini": (0.25, 2.0), "gpt-5-nano": (0.05, 0.40)},
+    model_probe=ModelProbe(probe_endpoint, probe_path, "/models",
+                           known=("gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-5.5")),
 )

@@ -12,9 +12,11 @@ from pytest_skilllift.agents.base import (
     Agent,
     ImageLayout,
     Invocation,
+    ModelProbe,
     OutageSignal,
     base_url,
     isolated_env,
+    quoted,
     retry_status,
     status_in,
 )
@@ -142,6 +144,25 @@ def outage_stderr(text: str, armed: bool) -> OutageSignal | None:
     return None
 
 
+def probe_endpoint(env: Mapping[str, str]) -> tuple[str, dict[str, str], str]:
+    """The Gemini API Gemini CLI calls (``GOOGLE_GEMINI_BASE_URL``), the key in
+    ``x-goog-api-key``."""
+    base = (env.get(AGENT.base_url_var) or AGENT.default_url).rstrip("/")
+    return base, {"x-goog-api-key": env.get(AGENT.key_var, ""),
+                  "accept": "application/json"}, AGENT.key_var
+
+
+def probe_path(model_id: str) -> str:
+    """The Gemini API's ``GET v1beta/models/{model}`` (free)."""
+    return f"/v1beta/models/{quoted(model_id.removeprefix('models/'))}"
+
+
+def probe_refused(status: int, body: str) -> bool:
+    """The Gemini API refuses a bad key with 400 ``API_KEY_INVALID`` (a missing one 403)."""
+    return status in (401, 403) or (status == 400 and (
+        "API_KEY_INVALID" in body or "API key not valid" in body))
+
+
 AGENT = Agent(
     name=NAME, title="Gemini CLI", package="@google/gemini-cli", registry="npm",
     version="0.61.0", binary="gemini", key_var="GEMINI_API_KEY",
@@ -153,4 +174,8 @@ AGENT = Agent(
     prices={"gemini-2.5-pro": (1.25, 10.0), "gemini-2.5-flash": (0.30, 2.50),
             "gemini-2.5-flash-lite": (0.10, 0.40)},
     builtin_skills=BUILTIN_SKILLS,
+    model_probe=ModelProbe(probe_endpoint, probe_path,
+                           "/v1beta/models?pageSize=1", refused=probe_refused,
+                           known=("gemini-2.5-pro", "gemini-2.5-flash",
+                                  "gemini-2.5-flash-lite")),
 )

@@ -12,10 +12,13 @@ from pytest_skilllift.agents.base import (
     Agent,
     ImageLayout,
     Invocation,
+    ModelProbe,
     OutageSignal,
+    anthropic_probe_headers,
     base_url,
     has_credentials,
     isolated_env,
+    quoted,
 )
 from pytest_skilllift.agents.events import SKILL_BODY_PREFIX, EventBuilder, body_text, obj
 from pytest_skilllift.model import AgentConfig, RunSpec
@@ -133,6 +136,20 @@ def outage_event(event: dict[str, Any]) -> OutageSignal | None:
     return OutageSignal("final", status, str(data.get("message") or "")[:80])
 
 
+def probe_endpoint(env: Mapping[str, str]) -> tuple[str, dict[str, str], str]:
+    """The Anthropic API OpenCode's ``anthropic`` provider calls (``ANTHROPIC_BASE_URL``,
+    which :func:`invocation` extends with ``/v1``), with ``ANTHROPIC_API_KEY``."""
+    base = (env.get(AGENT.base_url_var) or DEFAULT_URL).rstrip("/").removesuffix("/v1")
+    return base, anthropic_probe_headers(env.get(AGENT.key_var, "")), AGENT.key_var
+
+
+def probe_path(model_id: str) -> str | None:
+    """``/v1/models/{id}`` for an ``anthropic/…`` model (the provider the run gets its key
+    for); another provider's model is not checked (None)."""
+    provider, _, model = model_id.partition("/")
+    return f"/v1/models/{quoted(model)}" if provider == "anthropic" and model else None
+
+
 AGENT = Agent(
     name=NAME, title="OpenCode", package="opencode-ai", registry="npm", version="1.18.33",
     binary="opencode", key_var="ANTHROPIC_API_KEY", base_url_var="ANTHROPIC_BASE_URL",
@@ -143,4 +160,6 @@ AGENT = Agent(
         ("rg", "/usr/bin/rg", "ripgrep (rg)", "apt-get install ripgrep"),)),
     prices={"claude-sonnet-4-5": (3.0, 15.0), "claude-haiku-4-5": (1.0, 5.0)},
     builtin_skills=BUILTIN_SKILLS,
+    model_probe=ModelProbe(probe_endpoint, probe_path, "/v1/models?limit=1",
+                           known=("anthropic/claude-sonnet-4-5", "anthropic/claude-haiku-4-5")),
 )

@@ -266,23 +266,19 @@ class SkillLiftSession:
         self.preflight()
 
     def preflight(self) -> None:
-        """Each Claude Code label's model asked once (``GET /v1/models``, free) before the
-        matrix starts: a mistyped model, a refused key or an unreachable API stops the session
-        here, naming the label, the cause and the fix (``runners.preflight``). Not for the
-        scripted stand-in, nor Bedrock / Vertex (another API), nor with
-        ``--skill-lift-preflight=off``."""
+        """Each (agent, model) label's model asked once (its API's free model lookup, as
+        the agent's definition says) before the matrix starts: a mistyped model, a refused
+        key or an unreachable API stops the session here, naming the label, the cause and
+        the fix (``runners.preflight``). The agents' endpoints are the ones their runs get
+        (:meth:`agent_env`). Not for the scripted stand-in, nor Claude Code on Bedrock /
+        Vertex (another API), nor with ``--skill-lift-preflight=off``."""
         from pytest_skilllift.runners import preflight
 
-        if not self.settings.preflight or self.settings.demo or any(os.environ.get(v) for v in (
-                "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")):
+        if not self.settings.preflight or self.settings.demo:
             return
-        key = os.environ.get("ANTHROPIC_API_KEY") or ""
-        bearer = not key and bool(os.environ.get("ANTHROPIC_AUTH_TOKEN"))
-        base = self.settings.base_url or os.environ.get("ANTHROPIC_BASE_URL", "")
-        problems = preflight.check(self.settings.models, base_url=base, bearer=bearer,
-                                   key=key or os.environ.get("ANTHROPIC_AUTH_TOKEN", ""))
+        problems = preflight.check(self.settings.models, {**os.environ, **self.agent_env()})
         if problems:
-            raise SettingsError(preflight.stop_message(problems, base))
+            raise SettingsError(preflight.stop_message(problems))
 
     def check_credentials(self) -> None:
         """A real run needs a key before the first paid call, not after 200 runs failed."""
@@ -482,13 +478,20 @@ class SkillLiftSession:
         if self.run_graded_hook is not None:
             self._hook_errors += self.run_graded_hook(self.run_view(spec), result.verdicts)
 
-    def agent_config(self) -> AgentConfig:
+    def agent_env(self) -> dict[str, str]:
+        """The session's own variables for the runs (over the host's): its extra
+        environment and, with a base URL, each agent's base-URL variable."""
         s = self.settings
         env = dict(s.extra_env)
         if s.base_url:
             # Every agent reaches the same endpoint through its own variable (the demo).
             env.update({a.base_url_var: s.base_url + a.stand_in_path
                         for a in registry.AGENTS.values()})
+        return env
+
+    def agent_config(self) -> AgentConfig:
+        s = self.settings
+        env = self.agent_env()
         others = self.other_agents()
         problems = [p for a in others
                     if (p := agents.url_problem(a, {**os.environ, **env})) is not None]

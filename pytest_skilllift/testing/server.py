@@ -60,6 +60,8 @@ _DEFAULT_MODEL = "claude-sonnet-4-5-20250929"
 #: Path of the Message Batches endpoints (requests answered inside a batch are recorded with it).
 BATCH_PATH = "/v1/messages/batches"
 #: Gemini's generate endpoints: the model is in the path (``/v1beta/models/M:…``).
+#: One Gemini model looked up (``GET /v1beta/models/M``, no method after it).
+_GEMINI_MODEL = re.compile(r"^/v1beta/models/[^/:]+$")
 _GEMINI_PATH = re.compile(r"^/v1(?:beta)?/models/([^/:]+):(streamGenerateContent|generateContent)$")
 #: The answer to Gemini CLI's side calls (a JSON-schema ``generateContent``: the next-speaker
 #: check, the model router): both read their keys from one object.
@@ -573,7 +575,40 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 self.headers.get("anthropic-version"):
             self._models(path)
             return
+        # One model looked up in the OpenAI (Codex) or Gemini API: the preflight's question.
+        if path.startswith("/v1/models/") and len(path) > len("/v1/models/"):
+            self._foreign_model(urllib.parse.unquote(path[len("/v1/models/"):]), gemini=False)
+            return
+        if _GEMINI_MODEL.match(path):
+            self._foreign_model(urllib.parse.unquote(path[len("/v1beta/models/"):]),
+                                gemini=True)
+            return
         self._other()
+
+    def _foreign_model(self, model: str, *, gemini: bool) -> None:
+        """``GET /v1/models/{id}`` (OpenAI) or ``GET /v1beta/models/{id}`` (Gemini API),
+        answered as those APIs do: the model, a 404 for an id outside ``StandIn.models``, a
+        refused key as 401 (OpenAI) or 400 ``API_KEY_INVALID`` (Gemini)."""
+        api = self.api
+        status = (400 if gemini else 401) if not self._authorized_any() else (
+            404 if api.models is not None and model not in api.models else 200)
+        api._record(Recorded("aux", model, self.path, status, time.time(), False,
+                             method="GET"))
+        if gemini:
+            body: dict[str, Any] = (
+                {"name": f"models/{model}", "displayName": model} if status == 200 else
+                {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message":
+                           "API key not valid. Please pass a valid API key.",
+                           "details": [{"reason": "API_KEY_INVALID"}]}} if status == 400 else
+                {"error": {"code": 404, "status": "NOT_FOUND", "message":
+                           f"models/{model} is not found for API version v1beta"}})
+        else:
+            body = ({"id": model, "object": "model", "owned_by": "skilllift"} if status == 200
+                    else {"error": {"type": "invalid_request_error", "code": "invalid_api_key",
+                                    "message": "Incorrect API key provided"}} if status == 401
+                    else {"error": {"type": "invalid_request_error", "code": "model_not_found",
+                                    "message": f"The model '{model}' does not exist"}})
+        self._send_json(status, json.dumps(body).encode())
 
     def _models(self, path: str) -> None:
         """The Models API (``GET /v1/models``, ``GET /v1/models/{id}``): what the preflight
