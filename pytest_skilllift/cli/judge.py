@@ -88,6 +88,8 @@ def _grade_in_batches(args: argparse.Namespace, plan: RegradePlan, target: Path,
                        log=lambda line: print(f"  {line}", file=sys.stderr))
     try:
         grade_plan_in_batches(Ledger(target), plan.specs, judge, samples=args.samples,
+                              families=sorted({sp.prompt.family for sp in plan.specs}),
+                              mask=args.mask != "off",
                               on_graded=progress,
                               regrade_pass=fresh.pass_id if fresh is not None else "")
     finally:
