@@ -34,6 +34,9 @@ def test_describe_change_names_each_input_in_words() -> None:
     assert describe_change(INPUTS, after) == (
         "rubric edited; CLI version '2.1.332' → '2.1.400'; max turns (none) → 8")
     assert describe_change(INPUTS, dict(INPUTS)) == ""
+    # the judge mask decides the baseline's grade; named in the option's words
+    assert describe_change({**INPUTS, "judge_mask": False}, {**INPUTS, "judge_mask": True}) == (
+        "judge arm-leak mask 'off' → 'on'")
 
 
 def test_plan_reuses_only_unchanged_pairs_and_says_why_not(tmp_path: Path) -> None:

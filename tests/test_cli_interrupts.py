@@ -100,18 +100,21 @@ def test_judge_fresh_regrades_with_the_recorded_protocol(tmp_path: Path) -> None
     after = ident.read_week_record(week)
     assert after is not None
     assert (after.identity.judge_samples, after.identity.evidence) == (2, "flag")
+    assert after.identity.judge_mask is False  # the week's recorded mask (off), kept
     grades = json.loads(next(week.glob("*/grades.json")).read_text())
     assert grades["judge_samples"] == 2 and grades["evidence_policy"] == "flag"
     # An option that differs is named, and then recorded.
     with StandIn(judge=keyword_judge) as api:
         env = {**os.environ, "ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": KEY}
         done = subprocess.run([sys.executable, "-m", "pytest_skilllift.cli.main", "judge",
-                               str(week), "--fresh", "--samples", "1"], env=env,
+                               str(week), "--fresh", "--samples", "1", "--mask", "on"], env=env,
                               capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "judging protocol: --samples 1 instead of the week's recorded 2" in done.stderr
     after = ident.read_week_record(week)
     assert after is not None and after.identity.judge_samples == 1
+    assert "judging protocol: --mask on instead of the week's recorded off" in done.stderr
+    assert after.identity.judge_mask is True
 
 
 def test_a_commands_registry_of_agent_runs_is_removed_at_its_end(

@@ -125,6 +125,18 @@ def test_a_judge_override_is_a_deciding_difference(weeks: tuple[Path, Path]) -> 
         "judge overrides: [] → ['conftest.MyJudge']"]
 
 
+def test_the_judge_mask_is_a_deciding_difference(weeks: tuple[Path, Path]) -> None:
+    """A week graded unmasked (one recorded before the mask existed reads so) and one graded
+    with the arm-leak mask were not graded the same way: side by side, never direct."""
+    a, b = weeks
+    ident.write_week_record(a, ident.WeekRecord(identity=make()))
+    ident.write_week_record(b, ident.WeekRecord(identity=make(judge_mask=True)))
+    result = cw.compare(a, b)
+    assert result["comparison"] == "side-by-side"
+    assert [d["text"] for d in result["differences"]] == [
+        "judge arm-leak mask: 'off' → 'on'"]
+
+
 def test_a_week_that_drifted_is_never_direct(weeks: tuple[Path, Path]) -> None:
     a, b = weeks
     for w in weeks:

@@ -288,6 +288,7 @@ def test_scalar_difference_without_any_run_is_accepted(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("over", "text"), [
     ({"judge_samples": 2}, "judge samples per run: 1 → 2 [grading]"),
     ({"evidence": "flag"}, "evidence policy: 'reject' → 'flag' [grading]"),
+    ({"judge_mask": True}, "judge arm-leak mask: 'off' → 'on' [grading]"),
 ])
 def test_judge_samples_and_evidence_policy_are_grading_differences(
         tmp_path: Path, over: dict[str, Any], text: str) -> None:
@@ -308,7 +309,7 @@ def test_a_regrade_records_its_judge(tmp_path: Path) -> None:
     open_(week, make(), Runs(), gates=("must_lift>0",))
     notes = ident.record_grading(week, judge_model="claude-opus-4-5",
                                  judge_prompt_version="skilllift-judge/1", judge_samples=2,
-                                 evidence="reject", now="T2")
+                                 evidence="reject", judge_mask=False, now="T2")
     assert notes == ["judge samples per run: 1 → 2 (every run regraded; recorded in week.json)"]
     rec = ident.read_week_record(week)
     assert rec is not None and rec.identity == make(judge_samples=2)
@@ -318,7 +319,8 @@ def test_a_regrade_records_its_judge(tmp_path: Path) -> None:
     # a graded copy starts from the week's record and takes its own judge
     notes = ident.record_grading(copy, judge_model="claude-sonnet-4-6",
                                  judge_prompt_version="skilllift-judge/1", judge_samples=1,
-                                 evidence="reject", source=week, now="T3")
+                                 evidence="reject", judge_mask=False, source=week,
+                                 now="T3")
     assert notes[0] == f"week.json copied from {week}"
     copied = ident.read_week_record(copy)
     assert copied is not None and copied.gates == ("must_lift>0",)
@@ -328,8 +330,42 @@ def test_a_regrade_records_its_judge(tmp_path: Path) -> None:
     bare = tmp_path / "bare"
     bare.mkdir()
     assert ident.record_grading(bare, judge_model="m", judge_prompt_version="v",
-                                judge_samples=1, evidence="reject") == []
+                                judge_samples=1, evidence="reject", judge_mask=True) == []
     assert not (bare / "week.json").exists()
+
+
+def test_a_week_recorded_before_the_mask_reads_as_graded_unmasked(tmp_path: Path) -> None:
+    """A week.json written before ``--skill-lift-judge-mask`` existed has no ``judge_mask``:
+    its judge saw the answers as written, so it reads as off, and a session with the mask on
+    (the default) is refused as a grading difference instead of mixing masked grades in."""
+    open_(tmp_path, make(judge_mask=True), Runs())
+    data = json.loads((tmp_path / "week.json").read_text())
+    assert data["identity"]["judge_mask"] is True  # written explicitly from now on
+    del data["identity"]["judge_mask"]
+    (tmp_path / "week.json").write_text(json.dumps(data))
+    old = ident.read_week_record(tmp_path)
+    assert old is not None and old.identity.judge_mask is False
+    assert ident.MASK_WHEN_ABSENT is False
+    with pytest.raises(ident.IdentityRefused) as err:
+        open_(tmp_path, make(judge_mask=True), ALL_RUNS)
+    assert [d.field for d in err.value.blocking] == ["judge_mask"]
+    assert "judge arm-leak mask: 'off' → 'on' [grading]" in str(err.value)
+    # the session that keeps the old setting adds runs as before
+    rec, notes = open_(tmp_path, make(judge_mask=False), ALL_RUNS)
+    assert notes == [] and rec.identity.judge_mask is False
+    # a regrade with the mask on records it, logged
+    notes = ident.record_grading(tmp_path, judge_model="claude-opus-4-5",
+                                 judge_prompt_version="skilllift-judge/1", judge_samples=1,
+                                 evidence="reject", judge_mask=True, now="T4")
+    assert notes == ["judge arm-leak mask: 'off' → 'on' (every run regraded; recorded in "
+                     "week.json)"]
+    assert ident.read_week_record(tmp_path).identity.judge_mask is True  # type: ignore[union-attr]
+    # not a bool: named
+    data = json.loads((tmp_path / "week.json").read_text())
+    data["identity"]["judge_mask"] = "on"
+    (tmp_path / "week.json").write_text(json.dumps(data))
+    with pytest.raises(ident.WeekFileError, match=r"identity\.judge_mask' must be a bool"):
+        ident.read_week_record(tmp_path)
 
 
 def test_the_session_end_records_judge_overrides(tmp_path: Path) -> None:
@@ -349,7 +385,7 @@ def test_the_session_end_records_judge_overrides(tmp_path: Path) -> None:
     # skilllift judge --fresh regrades through the configured judge
     notes = ident.record_grading(tmp_path, judge_model="claude-opus-4-5",
                                  judge_prompt_version="skilllift-judge/1", judge_samples=1,
-                                 evidence="reject")
+                                 evidence="reject", judge_mask=False)
     assert notes == ["the judge is the configured one again (was overridden by "
                      "conftest.MyJudge; recorded in week.json)"]
     assert ident.read_week_record(tmp_path).judge_overrides == {}  # type: ignore[union-attr]

@@ -203,3 +203,37 @@ def test_skilllift_judge_batch_sends_samples_then_one_tie_break_batch(
         assert float((week / run_id / "judge_cost.txt").read_text()) == pytest.approx(
             grades["cost_usd"], abs=1e-6) and grades["cost_usd"] > 0
     assert (week / "scores.csv").is_file() and (week / "scorecard.json").is_file()
+
+
+def test_batch_judging_masks_the_arm_like_direct_judging(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--batch`` goes through the arm-leak mask too: the batch requests carry the masked
+    answer, and grades.json counts the leaks and records the mask — as a directly graded run
+    does, so week.json's recorded mask is true of batch-graded runs."""
+    from pytest_skilllift.cli.main import main as skilllift
+    from pytest_skilllift.judge.mask import MASK
+
+    prompt = tmp_path / "fusion.json"
+    prompt.write_text(json.dumps({"name": "fusion", "prompt": "Q?", "rubric": [
+        {"type": i.type, "text": i.text} for i in ITEMS]}))
+    week = tmp_path / "week"
+    run_id = "fusion-haiku-with-skill-r1-week"
+    (week / run_id).mkdir(parents=True)
+    (week / run_id / "run.json").write_text(json.dumps({
+        "run_id": run_id, "prompt": "fusion", "model": "haiku", "condition": "with-skill",
+        "rep": 1, "run_status": "ok",
+        "final_answer": f"Following the fusion skill and SKILL.md:\n{ANSWER}",
+        "prompt_path": str(prompt), "skill_leaf": "fusion/SKILL.md"}))
+    with StandIn(judge=keyword_judge) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        code = skilllift(["judge", str(week), "--batch", "--batch-poll", "0",
+                          "--judge-model", MODEL])
+        sent = json.dumps([r.body for r in api.requests if r.kind == "judge"])
+        assert direct_calls(api) == 0 and batched_calls(api) >= 1
+    assert code == 0, capsys.readouterr().err
+    assert "fusion skill" not in sent and "SKILL.md:" not in sent and MASK in sent
+    grades = json.loads((week / run_id / "grades.json").read_text())
+    assert grades["arm_leaks"] == 2 and grades["judge_mask"] is True
+    assert {r["verdict"] for r in grades["rows"]} >= {"met"}  # graded, not refused

@@ -88,6 +88,8 @@ def _grade_in_batches(args: argparse.Namespace, plan: RegradePlan, target: Path,
                        log=lambda line: print(f"  {line}", file=sys.stderr))
     try:
         grade_plan_in_batches(Ledger(target), plan.specs, judge, samples=args.samples,
+                              families=sorted({sp.prompt.family for sp in plan.specs}),
+                              mask=args.mask != "off",
                               on_graded=progress,
                               regrade_pass=fresh.pass_id if fresh is not None else "")
     finally:
@@ -109,13 +111,15 @@ def _recorded_protocol(week_dir: Path, args: argparse.Namespace) -> list[str]:
         raise RegradeError(f"{week_dir}: {exc}") from None
     recorded = record.identity if record is not None else None
     given = {"judge_model": args.judge_model or None, "judge_samples": args.samples,
-             "evidence": args.evidence}
+             "evidence": args.evidence, "judge_mask": args.mask}
     fallback = {"judge_model": default_judge_model(), "judge_samples": _DEFAULTS["judge-samples"],
-                "evidence": _DEFAULTS["evidence"]}
+                "evidence": _DEFAULTS["evidence"], "judge_mask": _DEFAULTS["judge-mask"]}
     notes, value = [], {}
     for key, option in (("judge_model", "--judge-model"), ("judge_samples", "--samples"),
-                        ("evidence", "--evidence")):
+                        ("evidence", "--evidence"), ("judge_mask", "--mask")):
         then = getattr(recorded, key) if recorded is not None else None
+        if key == "judge_mask" and then is not None:  # week.json's bool, the option's words
+            then = "on" if then else "off"
         value[key] = given[key] if given[key] is not None else (
             then if then not in (None, "") else fallback[key])
         if given[key] is not None and then not in (None, "") and given[key] != then:
@@ -126,8 +130,9 @@ def _recorded_protocol(week_dir: Path, args: argparse.Namespace) -> list[str]:
         notes.append(f"judging protocol: the week was graded with judge prompt "
                      f"{recorded.judge_prompt_version}; this version of pytest-skilllift "
                      f"grades with {PROMPT_VERSION}")
-    args.judge_model, args.samples, args.evidence = (
-        value["judge_model"], int(value["judge_samples"]), value["evidence"])
+    args.judge_model, args.samples, args.evidence, args.mask = (
+        value["judge_model"], int(value["judge_samples"]), value["evidence"],
+        value["judge_mask"])
     return notes
 
 
@@ -258,7 +263,7 @@ def _record_grading(target: Path, model: str, args: argparse.Namespace,
         notes = identity.record_grading(target, judge_model=model,
                                         judge_prompt_version=PROMPT_VERSION,
                                         judge_samples=args.samples, evidence=args.evidence,
-                                        source=source)
+                                        judge_mask=args.mask != "off", source=source)
     except identity.WeekFileError as exc:
         print(f"skilllift judge: graded, but the week's identity was not updated: {exc}",
               file=sys.stderr)
@@ -293,9 +298,10 @@ def add_parser(subparsers: Any) -> None:
                              "google:gemini-2.5-pro): adds or replaces judges on a graded "
                              "week in place, without any agent call; a judge that already "
                              "graded a run is not called again (docs/judge.md)")
-    parser.add_argument("--mask", choices=("on", "off"), default="on",
+    parser.add_argument("--mask", choices=("on", "off"), default=None,
                         help="mask the skill family's name and skill phrasing in the answer "
-                             "the judge sees (default on)")
+                             "the judge sees (default: as week.json records — off for a week "
+                             f"recorded before the mask existed — else {_DEFAULTS['judge-mask']})")
     parser.add_argument("--samples", type=int, default=None, metavar="N",
                         help="independent judge samples per run; with 2, items whose samples "
                              "disagree get a tie-breaking third and are flagged contested "

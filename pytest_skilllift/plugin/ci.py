@@ -111,7 +111,7 @@ class SessionVerdicts:
             permission_mode=s.permission_mode, max_turns=s.max_turns,
             max_budget_usd=s.max_budget_usd, runner=s.runner, image_id=image_id,
             cli_version=cli, judge_model=judge, judge_prompt_version=PROMPT_VERSION,
-            judge_samples=s.judge_samples, evidence=s.evidence,
+            judge_samples=s.judge_samples, evidence=s.evidence, judge_mask=s.judge_mask,
             prompts={sp.name: ident.PromptIdentity.of(
                 sp.prompt, [(i.type, i.text) for i in sp.rubric], sp.family)
                 for sp in self._specs},

@@ -137,6 +137,7 @@ class ScalePlugin:
 
     def _generate_then_grade(self, config: pytest.Config, specs: list[RunSpec]) -> None:
         from pytest_skilllift.run.batch_grade import generate_first, grade_in_batches
+        from pytest_skilllift.run.triggers import skill_families
 
         tr = None if hasattr(config, "workerinput") else \
             config.pluginmanager.get_plugin("terminalreporter")
@@ -157,7 +158,9 @@ class ScalePlugin:
         judge = state.batch_judge(log=say)
         try:
             phase = grade_in_batches(state.weekrun, specs, judge, state.batch_results,
-                                     samples=state.settings.judge_samples)
+                                     samples=state.settings.judge_samples,
+                                     families=skill_families(state.settings.skills_root),
+                                     mask=state.settings.judge_mask)
         except ValueError as exc:  # an unreadable judge-batches.json: stop before paying twice
             raise pytest.UsageError(str(exc)) from None
         finally:

@@ -67,7 +67,7 @@ PAIRED_ALPHA = 0.05
 #: Identity fields whose difference makes a comparison side-by-side (everything else is what
 #: a comparison examines: models, CLI version, skills, the agent's settings).
 DECIDING_FIELDS = frozenset({"prompt", "rubric", "judge_model", "judge_prompt_version",
-                             "judge_samples", "evidence"})
+                             "judge_samples", "evidence", "judge_mask"})
 DEFAULT_MARGIN = CHANGE_MARGIN
 #: Between-week σ needs this many runs of history before week B.
 MIN_PRIOR_RUNS = 3

@@ -72,7 +72,7 @@ INPUT_WORDS: dict[str, str] = {
     "max_turns": "max turns", "max_budget_usd": "per-run budget (USD)", "runner": "runner",
     "image_id": "docker image id", "cli_version": "CLI version", "judge_model": "judge model",
     "judge_prompt_version": "judge prompt version", "judge_samples": "judge samples",
-    "evidence": "evidence policy",
+    "evidence": "evidence policy", "judge_mask": "judge arm-leak mask",
 }
 HASHED_INPUTS: frozenset[str] = frozenset({"prompt_text", "rubric", "image_id"})
 
@@ -98,6 +98,8 @@ def describe_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, bool):  # the judge mask, in the option's words
+        return "'on'" if value else "'off'"
     if isinstance(value, (list, tuple)):
         return "'" + ",".join(str(v) for v in value) + "'"
     return "(none)" if value is None else repr(value)

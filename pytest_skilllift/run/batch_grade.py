@@ -18,11 +18,13 @@ After that the rubric items of each run read their verdicts from the week as usu
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_skilllift.judge.batch import BatchJudge, custom_id
+from pytest_skilllift.judge.mask import MASK, leak_pattern
 from pytest_skilllift.judge.protocol import build_judge_request
 from pytest_skilllift.judge.samples import (
     TIE_BREAK_SEED,
@@ -137,6 +139,7 @@ class BatchPhase:
 
 def grade_in_batches(weekrun: WeekRun, specs: Sequence[RunSpec], judge: BatchJudge,
                      results: BatchResults, *, samples: int = 1,
+                     families: Sequence[str] = (), mask: bool = True,
                      on_graded: Callable[[GradedRun], None] | None = None) -> BatchPhase:
     """Grade every generated, ``ok``, ungraded run of ``specs`` through Message Batches and
     write the grades through the engine. Runs the week does not hold are left alone.
@@ -144,10 +147,17 @@ def grade_in_batches(weekrun: WeekRun, specs: Sequence[RunSpec], judge: BatchJud
     With ``samples`` > 1 each run is sent ``samples`` times (``custom_id`` = run id, then
     ``<run id>__s<k>``, each with its own shuffle, as :class:`~pytest_skilllift.judge.samples.
     SampledJudge` does); items whose samples split evenly get one tie-break request per run
-    (``<run id>__tie``) in a second batch; the votes are combined the same way."""
+    (``<run id>__tie``) in a second batch; the votes are combined the same way.
+
+    The arm-leak mask applies as in direct judging (:class:`~pytest_skilllift.judge.mask.
+    MaskingGrader`): the spans naming ``families`` or the skill are counted and, with
+    ``mask``, masked in the answer every request carries (so the evidence is checked against
+    the text the judge saw); each result records ``arm_leaks`` and ``masked``."""
     if samples < 1:
         raise ValueError(f"judge samples must be at least 1, not {samples}")
     out = BatchPhase()
+    pattern = leak_pattern(families)
+    leaks: dict[str, int] = {}
     with judge.locked():
         todo: list[tuple[RunSpec, str]] = []
         for spec in specs:
@@ -157,7 +167,8 @@ def grade_in_batches(weekrun: WeekRun, specs: Sequence[RunSpec], judge: BatchJud
                 continue
             answer = str(record.get("final_answer") or "")
             if answer.strip() and spec.prompt.rubric:
-                todo.append((spec, answer))
+                masked, leaks[spec.run_id] = pattern.subn(MASK, answer)
+                todo.append((spec, masked if mask else answer))
             # else nothing to send; the engine records why when an item asks
         out.requested = len(todo)
         held = weekrun.judge_breaker.open_cause() if weekrun.judge_breaker else None
@@ -199,7 +210,10 @@ def grade_in_batches(weekrun: WeekRun, specs: Sequence[RunSpec], judge: BatchJud
                     final[spec.run_id] = combine_samples(
                         spec.prompt.rubric, per_run[spec.run_id], got_tie[req.custom_id],
                         samples=samples)
-            results.by_run.update(final)
+            results.by_run.update(
+                {run_id: dataclasses.replace(result, arm_leaks=leaks[run_id],
+                                             masked=mask and leaks[run_id] > 0)
+                 for run_id, result in final.items()})
             for spec, _ in todo:
                 try:
                     graded = weekrun.result(spec)
@@ -220,7 +234,7 @@ def _no_runner() -> Runner:
 
 
 def grade_plan_in_batches(week: Ledger, specs: Sequence[RunSpec], judge: BatchJudge, *,
-                          samples: int = 1,
+                          samples: int = 1, families: Sequence[str] = (), mask: bool = True,
                           on_graded: Callable[[GradedRun], None] | None = None,
                           regrade_pass: str = "") -> list[GradedRun]:
     """``skilllift judge WEEKDIR --batch``: grade already generated runs in Message Batches
@@ -231,6 +245,6 @@ def grade_plan_in_batches(week: Ledger, specs: Sequence[RunSpec], judge: BatchJu
     weekrun.regrade_pass = regrade_pass
     try:
         return grade_in_batches(weekrun, specs, judge, results, samples=samples,
-                                on_graded=on_graded).runs
+                                families=families, mask=mask, on_graded=on_graded).runs
     finally:
         weekrun.close()

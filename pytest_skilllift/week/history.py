@@ -188,11 +188,11 @@ def runs_up_to(rows: Sequence[HistoryRow], run_key: str, *,
 
 #: Identity fields that must match for two weeks' lifts to be pooled into one between-week σ:
 #: the same prompts and rubrics, the same models, the same judge protocol (model, prompt
-#: version, samples per run, evidence policy). CLI version, skills and agent settings may
-#: differ: week-over-week movement is how their changes show.
+#: version, samples per run, evidence policy, arm-leak mask). CLI version, skills and agent
+#: settings may differ: week-over-week movement is how their changes show.
 POOLING_FIELDS: frozenset[str] = frozenset({"prompt", "rubric", "models", "judge_model",
                                             "judge_prompt_version", "judge_samples",
-                                            "evidence"})
+                                            "evidence", "judge_mask"})
 POOLED, NOT_CHECKED = "same prompts, models and judge protocol", "identity not checked"
 POOLED_CSV = "same prompts, models and item texts"
 

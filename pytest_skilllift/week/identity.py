@@ -7,9 +7,10 @@ session that would add runs compares its own against them:
 
 * **identity** — models (label → id), repetitions, allowed tools, permission mode, max turns,
   per-run budget, runner (and the docker image id), CLI version, judge model, judge prompt
-  version, judge samples per run and the evidence policy (both decide the grades: a second
-  sample adds a tie-break, ``reject`` takes credit from an unquoted verdict), a content hash
-  per prompt (prompt text + rubric) and per skill family;
+  version, judge samples per run, the evidence policy and the arm-leak mask (all decide the
+  grades: a second sample adds a tie-break, ``reject`` takes credit from an unquoted verdict,
+  the mask changes the text the judge sees), a content hash per prompt (prompt text +
+  rubric) and per skill family;
 * beside it, **verdict settings** — the pass threshold, the coverage minimum and the gates in
   force. They decide verdicts, not numbers: a resumed session with other ones records them
   (the earlier ones stay in ``changes``) instead of refusing;
@@ -58,6 +59,13 @@ from pytest_skilllift.week.files import (
 
 SCHEMA_VERSION = 1
 
+#: The judge mask of a week.json written before the field existed. The mask
+#: (``--skill-lift-judge-mask``, on by default) came later than week.json, and before it the
+#: judge always graded the answer as written — so such a week was graded unmasked. Reading it
+#: as "on" would let a session with the default silently add masked grades to an unmasked
+#: week; "off" names the difference instead (a grading one: ``--skill-lift-fresh`` regrades).
+MASK_WHEN_ABSENT = False
+
 #: Scalar identity fields, in the order they are reported, with the words a message uses.
 SCALAR_FIELDS: dict[str, str] = {
     "reps": "repetitions",
@@ -72,12 +80,14 @@ SCALAR_FIELDS: dict[str, str] = {
     "judge_prompt_version": "judge prompt version",
     "judge_samples": "judge samples per run",
     "evidence": "evidence policy",
+    "judge_mask": "judge arm-leak mask",
 }
 #: Differences that only change how answers are graded: regrading every run
 #: (``--skill-lift-fresh``) makes the week consistent again. Every other difference changes the
 #: answers themselves, which only new runs (a new week) can fix.
 GRADING_FIELDS: frozenset[str] = frozenset({"judge_model", "judge_prompt_version",
-                                            "judge_samples", "evidence", "rubric"})
+                                            "judge_samples", "evidence", "judge_mask",
+                                            "rubric"})
 #: Field names of :class:`Difference` beyond the scalars.
 PER_KEY_FIELDS: dict[str, str] = {
     "models": "model",
@@ -204,6 +214,11 @@ class Identity:
     #: The with-skill@REF arm's revision (``run.revisions.Revision.to_json``: ref, kind,
     #: commit, tree), or None. Its families' hashes are in ``skills`` as ``<family>@<REF>``.
     revision: Mapping[str, str] | None = None
+    #: Whether the judge saw the answer with arm-revealing spans masked
+    #: (``--skill-lift-judge-mask``, judge/mask.py). A week.json without the field was written
+    #: before the mask existed, when the judge always saw the answer as written: it reads as
+    #: off (:data:`MASK_WHEN_ABSENT`).
+    judge_mask: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The ``identity`` object of week.json."""
@@ -215,6 +230,7 @@ class Identity:
             "runner": self.runner, "image_id": self.image_id, "cli_version": self.cli_version,
             "judge_model": self.judge_model, "judge_prompt_version": self.judge_prompt_version,
             "judge_samples": self.judge_samples, "evidence": self.evidence,
+            "judge_mask": self.judge_mask,
             "prompts": {name: {"hash": p.hash, "text": p.text, "rubric": p.rubric,
                                "family": p.family}
                         for name, p in sorted(self.prompts.items())},
@@ -270,6 +286,8 @@ class Identity:
                         (need("agent_clis", (dict,), optional=True) or {}).items()},
             revision=({str(k): str(v) for k, v in need("revision", (dict,)).items()}
                       if data.get("revision") is not None else None),
+            judge_mask=(MASK_WHEN_ABSENT if data.get("judge_mask") is None
+                        else need("judge_mask", (bool,))),
         )
 
 
@@ -321,6 +339,8 @@ class Difference:
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, bool):  # the judge mask: the option's own words
+        return "'on'" if value else "'off'"
     if isinstance(value, (list, tuple)):
         return "'" + ",".join(str(v) for v in value) + "'"
     return "(none)" if value is None else repr(value)
@@ -396,6 +416,7 @@ def baseline_inputs(identity: Identity, prompt: str, model: str) -> dict[str, An
         "judge_model": identity.judge_model,
         "judge_prompt_version": identity.judge_prompt_version,
         "judge_samples": identity.judge_samples, "evidence": identity.evidence,
+        "judge_mask": identity.judge_mask,
     }
 
 
@@ -656,11 +677,12 @@ def _refusal(week_dir: Path, blocking: Sequence[Difference], fresh: bool, hint: 
 
 #: The identity fields a regrade sets (``skilllift judge``): how the week was graded.
 JUDGE_FIELDS: tuple[str, ...] = ("judge_model", "judge_prompt_version", "judge_samples",
-                                 "evidence")
+                                 "evidence", "judge_mask")
 
 
 def record_grading(week_dir: Path, *, judge_model: str, judge_prompt_version: str,
-                   judge_samples: int, evidence: str, source: Path | None = None,
+                   judge_samples: int, evidence: str, judge_mask: bool,
+                   source: Path | None = None,
                    now: str | None = None) -> list[str]:
     """After every run of ``week_dir`` was graded again outside a session (``skilllift judge
     --fresh``, or a copy graded with ``--out``): its week.json takes the judge that graded it,
@@ -684,7 +706,7 @@ def record_grading(week_dir: Path, *, judge_model: str, judge_prompt_version: st
             return notes
         graded: dict[str, object] = {
             "judge_model": judge_model, "judge_prompt_version": judge_prompt_version,
-            "judge_samples": judge_samples, "evidence": evidence}
+            "judge_samples": judge_samples, "evidence": evidence, "judge_mask": judge_mask}
         before = record.identity
         for name in JUDGE_FIELDS:
             if getattr(before, name) != graded[name]:
@@ -695,7 +717,7 @@ def record_grading(week_dir: Path, *, judge_model: str, judge_prompt_version: st
                 notes.append(f"{d.describe()} (every run regraded; recorded in {WEEK_JSON})")
         record.identity = dataclasses.replace(
             before, judge_model=judge_model, judge_prompt_version=judge_prompt_version,
-            judge_samples=judge_samples, evidence=evidence)
+            judge_samples=judge_samples, evidence=evidence, judge_mask=judge_mask)
         # skilllift judge grades through the configured judge, never a conftest.py override.
         notes += _set_overrides(record, {}, now)
         record.updated_utc = now
