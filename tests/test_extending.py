@@ -375,12 +375,13 @@ def pytest_skilllift_make_runner(config):
     raise ValueError("no sandbox quota left")
 '''
     root = make_project(tmp_path, conftest, checks=None, prompts=PROMPTS[:1])
-    before = api.count()
+    before = api.count("agent"), api.count("judge")
     ret, out = run_pytest(root, api, "-p", "no:xdist")
     assert ret == 1
     assert re.search(r"pytest_skilllift_make_runner in conftest\.py:2 "
                      r"pytest_skilllift_make_runner raised ValueError: no sandbox quota left", out)
-    assert api.count() == before  # no CLI run, no judge call
+    # no CLI run, no judge call (the preflight's model lookup is an "aux" request)
+    assert (api.count("agent"), api.count("judge")) == before
 
 
 def test_the_progress_line_counts_runs_not_checks(session: Session) -> None:

@@ -195,10 +195,11 @@ def test_shards_merge_and_batch_judging_give_the_one_session_numbers(
         assert sorted_rows(other / "scores.csv", *SCORES) == sorted_rows(
             ref / "scores.csv", *SCORES)
         card = card_of(other)
-        # the comparison's every number but the dollar delta (a run's cost is the CLI's token
-        # count of its own run, which carries the run's temporary paths)
+        # the comparison's every number but the dollar deltas, plain and paired (a run's cost
+        # is the CLI's token count of its own run, which carries the run's temporary paths)
         got, want = (dict(c["versions"]["models"]["haiku"]) for c in (card, ref_card))
-        got.pop("cost_delta"), want.pop("cost_delta")
+        for key in ("cost_delta", "cost_delta_paired"):
+            got.pop(key), want.pop(key)
         assert got == want, other
         assert card["versions"]["prompts"] == ref_card["versions"]["prompts"]
         assert card["versions"]["revision"] == ref_card["versions"]["revision"]
