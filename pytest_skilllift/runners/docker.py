@@ -298,6 +298,17 @@ def files_archive(files: tuple[tuple[str, str], ...], uid: int = AGENT_UID,
     return buf.getvalue()
 
 
+def answering_client(client: Any, problem: str) -> Any:
+    """``client`` (or one from the environment) once the engine has answered a ping; else a
+    RuntimeError saying ``problem`` with the engine's own reason."""
+    try:
+        found = client if client is not None else docker.client.from_env()
+        found.ping()
+    except docker.errors.DockerException as exc:
+        raise RuntimeError(f"{problem} ({exc})") from exc
+    return found
+
+
 class DockerRunner:
     """Runs each (prompt, model, condition, rep) in a new container of ``image``.
 
@@ -340,11 +351,7 @@ class DockerRunner:
         self.cpus = cpus
         self.week = week
         self._own_client = client is None
-        try:
-            self.client = client if client is not None else docker.client.from_env()
-            self.client.ping()
-        except docker.errors.DockerException as exc:
-            raise RuntimeError(f"docker runner: no Docker engine reachable ({exc})") from exc
+        self.client = answering_client(client, "docker runner: no Docker engine reachable")
         try:
             img = self.client.images.get(image)
         except docker.errors.ImageNotFound as exc:

@@ -55,6 +55,7 @@ from pytest_skilllift.runners.docker import (
     DockerRunner,
     _LineSink,
     _owner,
+    answering_client,
     container_name,
     skill_archive,
 )
@@ -135,13 +136,9 @@ class TaskRunner(DockerRunner):
         self.default_memory_mb = default_memory_mb
         self.default_cpus = default_cpus
         self._own_client = client is None
-        try:
-            self.client = client if client is not None else docker.client.from_env()
-            self.client.ping()
-        except docker.errors.DockerException as exc:
-            raise RuntimeError(
-                f"tasks need a Docker engine and none is reachable ({exc}); start one (docker "
-                "info should answer) or leave tasks out (skill_lift_tasks)") from exc
+        self.client = answering_client(
+            client, "tasks need a Docker engine and none is reachable; start one (docker info "
+            "should answer) or leave tasks out (skill_lift_tasks)")
         cli = claude or bundled_claude()
         if cli is None or not Path(cli).is_file():
             raise RuntimeError("tasks need the Claude Code binary to layer into their images: "
