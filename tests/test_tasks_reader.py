@@ -46,7 +46,9 @@ def test_the_demo_task_reads_as_published(tmp_path: Path) -> None:
     assert task.verifier_tests == ("test_outputs.py::test_report_exists",
                                    "test_outputs.py::test_report_has_total",
                                    "test_outputs.py::test_totals_per_region")
-    assert spec.rubric == ()
+    # its rubric.json: the judge's items beside the verifier's (run/tasks/rubric.py)
+    assert [i.key for i in spec.rubric] == ["must-1", "must-2", "bonus-1", "avoid-1"]
+    assert spec.rubric[0].text == "Gives the grand total 1670.35"
 
 
 def test_task_dirs_lists_each_task_once(tmp_path: Path, task: Path) -> None:

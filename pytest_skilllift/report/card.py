@@ -38,6 +38,7 @@ from pytest_skilllift.report.sections import (
     rewards,
     scale,
     selfserved,
+    task_rubric,
     triggering,
     versions,
     withall,
@@ -49,8 +50,8 @@ if TYPE_CHECKING:
 
 
 class Scorecard(
-    header.Data, lift.Data, rewards.Data, versions.Data, withall.Data, noise.Data, wow.Data,
-    cells.Data,
+    header.Data, lift.Data, rewards.Data, task_rubric.Data, versions.Data, withall.Data,
+    noise.Data, wow.Data, cells.Data,
     reliability.Data, prompts.Data,
     activation.Data, audit.Data, improvements.Data, triggering.Data,
     selfserved.Data, avoid.Data, custom_checks.Data, coverage.Data, cost.Data, estimate.Data,
@@ -74,6 +75,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("header", header.build, header.render),
     Section("lift", lift.build, lift.render),
     Section("rewards", rewards.build, rewards.render),
+    Section("task-rubric", task_rubric.build, task_rubric.render),
     Section("versions", versions.build, versions.render),
     Section("with-all", withall.build, withall.render),
     Section("noise-floor", noise.build, noise.render),

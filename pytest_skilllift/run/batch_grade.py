@@ -166,6 +166,10 @@ def grade_in_batches(weekrun: WeekRun, specs: Sequence[RunSpec], judge: BatchJud
                     or not weekrun.needs_grade(spec.run_id)):
                 continue
             answer = str(record.get("final_answer") or "")
+            if spec.prompt.task is not None:  # the judge of a task's rubric sees its files
+                from pytest_skilllift.run.tasks.rubric import judge_view
+
+                answer = judge_view(answer, weekrun.week.run_dir(spec.run_id)).text
             if answer.strip() and spec.prompt.rubric:
                 masked, leaks[spec.run_id] = pattern.subn(MASK, answer)
                 todo.append((spec, masked if mask else answer))

@@ -388,10 +388,34 @@ class WeekRun:
         if status != OK:
             return GradedRun(reason=record.get("run_error") or DROP_REASONS.get(status, status),
                              **base)
-        if spec.prompt.task is not None:  # graded by its verifier, never by the judge
-            from pytest_skilllift.run.tasks.record import verifier_rows
+        if spec.prompt.task is not None:  # graded by its verifier (and a rubric's judge)
+            return self._task_graded(spec, record, grader, base)
+        # skill-creator evals: expected_output reaches the judge as context, not an item.
+        return self._judged(spec, judge_prompt_text(spec.prompt),
+                            record.get("final_answer", ""), grader, base)
 
-            return GradedRun(reason="", rows=verifier_rows(spec, record), **base)
+    def _task_graded(self, spec: RunSpec, record: dict[str, Any], grader: Grader | None,
+                     base: dict[str, Any]) -> GradedRun:
+        """A rewarded task run: its verifier's rows, plus — when the task carries a rubric —
+        the judge's over the instruction, the final message and the changed files' text
+        (``run/tasks/rubric.py``), keyed as a prompt's items are (``must-1``…)."""
+        from pytest_skilllift.run.tasks.record import verifier_rows
+
+        rows = verifier_rows(spec, record)
+        if not spec.prompt.rubric:
+            return GradedRun(reason="", rows=rows, **base)
+        from pytest_skilllift.run.tasks.rubric import judge_view
+
+        view = judge_view(str(record.get("final_answer", "")),
+                          self.week.run_dir(spec.run_id))
+        judged = self._judged(spec, spec.prompt.prompt, view.text, grader, base,
+                              meta={"judge_files": view.meta()})
+        return dataclasses.replace(judged, rows={**rows, **judged.rows})
+
+    def _judged(self, spec: RunSpec, prompt_text: str, answer: str, grader: Grader | None,
+                base: dict[str, Any], meta: dict[str, Any] | None = None) -> GradedRun:
+        """The run's rubric rows: from its grades when they stand, else from one judge call
+        (``answer``: the text the judge grades and checks every evidence quote against)."""
         grading = self.week.load_grading(spec.run_id)
         rows = None if grading is None else list(grading["rows"])
         judged = False
@@ -402,9 +426,7 @@ class WeekRun:
                                  judge_error=f"not graded: {held}", **base)
             grader = grader if grader is not None else self._grader.get()
             started = time.monotonic()
-            # skill-creator evals: expected_output reaches the judge as context, not an item.
-            result = grader.grade(judge_prompt_text(spec.prompt), record.get("final_answer", ""),
-                                        spec.prompt.rubric, spec.run_id)
+            result = grader.grade(prompt_text, answer, spec.prompt.rubric, spec.run_id)
             judge_ms = int((time.monotonic() - started) * 1000)
             if self.judge_breaker is not None:
                 self.judge_breaker.record(judge_cause(result.error or ""))
@@ -419,7 +441,8 @@ class WeekRun:
                                  judge_error=result.error,
                                  **base)
             rows = score_rows(spec, result)
-            meta = {**judge_meta(result), **(getattr(grader, "provenance", None) or {})}
+            meta = {**(meta or {}), **judge_meta(result),
+                    **(getattr(grader, "provenance", None) or {})}
             if self.regrade_pass:
                 meta["regrade_pass"] = self.regrade_pass
             self.week.save_grades(spec.run_id, rows, result.model, result.cost_usd, judge_ms,

@@ -159,7 +159,7 @@ def load_prompt(path: Path, skills_root: Path, site: str = "") -> PromptSpec:
     product_area = data.get("product_area", "")
     if not isinstance(product_area, str):
         raise PromptError(path, "product_area", "is not a string", "use a short string or drop it")
-    rubric = _rubric(path, data.get("rubric"), data)
+    rubric = read_rubric(path, data.get("rubric"), data)
     skill_path = _skill_path(path, data, skills_root, site)
     return PromptSpec(path=path, name=name, product_area=product_area, prompt=prompt,
                       rubric=rubric, skill_path=skill_path,
@@ -218,11 +218,15 @@ def _require_str(path: Path, data: dict[str, Any], key: str, what: str) -> str:
     return value
 
 
-def _rubric(path: Path, raw: Any, data: dict[str, Any]) -> tuple[RubricItem, ...]:
+def read_rubric(path: Path, raw: Any, data: dict[str, Any],
+                known: tuple[str, ...] = PROMPT_KEYS) -> tuple[RubricItem, ...]:
+    """The rubric ``raw`` (the ``rubric`` value of ``data``, read from ``path``) validated:
+    must / bonus / avoid items, at least one must; raises ``PromptError`` naming the field and
+    the fix. ``known``: the keys ``data`` may hold (a misspelt ``rubric`` is named). A prompt
+    file's rubric and a task's ``rubric.json`` (``run/tasks/rubric.py``) are read here."""
     fix_shape = 'a list like [{"type": "must", "text": "…"}]'
     if raw is None:
-        raise PromptError(path, "rubric", "is missing" + did_you_mean(data, "rubric",
-                                                                      PROMPT_KEYS),
+        raise PromptError(path, "rubric", "is missing" + did_you_mean(data, "rubric", known),
                           f"add \"rubric\": {fix_shape}")
     if not isinstance(raw, list):
         raise PromptError(path, "rubric", "is not a list", f"make it {fix_shape}")

@@ -47,6 +47,9 @@ from typing import Any, Final, Literal, get_args
 # -- file names ------------------------------------------------------------------------------
 MANIFEST_CSV: Final = "manifest.csv"
 SCORES_CSV: Final = "scores.csv"
+#: The judged rubric items of Harbor task runs (a task's ``rubric.json``): scores.csv's columns,
+#: kept out of scores.csv so they never enter the prompts' must coverage (run/tasks/rubric.py).
+TASK_RUBRIC_CSV: Final = "task_rubric.csv"
 SCORECARD_MD: Final = "scorecard.md"
 SCORECARD_JSON: Final = "scorecard.json"
 #: Our scorecard's name in a week whose scorecard.md another tool wrote (the qdrant pipeline):

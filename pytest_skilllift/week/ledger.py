@@ -35,6 +35,7 @@ from pytest_skilllift.week.files import (
     MANIFEST_CSV,
     RUN_FILE,
     SCORES_CSV,
+    TASK_RUBRIC_CSV,
     WeekLinkError,
     atomic_write_json,
     atomic_write_text,
@@ -169,10 +170,20 @@ class Ledger:
         manifest_cols = list(MANIFEST_COLUMNS) + list(MANIFEST_EXTRA_COLUMNS)
         score_cols = list(SCORES_COLUMNS) + list(SCORES_EXTRA_COLUMNS)
         score_rows: list[dict[str, Any]] = []
+        task_rows: list[dict[str, Any]] = []
         for rec in records:
-            score_rows.extend(self.load_grades(rec["run_id"]) or [])
+            # A task run's rubric grades (its rubric.json) have their own file: a task's
+            # coverage is never pooled with the prompts' must coverage.
+            (task_rows if rec.get("task") else score_rows).extend(
+                self.load_grades(rec["run_id"]) or [])
         atomic_write_text(self.manifest_csv, _csv_text(manifest_cols, records))
         atomic_write_text(self.scores_csv, _csv_text(score_cols, score_rows))
+        task_csv = self.root / TASK_RUBRIC_CSV
+        if task_rows:
+            atomic_write_text(task_csv, _csv_text(score_cols, task_rows))
+        else:  # none (any more): no stale file of an earlier rebuild
+            with contextlib.suppress(FileNotFoundError):
+                task_csv.unlink()
         return len(records), len(score_rows)
 
 

@@ -52,10 +52,12 @@ from pytest_skilllift.week.files import (
     RUN_STATUSES,
     SCORES_CSV,
     STATUS_OK,
+    TASK_RUBRIC_CSV,
     TRANSCRIPT_ORDER,
     UTC_STAMP_FORMAT,
     VERIFIER_ERROR,
     WeekLinkError,
+    read_text_nofollow,
 )
 
 #: Verdict strings that mean "the judge gave no usable verdict" (judge or parse error).
@@ -249,6 +251,9 @@ class Week:
     run_dirs: set[str] = field(default_factory=set)
     #: prompt → skill_family (from the manifest; the installed unit).
     prompt_family: dict[str, str] = field(default_factory=dict)
+    #: ``task_rubric.csv``: the judged rubric items of task runs (a task's ``rubric.json``),
+    #: one dict per row, kept apart from ``scores`` (never in the prompts' must coverage).
+    task_rubric: list[dict[str, str]] = field(default_factory=list)
 
     def rewarded(self) -> np.ndarray:
         """Per run: a Harbor task run whose verifier gave a reward (graded by it, never by
@@ -615,12 +620,29 @@ def load_week(week_dir: Path) -> Week:
                      p_map, mo_map)
     _link_runs(week)
     week.judge_costs = _judge_costs(week)
+    week.task_rubric = read_task_rubric(week_dir, problems)
     task_runs = week.rewarded() | (week.manifest.status == RUN_STATUSES.index(VERIFIER_ERROR))
     if week.n_runs and task_runs.all():
         # A week of Harbor tasks only: no scores rows is what it should have (run/tasks).
         week.problems[:] = [p for p in week.problems
                             if not (p.file == SCORES_CSV and "no data rows" in p.message)]
     return week
+
+
+def read_task_rubric(week_dir: Path, problems: list[Problem]) -> list[dict[str, str]]:
+    """``task_rubric.csv``'s rows (a few per task run: read with the csv module, through no
+    link); none when the week has no task with a rubric. An unreadable file is a problem."""
+    path = Path(week_dir) / TASK_RUBRIC_CSV
+    try:
+        text = read_text_nofollow(path)
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError, WeekLinkError) as exc:
+        problems.append(Problem(TASK_RUBRIC_CSV, f"cannot be read ({exc}); the tasks' rubric "
+                                "coverage is left out"))
+        return []
+    return [{str(k): str(v or "") for k, v in row.items() if k is not None}
+            for row in csv.DictReader(text.splitlines())]
 
 
 def _cond_codes(table: pa.Table, file: str, problems: list[Problem],

@@ -2,7 +2,9 @@
 
 Test ids: ``evals/tasks/<task>::<model>::<condition>::r<rep>::<file>::<test>`` — one item per
 verifier test found in the task's ``tests/`` — and ``…::r<rep>::reward`` (the primary reward
-against the pass threshold), plus ``…::with-skill::r<rep>::invoked`` as for prompts. A verifier
+against the pass threshold), plus ``…::with-skill::r<rep>::invoked`` as for prompts, and for a
+task with a ``rubric.json`` one item per rubric item (``…::r<rep>::must-1``), judged as a
+prompt's are (``RubricTest``). A verifier
 test that did not pass is a finding (``unmet``), like a missing must item, never a failed
 test; a run without a reward (``verifier_error``) skips its items with the cause.
 """
@@ -20,6 +22,7 @@ from pytest_skilllift.plugin.collect.items import (
     SESSION_KEY,
     ConditionNode,
     ModelNode,
+    RubricTest,
     RunNode,
 )
 from pytest_skilllift.plugin.findings import Finding
@@ -95,6 +98,8 @@ def task_items(parent: pytest.Collector, run: RunSpec) -> Iterator[pytest.Item]:
     assert task is not None
     for name in (*task.verifier_tests, REWARD_ITEM):
         yield VerifierTest.from_parent(parent, name=name, run=run, item=name)
+    for item in run.prompt.rubric:  # rubric.json: graded by the judge, as a prompt's items
+        yield RubricTest.from_parent(parent, name=item.key, run=run, item=item)
     if run.condition == WITH_SKILL:
         yield InvokedTest.from_parent(parent, name=INVOKED, run=run,
                                       state=parent.config.stash[SESSION_KEY])

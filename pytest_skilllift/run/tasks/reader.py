@@ -8,6 +8,8 @@ A task directory, as Harbor lays it out::
       environment/         the build context: Dockerfile, files, skills/<family>/SKILL.md…
       tests/test.sh        the verifier's entry point (+ what it needs: test_*.py…)
       solution/solve.sh    optional: the reference solution (never shown to the agent)
+      rubric.json          optional: must / bonus / avoid items for the blind judge
+                           (``run/tasks/rubric.py``)
 
 :func:`load_task` returns a :class:`~pytest_skilllift.model.TaskSpec` (what the runner needs)
 wrapped in the :class:`~pytest_skilllift.model.PromptSpec` every arm, item and report already
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.model import PromptSpec, TaskSpec
+from pytest_skilllift.run.tasks.rubric import RubricFileError, load_rubric
 
 TASK_TOML = "task.toml"
 INSTRUCTION = "instruction.md"
@@ -141,6 +144,10 @@ def load_task(folder: Path, skills_root: Path) -> PromptSpec:
     if not isinstance(reward_key, str):
         raise TaskError(toml_path, "verifier.reward_key", "must be a string",
                         "name the reward.json key that is the primary reward")
+    try:
+        rubric = load_rubric(folder)
+    except RubricFileError as err:
+        raise TaskError(err.path, err.field, err.problem, err.fix) from None
     task = TaskSpec(
         root=folder,
         agent_timeout_s=_seconds(toml_path, agent, "agent", DEFAULT_AGENT_TIMEOUT_S),
@@ -156,7 +163,7 @@ def load_task(folder: Path, skills_root: Path) -> PromptSpec:
         verifier_tests=verifier_tests(folder / TESTS),
     )
     return PromptSpec(path=toml_path, name=folder.name, product_area=str(
-        metadata.get("category", "")), prompt=instruction, rubric=(), skill_path=skill_path,
+        metadata.get("category", "")), prompt=instruction, rubric=rubric, skill_path=skill_path,
         sibling_families=siblings, skills_root=root, task=task)
 
 
