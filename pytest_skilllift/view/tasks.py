@@ -8,6 +8,8 @@ items are on a prompt's page), each cell the test's outcome in that run. Per run
 the status (a ``verifier_error`` named with its cause), the files under the run folder's
 ``artifacts/`` (text shown capped, binary files named with their size; links never followed,
 what is cut counted), ``verifier/output.txt`` (capped) and the tool calls of its transcript.
+A task with a ``rubric.json`` also shows its items × the runs (the judge's verdict in each)
+and, per run, each verdict with the judge's evidence quote (from ``grades.json``).
 Everything read here is data: ``viewer.js`` shows it with ``textContent`` only.
 """
 
@@ -21,7 +23,7 @@ from typing import Any
 
 from pytest_skilllift.model import ARMS
 from pytest_skilllift.view.runs import trajectory
-from pytest_skilllift.week.files import AUDIT_FILE, RUN_FILE
+from pytest_skilllift.week.files import AUDIT_FILE, GRADES_FILE, RUN_FILE
 
 #: Caps on what one run shows (each cut counted on the page).
 MAX_FILES = 40
@@ -113,6 +115,22 @@ def _output(run_dir: Path) -> tuple[str | None, int]:
     return head.decode("utf-8", errors="replace"), max(0, size - len(head))
 
 
+def rubric(run_dir: Path) -> list[dict[str, Any]]:
+    """The judge's verdicts on the task's ``rubric.json`` items in this run (its
+    ``grades.json``; empty when the task has no rubric or the run is not graded yet)."""
+    rows = _json(run_dir / GRADES_FILE).get("rows")
+    out: list[dict[str, Any]] = []
+    for row in rows if isinstance(rows, list) else []:
+        if not isinstance(row, dict):
+            continue
+        out.append({"key": f"{row.get('item_type', '')}-{row.get('item_index', '')}",
+                    "type": str(row.get("item_type", "")), "text": str(row.get("item_text", "")),
+                    "verdict": str(row.get("verdict") or "ungraded"),
+                    "evidence": str(row.get("evidence_quote") or ""),
+                    "evidence_ok": row.get("evidence_ok") in (1, "1", True)})
+    return out
+
+
 def task_run(week_dir: Path, run_id: str) -> dict[str, Any]:
     """What a task run's column and detail show."""
     run_dir = week_dir / run_id
@@ -132,6 +150,7 @@ def task_run(week_dir: Path, run_id: str) -> dict[str, Any]:
         "verifier_output_cut": cut, "trajectory": steps, "trajectory_note": note,
         "invocation": (audit.get("status") if isinstance(audit, dict) else None),
         "answer": str(record.get("final_answer") or ""),
+        "rubric": rubric(run_dir),
     }
 
 
@@ -172,7 +191,16 @@ def task_page(week_dir: Path, prompt: str, runs: list[Any], models: list[str],
         for c in columns:
             names += [n for n in c["tests"] if n not in names]
         tests = [{"name": n, "cells": [c["tests"].get(n) for c in columns]} for n in names]
-        blocks.append({"model": model, "columns": columns, "tests": tests})
+        # The rubric items (rubric.json) × the same runs: the judge's verdict in each.
+        items: dict[str, dict[str, Any]] = {}
+        for ci, c in enumerate(columns):
+            for row in c["rubric"]:
+                item = items.setdefault(row["key"], {"key": row["key"], "type": row["type"],
+                                                     "text": row["text"],
+                                                     "cells": [None] * len(columns)})
+                item["cells"][ci] = row["verdict"]
+        blocks.append({"model": model, "columns": columns, "tests": tests,
+                       "rubric": list(items.values())})
     rewards = card.get("rewards") if isinstance(card.get("rewards"), dict) else {}
     rows = [t for t in (rewards or {}).get("tasks", []) if isinstance(t, dict)
             and t.get("task") == prompt]

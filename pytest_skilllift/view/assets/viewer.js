@@ -529,6 +529,16 @@
       add(files, el("p", { "class": "note left-out", "data-path": f.path }, "not shown: ", el("code", null, f.path), " — " + f.why));
     });
     add(panel, files);
+    if ((run.rubric || []).length) {
+      var rub = el("div", { "class": "task-rubric" }, el("h4", null, "Rubric (the judge, over the final message and these files)"));
+      run.rubric.forEach(function (r) {
+        add(rub, el("p", { "class": "rubric-verdict", "data-item": r.key, "data-verdict": r.verdict },
+          el("span", { "class": "type " + r.type }, r.key), " ", el("b", null, r.verdict), " — ", r.text,
+          r.evidence ? el("q", { "class": "evidence" + (r.evidence_ok ? "" : " rejected") }, r.evidence) : null,
+          r.evidence && !r.evidence_ok ? el("span", { "class": "tag error" }, "quote not in what the judge saw") : null));
+      });
+      add(panel, rub);
+    }
     var out = el("div", { "class": "verifier-output" }, el("h4", null, "Verifier output"));
     if (run.verifier_output === null || run.verifier_output === undefined) add(out, el("p", { "class": "note" }, "no verifier/output.txt"));
     else add(out, el("pre", { "class": "verifier-text" }, run.verifier_output));
@@ -573,6 +583,27 @@
       });
       grid.appendChild(tb);
       add(s, el("div", { "class": "grid-wrap" }, grid));
+      if ((block.rubric || []).length) {
+        var rg = el("table", { "class": "grid task-rubric-grid" });
+        var rh = el("tr", null, el("th", { scope: "col" }, "rubric item (judge)"));
+        block.columns.forEach(function (c, ci) {
+          rh.appendChild(el("th", { scope: "col", "data-col": ci }, c.condition + " r" + c.rep));
+        });
+        rg.appendChild(el("thead", null, rh));
+        var rb = el("tbody");
+        block.rubric.forEach(function (item) {
+          var tr = el("tr", { "data-item": item.key }, el("th", { scope: "row", "class": "item" },
+            el("span", { "class": "type " + item.type }, item.key), " ", item.text));
+          item.cells.forEach(function (v, ci) {
+            if (!v) { tr.appendChild(el("td", { "class": "empty", "data-col": ci }, "—")); return; }
+            var cls = "cell " + (v === "ungraded" ? "ungraded" : (good(item.type, v) ? "pos" : "neg"));
+            tr.appendChild(el("td", { "class": cls, "data-col": ci, "data-verdict": v }, v));
+          });
+          rb.appendChild(tr);
+        });
+        rg.appendChild(rb);
+        add(s, el("div", { "class": "grid-wrap" }, rg));
+      }
       var reps = [];
       block.columns.forEach(function (c) { if (reps.indexOf(c.rep) < 0) reps.push(c.rep); });
       reps.forEach(function (rep) {
