@@ -291,3 +291,27 @@ def test_the_task_rubric_has_its_own_coverage_never_the_prompts(tmp_path: Path) 
         (ledger.run_dir(spec.run_id) / "grades.json").unlink()
     ledger.rebuild_csvs()
     assert not (week / TASK_RUBRIC_CSV).exists()
+
+
+def test_batch_judging_sends_the_same_view_of_the_files(tmp_path: Path) -> None:
+    from pytest_skilllift.judge.batch import BatchJudge
+    from pytest_skilllift.run.batch_grade import grade_plan_in_batches
+    from pytest_skilllift.testing.batches import BatchScript
+
+    spec = spec_of(task_copy(tmp_path / "src"))
+    ledger = Ledger(tmp_path / "week")
+    run_dir = ok_run(ledger, spec, "Done.", {"report.json": REPORT.encode()})
+    with StandIn(judge=keyword_judge, batch=BatchScript()) as api:
+        judge = BatchJudge(tmp_path / "week", MODEL, api_key="sk-test", base_url=api.base_url,
+                           poll_s=0.0)
+        [graded] = grade_plan_in_batches(ledger, [spec], judge)
+        paths = [r.path for r in api.requests if r.kind == "judge"]
+        sent = judge_texts(api)
+    assert "/v1/messages" not in paths and paths  # a Message Batch, never a direct call
+    assert len(sent) == 1 and f"### report.json ({len(REPORT)} bytes)\n{REPORT}" in sent[0]
+    # the quote is report.json's: only the files' text carried it to the judge
+    assert graded.rows["must-1"]["evidence_quote"] == '"total": 1670.35'
+    assert graded.rows["must-1"]["evidence_ok"] == 1
+    assert "reward" in graded.rows  # the verifier's items stay beside the judge's
+    assert json.loads((run_dir / "grades.json").read_text())["judge_files"]["shown"] == [
+        {"path": "report.json", "bytes": len(REPORT), "shown_bytes": len(REPORT)}]
