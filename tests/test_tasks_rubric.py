@@ -315,3 +315,25 @@ def test_batch_judging_sends_the_same_view_of_the_files(tmp_path: Path) -> None:
     assert "reward" in graded.rows  # the verifier's items stay beside the judge's
     assert json.loads((run_dir / "grades.json").read_text())["judge_files"]["shown"] == [
         {"path": "report.json", "bytes": len(REPORT), "shown_bytes": len(REPORT)}]
+
+
+def test_skilllift_judge_grades_a_task_runs_rubric_and_skips_a_task_without(
+        tmp_path: Path) -> None:
+    from pytest_skilllift.run.regrade import grade_direct, plan_regrade
+
+    folder = task_copy(tmp_path / "src")
+    bare = task_copy(tmp_path / "bare")
+    (bare / "rubric.json").unlink()
+    ledger = Ledger(tmp_path / "week")
+    spec, plain = spec_of(folder), spec_of(bare, "no-skill")
+    for one in (spec, plain):
+        run_dir = ok_run(ledger, one, "Done.", {"report.json": REPORT.encode()})
+        record = json.loads((run_dir / "run.json").read_text())
+        ledger.save_run(one.run_id, {**record, "prompt_path": str(one.prompt.path)})
+    plan = plan_regrade(tmp_path / "week")
+    assert [s.run_id for s in plan.specs] == [spec.run_id] and not plan.unreadable
+    assert plan.skipped == [(plain.run_id, "a task without rubric.json: its verifier grades it")]
+    with StandIn(judge=keyword_judge) as api:
+        [graded] = grade_direct(plan, Judge(MODEL, api_key="sk-test", base_url=api.base_url))
+    assert graded.rows["must-1"]["evidence_quote"] == '"total": 1670.35'
+    assert (ledger.run_dir(spec.run_id) / "grades.json").is_file()

@@ -39,6 +39,7 @@ from pytest_skilllift.model import AgentConfig, PromptSpec, RunSpec
 from pytest_skilllift.run.engine import GradedRun, WeekRun
 from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.skill_creator import EVALS_NAME, eval_for_regrade
+from pytest_skilllift.run.tasks.reader import TASK_TOML, TaskError, load_task
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.week.files import (
     FRESH_MARKER,
@@ -127,6 +128,12 @@ def spec_from_record(record: dict[str, Any], prompts_dir: Path | None = None) ->
     from pytest_skilllift.judge.calibrate import CalibrationError, read_prompt
 
     path = _prompt_path(record, prompts_dir)
+    if path.name == TASK_TOML:  # a Harbor task: its rubric.json is what the judge grades
+        try:
+            # The skills root matters only to a task naming a family of it; its error says so.
+            return _run_spec(record, load_task(path.parent, path.parent / "skills"))
+        except TaskError as err:
+            raise RegradeError(str(err)) from None
     if path.name == EVALS_NAME:  # an Anthropic skill-creator evals.json, collected as is
         try:
             spec = eval_for_regrade(path, str(record["prompt"]),
@@ -167,9 +174,14 @@ def plan_regrade(week_dir: Path, *, fresh: bool = False,
             plan.kept += 1
             continue
         try:
-            plan.specs.append(spec_from_record(record, prompts_dir))
+            spec = spec_from_record(record, prompts_dir)
         except RegradeError as err:
             plan.unreadable.append((run_id, str(err)))
+            continue
+        if spec.prompt.task is not None and not spec.prompt.rubric:
+            plan.skipped.append((run_id, "a task without rubric.json: its verifier grades it"))
+            continue
+        plan.specs.append(spec)
     return plan
 
 
