@@ -337,3 +337,15 @@ def test_skilllift_judge_grades_a_task_runs_rubric_and_skips_a_task_without(
         [graded] = grade_direct(plan, Judge(MODEL, api_key="sk-test", base_url=api.base_url))
     assert graded.rows["must-1"]["evidence_quote"] == '"total": 1670.35'
     assert (ledger.run_dir(spec.run_id) / "grades.json").is_file()
+
+
+def test_tasks_check_static_names_a_bad_rubric(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_skilllift.cli import main as cli
+
+    folder = task_copy(tmp_path, {"rubric": [{"type": "avodi", "text": "x"},
+                                             {"type": "must", "text": "y"}]})
+    assert cli.main(["tasks", "check", "--static", str(folder.parent)]) == 1
+    assert (f"BROKEN   reads: {folder}/rubric.json: rubric[0].type: is 'avodi', an unknown "
+            "item type (did you mean 'avoid'?); use one of must, bonus, avoid"
+            ) in capsys.readouterr().out
