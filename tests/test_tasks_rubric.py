@@ -280,8 +280,10 @@ def test_the_task_rubric_has_its_own_coverage_never_the_prompts(tmp_path: Path) 
     prompt_side = card["models"]["sonnet"]
     assert (prompt_side["must_no"], prompt_side["must_with"], prompt_side["n_prompts"]) == (
         None, None, 0)
-    md = summarize_week(week, write=False).markdown
-    assert "## Task rubric coverage (judge, with-skill − no-skill)" in md
+    summary = summarize_week(week, write=False)
+    assert "## Task rubric coverage (judge, with-skill − no-skill)" in summary.markdown
+    assert ("task rubric must coverage (judge, apart from the prompts'): sonnet 0.000 → "
+            "1.000 (+1.000, 1 task)") in summary.terminal_lines()
     # the task page's data: each verdict with the judge's quote
     shown = {r["key"]: r for r in view_rubric(no_dir)}
     assert shown["avoid-1"]["verdict"] == "violated" and shown["avoid-1"]["evidence_ok"]

@@ -88,6 +88,9 @@ class Summary:
         from pytest_skilllift.report.sections.rewards import terminal_lines as reward_lines
 
         lines += reward_lines(self.data)  # Harbor tasks' headline, never mixed into must's
+        from pytest_skilllift.report.sections.task_rubric import terminal_lines as rubric_lines
+
+        lines += rubric_lines(self.data)  # the tasks' rubric.json coverage, its own line
         from pytest_skilllift.report.sections.judge_audit import terminal_lines as judge_lines
 
         lines += judge_lines(self.data.get("judge"))  # type: ignore[arg-type]

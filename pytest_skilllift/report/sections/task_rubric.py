@@ -15,8 +15,9 @@ with the paired SE — the function the must-coverage lift uses. Avoid items jud
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -137,6 +138,17 @@ def build(ctx: Context) -> Data:
                          "lift": f(lift.lift), "lift_se": f(lift.se), "n_tasks": lift.n}
     return {"task_rubric": {"models": models, "tasks": tasks, "graded_runs": len(runs),
                             "ungraded_items": ungraded}}
+
+
+def terminal_lines(card: Mapping[str, Any]) -> list[str]:
+    """The tasks' rubric coverage for the terminal summary (nothing without a rubric)."""
+    data = card.get("task_rubric")
+    if not data or not data.get("models"):
+        return []
+    parts = [f"{label} {fmt(m['must_no'])} → {fmt(m['must_with'])} ({signed(m['lift'])}, "
+             f"{m['n_tasks']} task{'s' if m['n_tasks'] != 1 else ''})"
+             for label, m in data["models"].items()]
+    return [f"task rubric must coverage (judge, apart from the prompts'): {'; '.join(parts)}"]
 
 
 def render(card: Data) -> list[str]:
