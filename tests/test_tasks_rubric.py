@@ -351,3 +351,18 @@ def test_tasks_check_static_names_a_bad_rubric(tmp_path: Path,
     assert (f"BROKEN   reads: {folder}/rubric.json: rubric[0].type: is 'avodi', an unknown "
             "item type (did you mean 'avoid'?); use one of must, bonus, avoid"
             ) in capsys.readouterr().out
+
+
+def test_task_rubric_csv_keeps_quoted_newlines_and_is_never_read_through_a_link(
+        tmp_path: Path) -> None:
+    from pytest_skilllift.week.tables import Problem, read_task_rubric
+
+    (tmp_path / TASK_RUBRIC_CSV).write_text('run_id,evidence_quote\nr1,"line 1\nline 2"\n')
+    assert read_task_rubric(tmp_path, []) == [{"run_id": "r1",
+                                               "evidence_quote": "line 1\nline 2"}]
+    week = tmp_path / "linked"
+    week.mkdir()
+    (week / TASK_RUBRIC_CSV).symlink_to(tmp_path / TASK_RUBRIC_CSV)
+    problems: list[Problem] = []
+    assert read_task_rubric(week, problems) == []
+    assert len(problems) == 1 and problems[0].file == TASK_RUBRIC_CSV

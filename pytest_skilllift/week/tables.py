@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import math
 import os
 import re
@@ -642,7 +643,7 @@ def read_task_rubric(week_dir: Path, problems: list[Problem]) -> list[dict[str, 
                                 "coverage is left out"))
         return []
     return [{str(k): str(v or "") for k, v in row.items() if k is not None}
-            for row in csv.DictReader(text.splitlines())]
+            for row in csv.DictReader(io.StringIO(text, newline=""))]  # quoted newlines kept
 
 
 def _cond_codes(table: pa.Table, file: str, problems: list[Problem],
