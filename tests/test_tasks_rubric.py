@@ -366,3 +366,19 @@ def test_task_rubric_csv_keeps_quoted_newlines_and_is_never_read_through_a_link(
     problems: list[Problem] = []
     assert read_task_rubric(week, problems) == []
     assert len(problems) == 1 and problems[0].file == TASK_RUBRIC_CSV
+
+
+def test_the_price_estimate_counts_a_judge_call_for_a_rubric_task_only(tmp_path: Path) -> None:
+    from pytest_skilllift.run.estimate import DONE, NEW, TO_GRADE, plan_runs
+
+    with_rubric = spec_of(task_copy(tmp_path / "a"))
+    bare_folder = task_copy(tmp_path / "b")
+    (bare_folder / "rubric.json").unlink()
+    bare = spec_of(bare_folder, "no-skill")
+    planned = plan_runs([with_rubric, bare], tmp_path / "week")
+    assert [(p.state, p.judged) for p in planned] == [(NEW, True), (NEW, False)]
+    ledger = Ledger(tmp_path / "week")
+    for spec in (with_rubric, bare):  # generated, not graded yet
+        ok_run(ledger, spec, "Done.", {})
+    planned = plan_runs([with_rubric, bare], tmp_path / "week")
+    assert [(p.state, p.judged) for p in planned] == [(TO_GRADE, True), (DONE, False)]

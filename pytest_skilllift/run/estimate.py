@@ -79,6 +79,9 @@ class Planned:
     model_id: str
     condition: str
     state: str
+    #: Whether a judge grades it: a prompt, a task with a rubric.json; a task without one is
+    #: graded by its verifier alone (no judge call to price).
+    has_rubric: bool = True
 
     @property
     def generates(self) -> bool:
@@ -86,7 +89,7 @@ class Planned:
 
     @property
     def judged(self) -> bool:
-        return self.state in (NEW, RESUMED, TO_GRADE)
+        return self.has_rubric and self.state in (NEW, RESUMED, TO_GRADE)
 
 
 def _arm_kind(condition: str) -> str:
@@ -107,6 +110,7 @@ def plan_runs(specs: Iterable[RunSpec], week_dir: Path, *, fresh: bool = False,
     for spec in specs:
         run_dir = Path(week_dir) / spec.run_id
         state = NEW
+        rubric = bool(spec.prompt.rubric)  # a task without rubric.json: no judge call
         try:
             record = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -115,7 +119,7 @@ def plan_runs(specs: Iterable[RunSpec], week_dir: Path, *, fresh: bool = False,
             if record.get("run_status") in RETRY_ON_RERUN:
                 state = RESUMED
             elif fresh or not (run_dir / GRADES_FILE).exists():
-                state = TO_GRADE if record.get("run_status") == "ok" else DONE
+                state = TO_GRADE if record.get("run_status") == "ok" and rubric else DONE
             else:
                 state = DONE
         elif source is not None and spec.condition == NO_SKILL:
@@ -123,7 +127,7 @@ def plan_runs(specs: Iterable[RunSpec], week_dir: Path, *, fresh: bool = False,
             if (source / old / RUN_FILE).exists():
                 state = REUSED
         out.append(Planned(spec.run_id, spec.model_label, spec.model_id, spec.condition,
-                           state))
+                           state, rubric))
     return out
 
 
