@@ -2,7 +2,8 @@
 contract: the names agree with ``model.AGENTS``, a run's command line and environment keep
 tool parity and the agent's own key only, nothing secret reaches a config file, the listing
 and stream readers read nothing into garbage, the outage readers stay quiet on ordinary
-events, and ``.ci/run`` installs exactly the registry's pins."""
+events and read the agent's own rate-limit retries (what ``run.ratelimits`` counts), and
+``.ci/run`` installs exactly the registry's pins."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import pytest
 
 from pytest_skilllift import model
 from pytest_skilllift.agents.base import Agent, Invocation
-from pytest_skilllift.agents.registry import AGENTS, others, prices
+from pytest_skilllift.agents.registry import AGENTS, others, prices, stderr_signal, stdout_signal
 from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, PromptSpec, RubricItem, RunSpec
+from pytest_skilllift.run.ratelimits import Retry, count_run, stderr_retry, stdout_retry
 from pytest_skilllift.testing import dialects
 from pytest_skilllift.trace.agent_streams import parse_agent_stream
 from pytest_skilllift.trace.transcript import parse_events
@@ -96,6 +98,49 @@ def test_outage_readers_stay_quiet_on_ordinary_events(name: str) -> None:
         assert agent.outage_event is None or agent.outage_event(event) is None, event
     for line in ("", "Loaded cached credentials.", "status of the week: fine"):
         assert agent.outage_stderr is None or agent.outage_stderr(line, False) is None
+
+
+#: Each agent's words for one retry of a 429, where it prints them and the wait it announces
+#: (captured from each CLI against the stand-in: docs/agents.md); None: it retries without a
+#: word (OpenCode). A new agent fails the test below until it is here.
+RATE_LIMITED: dict[str, tuple[str, str, int] | None] = {
+    "claude-code": ("stdout", '{"type":"system","subtype":"api_retry","attempt":1,'
+                    '"max_retries":10,"retry_delay_ms":3054,"error_status":429,'
+                    '"error":"rate_limit","session_id":"49e2b4f5"}', 3054),
+    "codex": ("stdout", '{"type":"error","message":"Reconnecting... 1/5 (unexpected status '
+              '429 Too Many Requests: slow down)"}', 0),
+    "gemini-cli": ("stderr", "Attempt 1 failed with status 429. Retrying with backoff... "
+                   "Error: quota", 0),
+    "opencode": None,
+}
+
+
+@pytest.mark.parametrize("name", list(AGENTS))
+def test_every_agent_reads_its_own_rate_limit_retries(name: str, tmp_path: Path) -> None:
+    assert set(RATE_LIMITED) == set(AGENTS)
+    sample = RATE_LIMITED[name]
+    if sample is None:
+        return
+    where, line, wait = sample
+    read = stdout_retry if where == "stdout" else stderr_retry
+    # run.ratelimits counts what the agent's own outage reader says (one reader, two users)
+    assert read(line, name) == read(line) == Retry(429, wait)
+    said = (stdout_signal if where == "stdout" else stderr_signal)(line, name=name)
+    assert said is not None and said.kind == "retry" and said.rate_limited
+    overloaded = line.replace("429", "529")
+    assert read(overloaded, name) == Retry(529, wait)
+    # a retry of another fault is the outage watch's, not a rate limit
+    other = (stdout_signal if where == "stdout" else stderr_signal)(
+        line.replace("429", "500"), name=name)
+    assert other is not None and other.kind == "retry" and other.status == 500
+    assert not other.rate_limited and read(line.replace("429", "500"), name) is None
+    # another agent's reader does not read this agent's words
+    assert all(read(line, a) is None for a in AGENTS if a != name)
+    out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
+    (out if where == "stdout" else err).write_text(f"{line}\n{overloaded}\n")
+    (err if where == "stdout" else out).write_text("")
+    counted = count_run(out, err, name)
+    assert (counted.retries, counted.wait_ms) == (2, 2 * wait)
 
 
 @pytest.mark.parametrize("agent", others(), ids=lambda a: a.name)

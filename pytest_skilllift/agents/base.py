@@ -5,6 +5,7 @@ An agent module builds one :class:`Agent`; :mod:`.registry` collects them. Pure 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -61,6 +62,12 @@ class ImageLayout:
 #: ``words``), ``unreachable`` (it gave up connecting; ``words`` its own), or ``arm`` (an
 #: error report starts; its status may come on a later line).
 OutageKind = Literal["retry", "final", "unreachable", "arm"]
+#: The HTTP statuses that say "slow down": rate limited, overloaded.
+RATE_LIMIT_STATUSES = frozenset({429, 529})
+#: What every outage event on an agent's stdout holds: an ``"error"`` key or value (Claude
+#: Code's retries and result, Codex's, Gemini CLI's and OpenCode's error events) or Claude
+#: Code's ``api_error…`` keys. A line without one is not parsed (most lines of a transcript).
+OUTAGE_WORDS: tuple[bytes, ...] = (b'"error"', b'"api_error')
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,27 @@ class OutageSignal:
     kind: OutageKind
     status: int | None = None
     words: str = ""
+    #: Before a retry: the wait the CLI announced (ms; 0 when it does not say).
+    wait_ms: int = 0
+
+    @property
+    def rate_limited(self) -> bool:
+        """A retry for a rate limit or an overload (429, 529): the session's concurrency
+        limit and the manifest's ``rate_limit_*`` columns count it (``run.ratelimits``)."""
+        return self.kind == "retry" and self.status in RATE_LIMIT_STATUSES
+
+
+def outage_event_of(line: bytes | str) -> dict[str, Any] | None:
+    """One stdout line as the JSON event an outage reader reads; None when it holds none of
+    :data:`OUTAGE_WORDS` (decided without parsing) or is not a JSON object."""
+    raw = line.encode() if isinstance(line, str) else line
+    if not any(word in raw for word in OUTAGE_WORDS):
+        return None
+    try:
+        event = json.loads(raw)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
 
 
 @dataclass(frozen=True)
@@ -138,7 +166,11 @@ class Agent:
     listed_skills: Callable[[str], tuple[str, ...] | None] | None = None
     #: Its event stream → Claude-shaped events; None for Claude Code's own stream-json.
     read_stream: StreamReader | None = None
-    #: Its outage messages on stdout and stderr (None: nothing beyond Claude Code's own).
+    #: Its outage messages on stdout (one JSON event) and stderr (one line): the errors it
+    #: gives up on and each retry it announces, with the retry's HTTP status — one reader
+    #: for ``runners.outage`` (a refused key, a missing model, no connection) and
+    #: ``run.ratelimits`` (429 / 529: :attr:`OutageSignal.rate_limited`). None: it says
+    #: nothing there (OpenCode retries silently).
     outage_event: EventOutage | None = None
     outage_stderr: StderrOutage | None = None
     #: How ``skilllift image add-agents`` adds it; None: the base image has it.

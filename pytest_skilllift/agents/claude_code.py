@@ -94,11 +94,19 @@ def invocation(cli: str, spec: RunSpec, cfg: AgentConfig, home: str,
 
 
 def outage_event(event: dict[str, Any]) -> OutageSignal | None:
-    """Its result event when it gave up on the API: ``api_error_status`` (a refused key, a
-    missing model) or, with no status, ``api_error`` and the words "API Error: Unable to
-    connect to API: …" — it does so at once, without one ``api_retry``, for a certificate
-    it does not trust (``"api_error": "tls_untrusted_ca"``). Its retries are ``api_retry``
-    events, which :class:`~pytest_skilllift.runners.outage.OutageWatch` reads itself."""
+    """One ``{"type": "system", "subtype": "api_retry", "attempt": 1, "retry_delay_ms":
+    3054, "error_status": 429, "error": "rate_limit"}`` event per retry (``error_status``
+    null: the connection failed; the delay honours the API's ``retry-after``), and its
+    result event when it gave up on the API: ``api_error_status`` (a refused key, a missing
+    model) or, with no status, ``api_error`` and the words "API Error: Unable to connect to
+    API: …" — it does so at once, without one ``api_retry``, for a certificate it does not
+    trust (``"api_error": "tls_untrusted_ca"``)."""
+    if event.get("type") == "system" and event.get("subtype") == "api_retry":
+        status, delay = event.get("error_status"), event.get("retry_delay_ms")
+        return OutageSignal(
+            "retry", status if isinstance(status, int) and not isinstance(status, bool)
+            else None, str(event.get("error") or ""),
+            int(delay) if isinstance(delay, (int, float)) and delay > 0 else 0)
     if event.get("type") != "result" or "api_error_status" not in event:
         return None
     if not event.get("is_error"):

@@ -204,11 +204,13 @@ class ConcurrencyLimit:
                       wait_s=round(wait_s, 3))
 
     @contextlib.contextmanager
-    def running(self, run_id: str, stdout: Path, stderr: Path) -> Iterator[StreamWatch]:
-        """Hold a slot for one run while its CLI runs, watching its output for signals."""
+    def running(self, run_id: str, stdout: Path, stderr: Path,
+                agent: str | None = None) -> Iterator[StreamWatch]:
+        """Hold a slot for one run while its CLI runs, watching its output for signals
+        (read by ``agent``'s readers; None: every agent's)."""
         slot = self.acquire(run_id, check=self.check)
         watch = StreamWatch(stdout, stderr, lambda r: self.signal(
-            r.wait_ms / 1000, source="agent", run_id=run_id))
+            r.wait_ms / 1000, source="agent", run_id=run_id), agent)
         watch.start()
         try:
             yield watch
@@ -246,8 +248,11 @@ class StreamWatch:
     """Tails a run's ``stdout.txt`` and ``stderr.txt`` while its CLI runs (the runners write
     them line by line), calling ``on_retry`` for each rate-limit retry reported."""
 
-    def __init__(self, stdout: Path, stderr: Path, on_retry: Callable[[Retry], None]) -> None:
+    def __init__(self, stdout: Path, stderr: Path, on_retry: Callable[[Retry], None],
+                 agent: str | None = None) -> None:
         self.files = ((Path(stdout), stdout_retry), (Path(stderr), stderr_retry))
+        #: Whose readers read the lines (None: every agent's).
+        self.agent = agent
         self.on_retry = on_retry
         self.seen = 0
         self._offsets = [0, 0]
@@ -285,7 +290,7 @@ class StreamWatch:
             self._offsets[i] += len(chunk)
             *lines, self._rest[i] = (self._rest[i] + chunk).split(b"\n")
             for line in lines:
-                hit = parse(line)
+                hit = parse(line, self.agent)
                 if hit is not None:
                     self.seen += 1
                     with contextlib.suppress(Exception):  # a signal must never fail a run

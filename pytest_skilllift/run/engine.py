@@ -294,7 +294,7 @@ class WeekRun:
         if self.concurrency is None:
             return contextlib.nullcontext()
         return self.concurrency.running(spec.run_id, run_dir / STDOUT_FILE,
-                                        run_dir / STDERR_FILE)
+                                        run_dir / STDERR_FILE, spec.agent)
 
     def _record(self, spec: RunSpec, outcome: RunOutcome, transcript: Path) -> dict[str, Any]:
         from pytest_skilllift.trace import audit
@@ -341,7 +341,8 @@ class WeekRun:
             "invocation_status": inv.status if inv else "",
             "top_level_only": "" if inv is None else int(inv.top_level_only),
             "permission_denials": sig.permission_denials,
-            **rate_limit_columns(count_run(transcript, transcript.parent / STDERR_FILE)),
+            **rate_limit_columns(count_run(transcript, transcript.parent / STDERR_FILE,
+                                           spec.agent)),
             "prompt_path": str(spec.prompt.path),
             "final_answer": sig.final_answer,
         }

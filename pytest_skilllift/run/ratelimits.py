@@ -6,16 +6,14 @@ rate-limited run can change results". So each run's retries are counted (the man
 ``rate_limit_retries`` and ``rate_limit_wait_ms`` columns) and, while it runs, fed to the
 session's concurrency limit (:mod:`pytest_skilllift.run.concurrency`).
 
-What each CLI says (a retry for HTTP 429 "rate limited" or 529 "overloaded"):
-
-- Claude Code, stream-json on stdout: ``{"type": "system", "subtype": "api_retry",
-  "attempt": 1, "retry_delay_ms": 3054, "error_status": 429, "error": "rate_limit", …}`` —
-  one event per retry, its delay honouring the API's ``retry-after``;
-- Codex (``exec --json``) on stdout: ``{"type": "error", "message": "Reconnecting... 1/5
-  (unexpected status 429 Too Many Requests: …)"}`` — no delay is given (counted, wait 0);
-- Gemini CLI on stderr: ``Attempt 2 failed with status 429. Retrying with backoff...`` —
-  no delay is given either;
-- OpenCode retries without a word on its output: its rate limits are not seen here.
+Each agent's module reads its own retries (``agents/<name>.py``'s outage readers, the ones
+``runners.outage`` reads too): a retry whose status is 429 "rate limited" or 529
+"overloaded" is a rate limit (``OutageSignal.rate_limited``). Claude Code announces each in
+a stream-json ``api_retry`` event with its delay (``retry_delay_ms``, honouring the API's
+``retry-after``); Codex in an ``error`` event "Reconnecting... 1/5 (unexpected status 429 …)"
+and Gemini CLI on stderr "Attempt 2 failed with status 429. Retrying with backoff...", both
+without a delay (counted, wait 0); OpenCode retries without a word on its output, so its
+rate limits are not seen here.
 
 Other retries (a reset connection, a 500) are not rate limits and are not counted. No
 pytest here.
@@ -23,14 +21,14 @@ pytest here.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_skilllift.agents.base import status_in
+from pytest_skilllift.agents.base import RATE_LIMIT_STATUSES, OutageSignal
+from pytest_skilllift.agents.registry import stderr_signal, stdout_signal
 
-#: The HTTP statuses that say "slow down": rate limited, overloaded.
-RATE_LIMIT_STATUSES = frozenset({429, 529})
+__all__ = ["RATE_LIMIT_STATUSES", "RateLimits", "Retry", "count_run", "rate_limit_columns",
+           "stderr_retry", "stdout_retry"]
 
 
 @dataclass(frozen=True)
@@ -42,42 +40,21 @@ class Retry:
     wait_ms: int
 
 
-def stdout_retry(line: bytes | str) -> Retry | None:
-    """The rate-limit retry one line of an agent's stdout reports, or None."""
-    raw = line.encode() if isinstance(line, str) else line
-    if b"api_retry" not in raw and b"Reconnecting" not in raw:
-        return None  # the common case, without parsing JSON
-    try:
-        event = json.loads(raw)
-    except ValueError:
+def _retry(said: OutageSignal | None) -> Retry | None:
+    if said is None or not said.rate_limited or said.status is None:
         return None
-    if not isinstance(event, dict):
-        return None
-    if event.get("type") == "system" and event.get("subtype") == "api_retry":  # Claude Code
-        status = event.get("error_status")
-        if isinstance(status, int) and status in RATE_LIMIT_STATUSES:
-            delay = event.get("retry_delay_ms")
-            wait = int(delay) if isinstance(delay, (int, float)) and delay > 0 else 0
-            return Retry(status, wait)
-        return None
-    message = event.get("message")
-    if event.get("type") == "error" and isinstance(message, str) and message.startswith(
-            "Reconnecting"):  # Codex
-        status = status_in(message)
-        if status in RATE_LIMIT_STATUSES:
-            assert status is not None
-            return Retry(status, 0)
-    return None
+    return Retry(said.status, said.wait_ms)
 
 
-def stderr_retry(line: bytes | str) -> Retry | None:
+def stdout_retry(line: bytes | str, agent: str | None = None) -> Retry | None:
+    """The rate-limit retry one line of an agent's stdout reports, or None (``agent``: whose
+    reader; None: every agent's)."""
+    return _retry(stdout_signal(line, agent))
+
+
+def stderr_retry(line: bytes | str, agent: str | None = None) -> Retry | None:
     """The rate-limit retry one line of an agent's stderr reports (Gemini CLI), or None."""
-    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
-    text = text.strip()
-    if not (text.startswith("Attempt ") and "Retrying" in text):
-        return None
-    status = status_in(text)
-    return Retry(status, 0) if status in RATE_LIMIT_STATUSES and status is not None else None
+    return _retry(stderr_signal(line, False, agent))
 
 
 @dataclass(frozen=True)
@@ -88,8 +65,10 @@ class RateLimits:
     wait_ms: int = 0
 
 
-def count_run(stdout: Path, stderr: Path | None = None) -> RateLimits:
-    """Count a finished run's rate-limit retries from its transcript (and stderr)."""
+def count_run(stdout: Path, stderr: Path | None = None,
+              agent: str | None = None) -> RateLimits:
+    """Count a finished run's rate-limit retries from its transcript (and stderr), read by
+    ``agent``'s readers (None: every agent's)."""
     retries = wait = 0
     for path, parse in ((stdout, stdout_retry), (stderr, stderr_retry)):
         if path is None:
@@ -97,7 +76,7 @@ def count_run(stdout: Path, stderr: Path | None = None) -> RateLimits:
         try:
             with open(path, "rb") as fh:
                 for line in fh:
-                    hit = parse(line)
+                    hit = parse(line, agent)
                     if hit is not None:
                         retries += 1
                         wait += hit.wait_ms

@@ -390,7 +390,7 @@ class TriggerRun:
                     self._runner = self._runner_factory()
                 run_dir = self.week.run_dir(spec.run_id)
                 with (self.concurrency.running(spec.run_id, run_dir / STDOUT_FILE,
-                                               run_dir / STDERR_FILE)
+                                               run_dir / STDERR_FILE, run.agent)
                       if self.concurrency is not None else contextlib.nullcontext()):
                     outcome = self._runner.run(run, self.agent, run_dir)
                 if self.breaker is not None:

@@ -34,7 +34,6 @@ a host that cannot be reached is that run's outage, in the same words.
 
 from __future__ import annotations
 
-import json
 import socket
 import ssl
 import threading
@@ -42,7 +41,7 @@ import time
 from urllib.parse import urlsplit
 
 from pytest_skilllift.agents.base import OutageSignal
-from pytest_skilllift.agents.registry import AGENTS, agent
+from pytest_skilllift.agents.registry import AGENTS, agent, stderr_signal, stdout_signal
 from pytest_skilllift.model import CLAUDE_CODE
 
 DEFAULT_BASE_URL = AGENTS[CLAUDE_CODE].default_url
@@ -107,11 +106,14 @@ def where(base_url: str) -> str:
 
 class OutageWatch:
     """Fed the CLI's stdout (and stderr) line by line; :attr:`cause` is set once an outage is
-    certain. ``key_hint`` and ``url_hint`` name what to check (the agent's variables)."""
+    certain. ``key_hint`` and ``url_hint`` name what to check (the agent's variables),
+    ``agent`` whose outage readers read the lines."""
 
     def __init__(self, base_url: str, model_id: str, *,
                  key_hint: str = "ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN",
-                 url_hint: str = "ANTHROPIC_BASE_URL") -> None:
+                 url_hint: str = "ANTHROPIC_BASE_URL", agent: str | None = None) -> None:
+        #: Whose outage readers read its lines (None: every agent's, the first that reads).
+        self.agent = agent
         self.base_url = base_url or DEFAULT_BASE_URL
         self.model_id = model_id
         self.key_hint = key_hint
@@ -134,19 +136,15 @@ class OutageWatch:
         self._heard = time.monotonic()
         if self.cause is not None:
             return self.cause
-        if b'"api_retry"' not in line:
-            if b'"type":"assistant"' in line.replace(b" ", b""):
-                self._streak = 0  # a call got through: earlier retries were passing faults
-            elif b'"error"' in line or b'"api_error' in line:
-                self._error_event(line)
+        if b'"type":"assistant"' in line.replace(b" ", b""):
+            self._streak = 0  # a call got through: earlier retries were passing faults
             return self.cause
-        try:
-            event = json.loads(line)
-        except ValueError:
-            return None
-        if not isinstance(event, dict) or event.get("subtype") != "api_retry":
-            return None
-        self._retry(event.get("error_status"), str(event.get("error") or ""))
+        # Every retry and error event, read by the agent's own outage_event
+        # (agents/<name>.py): Claude Code's api_retry and result events, Codex's retries and
+        # final error, OpenCode's and Gemini CLI's final error events.
+        said = stdout_signal(line, self.agent)
+        if said is not None:
+            self._signal(said)
         return self.cause
 
     def feed_stderr(self, line: bytes) -> str | None:
@@ -154,12 +152,9 @@ class OutageWatch:
         self._heard = time.monotonic()
         if self.cause is not None:
             return self.cause
-        text = line.decode("utf-8", "replace").strip()
-        for defn in AGENTS.values():
-            said = defn.outage_stderr(text, self._stderr_error) if defn.outage_stderr else None
-            if said is not None:
-                self._signal(said)
-                break
+        said = stderr_signal(line, self._stderr_error, self.agent)
+        if said is not None:
+            self._signal(said)
         return self.cause
 
     def tick(self) -> str | None:
@@ -180,22 +175,6 @@ class OutageWatch:
         if why is not None and self.cause is None:
             self.cause = (f"API unreachable at {where(self.base_url)}: {why}; "
                           f"check {self.url_hint}")
-
-    def _error_event(self, line: bytes) -> None:
-        """An error or result event, read by each agent's ``outage_event``
-        (``agents/<name>.py``): Codex's retries and final error, OpenCode's and Gemini
-        CLI's final error events, Claude Code's result event when it gave up."""
-        try:
-            event = json.loads(line)
-        except ValueError:
-            return
-        if not isinstance(event, dict):
-            return
-        for defn in AGENTS.values():
-            said = defn.outage_event(event) if defn.outage_event else None
-            if said is not None:
-                self._signal(said)
-                return
 
     def _signal(self, said: OutageSignal) -> None:
         if said.kind == "retry":
@@ -250,7 +229,7 @@ def watch_for(name: str, model_id: str, env: dict[str, str]) -> OutageWatch:
     """The watch for one run of agent ``name`` (``env``: the session's environment, where the
     agent's base URL and key variables are read)."""
     if name == CLAUDE_CODE:  # its key may be an auth token too (the watch's default hint)
-        return OutageWatch(env.get(AGENTS[name].base_url_var, ""), model_id)
+        return OutageWatch(env.get(AGENTS[name].base_url_var, ""), model_id, agent=name)
     defn = agent(name)
     return OutageWatch(env.get(defn.base_url_var) or defn.default_url, model_id,
-                       key_hint=defn.key_var, url_hint=defn.base_url_var)
+                       key_hint=defn.key_var, url_hint=defn.base_url_var, agent=name)
