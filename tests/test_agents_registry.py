@@ -143,6 +143,51 @@ def test_every_agent_reads_its_own_rate_limit_retries(name: str, tmp_path: Path)
     assert (counted.retries, counted.wait_ms) == (2, 2 * wait)
 
 
+_ASK = "Which commit introduced the regression?"
+#: The request each agent's CLI sends for a model turn: the path after its base URL, and a
+#: body in its API's shape (what docs/agents.md "The stand-in speaks every agent's API"
+#: says). A new agent fails the test below until its API is here and the stand-in routes it.
+GENERATION: dict[str, tuple[str, dict[str, object]]] = {
+    "claude-code": ("/v1/messages", {
+        "model": "claude-haiku-4-5", "max_tokens": 64, "tools": [{"name": "Read"}],
+        "messages": [{"role": "user", "content": _ASK}]}),
+    "codex": ("/responses", {
+        "model": "gpt-5.5", "stream": True, "tools": [{"type": "function",
+                                                      "name": "exec_command"}],
+        "input": [{"type": "message", "role": "user",
+                   "content": [{"type": "input_text", "text": _ASK}]}]}),
+    "gemini-cli": ("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", {
+        "tools": [{"functionDeclarations": [{"name": "read_file"}]}],
+        "contents": [{"role": "user", "parts": [{"text": _ASK}]}]}),
+    "opencode": ("/v1/messages", {
+        "model": "claude-haiku-4-5", "max_tokens": 64, "tools": [{"name": "read"}],
+        "messages": [{"role": "user", "content": _ASK}]}),
+}
+
+
+def test_the_stand_in_routes_every_agents_api_to_its_dialect() -> None:
+    """``testing/server.py`` routes by path and body; each registered agent's model turn,
+    sent where its base-URL variable points at the stand-in (``stand_in_path``), reaches the
+    dialect named for that agent (Claude Code's: the Messages API itself)."""
+    import urllib.request
+
+    from pytest_skilllift.testing.agent_script import skill_agent
+    from pytest_skilllift.testing.server import StandIn
+
+    assert set(GENERATION) == set(AGENTS)
+    with StandIn(agent=skill_agent) as api:
+        for name, (path, body) in GENERATION.items():
+            url = api.base_url + AGENTS[name].stand_in_path + path
+            request = urllib.request.Request(url, json.dumps(body).encode(),
+                                             {"content-type": "application/json"})
+            with urllib.request.urlopen(request, timeout=10) as resp:
+                assert resp.status == 200, name
+            dialect = "messages" if name == CLAUDE_CODE else name
+            assert api.requests[-1].api == dialect and api.requests[-1].kind == "agent", name
+    assert {d.name for d in (dialects.CODEX, dialects.GEMINI, dialects.OPENCODE)} == {
+        a.name for a in others()}
+
+
 @pytest.mark.parametrize("agent", others(), ids=lambda a: a.name)
 def test_every_npm_agent_is_pinned_installable_and_played_by_the_stand_in(agent: Agent) -> None:
     assert agent.registry == "npm"
