@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Generator
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
@@ -184,12 +184,12 @@ class ProgressLine:
     def _reporter(self) -> Any:
         return self.config.pluginmanager.get_plugin("terminalreporter")
 
-    def _tty(self, tr: Any) -> IO[str] | None:
-        # The writer's own file, written past the writer: the live line must not move the
-        # column pytest counts for its result letters (no public accessor for the file).
-        out = getattr(self.config.get_terminal_writer(), "_file", None)
-        isatty = getattr(out, "isatty", None)
-        return out if callable(isatty) and isatty() else None
+    def _tty(self, tr: Any) -> Any:
+        """The terminal writer when pytest writes to a terminal (the reporter's public
+        ``isatty``), else None. The live line goes through its ``write_raw``, which does not
+        move the column pytest counts for its result letters (``write`` would)."""
+        isatty = getattr(tr, "isatty", None)
+        return self.config.get_terminal_writer() if callable(isatty) and isatty() else None
 
     def _erase(self) -> None:
         if not self._drawn:
@@ -198,8 +198,8 @@ class ProgressLine:
         out = self._tty(tr) if tr is not None else None
         if out is not None:
             # Clear our line, go back up to the end of pytest's line.
-            out.write("\r\x1b[2K\x1b[1A" + (f"\x1b[{self._col}C" if self._col else ""))
-            out.flush()
+            out.write_raw("\r\x1b[2K\x1b[1A" + (f"\x1b[{self._col}C" if self._col else ""),
+                          flush=True)
         self._drawn = False
 
     def _draw(self) -> None:
@@ -208,13 +208,11 @@ class ProgressLine:
         tr = self._reporter()
         if tr is None:
             return
-        out = self._tty(tr)
-        if out is not None:
-            tw = self.config.get_terminal_writer()
+        tw = self._tty(tr)
+        if tw is not None:
             width = getattr(tw, "fullwidth", 80)
             self._col = tw.width_of_current_line
-            out.write("\n" + self.progress.line()[: max(10, width - 1)])
-            out.flush()
+            tw.write_raw("\n" + self.progress.line()[: max(10, width - 1)], flush=True)
             self._drawn = True
         elif self._changed and time.monotonic() - self._last_print >= self.interval_s:
             # Not a terminal: no redrawing, one plain line per interval when runs finished.
