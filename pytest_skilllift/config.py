@@ -250,11 +250,12 @@ OPTIONS: tuple[Option, ...] = (
            default_text="3 when a Claude Code label runs (qdrant/skills SCORING.md: 2-3), "
            "else the worker count", metavar="N"),
     Option("preflight", "Before the first run, ask each label's agent API once whether its "
-           "model exists (a free model lookup: GET /v1/models/ID for Claude Code, Codex and "
-           "OpenCode's anthropic/ models, GET v1beta/models/ID for Gemini CLI): a mistyped "
-           "model, a refused key or an "
-           "unreachable API stops the session up front, naming the label, the cause and the "
-           "fix. off: find out from the runs (their outage handling and circuit breaker).",
+           "model exists (a free model lookup: GET /v1/models/ID for Claude Code and Codex, "
+           "GET v1beta/models/ID for Gemini CLI, OpenCode's at its model's provider): a "
+           "mistyped model, a refused key or an unreachable API stops the session up front, "
+           "naming the label, the cause and the fix; what it cannot check is counted and "
+           "named in its line. off: find out from the runs (their outage handling and "
+           "circuit breaker).",
            default="on", choices=("on", "off")),
     Option("progress-interval", "Seconds between progress lines when the output is not a "
            "terminal (CI logs; 0 = one per finished run). A terminal gets one "

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_skilllift.config import DEMO_PROJECT
 from pytest_skilllift.runners.claude import bundled_claude
-from pytest_skilllift.runners.preflight import Problem, check, stop_message
+from pytest_skilllift.runners.preflight import Problem, check, run, stop_message
 from pytest_skilllift.testing.agent_script import skill_agent
 from pytest_skilllift.testing.judge_script import keyword_judge
 from pytest_skilllift.testing.server import StandIn
@@ -78,9 +78,94 @@ def test_each_model_is_asked_once_at_its_own_agents_api() -> None:
                   ("oc", "opencode:anthropic/claude-haiku-4-5"),
                   ("oc-other", "opencode:openai/gpt-5")], env(), fetch=fake) == []
     # Claude Code's and OpenCode's Anthropic API (same host), Codex's OpenAI API, Gemini's;
-    # an OpenCode model of another provider is not asked (its key is not the run's)
+    # an OpenCode model of another provider at that provider's API (OpenAI's, here)
     assert fake.calls == ["/v1/models/claude-haiku-4-5", "/v1/models/gpt-5.5",
-                          "/v1beta/models/gemini-2.5-flash", "/v1/models/claude-haiku-4-5"]
+                          "/v1beta/models/gemini-2.5-flash", "/v1/models/claude-haiku-4-5",
+                          "/v1/models/gpt-5"]
+
+
+def test_opencodes_other_providers_are_asked_at_their_own_api_with_their_own_key() -> None:
+    seen: list[tuple[str, dict[str, str]]] = []
+
+    def fetch(url: str, headers: Mapping[str, str]) -> tuple[int, str]:
+        seen.append((url, dict(headers)))
+        return 200, "{}"
+
+    labels = [("oa", "opencode:openai/gpt-5-mini"), ("og", "opencode:google/gemini-2.5-pro")]
+    keys = {"OPENAI_API_KEY": "ko", "GEMINI_API_KEY": "kg", "ANTHROPIC_API_KEY": "ka"}
+    result = run(labels, keys, fetch=fetch)
+    assert result.problems == [] and result.checked == ["oa", "og"] and not result.unchecked
+    # without a base URL: each provider's public API, with the key the run is given
+    assert seen == [("https://api.openai.com/v1/models/gpt-5-mini",
+                     {"authorization": "Bearer ko", "accept": "application/json"}),
+                    ("https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro",
+                     {"x-goog-api-key": "kg", "accept": "application/json"})]
+    # with ANTHROPIC_BASE_URL: where OpenCode's providers then go (its baseURL + /v1)
+    seen.clear()
+    run(labels, {**keys, "ANTHROPIC_BASE_URL": "http://gw.test/"}, fetch=fetch)
+    assert [u for u, _ in seen] == ["http://gw.test/v1/models/gpt-5-mini",
+                                    "http://gw.test/v1/models/gemini-2.5-pro"]
+
+
+def test_a_mistyped_or_refused_opencode_provider_model_is_named() -> None:
+    fake = Fake({"/v1/models/gpt-5-mni": (404, '{"error":{"message":"The model \'gpt-5-mni\' '
+                                               'does not exist"}}')},
+                default=(200, "{}"))
+    problems = check([("oa", "opencode:openai/gpt-5-mni")], env(), fetch=fake)
+    assert [(p.label, p.model_id) for p in problems] == [("oa", "opencode:openai/gpt-5-mni")]
+    assert "OpenCode's API has no model 'openai/gpt-5-mni'" in problems[0].cause
+    assert "did you mean 'openai/gpt-5-mini'?" in problems[0].fix
+    assert "oa=opencode:openai/gpt-5-mini" in problems[0].fix
+    invalid = (400, '{"error":{"code":400,"message":"API key not valid.","details":'
+                    '[{"reason":"API_KEY_INVALID"}]}}')
+    problems = check([("og", "opencode:google/gemini-2.5-flash")], env(),
+                     fetch=Fake({}, default=invalid))
+    assert len(problems) == 1 and "set GEMINI_API_KEY" in problems[0].fix
+
+
+def test_what_cannot_be_checked_is_counted_and_named_in_the_preflight_line() -> None:
+    fake = Fake({"/v1/models?limit=1": (200, "{}")})
+    result = run([("s", "claude-haiku-4-5"), ("h", "haiku"), ("oa", "opencode:openai/gpt-5"),
+                  ("mi", "opencode:mistral/codestral-latest"),
+                  ("busy", "gemini-cli:gemini-2.5-pro")], env(),
+                 fetch=lambda url, h: (503, "busy") if "v1beta" in url else fake(url, h))
+    assert result.problems == []
+    assert result.checked == ["s", "oa"]
+    assert [(u.label, u.model_id) for u in result.unchecked] == [
+        ("mi", "opencode:mistral/codestral-latest"), ("h", "haiku"),
+        ("busy", "gemini-cli:gemini-2.5-pro")]
+    line = result.line()
+    assert line.startswith("skill-lift preflight: 2 of 5 labels checked (4 lookups); "
+                           "3 not checked: ")
+    assert ("mi (opencode:mistral/codestral-latest: OpenCode has no model lookup for "
+            "'mistral/codestral-latest' here)") in line
+    assert "h (haiku: a name Claude Code resolves itself; the key was checked)" in line
+    assert "busy (gemini-cli:gemini-2.5-pro: HTTP 503 from" in line
+    bedrock = run([("s", "claude-sonnet-4-5")], env(CLAUDE_CODE_USE_BEDROCK="1"), fetch=fake)
+    assert bedrock.line() == ("skill-lift preflight: 0 of 1 label checked (0 lookups); 1 not "
+                              "checked: s (claude-sonnet-4-5: Claude Code here calls another "
+                              "API (Bedrock / Vertex))")
+
+
+def test_an_opencode_run_gets_its_models_providers_key_only() -> None:
+    from pytest_skilllift.agents.registry import agent
+    from pytest_skilllift.model import AgentConfig, PromptSpec, RubricItem, RunSpec
+
+    prompt = PromptSpec(path=Path("p.json"), name="p", product_area="x", prompt="q",
+                        rubric=(RubricItem("must", "x", 1),), skill_path="fam/SKILL.md")
+    host = {"PATH": "/bin", "ANTHROPIC_API_KEY": "ka", "OPENAI_API_KEY": "ko",
+            "GEMINI_API_KEY": "kg"}
+    keys = {}
+    for model in ("anthropic/claude-haiku-4-5", "openai/gpt-5", "google/gemini-2.5-pro",
+                  "mistral/codestral-latest"):
+        spec = RunSpec(prompt=prompt, model_label="l", model_id=f"opencode:{model}",
+                       condition="no-skill", rep=1, run_id="r")
+        inv = agent("opencode").invocation("opencode", spec, AgentConfig(
+            claude_path="claude", skills_root=Path("s")), "/h", dict(host), False)
+        keys[model] = sorted(k for k in inv.env if k.endswith("_API_KEY"))
+    assert keys == {"anthropic/claude-haiku-4-5": ["ANTHROPIC_API_KEY"],
+                    "openai/gpt-5": ["OPENAI_API_KEY"], "google/gemini-2.5-pro": ["GEMINI_API_KEY"],
+                    "mistral/codestral-latest": ["ANTHROPIC_API_KEY"]}
 
 
 def test_each_agent_is_asked_with_its_own_url_and_key() -> None:
@@ -227,20 +312,28 @@ def test_every_agents_preflight_against_the_stand_in() -> None:
     models = frozenset({"claude-haiku-4-5", "gpt-5-mini", "gemini-2.5-flash"})
     labels = [("h", "claude-haiku-4-5"), ("gpt", "codex:gpt-5-mini"),
               ("flash", "gemini-cli:gemini-2.5-flash"),
-              ("oc", "opencode:anthropic/claude-haiku-4-5")]
+              ("oc", "opencode:anthropic/claude-haiku-4-5"),
+              ("oc-gpt", "opencode:openai/gpt-5-mini"),
+              ("oc-flash", "opencode:google/gemini-2.5-flash")]
     with StandIn(api_key=KEY, models=models) as api:
         good = env(api.base_url, KEY, OPENAI_BASE_URL=api.base_url + "/v1", OPENAI_API_KEY=KEY,
                    GOOGLE_GEMINI_BASE_URL=api.base_url, GEMINI_API_KEY=KEY)
         assert check(labels, good) == []
         typos = [("h", "claude-haiku-4-6"), ("gpt", "codex:gpt-5-mni"),
                  ("flash", "gemini-cli:gemini-2.5-flsh"),
-                 ("oc", "opencode:anthropic/claude-haku-4-5")]
-        assert [p.label for p in check(typos, good)] == ["h", "gpt", "flash", "oc"]
+                 ("oc", "opencode:anthropic/claude-haku-4-5"),
+                 ("oc-gpt", "opencode:openai/gpt-5-mni"),
+                 ("oc-flash", "opencode:google/gemini-2.5-flsh")]
+        assert [p.label for p in check(typos, good)] == ["h", "gpt", "flash", "oc", "oc-gpt",
+                                                         "oc-flash"]
         wrong = {**good, "OPENAI_API_KEY": "no", "GEMINI_API_KEY": "no"}
         refused = check(labels, wrong)
         assert [(p.label, p.fix) for p in refused] == [
             ("gpt", "set OPENAI_API_KEY to a valid key for this endpoint"),
-            ("flash", "set GEMINI_API_KEY to a valid key for this endpoint")]
+            ("flash", "set GEMINI_API_KEY to a valid key for this endpoint"),
+            ("oc-gpt", "set OPENAI_API_KEY to a valid key for this endpoint"),
+            ("oc-flash", "set GEMINI_API_KEY to a valid key for this endpoint")]
+        assert "HTTP 400: API key not valid" in refused[-1].cause  # the Gemini API's answer
 
 
 # -- a real session: stopped before any run, serial and -n 2 ---------------------------------
@@ -339,3 +432,51 @@ def test_codex_and_gemini_labels_are_checked_before_any_run(tmp_path: Path,
     assert "refused the key (HTTP 400" in out and "set GEMINI_API_KEY" in out
     assert "label 'haiku'" not in out
     assert runs == 0 and not list((tmp_path / "week").glob("*/run.json"))
+
+
+@pytest.mark.slow
+@pytest.mark.cli
+@pytest.mark.skipif(bundled_claude() is None or not shutil.which("opencode"),
+                    reason="claude-agent-sdk (bundled CLI) or opencode missing")
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "n2"])
+def test_opencodes_openai_and_google_models_are_checked_before_any_run(
+        tmp_path: Path, workers: tuple[str, ...]) -> None:
+    _project(tmp_path, "haiku=claude-haiku-4-5,oc-gpt=opencode:openai/gpt-5-mni,"
+                       "oc-flash=opencode:google/gemini-2.5-flash")
+    with StandIn(agent=skill_agent, judge=keyword_judge, api_key=KEY,
+                 models=frozenset({"claude-haiku-4-5", "gpt-5-mini", "gemini-2.5-flash"})) as api:
+        result = _session(tmp_path, api.base_url, KEY, *workers, extra={
+            "OPENAI_API_KEY": KEY, "GEMINI_API_KEY": "not-the-key"})
+        runs = api.count("agent", ok_only=False)
+    out = result.stdout + result.stderr
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR, out
+    assert "preflight stopped the session before any run (2 problems)" in out
+    assert "label 'oc-gpt' (model 'opencode:openai/gpt-5-mni'): OpenCode's API has no model" in out
+    assert "did you mean 'openai/gpt-5-mini'?" in out
+    assert "label 'oc-flash' (model 'opencode:google/gemini-2.5-flash'): OpenCode's API at" in out
+    assert "refused the key (HTTP 400" in out and "set GEMINI_API_KEY" in out
+    assert runs == 0 and not list((tmp_path / "week").glob("*/run.json"))
+
+
+@pytest.mark.slow
+@pytest.mark.cli
+@pytest.mark.skipif(bundled_claude() is None or not shutil.which("opencode"),
+                    reason="claude-agent-sdk (bundled CLI) or opencode missing")
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "n2"])
+def test_the_preflight_line_counts_and_names_what_it_could_not_check(
+        tmp_path: Path, workers: tuple[str, ...]) -> None:
+    # oc-mi's provider has no lookup here: named in the line; its runs are deselected, so
+    # only haiku's two runs go to the stand-in
+    _project(tmp_path, "haiku=claude-haiku-4-5,oc-gpt=opencode:openai/gpt-5-mini,"
+                       "oc-mi=opencode:mistral/codestral-latest")
+    with StandIn(agent=skill_agent, judge=keyword_judge, api_key=KEY,
+                 models=frozenset({"claude-haiku-4-5", "gpt-5-mini"})) as api:
+        result = _session(tmp_path, api.base_url, KEY, *workers, "-k", "haiku",
+                          extra={"OPENAI_API_KEY": KEY})
+        lookups = [r.path for r in api.requests if r.method == "GET"]
+    out = result.stdout + result.stderr
+    assert "stopped the session" not in out, out
+    assert ("skill-lift preflight: 2 of 3 labels checked (2 lookups); 1 not checked: oc-mi "
+            "(opencode:mistral/codestral-latest: OpenCode has no model lookup for "
+            "'mistral/codestral-latest' here)") in out
+    assert sorted(lookups) == ["/v1/models/claude-haiku-4-5", "/v1/models/gpt-5-mini"]

@@ -186,6 +186,10 @@ class Agent:
     url_problem: Callable[[Mapping[str, str]], str | None] | None = None
     #: How the preflight checks its labels' models before any run (None: not checked).
     model_probe: ModelProbe | None = None
+    #: When the API a run reaches depends on its model (OpenCode: the model's provider),
+    #: the provider of a model id: its key variable (the one key the run gets) and its
+    #: probe (None: a provider no lookup is known for, named as not checked).
+    provider: Callable[[str], tuple[str, ModelProbe | None] | None] | None = None
 
     @property
     def pinned(self) -> str:
@@ -193,18 +197,32 @@ class Agent:
         not pinned here)."""
         return f"{self.package}@{self.version}" if self.version else self.package
 
+    def key_var_for(self, model_id: str) -> str:
+        """The key variable a run of ``model_id`` (after the agent prefix) gets."""
+        known = self.provider(model_id) if self.provider is not None else None
+        return known[0] if known is not None else self.key_var
+
+    def probe_for(self, model_id: str) -> ModelProbe | None:
+        """How the preflight asks about ``model_id``'s model (None: it cannot be asked)."""
+        if self.provider is None:
+            return self.model_probe
+        known = self.provider(model_id)
+        return known[1] if known is not None else None
+
 
 def isolated_env(agent: Agent, cfg: AgentConfig, home: str,
-                 base: dict[str, str] | None) -> dict[str, str]:
+                 base: dict[str, str] | None, model_id: str = "") -> dict[str, str]:
     """A run's environment: a fresh HOME, the host's PATH and :data:`PASSTHROUGH`, and the
-    agent's key variable (the session's ``cfg.env`` wins over the host's); nothing else."""
+    agent's key variable for ``model_id`` (:meth:`Agent.key_var_for`; the session's
+    ``cfg.env`` wins over the host's); nothing else."""
     source = dict(os.environ if base is None else base)
     source.update(cfg.env)  # the session's values (the demo's key and endpoint) win
     env = {k: source[k] for k in PASSTHROUGH if k in source}
     env["HOME"] = home
     env["PATH"] = source.get("PATH", "/usr/local/bin:/usr/bin:/bin")
-    if agent.key_var in source:
-        env[agent.key_var] = source[agent.key_var]
+    key_var = agent.key_var_for(model_id)
+    if key_var in source:
+        env[key_var] = source[key_var]
     return env
 
 
@@ -214,6 +232,22 @@ def anthropic_probe_headers(key: str, bearer: bool = False) -> dict[str, str]:
     headers = {"anthropic-version": "2023-06-01", "accept": "application/json"}
     headers["authorization" if bearer else "x-api-key"] = f"Bearer {key}" if bearer else key
     return headers
+
+
+def bearer_probe_headers(key: str) -> dict[str, str]:
+    """The headers of an OpenAI Models API call (``GET /v1/models/{id}``): a bearer key."""
+    return {"authorization": f"Bearer {key}", "accept": "application/json"}
+
+
+def gemini_probe_headers(key: str) -> dict[str, str]:
+    """The headers of a Gemini API model lookup (``GET v1beta/models/{id}``)."""
+    return {"x-goog-api-key": key, "accept": "application/json"}
+
+
+def gemini_refused(status: int, body: str) -> bool:
+    """The Gemini API refuses a bad key with 400 ``API_KEY_INVALID`` (a missing one 403)."""
+    return status in (401, 403) or (status == 400 and (
+        "API_KEY_INVALID" in body or "API key not valid" in body))
 
 
 def quoted(model_id: str) -> str:

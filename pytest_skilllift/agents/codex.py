@@ -18,6 +18,7 @@ from pytest_skilllift.agents.base import (
     ModelProbe,
     OutageSignal,
     base_url,
+    bearer_probe_headers,
     has_credentials,
     isolated_env,
     quoted,
@@ -162,12 +163,15 @@ def outage_event(event: dict[str, Any]) -> OutageSignal | None:
     return OutageSignal("final", status) if status else None
 
 
+#: OpenAI model ids offered as "did you mean" (OpenCode's ``openai/`` models too).
+KNOWN_MODELS = ("gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-5.5")
+
+
 def probe_endpoint(env: Mapping[str, str]) -> tuple[str, dict[str, str], str]:
     """The OpenAI API Codex calls (``OPENAI_BASE_URL``, which ends in ``/v1``), the key as
     a bearer token, as Codex sends it."""
     base = (env.get(AGENT.base_url_var) or AGENT.default_url).rstrip("/")
-    return base, {"authorization": f"Bearer {env.get(AGENT.key_var, '')}",
-                  "accept": "application/json"}, AGENT.key_var
+    return base, bearer_probe_headers(env.get(AGENT.key_var, "")), AGENT.key_var
 
 
 def probe_path(model_id: str) -> str:
@@ -183,6 +187,5 @@ AGENT = Agent(
     listed_skills=listed_skills, read_stream=read_stream, outage_event=outage_event,
     image=ImageLayout(native=("codex", "@openai")), url_problem=url_problem,
     prices={"gpt-5": (1.25, 10.0), "gpt-5-mini": (0.25, 2.0), "gpt-5-nano": (0.05, 0.40)},
-    model_probe=ModelProbe(probe_endpoint, probe_path, "/models",
-                           known=("gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-5.5")),
+    model_probe=ModelProbe(probe_endpoint, probe_path, "/models", known=KNOWN_MODELS),
 )

@@ -15,6 +15,8 @@ from pytest_skilllift.agents.base import (
     ModelProbe,
     OutageSignal,
     base_url,
+    gemini_probe_headers,
+    gemini_refused,
     isolated_env,
     quoted,
     retry_status,
@@ -148,8 +150,7 @@ def probe_endpoint(env: Mapping[str, str]) -> tuple[str, dict[str, str], str]:
     """The Gemini API Gemini CLI calls (``GOOGLE_GEMINI_BASE_URL``), the key in
     ``x-goog-api-key``."""
     base = (env.get(AGENT.base_url_var) or AGENT.default_url).rstrip("/")
-    return base, {"x-goog-api-key": env.get(AGENT.key_var, ""),
-                  "accept": "application/json"}, AGENT.key_var
+    return base, gemini_probe_headers(env.get(AGENT.key_var, "")), AGENT.key_var
 
 
 def probe_path(model_id: str) -> str:
@@ -157,10 +158,8 @@ def probe_path(model_id: str) -> str:
     return f"/v1beta/models/{quoted(model_id.removeprefix('models/'))}"
 
 
-def probe_refused(status: int, body: str) -> bool:
-    """The Gemini API refuses a bad key with 400 ``API_KEY_INVALID`` (a missing one 403)."""
-    return status in (401, 403) or (status == 400 and (
-        "API_KEY_INVALID" in body or "API key not valid" in body))
+#: Gemini model ids offered as "did you mean" (OpenCode's ``google/`` models too).
+KNOWN_MODELS = ("gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite")
 
 
 AGENT = Agent(
@@ -174,8 +173,6 @@ AGENT = Agent(
     prices={"gemini-2.5-pro": (1.25, 10.0), "gemini-2.5-flash": (0.30, 2.50),
             "gemini-2.5-flash-lite": (0.10, 0.40)},
     builtin_skills=BUILTIN_SKILLS,
-    model_probe=ModelProbe(probe_endpoint, probe_path,
-                           "/v1beta/models?pageSize=1", refused=probe_refused,
-                           known=("gemini-2.5-pro", "gemini-2.5-flash",
-                                  "gemini-2.5-flash-lite")),
+    model_probe=ModelProbe(probe_endpoint, probe_path, "/v1beta/models?pageSize=1",
+                           refused=gemini_refused, known=KNOWN_MODELS),
 )

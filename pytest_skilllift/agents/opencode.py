@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_skilllift.agents import codex, gemini_cli
 from pytest_skilllift.agents.base import (
     AGENT_SKILL_ROOT,
     Agent,
@@ -16,6 +17,9 @@ from pytest_skilllift.agents.base import (
     OutageSignal,
     anthropic_probe_headers,
     base_url,
+    bearer_probe_headers,
+    gemini_probe_headers,
+    gemini_refused,
     has_credentials,
     isolated_env,
     quoted,
@@ -36,8 +40,10 @@ def invocation(cli: str, spec: RunSpec, cfg: AgentConfig, home: str,
                base: dict[str, str] | None = None, container: bool = False) -> Invocation:
     """``opencode run --format json``, config in ``~/.config/opencode/opencode.json``: the
     embedded skill denied, web fetch and search denied, no sharing or update; a base URL
-    goes to the model's provider options (the key stays in ``ANTHROPIC_API_KEY``)."""
-    env = isolated_env(AGENT, cfg, home, base)
+    goes to the model's provider options; the run gets its model's provider's key only
+    (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY`` for ``openai/…``, ``GEMINI_API_KEY`` for
+    ``google/…``: :data:`PROVIDERS`)."""
+    env = isolated_env(AGENT, cfg, home, base, spec.agent_model)
     env.update(OPENCODE_DISABLE_MODELS_FETCH="1", OPENCODE_DISABLE_AUTOUPDATE="1")
     url = base_url(AGENT, cfg, base)
     model = spec.agent_model
@@ -136,6 +142,13 @@ def outage_event(event: dict[str, Any]) -> OutageSignal | None:
     return OutageSignal("final", status, str(data.get("message") or "")[:80])
 
 
+def _provider_base(env: Mapping[str, str], public: str) -> str:
+    """Where a provider's calls go: ``ANTHROPIC_BASE_URL`` + ``/v1`` when it is set (as
+    :func:`invocation` writes it into every provider's ``baseURL``), else its public API."""
+    url = env.get(AGENT.base_url_var, "").rstrip("/")
+    return url.removesuffix("/v1") + "/v1" if url else public
+
+
 def probe_endpoint(env: Mapping[str, str]) -> tuple[str, dict[str, str], str]:
     """The Anthropic API OpenCode's ``anthropic`` provider calls (``ANTHROPIC_BASE_URL``,
     which :func:`invocation` extends with ``/v1``), with ``ANTHROPIC_API_KEY``."""
@@ -144,10 +157,56 @@ def probe_endpoint(env: Mapping[str, str]) -> tuple[str, dict[str, str], str]:
 
 
 def probe_path(model_id: str) -> str | None:
-    """``/v1/models/{id}`` for an ``anthropic/…`` model (the provider the run gets its key
-    for); another provider's model is not checked (None)."""
+    """``/v1/models/{id}`` for an ``anthropic/…`` model; None for another provider's (its
+    probe is its provider's: :data:`PROVIDERS`)."""
     provider, _, model = model_id.partition("/")
     return f"/v1/models/{quoted(model)}" if provider == "anthropic" and model else None
+
+
+def _openai_endpoint(env: Mapping[str, str]) -> tuple[str, dict[str, str], str]:
+    """OpenAI's API, as OpenCode's ``openai`` provider calls it, with ``OPENAI_API_KEY``."""
+    return (_provider_base(env, OPENAI_URL), bearer_probe_headers(env.get(OPENAI_KEY, "")),
+            OPENAI_KEY)
+
+
+def _google_endpoint(env: Mapping[str, str]) -> tuple[str, dict[str, str], str]:
+    """The Gemini API, as OpenCode's ``google`` provider calls it, with ``GEMINI_API_KEY``."""
+    return (_provider_base(env, GOOGLE_URL), gemini_probe_headers(env.get(GOOGLE_KEY, "")),
+            GOOGLE_KEY)
+
+
+def _after_provider(model_id: str) -> str | None:
+    """``/models/{model}`` of ``provider/model`` (OpenAI's and the Gemini API's lookup)."""
+    model = model_id.partition("/")[2]
+    return f"/models/{quoted(model)}" if model else None
+
+
+#: OpenAI's and Google's public APIs, as OpenCode's providers reach them without a base URL.
+OPENAI_URL = "https://api.openai.com/v1"
+GOOGLE_URL = "https://generativelanguage.googleapis.com/v1beta"
+#: The variable each provider's key is read from (OpenCode reads these itself; the run gets
+#: only its model's provider's: ``GEMINI_API_KEY`` is one of the three Google ones it reads).
+OPENAI_KEY, GOOGLE_KEY = "OPENAI_API_KEY", "GEMINI_API_KEY"
+ANTHROPIC_PROBE = ModelProbe(probe_endpoint, probe_path, "/v1/models?limit=1",
+                             known=("anthropic/claude-sonnet-4-5", "anthropic/claude-haiku-4-5"))
+#: The providers whose models a run reaches with a key skilllift hands over and whose API
+#: has a free model lookup (the preflight's): by the prefix of the model (``openai/gpt-5``).
+#: Another provider's model runs with ``ANTHROPIC_API_KEY`` only and is not checked.
+PROVIDERS: Mapping[str, tuple[str, ModelProbe]] = {
+    "anthropic": ("ANTHROPIC_API_KEY", ANTHROPIC_PROBE),
+    "openai": (OPENAI_KEY, ModelProbe(
+        _openai_endpoint, _after_provider, "/models",
+        known=tuple(f"openai/{m}" for m in codex.KNOWN_MODELS))),
+    "google": (GOOGLE_KEY, ModelProbe(
+        _google_endpoint, _after_provider, "/models?pageSize=1", refused=gemini_refused,
+        known=tuple(f"google/{m}" for m in gemini_cli.KNOWN_MODELS))),
+}
+
+
+def provider(model_id: str) -> tuple[str, ModelProbe | None] | None:
+    """The key variable and probe of ``provider/model``'s provider (:data:`PROVIDERS`);
+    None for another provider."""
+    return PROVIDERS.get(model_id.partition("/")[0]) if "/" in model_id else None
 
 
 AGENT = Agent(
@@ -160,6 +219,5 @@ AGENT = Agent(
         ("rg", "/usr/bin/rg", "ripgrep (rg)", "apt-get install ripgrep"),)),
     prices={"claude-sonnet-4-5": (3.0, 15.0), "claude-haiku-4-5": (1.0, 5.0)},
     builtin_skills=BUILTIN_SKILLS,
-    model_probe=ModelProbe(probe_endpoint, probe_path, "/v1/models?limit=1",
-                           known=("anthropic/claude-sonnet-4-5", "anthropic/claude-haiku-4-5")),
+    model_probe=ANTHROPIC_PROBE, provider=provider,
 )

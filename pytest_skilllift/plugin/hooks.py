@@ -364,9 +364,12 @@ class ControllerPlugin:
         if config.option.collectonly or (not session.items and not _uses_workers(config)):
             return
         try:
-            self.state.check_ready_to_run()
+            preflight_line = self.state.check_ready_to_run()
         except SettingsError as exc:
             raise pytest.UsageError(str(exc)) from None
+        tr = config.pluginmanager.get_plugin("terminalreporter")
+        if preflight_line and tr is not None:
+            tr.write_line(preflight_line)
         try:
             self.state.ci.open_week()
             self.state.plan_baseline()  # --skill-lift-baseline-from, against week.json

@@ -258,27 +258,29 @@ class SkillLiftSession:
 
         Warmed(imports).warm("skilllift-summarize-warmup")
 
-    def check_ready_to_run(self) -> None:
+    def check_ready_to_run(self) -> str | None:
         """Before the first run (listing tests needs neither): a key, so no run fails for the
-        want of one after the week started, and a CLI to run."""
+        want of one after the week started, and a CLI to run; the preflight's line."""
         self.check_credentials()
         self.agent_config()  # raises when no CLI can be found
-        self.preflight()
+        return self.preflight()
 
-    def preflight(self) -> None:
+    def preflight(self) -> str | None:
         """Each (agent, model) label's model asked once (its API's free model lookup, as
         the agent's definition says) before the matrix starts: a mistyped model, a refused
         key or an unreachable API stops the session here, naming the label, the cause and
         the fix (``runners.preflight``). The agents' endpoints are the ones their runs get
         (:meth:`agent_env`). Not for the scripted stand-in, nor Claude Code on Bedrock /
-        Vertex (another API), nor with ``--skill-lift-preflight=off``."""
+        Vertex (another API), nor with ``--skill-lift-preflight=off``. Returns its line (what
+        was checked, what could not be and why), None when it did not run."""
         from pytest_skilllift.runners import preflight
 
         if not self.settings.preflight or self.settings.demo:
-            return
-        problems = preflight.check(self.settings.models, {**os.environ, **self.agent_env()})
-        if problems:
-            raise SettingsError(preflight.stop_message(problems))
+            return None
+        found = preflight.run(self.settings.models, {**os.environ, **self.agent_env()})
+        if found.problems:
+            raise SettingsError(preflight.stop_message(found.problems))
+        return found.line()
 
     def check_credentials(self) -> None:
         """A real run needs a key before the first paid call, not after 200 runs failed."""

@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 
 from pytest_skilllift.agents.base import OutageSignal
 from pytest_skilllift.agents.registry import AGENTS, agent, stderr_signal, stdout_signal
-from pytest_skilllift.model import CLAUDE_CODE
+from pytest_skilllift.model import CLAUDE_CODE, split_agent
 
 DEFAULT_BASE_URL = AGENTS[CLAUDE_CODE].default_url
 #: Retries with a refused key or a missing model before the run is stopped (never transient;
@@ -232,4 +232,5 @@ def watch_for(name: str, model_id: str, env: dict[str, str]) -> OutageWatch:
         return OutageWatch(env.get(AGENTS[name].base_url_var, ""), model_id, agent=name)
     defn = agent(name)
     return OutageWatch(env.get(defn.base_url_var) or defn.default_url, model_id,
-                       key_hint=defn.key_var, url_hint=defn.base_url_var, agent=name)
+                       key_hint=defn.key_var_for(split_agent(model_id)[1]),
+                       url_hint=defn.base_url_var, agent=name)

@@ -576,8 +576,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._models(path)
             return
         # One model looked up in the OpenAI (Codex) or Gemini API: the preflight's question.
+        # The Gemini API answers on v1 too (OpenCode's google provider, given a base URL,
+        # asks there), told apart by its key header.
         if path.startswith("/v1/models/") and len(path) > len("/v1/models/"):
-            self._foreign_model(urllib.parse.unquote(path[len("/v1/models/"):]), gemini=False)
+            self._foreign_model(urllib.parse.unquote(path[len("/v1/models/"):]),
+                                gemini=self.headers.get("x-goog-api-key") is not None)
             return
         if _GEMINI_MODEL.match(path):
             self._foreign_model(urllib.parse.unquote(path[len("/v1beta/models/"):]),
