@@ -478,16 +478,21 @@ LIFT_WEIGHTS = (-1.0, 1.0)
 LEVEL_WEIGHTS = (1.0,)
 
 
+def _ranked(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What a multiple-comparison adjustment starts from: the p-values as floats, the output
+    (all NaN), and the indices of the non-NaN ones in ascending order (ties stable)."""
+    p = np.asarray(p, float)
+    ok = np.flatnonzero(~np.isnan(p))
+    return p, np.full(p.shape, np.nan), ok[np.argsort(p[ok], kind="stable")]
+
+
 def holm(p: np.ndarray) -> np.ndarray:
     """Holm's step-down adjusted p-values (Holm 1979); NaN entries stay NaN and are not
     counted in the family. Rejecting adjusted p ≤ α controls the family-wise error rate."""
-    p = np.asarray(p, float)
-    out = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(~np.isnan(p))
-    m = ok.size
+    p, out, order = _ranked(p)
+    m = order.size
     if m == 0:
         return out
-    order = ok[np.argsort(p[ok], kind="stable")]
     adj = np.maximum.accumulate((m - np.arange(m)) * p[order])
     out[order] = np.minimum(adj, 1.0)
     return out
@@ -495,13 +500,10 @@ def holm(p: np.ndarray) -> np.ndarray:
 
 def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
     """Benjamini–Hochberg adjusted p-values (false discovery rate); NaN entries stay NaN."""
-    p = np.asarray(p, float)
-    out = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(~np.isnan(p))
-    m = ok.size
+    p, out, order = _ranked(p)
+    m = order.size
     if m == 0:
         return out
-    order = ok[np.argsort(p[ok], kind="stable")]
     adj = p[order] * m / np.arange(1, m + 1)
     out[order] = np.minimum(np.minimum.accumulate(adj[::-1])[::-1], 1.0)
     return out

@@ -423,50 +423,26 @@ def sse_events(message: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     yield "ping", {"type": "ping"}
     for index, block in enumerate(message["content"]):
         btype = block.get("type")
+        begin: dict[str, Any] = block  # any other block is sent whole in its start event
+        deltas: list[dict[str, Any]] = []
         if btype == "text":
-            yield "content_block_start", {
-                "type": "content_block_start", "index": index,
-                "content_block": {"type": "text", "text": ""},
-            }
-            for piece in _chunks(block.get("text", ""), 40):
-                yield "content_block_delta", {
-                    "type": "content_block_delta", "index": index,
-                    "delta": {"type": "text_delta", "text": piece},
-                }
+            begin = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": piece}
+                      for piece in _chunks(block.get("text", ""), 40)]
         elif btype == "tool_use":
-            yield "content_block_start", {
-                "type": "content_block_start", "index": index,
-                "content_block": {"type": "tool_use", "id": block["id"],
-                                  "name": block["name"], "input": {}},
-            }
-            partial = json.dumps(block.get("input", {}))
-            yield "content_block_delta", {
-                "type": "content_block_delta", "index": index,
-                "delta": {"type": "input_json_delta", "partial_json": ""},
-            }
-            for piece in _chunks(partial, 24):
-                yield "content_block_delta", {
-                    "type": "content_block_delta", "index": index,
-                    "delta": {"type": "input_json_delta", "partial_json": piece},
-                }
+            begin = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in
+                      ("", *_chunks(json.dumps(block.get("input", {})), 24))]
         elif btype == "thinking":
-            yield "content_block_start", {
-                "type": "content_block_start", "index": index,
-                "content_block": {"type": "thinking", "thinking": "", "signature": ""},
-            }
-            yield "content_block_delta", {
-                "type": "content_block_delta", "index": index,
-                "delta": {"type": "thinking_delta", "thinking": block.get("thinking", "")},
-            }
-            yield "content_block_delta", {
-                "type": "content_block_delta", "index": index,
-                "delta": {"type": "signature_delta",
-                          "signature": block.get("signature", "c2lnbmF0dXJl")},
-            }
-        else:  # any other block is sent whole in its start event
-            yield "content_block_start", {
-                "type": "content_block_start", "index": index, "content_block": block,
-            }
+            begin = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": block.get("thinking", "")},
+                      {"type": "signature_delta",
+                       "signature": block.get("signature", "c2lnbmF0dXJl")}]
+        yield "content_block_start", {"type": "content_block_start", "index": index,
+                                      "content_block": begin}
+        for delta in deltas:
+            yield "content_block_delta", {"type": "content_block_delta", "index": index,
+                                          "delta": delta}
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
     yield "message_delta", {
         "type": "message_delta",
