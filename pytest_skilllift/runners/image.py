@@ -387,6 +387,24 @@ def plan_rootfs(claude: Path, version: str) -> tuple[RootFS, str]:
     return root, ("tini" if init else "none")
 
 
+def import_rootfs(client: Any, root: RootFS, tag: str, changes: list[str], *,
+                  what: str = "rootfs", log: Callable[[str], None] = print) -> None:
+    """``docker import`` of ``root`` as ``tag`` with the Dockerfile ``changes`` (ENV, USER,
+    CMD…), through a tarball in a temporary folder: every registry-free image's last step
+    (this one, the task base)."""
+    with tempfile.TemporaryDirectory(prefix="skilllift-image-") as tmp:
+        tar_path = Path(tmp) / "rootfs.tar"
+        with open(tar_path, "wb") as fh:
+            root.write(fh)
+        log(f"{what} tarball: {tar_path.stat().st_size / 1e6:.0f} MB, "
+            f"{len(root.entries)} entries; importing as {tag}")
+        from docker.utils import parse_repository_tag  # the docker SDK: only when building
+
+        repository, tag_part = parse_repository_tag(tag)
+        client.api.import_image_from_file(
+            str(tar_path), repository=repository, tag=tag_part or "latest", changes=changes)
+
+
 def import_changes(version: str, init: str, source: str = "from-local") -> list[str]:
     """Dockerfile instructions applied by ``docker import`` (same labels as the Dockerfile)."""
     changes = [
@@ -430,19 +448,7 @@ def build_from_local(
         raise ImageBuildError(f"{binary} --version printed nothing: is it the Claude Code CLI?")
     log(f"planning root filesystem around {binary} (Claude Code {version})")
     root, init = plan_rootfs(binary, version)
-    with tempfile.TemporaryDirectory(prefix="skilllift-image-") as tmp:
-        tar_path = Path(tmp) / "rootfs.tar"
-        with open(tar_path, "wb") as fh:
-            root.write(fh)
-        log(f"rootfs tarball: {tar_path.stat().st_size / 1e6:.0f} MB, "
-            f"{len(root.entries)} entries; importing as {tag}")
-        from docker.utils import parse_repository_tag  # the docker SDK: only when building
-
-        repository, tag_part = parse_repository_tag(tag)
-        client.api.import_image_from_file(
-            str(tar_path), repository=repository, tag=tag_part or "latest",
-            changes=import_changes(version, init),
-        )
+    import_rootfs(client, root, tag, import_changes(version, init), log=log)
     img = client.images.get(tag)
     warnings: list[str] = []
     if smoke:

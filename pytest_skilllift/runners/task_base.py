@@ -16,13 +16,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.runners.image import IMAGE_PATH, ImageBuildError, RootFS
+from pytest_skilllift.runners.image import IMAGE_PATH, ImageBuildError, RootFS, import_rootfs
 
 #: The tag the demo's task Dockerfiles build FROM.
 TASK_BASE_TAG = "skilllift-task-base:local"
@@ -118,19 +117,9 @@ def build_task_base(client: Any, tag: str = TASK_BASE_TAG, *,
     that ``python3 -m pytest --version`` runs in it."""
     started = time.monotonic()
     root = plan_task_base()
-    with tempfile.TemporaryDirectory(prefix="skilllift-task-base-") as tmp:
-        tar_path = Path(tmp) / "rootfs.tar"
-        with tar_path.open("wb") as fh:
-            root.write(fh)
-        log(f"task base rootfs: {tar_path.stat().st_size / 1e6:.0f} MB, "
-            f"{len(root.entries)} entries; importing as {tag}")
-        from docker.utils import parse_repository_tag
-
-        repository, tag_part = parse_repository_tag(tag)
-        client.api.import_image_from_file(
-            str(tar_path), repository=repository, tag=tag_part or "latest",
-            changes=[f"ENV PATH={IMAGE_PATH}", "ENV HOME=/root", "ENV SHELL=/bin/bash",
-                     "USER root", "WORKDIR /app", 'CMD ["/bin/bash"]'])
+    import_rootfs(client, root, tag, [f"ENV PATH={IMAGE_PATH}", "ENV HOME=/root",
+                                      "ENV SHELL=/bin/bash", "USER root", "WORKDIR /app",
+                                      'CMD ["/bin/bash"]'], what="task base rootfs", log=log)
     out = client.containers.run(tag, ["python3", "-m", "pytest", "--version"], remove=True,
                                 network_mode="none", stdout=True, stderr=True)
     log(f"smoke: {out.decode('utf-8', 'replace').strip()}")
