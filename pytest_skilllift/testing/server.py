@@ -514,6 +514,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
             given = given or auth[7:].strip()
         return given == key
 
+    def _send_truncated(self, payload: bytes) -> None:
+        """The ``truncate`` fault: a 200 whose body stops halfway, the connection closed."""
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload[: len(payload) // 2])
+        self._hang_up()
+
     def _reset(self) -> None:
         """Abort the connection with a TCP RST (SO_LINGER 0), like a dropped upstream."""
         with contextlib.suppress(OSError):
@@ -787,12 +796,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             payload = json.dumps(msg).encode()
             if fault == "truncate":
                 record(200, fault)
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload[: len(payload) // 2])
-                self._hang_up()
+                self._send_truncated(payload)
                 return
             record(200)
             self._send_json(200, payload)
@@ -943,12 +947,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                                                    usage)).encode()
         record(200, fault)
         if fault == "truncate":
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload[: len(payload) // 2])
-            self._hang_up()
+            self._send_truncated(payload)
             return
         self._send_json(200, payload)
 
