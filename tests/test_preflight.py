@@ -407,28 +407,50 @@ def test_a_refused_key_and_an_unreachable_api_stop_the_session_up_front(tmp_path
     assert "stopped the session before any run" not in off.stdout + off.stderr
 
 
+def _needs(*clis: str) -> pytest.MarkDecorator:
+    missing = bundled_claude() is None or not all(shutil.which(c) for c in clis)
+    return pytest.mark.skipif(missing, reason=f"claude-agent-sdk (bundled CLI) or "
+                                              f"{' / '.join(clis)} missing")
+
+
+#: (labels, the session's other variables, the mistyped label and what it meant, the label
+#: whose key is refused, whose API it is): the same stop for each agent's own API.
+_STOPS = {
+    "codex-gemini": ("haiku=claude-haiku-4-5,gpt=codex:gpt-5-mni,flash=gemini-cli:gemini-2.5-flash",
+                     {"OPENAI_BASE_URL": "{url}/v1", "GOOGLE_GEMINI_BASE_URL": "{url}"},
+                     ("gpt", "codex:gpt-5-mni", "Codex CLI", "gpt-5-mini"),
+                     ("flash", "gemini-cli:gemini-2.5-flash", "Gemini CLI")),
+    # OpenCode's openai/ and google/ models at their providers' APIs (the stand-in's, as
+    # OpenCode reaches them through ANTHROPIC_BASE_URL)
+    "opencode": ("haiku=claude-haiku-4-5,oc-gpt=opencode:openai/gpt-5-mni,"
+                 "oc-flash=opencode:google/gemini-2.5-flash", {},
+                 ("oc-gpt", "opencode:openai/gpt-5-mni", "OpenCode", "openai/gpt-5-mini"),
+                 ("oc-flash", "opencode:google/gemini-2.5-flash", "OpenCode")),
+}
+
+
 @pytest.mark.slow
 @pytest.mark.cli
-@pytest.mark.skipif(bundled_claude() is None or not (shutil.which("codex") and
-                                                     shutil.which("gemini")),
-                    reason="claude-agent-sdk (bundled CLI), codex or gemini missing")
+@pytest.mark.parametrize("case", [pytest.param("codex-gemini", marks=_needs("codex", "gemini")),
+                                  pytest.param("opencode", marks=_needs("opencode"))])
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "n2"])
-def test_codex_and_gemini_labels_are_checked_before_any_run(tmp_path: Path,
-                                                            workers: tuple[str, ...]) -> None:
-    _project(tmp_path, "haiku=claude-haiku-4-5,gpt=codex:gpt-5-mni,"
-                       "flash=gemini-cli:gemini-2.5-flash")
+def test_other_agents_labels_are_checked_before_any_run(tmp_path: Path, case: str,
+                                                        workers: tuple[str, ...]) -> None:
+    models, urls, (typo, typo_id, title, meant), (refused, refused_id, refused_title) = \
+        _STOPS[case]
+    _project(tmp_path, models)
     with StandIn(agent=skill_agent, judge=keyword_judge, api_key=KEY,
-                 models=frozenset({"claude-haiku-4-5", "gpt-5-mini"})) as api:
+                 models=frozenset({"claude-haiku-4-5", "gpt-5-mini", "gemini-2.5-flash"})) as api:
         result = _session(tmp_path, api.base_url, KEY, *workers, extra={
-            "OPENAI_BASE_URL": api.base_url + "/v1", "OPENAI_API_KEY": KEY,
-            "GOOGLE_GEMINI_BASE_URL": api.base_url, "GEMINI_API_KEY": "not-the-key"})
+            **{k: v.format(url=api.base_url) for k, v in urls.items()},
+            "OPENAI_API_KEY": KEY, "GEMINI_API_KEY": "not-the-key"})
         runs = api.count("agent", ok_only=False)
     out = result.stdout + result.stderr
     assert result.returncode == pytest.ExitCode.USAGE_ERROR, out
     assert "preflight stopped the session before any run (2 problems)" in out
-    assert "label 'gpt' (model 'codex:gpt-5-mni'): Codex CLI's API has no model" in out
-    assert "did you mean 'gpt-5-mini'?" in out
-    assert "label 'flash' (model 'gemini-cli:gemini-2.5-flash'): Gemini CLI's API at" in out
+    assert f"label '{typo}' (model '{typo_id}'): {title}'s API has no model" in out
+    assert f"did you mean '{meant}'?" in out
+    assert f"label '{refused}' (model '{refused_id}'): {refused_title}'s API at" in out
     assert "refused the key (HTTP 400" in out and "set GEMINI_API_KEY" in out
     assert "label 'haiku'" not in out
     assert runs == 0 and not list((tmp_path / "week").glob("*/run.json"))
@@ -436,32 +458,7 @@ def test_codex_and_gemini_labels_are_checked_before_any_run(tmp_path: Path,
 
 @pytest.mark.slow
 @pytest.mark.cli
-@pytest.mark.skipif(bundled_claude() is None or not shutil.which("opencode"),
-                    reason="claude-agent-sdk (bundled CLI) or opencode missing")
-@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "n2"])
-def test_opencodes_openai_and_google_models_are_checked_before_any_run(
-        tmp_path: Path, workers: tuple[str, ...]) -> None:
-    _project(tmp_path, "haiku=claude-haiku-4-5,oc-gpt=opencode:openai/gpt-5-mni,"
-                       "oc-flash=opencode:google/gemini-2.5-flash")
-    with StandIn(agent=skill_agent, judge=keyword_judge, api_key=KEY,
-                 models=frozenset({"claude-haiku-4-5", "gpt-5-mini", "gemini-2.5-flash"})) as api:
-        result = _session(tmp_path, api.base_url, KEY, *workers, extra={
-            "OPENAI_API_KEY": KEY, "GEMINI_API_KEY": "not-the-key"})
-        runs = api.count("agent", ok_only=False)
-    out = result.stdout + result.stderr
-    assert result.returncode == pytest.ExitCode.USAGE_ERROR, out
-    assert "preflight stopped the session before any run (2 problems)" in out
-    assert "label 'oc-gpt' (model 'opencode:openai/gpt-5-mni'): OpenCode's API has no model" in out
-    assert "did you mean 'openai/gpt-5-mini'?" in out
-    assert "label 'oc-flash' (model 'opencode:google/gemini-2.5-flash'): OpenCode's API at" in out
-    assert "refused the key (HTTP 400" in out and "set GEMINI_API_KEY" in out
-    assert runs == 0 and not list((tmp_path / "week").glob("*/run.json"))
-
-
-@pytest.mark.slow
-@pytest.mark.cli
-@pytest.mark.skipif(bundled_claude() is None or not shutil.which("opencode"),
-                    reason="claude-agent-sdk (bundled CLI) or opencode missing")
+@_needs("opencode")
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "n2"])
 def test_the_preflight_line_counts_and_names_what_it_could_not_check(
         tmp_path: Path, workers: tuple[str, ...]) -> None:
