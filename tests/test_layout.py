@@ -257,8 +257,8 @@ PRIVATE_STILL_READ = {
                     "documented fixtureinfo parameter takes only one: read to resolve a prompt "
                     "file's fixtures once for its thousands of items (resolved per item "
                     "instead, a 47,568-item collection took 2x the CPU, 16.8 s against 8.2 s: "
-                    "benchmarks/README.md 'Public APIs only'), and to see a conftest override of skill_lift_judge "
-                    "before batch judging",
+                    "benchmarks/README.md 'Public APIs only'), and to see a conftest "
+                    "override of skill_lift_judge before batch judging",
 }
 
 
