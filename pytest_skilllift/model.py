@@ -385,6 +385,8 @@ class SampleVote:
     tie_break: bool = False
     #: The panel judge whose verdict this is (``--skill-lift-judges``; "" for a sample).
     judge: str = ""
+    #: This judge's short reason for a missing/absent/violated verdict ("" when none given).
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -405,6 +407,12 @@ class ItemVerdict:
     claimed_evidence: str = ""
     #: Every sample's vote when the run was graded by more than one sample (in sample order).
     samples: tuple[SampleVote, ...] = ()
+    #: The judge's short reason for a missing/absent/violated verdict, as data (whitespace
+    #: collapsed, at most ``judge.protocol.REASON_MAX_CHARS``); "" when none was given — a week
+    #: graded before the judge gave reasons has none.
+    reason: str = ""
+    #: Characters of the reason cut past the cap (0 when nothing was cut).
+    reason_cut: int = 0
 
 
 @dataclass(frozen=True)

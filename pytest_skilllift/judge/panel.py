@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.judge.protocol import PROMPT_VERSION, Grader
+from pytest_skilllift.judge.protocol import PROMPT_VERSION, PROMPT_VERSIONS_SAME_VERDICTS, Grader
 from pytest_skilllift.judge.service import result_from_dict, result_to_dict
 from pytest_skilllift.model import ItemVerdict, JudgeResult, RubricItem, SampleVote
 
@@ -95,7 +95,8 @@ def combine_panel(items: Sequence[RubricItem],
             votes.append((SampleVote(sample=k, verdict=v.verdict, evidence=v.evidence,
                                      evidence_ok=v.evidence_ok,
                                      claimed_verdict=v.claimed_verdict,
-                                     claimed_evidence=v.claimed_evidence, judge=name), v))
+                                     claimed_evidence=v.claimed_evidence, judge=name,
+                                     reason=v.reason), v))
         if not votes:
             ungraded.append(item)
             notes.append(f"{item.key}: no judge of the panel returned a usable verdict")
@@ -186,7 +187,9 @@ class PanelCache:
         from pytest_skilllift.week.files import GRADES_FILE
 
         data = self._load(run_dir / GRADES_FILE)
-        if (data.get("judge_model") != judge or data.get("prompt_version") != PROMPT_VERSION
+        if (data.get("judge_model") != judge
+                or data.get("prompt_version") not in (PROMPT_VERSION,
+                                                      *PROMPT_VERSIONS_SAME_VERDICTS)
                 or data.get("evidence_policy", "reject") != policy):
             return None
         by_key = {f"{r.get('item_type')}-{r.get('item_index')}": r
@@ -203,7 +206,8 @@ class PanelCache:
                 credit=credit, contribution=contribution_for(item.type, credit),
                 evidence_ok=str(row.get("evidence_ok", 1)) not in ("0", "False", "false"),
                 claimed_verdict=str(row.get("claimed_verdict") or ""),
-                claimed_evidence=str(row.get("claimed_evidence") or "")))
+                claimed_evidence=str(row.get("claimed_evidence") or ""),
+                reason=str(row.get("judge_reason") or "")))
         return JudgeResult(verdicts=tuple(verdicts), cost_usd=float(data.get("cost_usd") or 0),
                            model=judge, calls=int(data.get("judge_calls") or 1),
                            notes=("reused from the run's grades.json (not called again)",),

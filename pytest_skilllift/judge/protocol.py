@@ -20,6 +20,12 @@ Rules implemented here (qdrant/skills SCORING.md, "Grading: The Judge" and "Per-
   with a fake closing tag; in tool mode the reply is read from the forced tool's input only,
   never from reply text, so a verdict block copied out of the answer cannot be parsed as the
   judge's.
+* **A short reason for every miss.** Every ``missing`` / ``absent`` / ``violated`` verdict
+  carries ``reason``: one sentence on what the answer lacks or does wrong, shown beside the
+  item (grades.json, scores.csv's ``judge_reason``, ``skilllift view``). It is model output:
+  whitespace-collapsed, cut at :data:`REASON_MAX_CHARS` (the characters cut are counted in
+  ``ItemVerdict.reason_cut`` and named in the notes), a non-string is dropped with a note,
+  and it is escaped wherever it is shown. It never changes a verdict or a credit.
 * **Errored, never zero** (Drupal ai_eval: a null score is excluded, not zero). An item
   without a usable verdict (missing, invalid
   vocabulary, duplicated) is left *ungraded* and listed in ``JudgeResult.ungraded``; an
@@ -27,7 +33,8 @@ Rules implemented here (qdrant/skills SCORING.md, "Grading: The Judge" and "Per-
 
 Wire format of the reply (DESIGN.md, "Judge wire protocol")::
 
-    {"verdicts": [{"index": 1, "verdict": "met", "evidence": "<verbatim quote>"}, ...]}
+    {"verdicts": [{"index": 1, "verdict": "met", "evidence": "<verbatim quote>",
+                   "reason": ""}, ...]}
 
 as the input of the forced tool :data:`TOOL_NAME` (tool mode, the default: nothing else is
 read) or, in text mode (for an endpoint without tool support), as reply text, bare, inside
@@ -55,6 +62,8 @@ __all__ = [
     "JUDGE_MARKER",
     "PROMPT_TAG",
     "PROMPT_VERSION",
+    "PROMPT_VERSIONS_SAME_VERDICTS",
+    "REASON_MAX_CHARS",
     "RUBRIC_TAG",
     "SYSTEM_PROMPT",
     "TOOL_NAME",
@@ -68,6 +77,7 @@ __all__ = [
     "normalize_quote",
     "parse_judge_reply",
     "parse_rubric_block",
+    "read_reason",
     "render_item_line",
     "section_tags",
 ]
@@ -78,7 +88,20 @@ JUDGE_MARKER = "[skilllift-judge]"
 
 #: Bumped whenever the wording of the judge prompt changes, so a week can record which
 #: prompt graded it (a wording change can move scores with no skill change).
-PROMPT_VERSION = "skilllift-judge/2"  # bump on any SYSTEM_PROMPT / layout change
+PROMPT_VERSION = "skilllift-judge/3"  # bump on any SYSTEM_PROMPT / layout change
+
+#: Earlier prompt versions whose verdict rules are this version's: the same vocabularies, the
+#: same evidence rule, the same blind, shuffled, bounded layout. skilllift-judge/3 only added
+#: the short ``reason`` per missing/absent/violated item. A week graded with one of these is
+#: resumed by a session on this version without a refusal and without regrading its runs:
+#: week.json records the change, its old runs show "no reason recorded"
+#: (docs/judging.md, "The judge's reasons"). A version that changes how verdicts are decided
+#: must not be listed here: it stays a grading difference (``--skill-lift-fresh``).
+PROMPT_VERSIONS_SAME_VERDICTS: frozenset[str] = frozenset({"skilllift-judge/2"})
+
+#: Longest reason kept, in characters (after whitespace is collapsed); the rest is cut and the
+#: characters cut are counted on the item (``reason_cut``) and named in the result's notes.
+REASON_MAX_CHARS = 300
 
 #: Name of the single forced tool through which the judge returns its verdicts.
 TOOL_NAME = "record_verdicts"
@@ -124,8 +147,13 @@ verbatim quote copied from the answer (a sentence or phrase, not a paraphrase) t
 the verdict. If you cannot quote such a span, the verdict is "missing" / "absent" / "clean".
 For "missing", "absent" and "clean", "evidence" is an empty string.
 
+A short reason is required for every "missing", "absent" and "violated" verdict: "reason" is
+one plain sentence (at most {REASON_MAX_CHARS} characters) saying what the answer lacks or
+what it does wrong. For "met" and "clean", "reason" is an empty string.
+
 Return exactly one verdict per rubric index, each index once, as
-{{"verdicts": [{{"index": <shown index>, "verdict": "<verdict>", "evidence": "<quote>"}}]}}."""
+{{"verdicts": [{{"index": <shown index>, "verdict": "<verdict>", "evidence": "<quote>",
+"reason": "<reason>"}}]}}."""
 
 _TOOL_INSTRUCTION = (
     f"Record your verdicts by calling the {TOOL_NAME} tool once, with one entry per rubric index."
@@ -153,8 +181,12 @@ VERDICTS_SCHEMA: dict[str, Any] = {
                     "evidence": {"type": "string",
                                  "description": "Verbatim quote from the answer; required for "
                                                 "met and violated, empty otherwise."},
+                    "reason": {"type": "string",
+                               "description": "One short sentence: what the answer lacks "
+                                              "(missing, absent) or does wrong (violated); "
+                                              "empty for met and clean."},
                 },
-                "required": ["index", "verdict", "evidence"],
+                "required": ["index", "verdict", "evidence", "reason"],
             },
         },
     },
@@ -488,6 +520,26 @@ def _as_index(value: Any) -> int | None:
     return None
 
 
+def read_reason(value: Any, key: str, notes: list[str]) -> tuple[str, int]:
+    """The judge's reason for one item as stored: ``(reason, characters cut)``.
+
+    Model output, read as data: absent or ``null`` is no reason; a non-string is dropped
+    with a note naming its type (never ``str()``-ed into text nobody wrote); whitespace runs
+    (newlines included) collapse to one space; past :data:`REASON_MAX_CHARS` the rest is cut,
+    marked with ``…``, counted (the second value) and named in ``notes``."""
+    if value is None:
+        return "", 0
+    if not isinstance(value, str):
+        notes.append(f"{key}: reason is a {type(value).__name__}, not text; dropped")
+        return "", 0
+    reason = " ".join(value.split())
+    if len(reason) <= REASON_MAX_CHARS:
+        return reason, 0
+    cut = len(reason) - REASON_MAX_CHARS
+    notes.append(f"{key}: reason cut at {REASON_MAX_CHARS} characters ({cut} more cut)")
+    return reason[:REASON_MAX_CHARS].rstrip() + "\u2026", cut
+
+
 def parse_judge_reply(
     request: JudgeRequest,
     content: str | Sequence[Any],
@@ -570,6 +622,7 @@ def parse_judge_reply(
         else:
             # No quote is required for missing/absent/clean, so there is nothing to fail.
             evidence_ok = True
+        reason, cut = read_reason(entry.get("reason"), item.key, notes)
         credit = credit_for(item.type, verdict)
         graded[position] = ItemVerdict(
             item=item,
@@ -580,6 +633,8 @@ def parse_judge_reply(
             evidence_ok=evidence_ok,
             claimed_verdict=claimed_verdict,
             claimed_evidence=claimed_evidence,
+            reason=reason,
+            reason_cut=cut,
         )
 
     # Back in rubric order, whatever order the judge saw and answered in.

@@ -65,7 +65,8 @@ class _Votes:
 def _vote(sample: int, v: ItemVerdict, *, tie_break: bool = False) -> SampleVote:
     return SampleVote(sample=sample, verdict=v.verdict, evidence=v.evidence,
                       evidence_ok=v.evidence_ok, claimed_verdict=v.claimed_verdict,
-                      claimed_evidence=v.claimed_evidence, tie_break=tie_break)
+                      claimed_evidence=v.claimed_evidence, tie_break=tie_break,
+                      reason=v.reason)
 
 
 def _add(table: dict[RubricItem, _Votes], sample: int, result: JudgeResult,
@@ -128,6 +129,8 @@ def combine_samples(
             contested=contested,
             claimed_verdict=rejected[0], claimed_evidence=rejected[1],
             samples=tuple(vote for vote, _ in entry.votes),
+            # The reason of the vote that is recorded, like its quote (each vote keeps its own).
+            reason=chosen.reason, reason_cut=chosen.reason_cut,
         ))
 
     answered = [r for r in results if r.error is None]

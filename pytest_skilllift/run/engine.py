@@ -38,6 +38,7 @@ from pytest_skilllift.run.skill_creator import judge_prompt_text
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.install import install_root
 from pytest_skilllift.warm import Warmed
+from pytest_skilllift.week.columns import NEEDS_REASON
 from pytest_skilllift.week.files import (
     BUDGET_CAPPED,
     COMPLETED,
@@ -519,6 +520,8 @@ def score_rows(spec: RunSpec, result: JudgeResult) -> list[dict[str, Any]]:
          "evidence_quote": v.evidence, "evidence_ok": int(v.evidence_ok),
          "claimed_verdict": v.claimed_verdict, "claimed_evidence": v.claimed_evidence,
          "judge_votes": ";".join(f"{s.judge}={s.verdict}" for s in v.samples if s.judge),
+         "judge_reason": v.reason,
+         **({"reason_cut": v.reason_cut} if v.reason_cut else {}),
          **({"samples": [dataclasses.asdict(s) for s in v.samples]} if v.samples else {})}
         for v in result.verdicts
     ]
@@ -526,7 +529,7 @@ def score_rows(spec: RunSpec, result: JudgeResult) -> list[dict[str, Any]]:
         {**common, "item_type": item.type, "item_index": item.index, "item_text": item.text,
          "verdict": "", "credit": "", "contribution": "", "contested": "",
          "evidence_quote": "", "evidence_ok": "", "claimed_verdict": "", "claimed_evidence": "",
-         "judge_votes": ""}
+         "judge_votes": "", "judge_reason": ""}
         for item in result.ungraded
     ]
     order = {item.key: pos for pos, item in enumerate(spec.prompt.rubric)}
@@ -535,8 +538,12 @@ def score_rows(spec: RunSpec, result: JudgeResult) -> list[dict[str, Any]]:
 
 
 def judge_meta(result: JudgeResult) -> dict[str, Any]:
-    """What grades.json records about how a run was judged (calls, samples, evidence policy)."""
+    """What grades.json records about how a run was judged (calls, samples, evidence policy,
+    and how many missing/absent/violated verdicts came without a reason or with one cut)."""
+    misses = [v for v in result.verdicts if v.verdict in NEEDS_REASON]
     return {"judge_calls": result.calls, "judge_samples": result.samples,
             "tie_breaks": result.tie_breaks, "evidence_policy": result.evidence_policy,
             "prompt_version": PROMPT_VERSION, "arm_leaks": result.arm_leaks,
-            "judge_mask": result.masked}
+            "judge_mask": result.masked,
+            "reasons_missing": sum(1 for v in misses if not v.reason),
+            "reasons_cut": sum(1 for v in result.verdicts if v.reason_cut)}

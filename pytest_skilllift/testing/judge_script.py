@@ -15,7 +15,10 @@ The rule (deterministic, no model):
   appear among the answer's stems;
 * a matching must/bonus item is ``met``, a matching avoid item is ``violated``; the evidence
   is the answer's sentence sharing the most stems with the item, copied verbatim;
-* otherwise ``missing`` / ``absent`` / ``clean`` with empty evidence.
+* otherwise ``missing`` / ``absent`` / ``clean`` with empty evidence;
+* every ``missing`` / ``absent`` / ``violated`` verdict carries a short ``reason``
+  (:func:`reason_for`): the item's content words the answer lacks, or the share of them a
+  violating sentence holds. ``met`` and ``clean`` carry an empty reason.
 
 :func:`make_judge` builds misbehaving variants of the same judge for protocol tests;
 :func:`flaky_judge` one whose verdict on chosen items flips from one call to the next (the
@@ -49,6 +52,7 @@ __all__ = [
     "keyword_judge",
     "make_judge",
     "read_judge_request",
+    "reason_for",
     "threshold_judge",
 ]
 
@@ -117,6 +121,30 @@ def decide(item_type: str, item_text: str, answer: str,
     return positive, best
 
 
+def reason_for(item_type: str, item_text: str, answer: str, verdict: str) -> str:
+    """The scripted judge's short reason for a verdict ("" for met and clean): for a
+    missing/absent item the item's content words whose stem the answer lacks (in the item's
+    order, at most six), for a violated one how many of the item's content words the answer
+    holds. Deterministic, like the verdict."""
+    positive = VERDICTS[item_type][0]
+    if (item_type == "avoid") != (verdict == positive):
+        return ""
+    have = content_stems(answer)
+    words: list[str] = []
+    for word in _WORD.findall(item_text.lower()):
+        if len(word) >= 3 and word not in STOPWORDS and _stem(word) not in have \
+                and word not in words:
+            words.append(word)
+    if item_type == "avoid":
+        wanted = content_stems(item_text)
+        return (f"the answer does what this item warns against: it holds "
+                f"{len(wanted & have)} of the item's {len(wanted)} key words")
+    if not words:
+        return "the answer does not clearly do what the item asks"
+    more = f" (and {len(words) - 6} more)" if len(words) > 6 else ""
+    return "the answer never mentions " + ", ".join(words[:6]) + more
+
+
 def _block_texts(body: dict[str, Any]) -> list[str]:
     texts: list[str] = []
     for message in body.get("messages", []):
@@ -175,7 +203,8 @@ def _verdicts(body: dict[str, Any], match_share: float = MATCH_SHARE,
     out = []
     for index, item_type, text in rows:
         verdict, evidence = decide(item_type, text, answer, match_share)
-        out.append({"index": index, "verdict": verdict, "evidence": evidence})
+        out.append({"index": index, "verdict": verdict, "evidence": evidence,
+                    "reason": reason_for(item_type, text, answer, verdict)})
     return answer, out
 
 
@@ -244,6 +273,7 @@ def make_judge(mode: str = "keyword") -> Handler:
                 if entry["verdict"] in ("missing", "absent"):
                     entry["verdict"] = "met"
                     entry["evidence"] = "The answer covers this point in full detail."
+                    entry["reason"] = ""
         payload = json.dumps({"verdicts": verdicts}, indent=2)
         if mode == "fenced-text":
             return Reply.text(f"Here is my grading.\n\n```json\n{payload}\n```\n\nDone.")
@@ -296,7 +326,8 @@ def flaky_judge(flaky: str | Callable[[str], bool]) -> Handler:
                     calls[(answer, text)] = n + 1
                 if n % 2 == 1:
                     verdict, evidence = _flipped(item_type, verdict, answer)
-            out.append({"index": index, "verdict": verdict, "evidence": evidence})
+            out.append({"index": index, "verdict": verdict, "evidence": evidence,
+                        "reason": reason_for(item_type, text, answer, verdict)})
         return _reply(request, {"verdicts": out})
 
     handler.__name__ = "flaky_judge"

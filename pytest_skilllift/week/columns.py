@@ -39,9 +39,16 @@ SCORES_EXTRA_COLUMNS: tuple[str, ...] = (
     "item_index", "evidence_ok", "run_id", "claimed_verdict", "claimed_evidence",
     # A panel's per-judge verdicts (--skill-lift-judges): "judge=verdict;judge=verdict".
     "judge_votes",
+    # The judge's short reason for a missing/absent/violated verdict (model text: escape it
+    # wherever it is shown); empty for a week graded before the judge gave reasons.
+    "judge_reason",
 )
 
 ITEM_TYPES: tuple[str, ...] = ("must", "bonus", "avoid")
+
+#: The verdicts the judge gives a short reason for: what the answer lacks (missing, absent)
+#: or does wrong (violated).
+NEEDS_REASON: frozenset[str] = frozenset({"missing", "absent", "violated"})
 
 #: Verdict vocabulary per item type: (positive, negative). Positive earns credit 1.0.
 VERDICTS: dict[str, tuple[str, str]] = {

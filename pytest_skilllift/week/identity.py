@@ -35,7 +35,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -586,7 +586,7 @@ def _affects_existing_runs(d: Difference, has_runs: HasRuns, recorded: Identity)
 def open_week(
     week_dir: Path, proposed: Identity, *, pass_threshold: float, min_coverage: float,
     gates: Sequence[str], fresh: bool, has_runs: HasRuns, new_week_hint: str = "",
-    now: str | None = None,
+    now: str | None = None, same_verdicts: Collection[str] = (),
 ) -> tuple[WeekRecord, list[str]]:
     """Compare a session's identity with the week's record and write the new record.
 
@@ -595,6 +595,11 @@ def open_week(
     holds: grading-only differences (judge, rubric) are accepted with ``fresh`` (every run is
     regraded), anything that changes the answers themselves needs a new week. Raises
     :class:`WeekFileError` for an unreadable week.json. Call under :func:`locked`.
+
+    ``same_verdicts`` names earlier judge prompt versions whose verdict rules are the
+    proposed one's (``judge.protocol.PROMPT_VERSIONS_SAME_VERDICTS``: a version that only
+    added the judge's reasons). Moving from one of them is recorded and named, never refused
+    and never a regrade: the runs graded before keep their grades (without reasons).
     """
     now = now or utc_stamp()
     current = read_week_record(week_dir)
@@ -613,7 +618,10 @@ def open_week(
         return record, notes
 
     diffs = differences(current.identity, proposed)
-    blocking = [d for d in diffs if _affects_existing_runs(d, has_runs, current.identity)]
+    compatible = [d for d in diffs if d.field == "judge_prompt_version"
+                  and d.before in same_verdicts and not fresh]
+    blocking = [d for d in diffs if d not in compatible
+                and _affects_existing_runs(d, has_runs, current.identity)]
     if blocking and not (fresh and all(d.grading_only for d in blocking)):
         raise IdentityRefused(_refusal(week_dir, blocking, fresh, new_week_hint), blocking)
 
@@ -636,6 +644,10 @@ def open_week(
             notes.append(f"{d.describe()} (recorded in week.json)")
         elif d in blocking:
             notes.append(f"{d.describe()}: every run is regraded (--skill-lift-fresh)")
+        elif d in compatible and has_runs():
+            notes.append(f"{d.describe()}: same verdict rules, the judge now also gives a "
+                         "reason per missing or violated item; runs graded before keep their "
+                         "grades and show no reason (--skill-lift-fresh regrades them)")
         else:
             notes.append(f"{d.describe()} (no run of the week was made under the old value)")
     record.identity = merged
