@@ -192,6 +192,72 @@ def test_a_hostile_answer_is_text(demo: tuple[Path, str], page: Any, tmp_path: P
     assert page.locator("img").count() == 0 and page.locator("main script").count() == 0
 
 
+def _missing_row(rows: list[dict[str, str]]) -> dict[str, str]:
+    """A sonnet no-skill must item the scripted judge found missing (it gives a reason)."""
+    return next(r for r in rows if r["prompt"] == "sqlite-bulk-insert" and r["model"] ==
+                "sonnet" and r["condition"] == "no-skill" and r["verdict"] == "missing")
+
+
+def _open_cell(page: Any, week: Path, row: dict[str, str]) -> Any:
+    site = build_site(week)
+    open_page(page, (site.index.parent / "prompts" / page_name(row["prompt"])).as_uri())
+    item = f"{row['item_type']}-{row['item_index']}"
+    page.click(f"section[data-model='sonnet'] tr[data-item='{item}'] button.cell[data-col='0']")
+    active = page.locator("section[data-model='sonnet'] .answer.active")
+    assert active.get_attribute("data-run-id") == row["run_id"]
+    return active
+
+
+def _write_scores(week: Path, rows: list[dict[str, str]], columns: list[str]) -> None:
+    with (week / "scores.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, columns, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+
+
+def test_the_judges_reason_is_shown_beside_a_missing_item(demo: tuple[Path, str],
+                                                          page: Any) -> None:
+    week, _ = demo
+    row = _missing_row(scores(week))
+    assert row["judge_reason"].startswith("the answer never mentions ")  # the scripted judge
+    open_page(page, (week / "view" / "prompts" / page_name(row["prompt"])).as_uri())
+    item = f"{row['item_type']}-{row['item_index']}"
+    cell = page.locator(f"section[data-model='sonnet'] tr[data-item='{item}'] "
+                        "button.cell[data-col='0']")
+    assert cell.get_attribute("title") == f"Judge's reason: {row['judge_reason']}"
+    cell.click()
+    active = page.locator("section[data-model='sonnet'] .answer.active")
+    assert active.locator(".judge-reason q").inner_text() == row["judge_reason"]
+    assert page.errors == []
+
+
+def test_a_hostile_reason_is_text(demo: tuple[Path, str], page: Any, tmp_path: Path) -> None:
+    week = tmp_path / "week"
+    shutil.copytree(demo[0], week, ignore=shutil.ignore_patterns("view"))
+    rows = scores(week)
+    target = _missing_row(rows)
+    target["judge_reason"] = HOSTILE
+    _write_scores(week, rows, list(rows[0]))
+    active = _open_cell(page, week, target)
+    assert active.locator(".judge-reason q").inner_text() == HOSTILE
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.locator("img").count() == 0 and page.locator("main script").count() == 0
+    assert page.errors == []
+
+
+def test_a_week_graded_before_reasons_says_none_was_recorded(
+        demo: tuple[Path, str], page: Any, tmp_path: Path) -> None:
+    # A week graded by judge prompt skilllift-judge/2: scores.csv has no judge_reason column.
+    week = tmp_path / "week"
+    shutil.copytree(demo[0], week, ignore=shutil.ignore_patterns("view"))
+    rows = scores(week)
+    _write_scores(week, rows, [c for c in rows[0] if c != "judge_reason"])
+    active = _open_cell(page, week, _missing_row(rows))
+    assert active.locator(".judge-reason").inner_text() == "Judge's reason: no reason recorded"
+    assert active.locator(".judge-reason q").count() == 0
+    assert page.errors == []
+
+
 def test_no_request_leaves_the_site(demo: tuple[Path, str], page: Any) -> None:
     week, _ = demo
     open_page(page, (week / "view" / "index.html").as_uri())

@@ -180,6 +180,9 @@ class Items:
     evidence_ok: list[str]
     claimed_verdict: list[str]
     claimed_evidence: list[str]
+    #: The judge's short reason (scores.csv ``judge_reason``; "" in a week graded before
+    #: the judge gave reasons — the viewer says "no reason recorded").
+    reason: list[str]
     #: Per row: the cell is its verdict alone (no quote, claim, flag): most of a week.
     plain: list[bool]
 
@@ -217,7 +220,8 @@ def items_of(week: Any) -> Items:
     n, kept = week.n_items, week.scores.kept
     index = kept.get("item_index")
     plain = (np.ones(n, bool) & _blank(week.scores.evidence) & _blank(kept.get("claimed_verdict"))
-             & _blank(kept.get("claimed_evidence")) & ~week.scores.contested
+             & _blank(kept.get("claimed_evidence")) & _blank(kept.get("judge_reason"))
+             & ~week.scores.contested
              & _not_zero(kept.get("evidence_ok")))
     verdict = _strings(kept.get("verdict"), n)
     for r in np.flatnonzero(week.scores.ungraded).tolist():
@@ -232,7 +236,8 @@ def items_of(week: Any) -> Items:
         ungraded=week.scores.ungraded.tolist(), evidence=_strings(week.scores.evidence, n),
         contested=week.scores.contested.tolist(), evidence_ok=_strings(kept.get("evidence_ok"), n),
         claimed_verdict=_strings(kept.get("claimed_verdict"), n),
-        claimed_evidence=_strings(kept.get("claimed_evidence"), n), plain=plain.tolist(),
+        claimed_evidence=_strings(kept.get("claimed_evidence"), n),
+        reason=_strings(kept.get("judge_reason"), n), plain=plain.tolist(),
     )
 
 
@@ -246,15 +251,18 @@ def _col_order(col: _Col) -> tuple[int, int]:
 
 def _cell(it: Items, r: int) -> str | dict[str, Any]:
     """A grid cell: the verdict alone (most cells: a string keeps a large week's pages
-    small), or the verdict with its quote, the judge's rejected claim, contested."""
+    small), or the verdict with its quote, the judge's reason, its rejected claim,
+    contested."""
     v = it.verdict[r]
-    q, cq, cv, ok, c = (it.evidence[r], it.claimed_evidence[r], it.claimed_verdict[r],
-                        it.evidence_ok[r], it.contested[r])
-    if not (q or cq or cv or c or ok == "0"):
+    q, cq, cv, ok, c, why = (it.evidence[r], it.claimed_evidence[r], it.claimed_verdict[r],
+                             it.evidence_ok[r], it.contested[r], it.reason[r])
+    if not (q or cq or cv or c or ok == "0" or why):
         return v
     cell: dict[str, Any] = {"v": v}
     if q:
         cell["q"] = q
+    if why:
+        cell["why"] = why
     if cq or cv:
         cell["cv"], cell["cq"] = cv.strip(), cq
     if ok.strip() == "0":

@@ -92,11 +92,14 @@ _SCORES_TYPES: dict[str, pa.DataType] = {
     "item_type": _DICT, "item_text": _DICT, "verdict": _DICT, "credit": pa.float64(),
     "contested": _DICT, "evidence_quote": pa.string(), "run_id": _DICT, "evidence_ok": _DICT,
     "item_index": pa.float64(), "claimed_verdict": _DICT, "claimed_evidence": pa.string(),
+    "judge_reason": pa.string(),
 }
 #: scores.csv columns kept as read (Arrow arrays) for readers that show single items
-#: (``skilllift view``): the raw verdict, the rubric numbering and the judge's rejected claim.
+#: (``skilllift view``): the raw verdict, the rubric numbering, the judge's rejected claim and
+#: its reason for a missing or violated item.
 _SCORES_KEPT: tuple[str, ...] = (
     "verdict", "item_index", "evidence_ok", "claimed_verdict", "claimed_evidence",
+    "judge_reason",
 )
 _MANIFEST_NUMERIC: tuple[str, ...] = (
     "rep", "exit_code", "skill_available", "reached_leaf", "fetched_site", "fetched_count",

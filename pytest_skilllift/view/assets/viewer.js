@@ -342,6 +342,8 @@
   // ------------------------------------------------------------------ a prompt's page
   /* Whether a verdict is good for the answer: met (must/bonus), clean (avoid). */
   function good(type, v) { return type === "avoid" ? v === "clean" : v === "met"; }
+  // The verdicts the judge gives a short reason for (week/columns.py NEEDS_REASON).
+  var NEEDS_REASON = { missing: true, absent: true, violated: true };
 
   /* The answer with the quote marked: exact match first, then whitespace-insensitive. */
   function highlighted(answer, quote, cls) {
@@ -393,6 +395,13 @@
       var verdict = el("p", { "class": "verdict-line" }, item.type + "-" + item.index + ": ",
         el("strong", null, cell.v), cell.c ? el("span", { "class": "tag contested" }, "contested") : null);
       add(panel, verdict);
+      // The judge's short reason for a missing/absent/violated item: model text, shown as
+      // text (el() builds text nodes). A week graded before the judge gave reasons has none.
+      if (cell.why) {
+        add(panel, el("p", { "class": "judge-reason" }, "Judge's reason: ", el("q", null, cell.why)));
+      } else if (NEEDS_REASON[cell.v]) {
+        add(panel, el("p", { "class": "judge-reason none" }, "Judge's reason: no reason recorded"));
+      }
       if (cell.cq || cell.rejected) {
         add(panel, el("div", { "class": "claim rejected" },
           el("p", null, "The judge claimed " + (cell.cv || "a verdict") + " with this quote, which is not in the answer (rejected):"),
@@ -488,7 +497,8 @@
           if (item.type === "avoid" && cell.v === "violated") cls += " violation";
           if (cell.c) cls += " contested";
           if (cell.rejected) cls += " rejected";
-          var b = el("button", { type: "button", "class": cls, "data-col": ci, "data-verdict": cell.v },
+          var b = el("button", { type: "button", "class": cls, "data-col": ci, "data-verdict": cell.v,
+                                 title: cell.why ? "Judge's reason: " + cell.why : null },
             cell.v, cell.c ? " ⚑" : "", cell.rejected ? " ✗" : "");
           b.addEventListener("click", function () { showRun(block, detail, ci, item); });
           tr.appendChild(el("td", null, b));
