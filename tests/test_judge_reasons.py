@@ -195,13 +195,9 @@ def test_reasons_round_trip_through_message_batches(tmp_path: Path) -> None:
 
 
 def test_a_week_graded_with_the_previous_prompt_resumes_without_refusal(tmp_path: Path) -> None:
-    old = make(judge_prompt_version="skilllift-judge/2")
-    open_(tmp_path, old, ALL_RUNS)
+    open_(tmp_path, make(judge_prompt_version="skilllift-judge/2"), ALL_RUNS)
     new = make(judge_prompt_version=PROMPT_VERSION)
-    # Without the declaration it would be a grading difference: refused, or a full regrade.
-    with pytest.raises(ident.IdentityRefused):
-        open_(tmp_path, new, ALL_RUNS)
-    record, notes = open_(tmp_path, new, ALL_RUNS, same_verdicts=PROMPT_VERSIONS_SAME_VERDICTS)
+    record, notes = open_(tmp_path, new, ALL_RUNS)
     assert record.identity.judge_prompt_version == PROMPT_VERSION
     assert notes == ["judge prompt version: 'skilllift-judge/2' → 'skilllift-judge/3': same "
                      "verdict rules, the judge now also gives a reason per missing or violated "
@@ -210,11 +206,38 @@ def test_a_week_graded_with_the_previous_prompt_resumes_without_refusal(tmp_path
     assert record.changes[-1] | {"at": ""} == {
         "at": "", "what": "judge_prompt_version", "key": None, "kind": "changed",
         "before": "skilllift-judge/2", "after": PROMPT_VERSION}
-    # A version not declared the same stays a grading difference.
+    # A version not declared the same (skilllift-judge/1) stays a grading difference: refused,
+    # or every run regraded with --skill-lift-fresh.
     (tmp_path / "w1").mkdir()
     open_(tmp_path / "w1", make(judge_prompt_version="skilllift-judge/1"), ALL_RUNS)
-    with pytest.raises(ident.IdentityRefused):
-        open_(tmp_path / "w1", new, ALL_RUNS, same_verdicts=PROMPT_VERSIONS_SAME_VERDICTS)
+    with pytest.raises(ident.IdentityRefused) as err:
+        open_(tmp_path / "w1", new, ALL_RUNS)
+    assert "judge prompt version: 'skilllift-judge/1' → 'skilllift-judge/3' [grading]" in str(
+        err.value)
+    assert ident.same_verdict_rules("skilllift-judge/2", PROMPT_VERSION)
+    assert not ident.same_verdict_rules(PROMPT_VERSION, "skilllift-judge/2")  # not backwards
+
+
+@pytest.mark.parametrize(("other", "same"), [("skilllift-judge/2", True),
+                                             ("skilllift-judge/1", False)])
+def test_the_scorecard_names_a_week_graded_partly_before_reasons(
+        tmp_path: Path, other: str, same: bool) -> None:
+    from pytest_skilllift.report.summarize import summarize_week
+    from tests.test_judging_report import make_week
+
+    week = make_week(tmp_path / "weekly", "20260801", contested=False, samples=1)
+    grades = sorted(week.glob("*/grades.json"))
+    for path in grades[:2]:  # two runs graded by this version, two by the other
+        data = json.loads(path.read_text())
+        path.write_text(json.dumps({**data, "prompt_version": PROMPT_VERSION}))
+    for path in grades[2:]:
+        data = json.loads(path.read_text())
+        path.write_text(json.dumps({**data, "prompt_version": other}))
+    md = summarize_week(week, plots=False).markdown
+    soft = (f"- judge prompts `{other}` and `{PROMPT_VERSION}` decide verdicts the same way; "
+            f"the runs graded with `{other}` have no judge's reasons")
+    warning = "- ⚠ more than one judge prompt version graded this week"
+    assert (soft in md, warning in md) == (same, not same)
 
 
 def _rewrite_as_graded_before_reasons(week: Path) -> dict[str, bytes]:

@@ -55,6 +55,7 @@ from typing import Any, Literal, Protocol
 
 from pytest_skilllift.model import ItemVerdict, JudgeResult, RubricItem
 from pytest_skilllift.week.columns import VERDICTS, contribution_for, credit_for
+from pytest_skilllift.week.identity import PROMPT_VERSIONS_SAME_VERDICTS as _SAME_VERDICTS
 
 __all__ = [
     "ANSWER_TAG",
@@ -90,14 +91,11 @@ JUDGE_MARKER = "[skilllift-judge]"
 #: prompt graded it (a wording change can move scores with no skill change).
 PROMPT_VERSION = "skilllift-judge/3"  # bump on any SYSTEM_PROMPT / layout change
 
-#: Earlier prompt versions whose verdict rules are this version's: the same vocabularies, the
-#: same evidence rule, the same blind, shuffled, bounded layout. skilllift-judge/3 only added
-#: the short ``reason`` per missing/absent/violated item. A week graded with one of these is
-#: resumed by a session on this version without a refusal and without regrading its runs:
-#: week.json records the change, its old runs show "no reason recorded"
-#: (docs/judging.md, "The judge's reasons"). A version that changes how verdicts are decided
-#: must not be listed here: it stays a grading difference (``--skill-lift-fresh``).
-PROMPT_VERSIONS_SAME_VERDICTS: frozenset[str] = frozenset({"skilllift-judge/2"})
+#: The earlier prompt versions whose verdict rules are this one's (skilllift-judge/3 only
+#: added the reasons): a week graded with one is resumed without a refusal or a regrade. The
+#: table lives with the week's identity (``week.identity.PROMPT_VERSIONS_SAME_VERDICTS``),
+#: which the scorecard reads too.
+PROMPT_VERSIONS_SAME_VERDICTS: frozenset[str] = _SAME_VERDICTS.get(PROMPT_VERSION, frozenset())
 
 #: Longest reason kept, in characters (after whitespace is collapsed); the rest is cut and the
 #: characters cut are counted on the item (``reason_cut``) and named in the result's notes.

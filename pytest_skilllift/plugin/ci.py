@@ -146,7 +146,6 @@ class SessionVerdicts:
 
         Raises ``SettingsError`` (a refusal naming each difference and the way out, or an
         unreadable week.json)."""
-        from pytest_skilllift.judge.protocol import PROMPT_VERSIONS_SAME_VERDICTS
         from pytest_skilllift.run.engine import make_run_id
         from pytest_skilllift.week.guard import NotAWeek, check_week_dir
 
@@ -204,8 +203,7 @@ class SessionVerdicts:
                 self.record, notes = ident.open_week(
                     out, proposed, pass_threshold=s.pass_threshold,
                     min_coverage=s.min_coverage, gates=s.gates, fresh=s.fresh,
-                    has_runs=has_runs, new_week_hint=hint,
-                    same_verdicts=PROMPT_VERSIONS_SAME_VERDICTS)
+                    has_runs=has_runs, new_week_hint=hint)
                 # Whether the runs can fetch a published skills site (the configured site,
                 # or the prompts' skill_url): the scorecard's site sections need one.
                 self.record.extra[ident.SKILLS_SITE] = self._site_host()

@@ -35,7 +35,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,6 +88,30 @@ SCALAR_FIELDS: dict[str, str] = {
 GRADING_FIELDS: frozenset[str] = frozenset({"judge_model", "judge_prompt_version",
                                             "judge_samples", "evidence", "judge_mask",
                                             "rubric"})
+#: Judge prompt versions (``judge.protocol.PROMPT_VERSION``) → the earlier versions whose
+#: verdict rules are its own: the same vocabularies, evidence rule and blind, shuffled, bounded
+#: layout. skilllift-judge/3 only added the judge's short reason per missing/absent/violated
+#: item. A week graded with an earlier version of the set is resumed under the later one
+#: without a refusal and without a regrade (the change is recorded; the runs graded before show
+#: "no reason recorded"): docs/judge.md, "The judge's reasons". A version that changes how
+#: verdicts are decided is never listed: it stays a grading difference.
+PROMPT_VERSIONS_SAME_VERDICTS: dict[str, frozenset[str]] = {
+    "skilllift-judge/3": frozenset({"skilllift-judge/2"}),
+}
+
+
+def same_verdict_rules(before: str, after: str) -> bool:
+    """Whether judge prompt ``after`` decides verdicts as ``before`` did (equal, or declared
+    in :data:`PROMPT_VERSIONS_SAME_VERDICTS`)."""
+    return before == after or before in PROMPT_VERSIONS_SAME_VERDICTS.get(after, frozenset())
+
+
+def newest_of_same_rules(versions: Sequence[str]) -> str | None:
+    """The version among ``versions`` whose verdict rules every other one shares (a week
+    graded partly before the judge gave reasons), or None when they do not all agree."""
+    return next((v for v in versions if all(same_verdict_rules(o, v) for o in versions)), None)
+
+
 #: Field names of :class:`Difference` beyond the scalars.
 PER_KEY_FIELDS: dict[str, str] = {
     "models": "model",
@@ -586,7 +610,7 @@ def _affects_existing_runs(d: Difference, has_runs: HasRuns, recorded: Identity)
 def open_week(
     week_dir: Path, proposed: Identity, *, pass_threshold: float, min_coverage: float,
     gates: Sequence[str], fresh: bool, has_runs: HasRuns, new_week_hint: str = "",
-    now: str | None = None, same_verdicts: Collection[str] = (),
+    now: str | None = None,
 ) -> tuple[WeekRecord, list[str]]:
     """Compare a session's identity with the week's record and write the new record.
 
@@ -596,10 +620,9 @@ def open_week(
     regraded), anything that changes the answers themselves needs a new week. Raises
     :class:`WeekFileError` for an unreadable week.json. Call under :func:`locked`.
 
-    ``same_verdicts`` names earlier judge prompt versions whose verdict rules are the
-    proposed one's (``judge.protocol.PROMPT_VERSIONS_SAME_VERDICTS``: a version that only
-    added the judge's reasons). Moving from one of them is recorded and named, never refused
-    and never a regrade: the runs graded before keep their grades (without reasons).
+    A judge prompt version with the same verdict rules as the recorded one
+    (:func:`same_verdict_rules`: a version that only added the judge's reasons) is recorded
+    and named, never refused and never a regrade: the runs graded before keep their grades.
     """
     now = now or utc_stamp()
     current = read_week_record(week_dir)
@@ -618,8 +641,8 @@ def open_week(
         return record, notes
 
     diffs = differences(current.identity, proposed)
-    compatible = [d for d in diffs if d.field == "judge_prompt_version"
-                  and d.before in same_verdicts and not fresh]
+    compatible = [d for d in diffs if d.field == "judge_prompt_version" and not fresh
+                  and same_verdict_rules(str(d.before), str(d.after))]
     blocking = [d for d in diffs if d not in compatible
                 and _affects_existing_runs(d, has_runs, current.identity)]
     if blocking and not (fresh and all(d.grading_only for d in blocking)):

@@ -15,6 +15,7 @@ from pytest_skilllift.model import (
     split_agent,
 )
 from pytest_skilllift.report.markdown import by_agent, md_table
+from pytest_skilllift.week.identity import newest_of_same_rules
 
 if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
@@ -202,7 +203,14 @@ def judge_lines(card: Reads) -> list[str]:
         if len(models) > 1:
             L.append("- ⚠ more than one judge model graded this week — its numbers mix two "
                      "measurements (regrade with `skilllift judge WEEKDIR --fresh`)")
-        if len(j["prompt_versions"]) > 1:
+        versions = list(j["prompt_versions"])
+        newest = newest_of_same_rules(versions) if len(versions) > 1 else None
+        if newest is not None:
+            older = ", ".join(f"`{v}`" for v in versions if v != newest)
+            L.append(f"- judge prompts {older} and `{newest}` decide verdicts the same way; "
+                     f"the runs graded with {older} have no judge's reasons (regrade them with "
+                     "`skilllift judge WEEKDIR --fresh` for reasons throughout)")
+        elif len(versions) > 1:
             L.append("- ⚠ more than one judge prompt version graded this week — grades are "
                      "not all comparable (regrade with `skilllift judge WEEKDIR --fresh`)")
     else:
