@@ -414,6 +414,11 @@ def test_export_reads_back_as_skill_creator(evals_week: dict[str, Any], tmp_path
     assert [e["text"] for e in ws["expectations"]] == GIT_BISECT_EVALS["evals"][0][
         "expectations"]
     assert all(e["passed"] and e["evidence"] for e in ws["expectations"])
+    # a failed expectation carries the judge's reason (the scripted judge names what is absent)
+    failed = [e for g in gradings for e in json.loads(g.read_text())["expectations"]
+              if not e["passed"]]
+    assert failed and all(e["evidence"].startswith("judge verdict: missing — the answer never "
+                                                   "mentions ") for e in failed), failed
     bench = json.loads((out / "git-bisect" / "haiku" / "benchmark.json").read_text())
     assert check_schema(bench, BENCHMARK_SCHEMA) == []
     assert {r["configuration"] for r in bench["runs"]} == {"with_skill", "without_skill"}

@@ -207,8 +207,11 @@ def export_skill_creator(week_dir: Path, out: Path) -> ExportResult:
         metrics = _transcript_metrics(run_dir)
         eval_id = ids.get(row.get("prompt", ""), row.get("prompt", ""))
         rep = int(_float(row.get("rep")) or 1)
+        # A missing item's evidence is the verdict and, when the judge gave one, its reason
+        # (scores.csv judge_reason; a qdrant week and an older one have none).
         expectations = [{"text": s.get("item_text", ""), "passed": s["verdict"] == "met",
-                         "evidence": s.get("evidence_quote") or f"judge verdict: {s['verdict']}"}
+                         "evidence": s.get("evidence_quote") or f"judge verdict: {s['verdict']}"
+                         + (f" — {s['judge_reason']}" if s.get("judge_reason") else "")}
                         for s in graded]
         passed = sum(1 for e in expectations if e["passed"])
         total = len(expectations)
