@@ -316,3 +316,24 @@ def test_an_old_week_loads_resumes_and_renders(pytester: pytest.Pytester,
     site = build_site(week)
     page = (site.index.parent / "prompts" / page_name("git-bisect-regression")).read_text()
     assert '"why": "the answer never mentions' in page or '"why":"the answer never' in page
+
+
+def test_skilllift_judge_names_an_old_week_s_prompt_and_its_same_rules(tmp_path: Path) -> None:
+    import argparse
+
+    from pytest_skilllift.cli.judge import _recorded_protocol
+
+    notes = {}
+    for old in ("skilllift-judge/2", "skilllift-judge/1"):
+        week = tmp_path / old.replace("/", "-")
+        week.mkdir()
+        open_(week, make(judge_prompt_version=old), ALL_RUNS)
+        args = argparse.Namespace(judge_model=None, samples=None, evidence=None, mask=None)
+        notes[old] = [n for n in _recorded_protocol(week, args) if "judge prompt" in n]
+    assert notes["skilllift-judge/2"] == [
+        f"judging protocol: the week was graded with judge prompt skilllift-judge/2; this "
+        f"version of pytest-skilllift grades with {PROMPT_VERSION} (the same verdict rules; "
+        "its grades also carry the judge's reasons)"]
+    assert notes["skilllift-judge/1"] == [
+        f"judging protocol: the week was graded with judge prompt skilllift-judge/1; this "
+        f"version of pytest-skilllift grades with {PROMPT_VERSION}"]

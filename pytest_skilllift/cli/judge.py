@@ -127,9 +127,12 @@ def _recorded_protocol(week_dir: Path, args: argparse.Namespace) -> list[str]:
                          f"recorded {then}; week.json records the change once every run is "
                          "regraded")
     if recorded is not None and recorded.judge_prompt_version not in ("", PROMPT_VERSION):
+        same = identity.same_verdict_rules(recorded.judge_prompt_version, PROMPT_VERSION)
         notes.append(f"judging protocol: the week was graded with judge prompt "
                      f"{recorded.judge_prompt_version}; this version of pytest-skilllift "
-                     f"grades with {PROMPT_VERSION}")
+                     f"grades with {PROMPT_VERSION}"
+                     + (" (the same verdict rules; its grades also carry the judge's reasons)"
+                        if same else ""))
     args.judge_model, args.samples, args.evidence, args.mask = (
         value["judge_model"], int(value["judge_samples"]), value["evidence"],
         value["judge_mask"])
