@@ -337,3 +337,52 @@ def test_skilllift_judge_names_an_old_week_s_prompt_and_its_same_rules(tmp_path:
     assert notes["skilllift-judge/1"] == [
         f"judging protocol: the week was graded with judge prompt skilllift-judge/1; this "
         f"version of pytest-skilllift grades with {PROMPT_VERSION}"]
+
+
+def _hurt_week(tmp_path: Path, reason_column: bool) -> Path:
+    """One prompt, haiku, one rep per arm: must-1 met without the skill and missed with it
+    (the judge's reason given), must-2 met in both — the skill hurt on every model."""
+    from tests.test_judging_report import MANIFEST, SCORES, write_csv
+
+    week = tmp_path / "weekly" / "20260801"
+    week.mkdir(parents=True)
+    manifest, scores = [], []
+    for condition in ("no-skill", "with-skill"):
+        run_id = f"alpha-haiku-{condition}-r1-20260801"
+        manifest.append({"prompt": "alpha", "model": "haiku", "condition": condition,
+                         "rep": 1, "run_id": run_id, "run_status": "ok"})
+        lost = condition == "with-skill"
+        for index, verdict, quote, why in (
+                (1, "missing" if lost else "met", "" if lost else "Runs git bisect run.",
+                 f"the answer never mentions bisect {HOSTILE}" if lost else ""),
+                (2, "met", "Names the bad commit.", "")):
+            scores.append({"prompt": "alpha", "skill": "alpha", "model": "haiku",
+                           "condition": condition, "rep": 1, "run_id": run_id,
+                           "item_type": "must", "item_index": index,
+                           "item_text": f"must {index}", "verdict": verdict,
+                           "credit": float(verdict == "met"),
+                           "contribution": float(verdict == "met"), "evidence_quote": quote,
+                           "evidence_ok": 1, "judge_reason": why})
+    write_csv(week / "manifest.csv", MANIFEST, manifest)
+    write_csv(week / "scores.csv", SCORES + ["judge_reason"] * reason_column, scores)
+    return week
+
+
+HOSTILE = "<img src=x onerror=alert(1)> | ` ** [x](javascript:1)"
+
+
+@pytest.mark.parametrize("reason_column", [True, False])
+def test_suggested_improvements_quote_the_judge_s_reason_for_the_lost_item(
+        tmp_path: Path, reason_column: bool) -> None:
+    from pytest_skilllift.report.markdown import untrusted
+    from pytest_skilllift.report.summarize import summarize_week
+
+    s = summarize_week(_hurt_week(tmp_path, reason_column), plots=False)
+    item = next(i for i in s.data["improvements"]["items"] if i["pattern"] ==
+                "hurt on every model")
+    assert "misled quote: must “must 1” (no-skill r1: “Runs git bisect run.”)" in item["evidence"]
+    reason = (f"; the judge's reason (with-skill r1): “the answer never mentions bisect "
+              f"{HOSTILE}”")
+    assert (reason in item["evidence"]) == reason_column  # a week without reasons: none
+    if reason_column:  # the markdown escapes it with the rest of the evidence
+        assert untrusted(item["evidence"]) in s.markdown and "<img" not in s.markdown

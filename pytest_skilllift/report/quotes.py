@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
@@ -45,6 +45,12 @@ class Quote(TypedDict):
     #: Share of scored reps in which the item was met (must) or violated (avoid), per arm.
     rate_with: float
     rate_no: float
+    #: The judge's short reason for the miss (or violation) the quote is about — unlock: a
+    #: no-skill run that missed it; misled: the with-skill run that violated or missed it —
+    #: and that run as "<arm> r<rep>". Only when the judge recorded one (judge prompt
+    #: skilllift-judge/3 on): a week graded before reasons, or the qdrant pipeline's, has none.
+    reason: NotRequired[str]
+    reason_run: NotRequired[str]
 
 
 def _unique_inverse(keys: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray]:
@@ -165,6 +171,35 @@ class _Items:
         return [int(r) if f else None for r, f in zip(rows.tolist(), found.tolist(),
                                                       strict=True)]
 
+    def first_miss_rows(self, wanted: list[tuple[int, int, bool]]) -> list[int | None]:
+        """The first scores.csv row of each (item, model, from the with-skill arm) in which
+        the item was missed / clean (None: no such row)."""
+        if not wanted or self.first_keys.size == 0:
+            return [None] * len(wanted)
+        keys = np.array([((g * self.M + m) * 2 + int(w)) * 2 for g, m, w in wanted], np.int64)
+        pos = np.minimum(np.searchsorted(self.first_keys, keys), self.first_keys.size - 1)
+        found = self.first_keys[pos] == keys
+        return [int(r) if f else None for r, f in zip(self.first_rows[pos].tolist(),
+                                                      found.tolist(), strict=True)]
+
+    def _reasons(self, picks: list[_Pick]) -> list[tuple[str, int | None]]:
+        """Per pick, the judge's reason for the miss or violation it is about, and its row."""
+        reasons = self.week.scores.kept.get("judge_reason")
+        if reasons is None or not picks:
+            return [("", None)] * len(picks)
+        m_of = self.week.scores.model
+        # unlock: a no-skill miss of the must item; misled from the with-skill arm: the
+        # violating row itself; misled from the no-skill arm: a with-skill miss of the must.
+        misses = self.first_miss_rows([(g, int(m_of[row]), not from_with) for
+                                       kind, g, from_with, _r, row in picks
+                                       if not (kind == MISLED and from_with)])
+        it = iter(misses)
+        rows = [row if kind == MISLED and from_with else next(it)
+                for kind, g, from_with, _r, row in picks]
+        have = [r for r in rows if r is not None]
+        text = iter(strings_at(reasons, np.array(have, np.int64)) if have else [])
+        return [(str(next(text) or "") if r is not None else "", r) for r in rows]
+
     def quotes(self, picks: list[_Pick]) -> list[Quote]:
         """The quotes, their text read from the Arrow columns in one pass (a week quotes
         one item per scored prompt and model: ~10^4 on a large week)."""
@@ -173,11 +208,20 @@ class _Items:
         evidence = (strings_at(w.scores.evidence, np.array(rows, np.int64))
                     if w.scores.evidence is not None and rows else [""] * len(rows))
         texts = self.texts.to_pylist()
-        return [{"kind": kind, "item_type": ITEM_TYPES[int(self.item_type[g])],
-                 "item_text": str(texts[int(self.item_text_idx[g])] or ""),
-                 "evidence": str(ev or ""), "condition": WITH_SKILL if from_with else NO_SKILL,
-                 "rep": int(w.scores.rep[row]), "rate_with": rates[0], "rate_no": rates[1]}
-                for (kind, g, from_with, rates, row), ev in zip(picks, evidence, strict=True)]
+        out: list[Quote] = []
+        for (kind, g, from_with, rates, row), ev, (reason, at) in zip(
+                picks, evidence, self._reasons(picks), strict=True):
+            q: Quote = {"kind": kind, "item_type": ITEM_TYPES[int(self.item_type[g])],
+                        "item_text": str(texts[int(self.item_text_idx[g])] or ""),
+                        "evidence": str(ev or ""),
+                        "condition": WITH_SKILL if from_with else NO_SKILL,
+                        "rep": int(w.scores.rep[row]), "rate_with": rates[0],
+                        "rate_no": rates[1]}
+            if reason and at is not None:
+                q["reason"] = reason
+                q["reason_run"] = f"{ARMS[int(w.scores.cond[at])]} r{int(w.scores.rep[at])}"
+            out.append(q)
+        return out
 
 
 def impact_quotes(ctx: Context, verdicts: Iterable[tuple[str, str, str]]

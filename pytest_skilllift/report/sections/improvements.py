@@ -86,8 +86,11 @@ def _quote_text(q: Quote | None) -> str:
     if q is None:
         return ""
     ev = q["evidence"] if len(q["evidence"]) <= 160 else q["evidence"][:159] + "…"
+    why = q.get("reason", "")
+    why = why if len(why) <= 160 else why[:159] + "…"
     return (f"; {q['kind']} quote: {q['item_type']} “{q['item_text']}” "
-            f"({q['condition']} r{q['rep']}: “{ev}”)")
+            f"({q['condition']} r{q['rep']}: “{ev}”)"
+            + (f"; the judge's reason ({q.get('reason_run', '')}): “{why}”" if why else ""))
 
 
 def _audit_evidence(ctx: Context, run_id: str) -> str:
