@@ -28,14 +28,16 @@ def ref(tmp_path_factory: pytest.TempPathFactory) -> Summary:
 
 
 def _check(value: Any, hint: Any, where: str) -> None:
-    """Assert ``value`` has the shape ``hint`` describes (TypedDicts: exactly their keys)."""
+    """Assert ``value`` has the shape ``hint`` describes (TypedDicts: exactly their keys, in
+    order; a ``NotRequired`` key only when it has something to say)."""
     origin = get_origin(hint)
     if is_typeddict(hint):
         assert isinstance(value, dict), where
         hints = get_type_hints(hint)
-        assert list(value) == list(hints), f"{where}: keys {list(value)} != {list(hints)}"
-        for key, sub in hints.items():
-            _check(value[key], sub, f"{where}.{key}")
+        expected = [k for k in hints if k in hint.__required_keys__ or k in value]
+        assert list(value) == expected, f"{where}: keys {list(value)} != {expected}"
+        for key in expected:
+            _check(value[key], hints[key], f"{where}.{key}")
     elif origin in (Union, types.UnionType):
         errors = []
         for option in get_args(hint):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import NotRequired, TypedDict
+from typing import TypedDict
 
 import numpy as np
 
@@ -32,8 +32,8 @@ _MUST, _AVOID = ITEM_TYPES.index("must"), ITEM_TYPES.index("avoid")
 UNLOCK, MISLED = "unlock", "misled"
 
 
-class Quote(TypedDict):
-    """``audit.impact[].quote``."""
+class _QuoteBase(TypedDict):
+    """The keys every quote has."""
 
     kind: str  # "unlock" | "misled"
     item_type: str
@@ -45,12 +45,20 @@ class Quote(TypedDict):
     #: Share of scored reps in which the item was met (must) or violated (avoid), per arm.
     rate_with: float
     rate_no: float
+
+
+class Quote(_QuoteBase, total=False):
+    """``audit.impact[].quote``.
+
+    The keys below only when there is something to say (``total=False``: a class of its own,
+    so ``from __future__ import annotations`` cannot hide which keys are optional)."""
+
     #: The judge's short reason for the miss (or violation) the quote is about — unlock: a
     #: no-skill run that missed it; misled: the with-skill run that violated or missed it —
     #: and that run as "<arm> r<rep>". Only when the judge recorded one (judge prompt
     #: skilllift-judge/3 on): a week graded before reasons, or the qdrant pipeline's, has none.
-    reason: NotRequired[str]
-    reason_run: NotRequired[str]
+    reason: str
+    reason_run: str
 
 
 def _unique_inverse(keys: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray]:
