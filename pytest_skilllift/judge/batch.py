@@ -1,6 +1,9 @@
-"""Grading through the Message Batches API: half the price, results within 24 hours.
+"""Grading through a provider's batch API: half the price, results within 24 hours.
 
-:class:`BatchJudge` grades a list of judge requests — each the same request
+:class:`BatchJudge` grades through Anthropic's Message Batches API; its subclasses in
+:mod:`~pytest_skilllift.judge.foreign_batch` through OpenAI's Batch API and Gemini's batch mode,
+with everything below the same (the transport is four hooks: create, retrieve, results, and
+how one reply is read). :class:`BatchJudge` grades a list of judge requests — each the same request
 :func:`~pytest_skilllift.judge.protocol.build_judge_request` makes for a direct call, keyed by
 a ``custom_id`` (the run id, plus the sample when a run is judged more than once) — and maps
 the results back by ``custom_id`` (the API returns them in any order).
@@ -18,7 +21,8 @@ the results back by ``custom_id`` (the API returns them in any order).
   resuming does not reset the count); after that its run is ungraded, with the reason, and is
   never scored as zero (Drupal ai_eval's scoring rules: a null score is excluded).
 * **Priced at the batch rate.** The cost of each reply is computed from the usage the API
-  returned, at :data:`BATCH_PRICE_FACTOR` of the list price (Anthropic's batch pricing).
+  returned, at :data:`BATCH_PRICE_FACTOR` of the list price (each provider's published batch
+  discount: 50% for Anthropic's Message Batches, OpenAI's Batch API and Gemini's batch mode).
 
 The whole pass runs under a lock on the week's batch file, so under pytest-xdist one worker
 submits and polls while the others wait for it (and then find their runs graded).
@@ -30,13 +34,14 @@ import contextlib
 import hashlib
 import json
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.judge.client import default_judge_model, estimate_cost
+from pytest_skilllift.judge.client import ReplyParts, default_judge_model, estimate_cost
 from pytest_skilllift.judge.protocol import (
     EVIDENCE_POLICIES,
     EvidencePolicy,
@@ -44,7 +49,7 @@ from pytest_skilllift.judge.protocol import (
     ReplyMode,
     parse_judge_reply,
 )
-from pytest_skilllift.model import JudgeResult
+from pytest_skilllift.model import ANTHROPIC, JudgeResult
 from pytest_skilllift.week.files import BATCHES_FILE, atomic_write_json, file_lock, utc_stamp
 
 __all__ = [
@@ -57,7 +62,8 @@ __all__ = [
     "custom_id",
 ]
 
-#: Message Batches are billed at 50% of the standard API prices.
+#: Batches are billed at 50% of the standard API prices: Anthropic's Message Batches, OpenAI's
+#: Batch API and Gemini's batch mode publish the same discount.
 BATCH_PRICE_FACTOR = 0.5
 #: Limits of one Message Batch: 100,000 requests or 256 MB, whichever is reached first.
 MAX_BATCH_REQUESTS = 100_000
@@ -119,19 +125,33 @@ class BatchRequest:
 class BatchStore:
     """``<week>/judge-batches.json``: every batch submitted for the week's grading.
 
-    ``{"epoch": e, "batches": [{"id", "epoch", "created_utc", "status", "counts",
-    "requests": {custom_id: digest}}]}``; written atomically after each change."""
+    ``{"epoch": e, "batches": [{"id", "api", "epoch", "created_utc", "status", "counts",
+    "requests": {custom_id: digest}}]}`` (``api``: the provider whose batch it is, absent —
+    Anthropic — in files written before other providers batched); written atomically after
+    each change. One store may serve several judges at once (a panel's, one thread each):
+    its changes are serialized, and :meth:`locked` is held once for all of them."""
 
     def __init__(self, week_dir: Path) -> None:
         self.path = Path(week_dir) / BATCHES_FILE
         self.data: dict[str, Any] = {"epoch": 0, "batches": []}
+        self._mutex = threading.RLock()
+        self._depth = 0
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[BatchStore]:
-        """Exclusive across processes for the whole pass; loads the file on entry."""
+        """Exclusive across processes for the whole pass; loads the file on entry. Taken
+        again while held (a panel's judges inside one grading step) it is not locked twice
+        (``flock`` on a second descriptor of the same file would wait for itself)."""
+        if self._depth:
+            yield self
+            return
         with file_lock(self.path.with_name(self.path.name + _LOCK_SUFFIX)):
             self.load()
-            yield self
+            self._depth += 1
+            try:
+                yield self
+            finally:
+                self._depth -= 1
 
     def load(self) -> None:
         try:
@@ -148,7 +168,8 @@ class BatchStore:
                      "batches": batches if isinstance(batches, list) else []}
 
     def save(self) -> None:
-        atomic_write_json(self.path, self.data)
+        with self._mutex:
+            atomic_write_json(self.path, self.data)
 
     @property
     def epoch(self) -> int:
@@ -158,24 +179,36 @@ class BatchStore:
     def batches(self) -> list[dict[str, Any]]:
         return list(self.data["batches"])
 
-    def attempts(self, cid: str, digest: str) -> list[dict[str, Any]]:
-        """Batches of the current epoch that carried this exact request, oldest first."""
-        return [b for b in self.data["batches"]
-                if b.get("epoch") == self.epoch and b.get("requests", {}).get(cid) == digest]
+    def attempts(self, cid: str, digest: str, api: str = ANTHROPIC) -> list[dict[str, Any]]:
+        """Batches of the current epoch (of provider ``api``) that carried this exact request,
+        oldest first."""
+        with self._mutex:
+            return [b for b in self.data["batches"]
+                    if b.get("epoch") == self.epoch and b.get("api", ANTHROPIC) == api
+                    and b.get("requests", {}).get(cid) == digest]
 
-    def add(self, batch_id: str, requests: Sequence[BatchRequest]) -> None:
-        self.data["batches"].append({
-            "id": batch_id, "epoch": self.epoch, "created_utc": utc_stamp(),
-            "status": "in_progress", "counts": {},
-            "requests": {r.custom_id: r.digest for r in requests}})
-        self.save()
+    def requests_of(self, batch_id: str) -> list[str]:
+        """The ``custom_id`` values a batch on file carried, in the order it was sent."""
+        with self._mutex:
+            return [str(c) for b in self.data["batches"] if b.get("id") == batch_id
+                    for c in b.get("requests", {})]
+
+    def add(self, batch_id: str, requests: Sequence[BatchRequest],
+            api: str = ANTHROPIC) -> None:
+        with self._mutex:
+            self.data["batches"].append({
+                "id": batch_id, "api": api, "epoch": self.epoch, "created_utc": utc_stamp(),
+                "status": "in_progress", "counts": {},
+                "requests": {r.custom_id: r.digest for r in requests}})
+            self.save()
 
     def mark(self, batch_id: str, status: str, counts: dict[str, int]) -> None:
-        for b in self.data["batches"]:
-            if b.get("id") == batch_id and (b.get("status"), b.get("counts")) != (status,
-                                                                                  counts):
-                b["status"], b["counts"] = status, counts
-                self.save()
+        with self._mutex:
+            for b in self.data["batches"]:
+                if b.get("id") == batch_id and (b.get("status"), b.get("counts")) != (
+                        status, counts):
+                    b["status"], b["counts"] = status, counts
+                    self.save()
 
     def new_epoch(self) -> None:
         """``--fresh``: keep the record of what was paid, stop reusing it."""
@@ -222,6 +255,12 @@ def _why_not(result: dict[str, Any] | None) -> str:
 class BatchJudge:
     """Grades judge requests through the Message Batches API, resumably (module docstring).
 
+    A provider's batch judge (``judge.foreign_batch``) overrides the class attributes below
+    and the transport hooks (``request``, ``_api``, ``_create``, ``_retrieve``, ``_results``,
+    ``_reply_parts``, ``_api_errors``); the pass, the batch file, the retries and the price
+    are this class's. ``store`` shares one batch file (and its lock) between the judges of a
+    panel.
+
     ``model`` defaults to :func:`default_judge_model`; ``api_key``/``base_url`` to the SDK's own
     resolution. ``poll_s`` is the wait between polls of a pending batch, ``retries`` how many
     more batches an errored/expired request may be submitted in, ``max_requests`` and
@@ -245,6 +284,7 @@ class BatchJudge:
         sleep: Callable[[float], None] = time.sleep,
         log: Callable[[str], None] | None = None,
         evidence: EvidencePolicy = "reject",
+        store: BatchStore | None = None,
     ) -> None:
         if evidence not in EVIDENCE_POLICIES:
             raise ValueError(f"evidence must be one of {', '.join(EVIDENCE_POLICIES)}, "
@@ -252,7 +292,7 @@ class BatchJudge:
         self.evidence: EvidencePolicy = evidence
         if retries < 0 or max_requests < 1 or max_bytes < 1 or poll_s < 0:
             raise ValueError("retries >= 0, max_requests >= 1, max_bytes >= 1, poll_s >= 0")
-        self.store = BatchStore(week_dir)
+        self.store = store if store is not None else BatchStore(week_dir)
         self.model = model or default_judge_model()
         self.max_tokens = max_tokens
         self.reply_mode: ReplyMode = reply_mode
@@ -265,14 +305,23 @@ class BatchJudge:
         self.__api_key = api_key  # never echoed (see Judge)
         self.base_url = base_url
         self._client: Any = None
-        self._held = False
         #: What the last ``grade`` did: batches submitted / polled, requests retried.
         self.submitted: list[str] = []
         self.resumed: list[str] = []
         self.retried: list[str] = []
 
+    #: The provider (``judge-batches.json``'s ``api``), the API's name (the terminal's and
+    #: the cost note's words) and one batch's name in the log.
+    provider = ANTHROPIC
+    api_name = "Message Batches"
+    batch_word = "Message Batch"
+
     def __repr__(self) -> str:
-        return f"BatchJudge(model={self.model!r}, base_url={self.base_url!r})"
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def _api_key(self) -> str | None:
+        return self.__api_key
 
     def request(self, cid: str, request: JudgeRequest) -> BatchRequest:
         """The batch entry for one judge request (the same body a direct call sends)."""
@@ -322,6 +371,9 @@ class BatchJudge:
         return str(batch.processing_status), {k: int(v) for k, v in counts.items()}
 
     def _results(self, batch_id: str) -> dict[str, dict[str, Any]]:
+        """``custom_id`` → ``{"type": "succeeded", "message": …}`` or ``{"type": "errored" |
+        "expired" | "canceled", "error": {"type", "message"}}`` (the Message Batches shape,
+        which the other providers' hooks translate into)."""
         import anthropic
 
         api = self._api()
@@ -339,6 +391,23 @@ class BatchJudge:
             # Results are kept 29 days: older ones read as "not listed" and are resubmitted.
             self._log(f"Message Batch {batch_id}: its results are no longer available")
             return {}
+
+    def _api_errors(self) -> tuple[type[BaseException], ...]:
+        """The SDK's errors that mean the service refused or could not be reached."""
+        import anthropic
+
+        return (anthropic.APIError,)
+
+    def _describe(self, exc: BaseException) -> str:
+        return f"{type(exc).__name__}: {exc}"
+
+    def _reply_parts(self, message: Any) -> ReplyParts:
+        """One succeeded request's reply (a Messages API message, as a dict): content blocks,
+        the model that answered, its list-price cost, whether it was cut off."""
+        model = str(message.get("model") or self.model)
+        cost, price_note = estimate_cost(model, message.get("usage"))
+        return ReplyParts(list(message.get("content") or []), model, cost, price_note,
+                          message.get("stop_reason") == "max_tokens")
 
     # -- the pass ------------------------------------------------------------------------------
 
@@ -364,17 +433,15 @@ class BatchJudge:
         if len(want) != len(requests):
             raise ValueError("custom_id values must be unique within one grading pass")
         results: dict[str, JudgeResult] = {}
-        import anthropic
-
         from pytest_skilllift.judge.client import DeadlineExceeded
 
         try:
             self._pass(want, results)
-        except (anthropic.APIError, DeadlineExceeded) as exc:
+        except (*self._api_errors(), DeadlineExceeded) as exc:
             # The service itself refused or stayed unreachable through the SDK's retries:
             # every request without a result is ungraded, with the reason (never zero). The
             # batches already on file are polled again by the next session.
-            why = f"Message Batches API error: {type(exc).__name__}: {exc}"
+            why = f"{self.api_name} API error: {self._describe(exc)}"
             self._log(why)
             for cid, req in want.items():
                 results.setdefault(cid, self._failed(req, why))
@@ -384,16 +451,10 @@ class BatchJudge:
     def locked(self) -> Iterator[BatchJudge]:
         """Hold the week's batch lock across a whole grading step (plan, grade, write), so
         another process waiting for it finds the runs graded instead of fetching the same
-        results again. ``grade`` inside it does not lock a second time."""
-        if self._held:
-            yield self
-            return
+        results again. ``grade`` inside it does not lock a second time (nor does another
+        judge sharing the store)."""
         with self.store.locked():
-            self._held = True
-            try:
-                yield self
-            finally:
-                self._held = False
+            yield self
 
     def _pass(self, want: dict[str, BatchRequest], results: dict[str, JudgeResult]) -> None:
         with self.locked():
@@ -401,22 +462,22 @@ class BatchJudge:
             waiting: dict[str, list[str]] = {}
             submit: list[str] = []
             for cid, req in want.items():
-                tries = store.attempts(cid, req.digest)
+                tries = store.attempts(cid, req.digest, self.provider)
                 if tries:
                     waiting.setdefault(str(tries[-1]["id"]), []).append(cid)
                 else:
                     submit.append(cid)
             self.resumed = sorted(waiting)
             for bid in self.resumed:
-                self._log(f"resuming Message Batch {bid} ({len(waiting[bid])} request(s) "
+                self._log(f"resuming {self.batch_word} {bid} ({len(waiting[bid])} request(s) "
                           "already submitted): polling, not submitting again")
             while submit or waiting:
                 for chunk in self.chunks([want[c] for c in submit]):
                     bid = self._create(chunk)
-                    store.add(bid, chunk)  # on file before the first poll
+                    store.add(bid, chunk, self.provider)  # on file before the first poll
                     self.submitted.append(bid)
                     waiting[bid] = [r.custom_id for r in chunk]
-                    self._log(f"submitted Message Batch {bid}: {len(chunk)} request(s)")
+                    self._log(f"submitted {self.batch_word} {bid}: {len(chunk)} request(s)")
                 submit = []
                 self._wait(store, list(waiting))
                 for bid, cids in waiting.items():
@@ -427,7 +488,7 @@ class BatchJudge:
                             results[cid] = self._read(want[cid], _plain(res["message"]))
                             continue
                         why = _why_not(res)
-                        n_tries = len(store.attempts(cid, want[cid].digest))
+                        n_tries = len(store.attempts(cid, want[cid].digest, self.provider))
                         if n_tries <= self.retries:
                             submit.append(cid)
                             self.retried.append(cid)
@@ -448,27 +509,26 @@ class BatchJudge:
                 if status != "ended":
                     still.append(bid)
                     shown = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v)
-                    self._log(f"Message Batch {bid}: {status}" + (f" ({shown})" if shown
-                                                                 else ""))
+                    self._log(f"{self.batch_word} {bid}: {status}" + (f" ({shown})" if shown
+                                                                     else ""))
             pending = still
             if pending:
                 self._sleep(self.poll_s)
 
-    def _read(self, req: BatchRequest, message: dict[str, Any]) -> JudgeResult:
+    def _read(self, req: BatchRequest, message: Any) -> JudgeResult:
         """A succeeded request's message → the run's result, priced at the batch rate."""
         import dataclasses
 
-        model = str(message.get("model") or self.model)
-        cost, price_note = estimate_cost(model, message.get("usage"))
-        cost *= BATCH_PRICE_FACTOR
-        result = parse_judge_reply(req.request, message.get("content") or [], model=model,
-                                   cost_usd=cost, evidence=self.evidence)
-        notes = [f"graded in a Message Batch (custom_id {req.custom_id}), priced at "
-                 f"{BATCH_PRICE_FACTOR:.0%} of the list price"]
-        if price_note:
-            notes.append(price_note)
+        reply = self._reply_parts(message)
+        result = parse_judge_reply(req.request, reply.content, model=reply.model,
+                                   cost_usd=reply.cost_usd * BATCH_PRICE_FACTOR,
+                                   evidence=self.evidence)
+        notes = [f"graded through the {self.api_name} API (custom_id {req.custom_id}), "
+                 f"priced at {BATCH_PRICE_FACTOR:.0%} of the list price"]
+        if reply.price_note:
+            notes.append(reply.price_note)
         error = result.error
-        if message.get("stop_reason") == "max_tokens":
+        if reply.cut_off:
             notes.append(f"judge reply cut off at max_tokens={self.max_tokens}")
             if error:
                 error = f"judge reply cut off at max_tokens={self.max_tokens}: {error}"

@@ -41,6 +41,7 @@ from pytest_skilllift.judge.protocol import JUDGE_MARKER
 from pytest_skilllift.testing import judge_dialects as jd
 from pytest_skilllift.testing.agent_script import skill_agent
 from pytest_skilllift.testing.batches import BatchQueue, BatchScript
+from pytest_skilllift.testing.foreign_batches import GeminiBatches, OpenAIBatches
 from pytest_skilllift.testing.dialects import (
     CODEX,
     GEMINI,
@@ -63,6 +64,15 @@ BATCH_PATH = "/v1/messages/batches"
 #: One Gemini model looked up (``GET /v1beta/models/M``, no method after it).
 _GEMINI_MODEL = re.compile(r"^/v1beta/models/[^/:]+$")
 _GEMINI_PATH = re.compile(r"^/v1(?:beta)?/models/([^/:]+):(streamGenerateContent|generateContent)$")
+#: OpenAI's Batch API (files and batches) and Gemini's batch mode (``testing.foreign_batches``).
+OPENAI_BATCH_PATH = "/v1/batches"
+OPENAI_FILES_PATH = "/v1/files"
+_OPENAI_FILE_CONTENT = re.compile(r"^/v1/files/([^/]+)/content$")
+_OPENAI_BATCH = re.compile(r"^/v1/batches/([^/]+)$")
+_GEMINI_BATCH_CREATE = re.compile(r"^/v1(?:beta)?/models/([^/:]+):batchGenerateContent$")
+_GEMINI_BATCH = re.compile(r"^/v1(?:beta)?/batches/([^/:]+)$")
+#: The path a request answered inside a Gemini batch is recorded with.
+GEMINI_BATCH_PATH = "/v1beta/batches"
 #: The answer to Gemini CLI's side calls (a JSON-schema ``generateContent``: the next-speaker
 #: check, the model router): both read their keys from one object.
 _GEMINI_AUX = json.dumps({"reasoning": "The answer is complete.", "next_speaker": "user",
@@ -200,6 +210,13 @@ class StandIn:
         #: The Message Batches endpoints (``testing.batches``); ``batch`` scripts their polls
         #: and injected errored/expired results.
         self.batches = BatchQueue(batch or BatchScript(), self._batch_answer)
+        #: OpenAI's Batch API and Gemini's batch mode, scripted by the same ``batch``.
+        self.openai_batches = OpenAIBatches(
+            self.batches.script, lambda body, model: self._foreign_batch_answer(
+                jd.RESPONSES, body, model))
+        self.gemini_batches = GeminiBatches(
+            self.batches.script, lambda body, model: self._foreign_batch_answer(
+                jd.GEMINI, body, model))
         self.agent = agent
         self.judge = judge
         self.aux = aux
@@ -327,6 +344,27 @@ class StandIn:
         self._record(Recorded(kind, str(params.get("model", "")), BATCH_PATH, 200, time.time(),
                               False, body=params))
         return _message_json(reply, params, "msg_01" + uuid.uuid4().hex[:22])
+
+    def _foreign_batch_answer(self, judge_api: str, body: dict[str, Any],
+                              model: str) -> dict[str, Any]:
+        """One request of an OpenAI or Gemini batch, graded by the judge script as a direct
+        call is, recorded as a judge request with the batch path (so tests tell batched calls
+        from direct ones), answered in the API's own response body."""
+        if not jd.is_judge_request(judge_api, body):
+            raise RuntimeError("only judge requests are answered in a batch by this StandIn")
+        handler = self.judge
+        if handler is None:
+            raise RuntimeError("no judge handler configured on this StandIn")
+        reply = handler(jd.canonical_judge_body(judge_api, body, model))
+        usage = {"input": estimate_tokens(body), "output": estimate_tokens(reply.content)}
+        if reply.usage:
+            usage["input"] = int(reply.usage.get("input_tokens", usage["input"]))
+            usage["output"] = int(reply.usage.get("output_tokens", usage["output"]))
+        responses = judge_api == jd.RESPONSES
+        self._record(Recorded("judge", model, OPENAI_BATCH_PATH if responses
+                              else GEMINI_BATCH_PATH, 200, time.time(), False, body=body,
+                              api=CODEX.name if responses else GEMINI.name))
+        return jd.native_judge_reply(judge_api, reply, reply.model or model, usage)
 
     def _handler_for(self, kind: str) -> Handler | None:
         if kind == "judge":
@@ -554,6 +592,18 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if path.startswith(BATCH_PATH + "/"):
             self._batches()
             return
+        if path.startswith(("/batches/", "/files/")):
+            path = "/v1" + path  # an OpenAI client whose base URL has no /v1
+        openai_batch = _OPENAI_BATCH.match(path)
+        if (openai_batch and openai_batch.group(1).startswith("batch_")) or \
+                _OPENAI_FILE_CONTENT.match(path):
+            # /v1/batches/{id} is both APIs' path (Gemini's at /v1 too): OpenAI's ids are
+            # batch_…, the Gemini stand-in's never are.
+            self._openai_batch_api(path)
+            return
+        if _GEMINI_BATCH.match(path):
+            self._gemini_batch_api(path)
+            return
         # The Anthropic Models API (what the preflight asks; Anthropic clients send an
         # anthropic-version header). Another agent's model listing keeps the plain answer.
         if (path.rstrip("/") == "/v1/models" or path.startswith("/v1/models/")) and \
@@ -646,8 +696,78 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._count_tokens()
         elif path.rstrip("/") == BATCH_PATH:
             self._batches()
+        elif path.rstrip("/") in (OPENAI_BATCH_PATH, OPENAI_FILES_PATH, "/batches", "/files"):
+            self._openai_batch_api("/v1" + path.rstrip("/").removeprefix("/v1"))
+        elif _GEMINI_BATCH_CREATE.match(path):
+            self._gemini_batch_api(path)
         else:
             self._other()
+
+    def _openai_batch_api(self, path: str) -> None:
+        """OpenAI's Batch API: upload, create, retrieve, file content
+        (``testing.foreign_batches.OpenAIBatches``)."""
+        api, ts = self.api, time.time()
+        raw = self._read_body() if self.command == "POST" else b""
+        status: int
+        out: Any
+        if not self._authorized_any():
+            status, out = 401, {"error": {"message": "Incorrect API key provided",
+                                          "type": "invalid_request_error", "param": None,
+                                          "code": "invalid_api_key"}}
+        elif self.command == "POST" and path == OPENAI_FILES_PATH:
+            status, out = api.openai_batches.upload(self.headers.get("content-type") or "",
+                                                    raw)
+        elif self.command == "POST" and path == OPENAI_BATCH_PATH:
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = {}
+            status, out = api.openai_batches.create(body if isinstance(body, dict) else {})
+        elif (m := _OPENAI_BATCH.match(path)) is not None:
+            status, out = api.openai_batches.retrieve(m.group(1))
+        elif (m := _OPENAI_FILE_CONTENT.match(path)) is not None:
+            status, out = api.openai_batches.content(m.group(1))
+        else:
+            status, out = 404, {"error": {"message": f"{self.command} {path}"}}
+        api._record(Recorded("batch", "", path, status, ts, False, method=self.command,
+                             api=jd.RESPONSES))
+        if isinstance(out, bytes):
+            self.send_response(status)
+            self.send_header("content-type", "application/octet-stream")
+            self.send_header("content-length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+            return
+        self._send_json(status, json.dumps(out).encode())
+
+    def _gemini_batch_api(self, path: str) -> None:
+        """Gemini's batch mode: ``models/M:batchGenerateContent`` and ``batches/{id}``
+        (``testing.foreign_batches.GeminiBatches``)."""
+        api, ts = self.api, time.time()
+        raw = self._read_body() if self.command == "POST" else b""
+        status: int
+        out: Any
+        model = ""
+        if not self._authorized_any():
+            status, out = 400, {"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                          "message": "API key not valid. Please pass a valid "
+                                                     "API key."}}
+        elif self.command == "POST" and (m := _GEMINI_BATCH_CREATE.match(path)) is not None:
+            model = urllib.parse.unquote(m.group(1))
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = {}
+            status, out = api.gemini_batches.create(model, body if isinstance(body, dict)
+                                                    else {})
+        elif self.command == "GET" and (m := _GEMINI_BATCH.match(path)) is not None:
+            status, out = api.gemini_batches.get(m.group(1))
+        else:
+            status, out = 404, {"error": {"code": 404, "status": "NOT_FOUND",
+                                          "message": f"{self.command} {path}"}}
+        api._record(Recorded("batch", model, path, status, ts, False, method=self.command,
+                             api=jd.GEMINI))
+        self._send_json(status, json.dumps(out).encode())
 
     def _batches(self) -> None:
         """Message Batches: POST create, GET retrieve, GET .../results (``testing.batches``)."""
