@@ -20,7 +20,6 @@ from typing import Any
 from pytest_skilllift.agents.registry import other_names
 from pytest_skilllift.model import (
     AGENTS,
-    ANTHROPIC,
     ARMS,
     CLAUDE_CODE,
     CONDITIONS,
@@ -215,10 +214,12 @@ OPTIONS: tuple[Option, ...] = (
            "earlier sessions of the week): once reached no new run starts; the runs left are "
            "reported as 'not run: spend cap'.", "float", None, default_text="no cap",
            metavar="USD"),
-    Option("judge-batch", "Grade through the Message Batches API (half price, results within "
-           "24 h): the runs are generated first, then graded in batches, then the rubric items "
+    Option("judge-batch", "Grade through each judge's batch API (half price, results within "
+           "24 h): anthropic: judges through Message Batches, openai: through OpenAI's Batch "
+           "API, google: through Gemini's batch mode (a panel's judges each through its own). "
+           "The runs are generated first, then graded in batches, then the rubric items "
            "report.", "bool", False),
-    Option("judge-batch-poll", "Seconds between polls of a pending Message Batch.", "float",
+    Option("judge-batch-poll", "Seconds between polls of a pending batch.", "float",
            30.0, metavar="SECONDS"),
     Option("triggers", "Directory of trigger test files <family>.json (relative to rootdir).",
            default="evals/triggers", cli=False),
@@ -427,8 +428,6 @@ class Settings:
     max_spend_usd: float | None
     judge_batch: bool
     judge_batch_poll_s: float
-    #: Why ``--skill-lift-judge-batch`` was given but the judge grades directly ("" if not).
-    judge_batch_direct: str
     #: ``--skill-lift-agent-install``: npm-install the labels' agent CLIs when missing.
     agent_install: bool
     triggers_dir: Path
@@ -568,14 +567,6 @@ class Settings:
             raise SettingsError(f"{n('judges')}: a panel names two or more judges, each "
                                 f"once (got {','.join(judges)}); for one judge use "
                                 f"{n('judge-model')}")
-        # Batch judging is the Message Batches API's: another provider's judge, or a panel,
-        # grades directly, and the terminal's batch line says so.
-        providers = sorted({split_judge(t)[0] for t in (judges or (str(v["judge-model"]),))})
-        batch_direct = ""
-        if bool(v["judge-batch"]) and (judges or providers != [ANTHROPIC]):
-            batch_direct = (f"{n('judge-batch')} uses Anthropic's Message Batches API; the "
-                            f"{'panel' if judges else ', '.join(providers) + ' judge'} "
-                            "grades by direct calls (list price)")
         judge_samples = int(v["judge-samples"])
         if judge_samples < 1:
             raise SettingsError(f"{n('judge-samples')} must be at least 1, got {judge_samples}")
@@ -663,8 +654,7 @@ class Settings:
             else "",
             shard=shard,
             max_spend_usd=None if spend in (None, "") else float(spend),
-            judge_batch=bool(v["judge-batch"]) and not batch_direct,
-            judge_batch_direct=batch_direct,
+            judge_batch=bool(v["judge-batch"]),
             agent_install=bool(v["agent-install"]),
             judge_batch_poll_s=float(v["judge-batch-poll"]),
             triggers_dir=project.get("triggers") or resolve_path(rootdir, v["triggers"]),

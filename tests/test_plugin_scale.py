@@ -121,7 +121,8 @@ def test_batch_judging_generates_first_resumes_polling_and_reports_errored_as_un
     assert "PASSED" in res.stdout  # the other runs' items report their verdicts
     stored = json.loads((week / BATCHES_FILE).read_text())
     assert [b["status"] for b in stored["batches"]] == ["ended", "ended"]
-    assert "batch judging: 2 Message Batch(es) on file (2 ended)" in res.stdout
+    assert "batch judging: 2 batch(es) on file through Message Batches (2 ended)" in res.stdout
+    assert "via the Message Batches API at 50% of the list price" in res.stdout
     card = json.loads((week / SCORECARD_JSON).read_text())
     cov = card["coverage"]
     assert cov["graded_runs"] == 3 and cov["total_runs"] == 4

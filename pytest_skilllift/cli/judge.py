@@ -77,23 +77,35 @@ def _missing_keys(model: str, judges: str) -> list[str]:
 
 def _grade_in_batches(args: argparse.Namespace, plan: RegradePlan, target: Path, model: str,
                       fresh: FreshPass | None, progress: Callable[[GradedRun], None]) -> None:
-    """``--batch``: the planned runs in Message Batches (half price; an interrupted command
-    resumes polling the batches on file instead of submitting them again)."""
-    from pytest_skilllift.judge.batch import BatchJudge, forget_batches
-    from pytest_skilllift.run.batch_grade import grade_plan_in_batches
+    """``--batch``: the planned runs in batches, each judge through its provider's batch API
+    (half price; an interrupted command resumes polling the batches on file instead of
+    submitting them again); a panel's judges at once, each judge a run already has in its
+    panel.json not requested again."""
+    from pytest_skilllift.judge.batch import BATCH_PRICE_FACTOR, forget_batches
+    from pytest_skilllift.judge.factory import build_batch_judges, session_judges
+    from pytest_skilllift.judge.panel import PanelCache
+    from pytest_skilllift.run.batch_grade import grade_plan_in_batches, panel_of
 
     if fresh is not None and not fresh.resumed:
         forget_batches(target)  # a new --fresh pass reuses no earlier batch result
-    judge = BatchJudge(target, model, evidence=args.evidence, poll_s=args.batch_poll,
-                       log=lambda line: print(f"  {line}", file=sys.stderr))
+    specs = session_judges(model, args.judges.split(",") if args.judges else ())
+    judge = build_batch_judges(specs, target, evidence=args.evidence, poll_s=args.batch_poll,
+                               log=lambda line: print(f"  {line}", file=sys.stderr))
+    pairs = panel_of(judge)
+    for name, one in pairs:
+        print(f"  {name}: through the {one.api_name} API, priced at "
+              f"{BATCH_PRICE_FACTOR:.0%} of the list price", file=sys.stderr)
     try:
         grade_plan_in_batches(Ledger(target), plan.specs, judge, samples=args.samples,
                               families=sorted({sp.prompt.family for sp in plan.specs}),
                               mask=args.mask != "off",
                               on_graded=progress,
-                              regrade_pass=fresh.pass_id if fresh is not None else "")
+                              regrade_pass=fresh.pass_id if fresh is not None else "",
+                              cache=PanelCache(target) if len(pairs) > 1 else None,
+                              evidence_policy=args.evidence)
     finally:
-        judge.close()
+        for _name, one in pairs:
+            one.close()
 
 
 def _recorded_protocol(week_dir: Path, args: argparse.Namespace) -> list[str]:
@@ -211,7 +223,7 @@ def _run(args: argparse.Namespace) -> int:
                   "are kept", file=err)
     total = len(plan.specs)
     print(f"grading {total} run(s) of {target} with {model} ({args.samples} sample(s) per "
-          f"run, {'in Message Batches' if args.batch else f'{args.jobs} at a time'}); "
+          f"run, {'in batches' if args.batch else f'{args.jobs} at a time'}); "
           f"{plan.kept} already graded, "
           f"{len(plan.skipped)} not gradeable, {len(plan.unreadable)} without a readable "
           "prompt file", file=err)
@@ -235,7 +247,7 @@ def _run(args: argparse.Namespace) -> int:
         if fresh is not None and not graded.judge_error and graded.status == OK:
             fresh.graded(graded.run_id)
 
-    if args.batch:  # the Message Batches API takes the grading step's place
+    if args.batch:  # the judges' batch APIs take the grading step's place
         _grade_in_batches(args, plan, target, model, fresh, progress)
     else:
         grade_direct(plan, _make_grader(args, model, target,
@@ -320,9 +332,12 @@ def add_parser(subparsers: Any) -> None:
                              "as missing/absent/clean) or flag (kept, evidence_ok=0) (default: "
                              f"as week.json records, else {_DEFAULTS['evidence']})")
     parser.add_argument("--batch", action="store_true",
-                        help="grade through the Message Batches API: half the price, results "
-                             "within 24 h; the batch ids are kept in WEEK_DIR/judge-batches.json "
-                             "so an interrupted command resumes polling instead of paying again")
+                        help="grade through each judge's batch API — anthropic: Message "
+                             "Batches, openai: OpenAI's Batch API, google: Gemini's batch mode "
+                             "(with --judges, each judge through its own): half the price, "
+                             "results within 24 h; the batch ids are kept in "
+                             "WEEK_DIR/judge-batches.json so an interrupted command resumes "
+                             "polling instead of paying again")
     parser.add_argument("--batch-poll", type=float, default=_DEFAULTS["judge-batch-poll"],
                         metavar="SECONDS",
                         help="seconds between polls of a pending batch (default "

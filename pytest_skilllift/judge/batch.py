@@ -435,9 +435,10 @@ class BatchJudge:
         results: dict[str, JudgeResult] = {}
         from pytest_skilllift.judge.client import DeadlineExceeded
 
+        refused: tuple[type[BaseException], ...] = (*self._api_errors(), DeadlineExceeded)
         try:
             self._pass(want, results)
-        except (*self._api_errors(), DeadlineExceeded) as exc:
+        except refused as exc:
             # The service itself refused or stayed unreachable through the SDK's retries:
             # every request without a result is ungraded, with the reason (never zero). The
             # batches already on file are polled again by the next session.

@@ -8,12 +8,13 @@ prices and key variables: the factory that imports them lives here, so nothing c
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.judge.providers import JudgeSpec, parse_judge_spec, parse_judges
 from pytest_skilllift.model import GOOGLE, OPENAI
 
-__all__ = ["build_judge", "session_judges"]
+__all__ = ["build_batch_judge", "build_batch_judges", "build_judge", "session_judges"]
 
 
 def session_judges(judge_model: str, judges: Sequence[str]) -> list[JudgeSpec]:
@@ -28,8 +29,6 @@ def session_judges(judge_model: str, judges: Sequence[str]) -> list[JudgeSpec]:
     if judges:
         return parse_judges(",".join(judges), default_model=default)
     return [parse_judge_spec(judge_model or default, default_model=default)]
-
-
 
 
 
@@ -61,3 +60,36 @@ def build_judge(spec: JudgeSpec | str, *, env: Mapping[str, str] | None = None,
     from pytest_skilllift.judge.client import Judge
 
     return Judge(spec.model, api_key=key, base_url=url, **kwargs)
+
+
+def build_batch_judge(spec: JudgeSpec, week_dir: Path, *, env: Mapping[str, str] | None = None,
+                      api_key: str | None = None, base_url: str | None = None,
+                      **kwargs: Any) -> Any:
+    """The batch client for ``spec`` (``--skill-lift-judge-batch``, ``skilllift judge
+    --batch``): :class:`~pytest_skilllift.judge.batch.BatchJudge` (Message Batches) for
+    ``anthropic:``, :class:`~pytest_skilllift.judge.foreign_batch.OpenAIBatchJudge` (OpenAI's
+    Batch API) or :class:`~pytest_skilllift.judge.foreign_batch.GoogleBatchJudge` (Gemini's
+    batch mode). Key and base URL as :func:`build_judge` finds them; ``kwargs`` are the batch
+    judge's knobs (poll, log, evidence, ``store``…)."""
+    key = api_key or spec.key(env)
+    url = base_url or spec.base_url(env)
+    if spec.provider in (OPENAI, GOOGLE):
+        from pytest_skilllift.judge.foreign_batch import GoogleBatchJudge, OpenAIBatchJudge
+
+        cls = OpenAIBatchJudge if spec.provider == OPENAI else GoogleBatchJudge
+        return cls(week_dir, spec.model, api_key=key, base_url=url, **kwargs)
+    from pytest_skilllift.judge.batch import BatchJudge
+
+    return BatchJudge(week_dir, spec.model, api_key=key, base_url=url, **kwargs)
+
+
+def build_batch_judges(specs: Sequence[JudgeSpec], week_dir: Path, **kwargs: Any) -> Any:
+    """One batch judge (a single spec), or a panel's ``(name, judge)`` pairs sharing one
+    batch file — what :func:`~pytest_skilllift.run.batch_grade.grade_in_batches` takes."""
+    from pytest_skilllift.judge.batch import BatchStore
+
+    if len(specs) == 1:
+        return build_batch_judge(specs[0], week_dir, **kwargs)
+    store = BatchStore(week_dir)
+    return [(spec.name, build_batch_judge(spec, week_dir, store=store, **kwargs))
+            for spec in specs]

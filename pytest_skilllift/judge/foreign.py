@@ -19,7 +19,7 @@ class ForeignJudge(Judge):
     """A judge reached through another provider's SDK (subclasses set ``provider``)."""
 
     provider = ""
-    batch_api = ""  # direct calls only: the terminal's batch line says so
+    batch_api = ""  # each provider's class names its batch API (providers.BATCH_APIS)
 
     def __init__(self, model: str, **kwargs: Any) -> None:
         super().__init__(model, **kwargs)

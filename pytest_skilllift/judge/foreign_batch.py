@@ -85,7 +85,7 @@ class _ForeignBatchJudge(BatchJudge):
         return parts
 
     def _describe(self, exc: BaseException) -> str:
-        return self.direct._scrub(f"{type(exc).__name__}: {exc}")
+        return str(self.direct._scrub(f"{type(exc).__name__}: {exc}"))
 
     def close(self) -> None:
         super().close()
@@ -164,7 +164,7 @@ class OpenAIBatchJudge(_ForeignBatchJudge):
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
                 continue
-            text = str(self._bounded(lambda f=file_id: api.files.content(f).text))
+            text = self._file_text(api, str(file_id))
             for line in text.splitlines():
                 if line.strip():
                     entry = json.loads(line)
@@ -182,6 +182,10 @@ class OpenAIBatchJudge(_ForeignBatchJudge):
                 out.setdefault(cid, {"type": "expired" if batch.status == "expired"
                                      else "canceled"})
         return out
+
+    def _file_text(self, api: Any, file_id: str) -> str:
+        """An output or error file's JSONL, within the control-plane deadline."""
+        return str(self._bounded(lambda: api.files.content(file_id).text))
 
     @staticmethod
     def _one(entry: dict[str, Any]) -> dict[str, Any]:
@@ -250,7 +254,7 @@ class GoogleBatchJudge(_ForeignBatchJudge):
     def _describe(self, exc: BaseException) -> str:
         code = getattr(exc, "code", None)
         head = f"HTTP {code} " if isinstance(code, int) else ""
-        return self.direct._scrub(f"{head}{type(exc).__name__}: {exc}")
+        return str(self.direct._scrub(f"{head}{type(exc).__name__}: {exc}"))
 
     def _create(self, chunk: Sequence[BatchRequest]) -> str:
         api = self._api()

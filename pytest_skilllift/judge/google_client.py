@@ -9,9 +9,9 @@ retries off (one attempt per call: the retry policy is ours).
 
 Reached through ``GEMINI_API_KEY`` (or ``GOOGLE_API_KEY``) and ``GOOGLE_GEMINI_BASE_URL`` (or
 the ``api_key`` / ``base_url`` arguments); the key goes to the SDK and nowhere else. Priced by
-:data:`~pytest_skilllift.judge.providers.OTHER_PRICES`. Gemini's batch mode is not used by
-this version: with ``--skill-lift-judge-batch`` a Google judge grades directly and the cost
-line says so.
+:data:`~pytest_skilllift.judge.providers.OTHER_PRICES`. With ``--skill-lift-judge-batch``
+the same requests go through Gemini's batch mode
+(:class:`~pytest_skilllift.judge.foreign_batch.GoogleBatchJudge`, at half the price).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pytest_skilllift.judge.client import (
 )
 from pytest_skilllift.judge.foreign import ForeignJudge
 from pytest_skilllift.judge.protocol import TOOL_NAME, VERDICTS_SCHEMA, JudgeRequest
-from pytest_skilllift.judge.providers import KEY_VARS
+from pytest_skilllift.judge.providers import BATCH_APIS, KEY_VARS
 from pytest_skilllift.model import GOOGLE
 
 __all__ = ["GoogleJudge", "gemini_content", "gemini_kwargs"]
@@ -85,6 +85,7 @@ class GoogleJudge(ForeignJudge):
     sdk_module = "google.genai"
     key_vars = KEY_VARS[GOOGLE]
     provider = GOOGLE
+    batch_api = BATCH_APIS[GOOGLE]
 
     def _get_client(self) -> Any:
         if self._client is None:

@@ -9,9 +9,9 @@ the key — sent through the official ``openai`` SDK (``client.responses.create`
 
 Reached through ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (or the ``api_key`` /
 ``base_url`` arguments); the key goes to the SDK and nowhere else. Priced by
-:data:`~pytest_skilllift.judge.providers.OTHER_PRICES` (cached input at a tenth). OpenAI has
-a Batch API (JSONL files), which this version does not use: with ``--skill-lift-judge-batch``
-an OpenAI judge grades directly and the cost line says so.
+:data:`~pytest_skilllift.judge.providers.OTHER_PRICES` (cached input at a tenth). With
+``--skill-lift-judge-batch`` the same requests go through OpenAI's Batch API
+(:class:`~pytest_skilllift.judge.foreign_batch.OpenAIBatchJudge`, at half the price).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pytest_skilllift.judge.client import (
 )
 from pytest_skilllift.judge.foreign import ForeignJudge
 from pytest_skilllift.judge.protocol import TOOL_NAME, VERDICTS_SCHEMA, JudgeRequest
-from pytest_skilllift.judge.providers import KEY_VARS
+from pytest_skilllift.judge.providers import BATCH_APIS, KEY_VARS
 from pytest_skilllift.model import OPENAI
 
 __all__ = ["OpenAIJudge", "responses_kwargs"]
@@ -86,6 +86,7 @@ class OpenAIJudge(ForeignJudge):
     sdk_module = "openai"
     key_vars = KEY_VARS[OPENAI]
     provider = OPENAI
+    batch_api = BATCH_APIS[OPENAI]
 
     def _get_client(self) -> Any:
         if self._client is None:

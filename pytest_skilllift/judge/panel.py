@@ -40,7 +40,7 @@ from pytest_skilllift.judge.protocol import PROMPT_VERSION, PROMPT_VERSIONS_SAME
 from pytest_skilllift.judge.service import result_from_dict, result_to_dict
 from pytest_skilllift.model import ItemVerdict, JudgeResult, RubricItem, SampleVote
 
-__all__ = ["PANEL_FILE", "TIE_RULE", "PanelCache", "PanelJudge", "combine_panel",
+__all__ = ["PANEL_FILE", "TIE_RULE", "PanelCache", "PanelJudge", "combine_panel", "fingerprint",
            "panel_name", "panel_verdict", "split_panel"]
 
 #: A tie's verdict per item type: the adversarial reading (SCORING.md).
@@ -120,7 +120,7 @@ def combine_panel(items: Sequence[RubricItem],
         samples=len(results), tie_breaks=ties, evidence_policy=policy)
 
 
-def _fingerprint(prompt_text: str, answer: str, items: Sequence[RubricItem],
+def fingerprint(prompt_text: str, answer: str, items: Sequence[RubricItem],
                  policy: str) -> str:
     """What a judge's stored result is valid for: the same text, rubric, policy, prompt."""
     data = json.dumps([prompt_text, answer, [dataclasses.astuple(i) for i in items], policy,
@@ -264,7 +264,7 @@ class PanelJudge:
     def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
               seed: int | str) -> JudgeResult:
         items = tuple(items)
-        key = _fingerprint(prompt_text, answer, items, self.evidence_policy)
+        key = fingerprint(prompt_text, answer, items, self.evidence_policy)
 
         def one(pair: tuple[str, Grader]) -> tuple[str, JudgeResult]:
             name, grader = pair

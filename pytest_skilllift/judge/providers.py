@@ -59,9 +59,11 @@ BASE_URL_VARS: dict[str, str] = {
     OPENAI: "OPENAI_BASE_URL",
     GOOGLE: "GOOGLE_GEMINI_BASE_URL",
 }
-#: The batch API each provider's judge uses for ``--skill-lift-judge-batch``; a provider
-#: missing here grades directly (the cost line says so).
-BATCH_APIS: dict[str, str] = {ANTHROPIC: "Message Batches"}
+#: The batch API each provider's judge uses for ``--skill-lift-judge-batch`` (each billed at
+#: 50% of the list price, the providers' published batch discount); a provider missing here
+#: would grade directly, and the terminal's batch line would say so.
+BATCH_APIS: dict[str, str] = {ANTHROPIC: "Message Batches", OPENAI: "OpenAI Batch",
+                              GOOGLE: "Gemini Batch Mode"}
 
 @dataclass(frozen=True)
 class JudgeSpec:

@@ -56,7 +56,7 @@ def _shard_unit(item: pytest.Item) -> tuple[str, RunKey] | None:
 
 
 def _refuse_overridden_judge(items: list[pytest.Item]) -> None:
-    """Batch judging sends the configured judge's requests to the Message Batches API; a
+    """Batch judging sends the configured judges' requests to their batch APIs; a
     ``skill_lift_judge`` replaced in a conftest.py would be bypassed, so say so and stop."""
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
@@ -67,8 +67,8 @@ def _refuse_overridden_judge(items: list[pytest.Item]) -> None:
         where = getattr(func, "__module__", "pytest_skilllift.plugin.fixtures")
         if where != "pytest_skilllift.plugin.fixtures":
             raise pytest.UsageError(
-                f"--skill-lift-judge-batch grades with the configured judge through the "
-                f"Message Batches API, but skill_lift_judge is overridden (in {where}); run "
+                f"--skill-lift-judge-batch grades with the configured judge through its "
+                f"provider's batch API, but skill_lift_judge is overridden (in {where}); run "
                 "without --skill-lift-judge-batch to grade through your judge")
         return
 
@@ -146,29 +146,48 @@ class ScalePlugin:
             if tr is not None:
                 tr.write_line(f"[skill-lift batch] {line}")
 
+        from pytest_skilllift.run.batch_grade import panel_of
+
         state = self.state
-        say(f"generating {len(specs)} run(s) first; they are graded in Message Batches after")
+        judge = state.batch_judge(log=say)
+        paths = batch_paths(panel_of(judge))
+        say(f"generating {len(specs)} run(s) first; they are graded in batches after ({paths})")
         n = {"done": 0}
 
         def progress(spec: RunSpec, status: str) -> None:
             n["done"] += 1
             say(f"  [{n['done']}/{len(specs)}] {spec.run_id}: {status}")
 
-        generate_first(state.weekrun, specs, offset=_worker_index(config), progress=progress)
-        judge = state.batch_judge(log=say)
         try:
+            generate_first(state.weekrun, specs, offset=_worker_index(config),
+                           progress=progress)
+            from pytest_skilllift.judge.panel import PanelCache
+
+            s = state.settings
             phase = grade_in_batches(state.weekrun, specs, judge, state.batch_results,
-                                     samples=state.settings.judge_samples,
-                                     families=skill_families(state.settings.skills_root),
-                                     mask=state.settings.judge_mask)
+                                     samples=s.judge_samples,
+                                     families=skill_families(s.skills_root),
+                                     mask=s.judge_mask, cache=PanelCache(state.week.root),
+                                     evidence_policy="flag" if s.evidence == "flag"
+                                     else "reject")
         except ValueError as exc:  # an unreadable judge-batches.json: stop before paying twice
             raise pytest.UsageError(str(exc)) from None
         finally:
-            judge.close()
+            for _name, one in panel_of(judge):
+                one.close()
         if phase.requested:
-            say(f"graded {phase.graded} of {phase.requested} run(s) in Message Batches "
+            say(f"graded {phase.graded} of {phase.requested} run(s) in batches "
                 f"(submitted {len(phase.submitted)}, resumed {len(phase.resumed)}); "
                 f"{len(phase.ungraded)} ungraded")
+
+
+def batch_paths(judges: list[tuple[str, Any]]) -> str:
+    """Which path each judge's grading takes, with the price it is billed at: ``judge via
+    API (batch, 50% of list)`` — the cost line of batch judging."""
+    from pytest_skilllift.judge.batch import BATCH_PRICE_FACTOR
+
+    return "; ".join(f"{name} via the {judge.api_name} API at {BATCH_PRICE_FACTOR:.0%} of the "
+                     "list price" for name, judge in judges)
 
 
 def summary_lines(state: SkillLiftSession) -> list[str]:
@@ -198,8 +217,6 @@ def summary_lines(state: SkillLiftSession) -> list[str]:
             line += (f"; cap reached: {len(spend.not_run_spend_cap)} run(s) not run: spend "
                      "cap (raise --skill-lift-max-spend and run again to finish the week)")
         lines.append(line)
-    if s.judge_batch_direct:
-        lines.append(f"batch judging: {s.judge_batch_direct}")
     if s.judge_batch:
         from pytest_skilllift.judge.batch import BatchStore
 
@@ -209,12 +226,18 @@ def summary_lines(state: SkillLiftSession) -> list[str]:
         except ValueError as exc:
             lines.append(f"batch judging: {exc}")
         else:
+            from pytest_skilllift.judge.batch import BATCH_PRICE_FACTOR
+            from pytest_skilllift.judge.providers import BATCH_APIS
+
             current = [b for b in store.batches if b.get("epoch") == store.epoch]
             if current:
                 done = sum(1 for b in current if b.get("status") == "ended")
-                lines.append(f"batch judging: {len(current)} Message Batch(es) on file "
-                             f"({done} ended), ids in {store.path.name}; judge cost at the "
-                             "batch price")
+                apis = sorted({BATCH_APIS.get(str(b.get("api") or "anthropic"), "?")
+                               for b in current})
+                lines.append(f"batch judging: {len(current)} batch(es) on file through "
+                             f"{', '.join(apis)} ({done} ended), ids in {store.path.name}; "
+                             f"judge cost at the batch price ({BATCH_PRICE_FACTOR:.0%} of "
+                             "the list price, each provider's published batch discount)")
     return lines
 
 

@@ -607,20 +607,26 @@ class SkillLiftSession:
     def batch_results(self) -> Any:
         """``--skill-lift-judge-batch``: the results the batch step hands the engine."""
         if self._batch_results is None:
+            from pytest_skilllift.judge.factory import session_judges
+            from pytest_skilllift.judge.panel import panel_name
             from pytest_skilllift.run.batch_grade import BatchResults
 
-            self._batch_results = BatchResults(self.week, self.settings.judge_model)
+            s = self.settings
+            name = panel_name([j.name for j in session_judges(s.judge_model, s.judges)])
+            self._batch_results = BatchResults(self.week, name)
         return self._batch_results
 
     def batch_judge(self, log: Any = None) -> Any:
-        """``--skill-lift-judge-batch``: the Message Batches client for this week."""
-        from pytest_skilllift.judge.batch import BatchJudge
+        """``--skill-lift-judge-batch``: the batch client of the session's judge (its
+        provider's batch API), or a panel's ``(name, client)`` pairs sharing one batch file
+        (``judge.factory.build_batch_judges``). Small change for #41 (owner: s35)."""
+        from pytest_skilllift.judge.factory import build_batch_judges, session_judges
 
         s = self.settings
-        return BatchJudge(self.week.root, s.judge_model or None,
-                          api_key=s.extra_env.get("ANTHROPIC_API_KEY"),
-                          base_url=s.base_url or None, poll_s=s.judge_batch_poll_s, log=log,
-                          evidence="flag" if s.evidence == "flag" else "reject")
+        return build_batch_judges(session_judges(s.judge_model, s.judges), self.week.root,
+                                  env=s.extra_env, base_url=s.base_url or None,
+                                  poll_s=s.judge_batch_poll_s, log=log,
+                                  evidence="flag" if s.evidence == "flag" else "reject")
 
     # -- controller wrap-up -------------------------------------------------------------
     def start_finish(self) -> None:

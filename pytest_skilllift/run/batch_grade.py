@@ -1,4 +1,6 @@
-"""Batch judging of a week: generate every run first, then grade them in Message Batches.
+"""Batch judging of a week: generate every run first, then grade them in batches (each
+judge through its provider's batch API: Message Batches, OpenAI's Batch API, Gemini's batch
+mode; a panel's judges at once).
 
 Two steps, each safe to run from several processes at once (pytest-xdist workers) and to
 interrupt:
@@ -20,11 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_skilllift.judge.batch import BatchJudge, custom_id
 from pytest_skilllift.judge.mask import MASK, leak_pattern
+from pytest_skilllift.judge.panel import PanelCache, combine_panel, fingerprint, panel_name
 from pytest_skilllift.judge.protocol import build_judge_request
 from pytest_skilllift.judge.samples import (
     TIE_BREAK_SEED,
@@ -58,7 +62,7 @@ class BatchResults:
             return got
         # Another worker ran the batch step: keep the reason it recorded.
         why = self.week.judge_error(str(seed)) or (
-            "not graded: no Message Batch result for this run (the next session with "
+            "not graded: no batch result for this run (the next session with "
             "--skill-lift-judge-batch resumes its batch or submits it)")
         return JudgeResult(verdicts=(), cost_usd=0.0, model=self.model, ungraded=tuple(items),
                            error=why)
@@ -137,17 +141,35 @@ class BatchPhase:
         self.retried += judge.retried
 
 
-def grade_in_batches(weekrun: WeekRun, specs: Sequence[RunSpec], judge: BatchJudge,
+#: What batch judging grades with: one batch judge, or a panel's ``(name, judge)`` pairs
+#: (``--skill-lift-judges``: each judge through its own provider's batch API).
+BatchJudges = BatchJudge | Sequence[tuple[str, BatchJudge]]
+
+
+def panel_of(judge: BatchJudges) -> list[tuple[str, BatchJudge]]:
+    """``judge`` as ``(name, judge)`` pairs (one pair for a single judge)."""
+    return [(judge.model, judge)] if isinstance(judge, BatchJudge) else list(judge)
+
+
+def grade_in_batches(weekrun: WeekRun, specs: Sequence[RunSpec], judge: BatchJudges,
                      results: BatchResults, *, samples: int = 1,
                      families: Sequence[str] = (), mask: bool = True,
-                     on_graded: Callable[[GradedRun], None] | None = None) -> BatchPhase:
-    """Grade every generated, ``ok``, ungraded run of ``specs`` through Message Batches and
-    write the grades through the engine. Runs the week does not hold are left alone.
+                     on_graded: Callable[[GradedRun], None] | None = None,
+                     cache: PanelCache | None = None,
+                     evidence_policy: str = "reject") -> BatchPhase:
+    """Grade every generated, ``ok``, ungraded run of ``specs`` through batches and write
+    the grades through the engine. Runs the week does not hold are left alone.
 
     With ``samples`` > 1 each run is sent ``samples`` times (``custom_id`` = run id, then
     ``<run id>__s<k>``, each with its own shuffle, as :class:`~pytest_skilllift.judge.samples.
     SampledJudge` does); items whose samples split evenly get one tie-break request per run
     (``<run id>__tie``) in a second batch; the votes are combined the same way.
+
+    A panel (``judge`` as ``(name, judge)`` pairs sharing one batch store) sends each judge's
+    requests through its own provider's batch API, the judges at once (one thread each), and
+    combines each run's results as :class:`~pytest_skilllift.judge.panel.PanelJudge` does
+    (majority, tie rule, every vote kept); a judge's result already in the run's
+    ``panel.json`` (``cache``) is not requested again, and each answered one is stored there.
 
     The arm-leak mask applies as in direct judging (:class:`~pytest_skilllift.judge.mask.
     MaskingGrader`): the spans naming ``families`` or the skill are counted and, with
@@ -155,10 +177,13 @@ def grade_in_batches(weekrun: WeekRun, specs: Sequence[RunSpec], judge: BatchJud
     the text the judge saw); each result records ``arm_leaks`` and ``masked``."""
     if samples < 1:
         raise ValueError(f"judge samples must be at least 1, not {samples}")
+    panel = panel_of(judge)
+    if not panel:
+        raise ValueError("batch judging needs at least one judge")
     out = BatchPhase()
     pattern = leak_pattern(families)
     leaks: dict[str, int] = {}
-    with judge.locked():
+    with panel[0][1].locked():  # the panel's judges share the store: one lock for all
         todo: list[tuple[RunSpec, str]] = []
         for spec in specs:
             record = weekrun.week.load_run(spec.run_id)
@@ -184,36 +209,10 @@ def grade_in_batches(weekrun: WeekRun, specs: Sequence[RunSpec], judge: BatchJud
                 out.ungraded[spec.run_id] = f"not graded: {held}"
             return out
         if todo:
-            first = [judge.request(custom_id(spec.run_id, k), build_judge_request(
-                         spec.prompt.prompt, answer, spec.prompt.rubric,
-                         sample_seed(spec.run_id, k), reply_mode=judge.reply_mode))
-                     for spec, answer in todo for k in range(1, samples + 1)]
-            got = judge.grade(first)
-            out.took(judge)
-            per_run = {spec.run_id: [got[custom_id(spec.run_id, k)]
-                                     for k in range(1, samples + 1)] for spec, _ in todo}
-            final: dict[str, JudgeResult] = {}
-            ties = []
-            for spec, answer in todo:
-                votes = per_run[spec.run_id]
-                if samples == 1:
-                    final[spec.run_id] = votes[0]
-                    continue
-                merged = combine_samples(spec.prompt.rubric, votes, samples=samples)
-                tied = tied_items(spec.prompt.rubric, votes, merged)
-                final[spec.run_id] = merged
-                if tied:
-                    ties.append((spec, judge.request(
-                        custom_id(spec.run_id, "tie"), build_judge_request(
-                            spec.prompt.prompt, answer, tied,
-                            f"{spec.run_id}#{TIE_BREAK_SEED}", reply_mode=judge.reply_mode))))
-            if ties:
-                got_tie = judge.grade([req for _, req in ties])
-                out.took(judge)
-                for spec, req in ties:
-                    final[spec.run_id] = combine_samples(
-                        spec.prompt.rubric, per_run[spec.run_id], got_tie[req.custom_id],
-                        samples=samples)
+            if len(panel) == 1:
+                final = _grade_with(panel[0][1], todo, samples, out)
+            else:
+                final = _grade_panel(panel, todo, samples, out, cache, evidence_policy)
             results.by_run.update(
                 {run_id: dataclasses.replace(result, arm_leaks=leaks[run_id],
                                              masked=mask and leaks[run_id] > 0)
@@ -233,22 +232,99 @@ def grade_in_batches(weekrun: WeekRun, specs: Sequence[RunSpec], judge: BatchJud
     return out
 
 
+def _grade_with(judge: BatchJudge, todo: Sequence[tuple[RunSpec, str]], samples: int,
+                out: BatchPhase) -> dict[str, JudgeResult]:
+    """One judge's result per run of ``todo`` (its samples and tie-breaks combined)."""
+    first = [judge.request(custom_id(spec.run_id, k), build_judge_request(
+                 spec.prompt.prompt, answer, spec.prompt.rubric,
+                 sample_seed(spec.run_id, k), reply_mode=judge.reply_mode))
+             for spec, answer in todo for k in range(1, samples + 1)]
+    got = judge.grade(first)
+    out.took(judge)
+    per_run = {spec.run_id: [got[custom_id(spec.run_id, k)] for k in range(1, samples + 1)]
+               for spec, _ in todo}
+    final: dict[str, JudgeResult] = {}
+    ties = []
+    for spec, answer in todo:
+        votes = per_run[spec.run_id]
+        if samples == 1:
+            final[spec.run_id] = votes[0]
+            continue
+        merged = combine_samples(spec.prompt.rubric, votes, samples=samples)
+        tied = tied_items(spec.prompt.rubric, votes, merged)
+        final[spec.run_id] = merged
+        if tied:
+            ties.append((spec, judge.request(
+                custom_id(spec.run_id, "tie"), build_judge_request(
+                    spec.prompt.prompt, answer, tied,
+                    f"{spec.run_id}#{TIE_BREAK_SEED}", reply_mode=judge.reply_mode))))
+    if ties:
+        got_tie = judge.grade([req for _, req in ties])
+        out.took(judge)
+        for spec, req in ties:
+            final[spec.run_id] = combine_samples(
+                spec.prompt.rubric, per_run[spec.run_id], got_tie[req.custom_id],
+                samples=samples)
+    return final
+
+
+def _grade_panel(panel: Sequence[tuple[str, BatchJudge]], todo: Sequence[tuple[RunSpec, str]],
+                 samples: int, out: BatchPhase, cache: PanelCache | None,
+                 policy: str) -> dict[str, JudgeResult]:
+    """Each run graded by every judge of the panel through its own batch API, combined."""
+    keys = {spec.run_id: fingerprint(spec.prompt.prompt, answer, spec.prompt.rubric, policy)
+            for spec, answer in todo}
+    phases = {name: BatchPhase() for name, _ in panel}
+
+    def one(pair: tuple[str, BatchJudge]) -> dict[str, JudgeResult]:
+        name, judge = pair
+        kept: dict[str, JudgeResult] = {}
+        if cache is not None:
+            for spec, _ in todo:
+                found = cache.get(spec.run_id, name, keys[spec.run_id], spec.prompt.rubric,
+                                  policy)
+                if found is not None:
+                    kept[spec.run_id] = found
+        need = [(spec, answer) for spec, answer in todo if spec.run_id not in kept]
+        got = _grade_with(judge, need, samples, phases[name]) if need else {}
+        if cache is not None:
+            for spec, _ in need:
+                r = got[spec.run_id]
+                if r.error is None and r.calls:  # paid for: never requested again
+                    cache.put(spec.run_id, name, keys[spec.run_id], r)
+        return {**kept, **got}
+
+    with ThreadPoolExecutor(max_workers=len(panel),
+                            thread_name_prefix="skilllift-batch-panel") as pool:
+        by_judge = dict(zip([name for name, _ in panel], pool.map(one, panel), strict=True))
+    for phase in phases.values():
+        out.submitted += phase.submitted
+        out.resumed += phase.resumed
+        out.retried += phase.retried
+    return {spec.run_id: combine_panel(spec.prompt.rubric,
+                                       [(name, by_judge[name][spec.run_id])
+                                        for name, _ in panel])
+            for spec, _ in todo}
+
+
 def _no_runner() -> Runner:
     raise RuntimeError("batch grading never generates a run")
 
 
-def grade_plan_in_batches(week: Ledger, specs: Sequence[RunSpec], judge: BatchJudge, *,
+def grade_plan_in_batches(week: Ledger, specs: Sequence[RunSpec], judge: BatchJudges, *,
                           samples: int = 1, families: Sequence[str] = (), mask: bool = True,
                           on_graded: Callable[[GradedRun], None] | None = None,
-                          regrade_pass: str = "") -> list[GradedRun]:
-    """``skilllift judge WEEKDIR --batch``: grade already generated runs in Message Batches
-    (the batch form of ``run.regrade.grade_direct``); never generates."""
-    results = BatchResults(week, judge.model)
+                          regrade_pass: str = "", cache: PanelCache | None = None,
+                          evidence_policy: str = "reject") -> list[GradedRun]:
+    """``skilllift judge WEEKDIR --batch``: grade already generated runs in batches (the
+    batch form of ``run.regrade.grade_direct``); never generates."""
+    results = BatchResults(week, panel_name([name for name, _ in panel_of(judge)]))
     weekrun = WeekRun(week, AgentConfig(claude_path="", skills_root=Path(".")), _no_runner,
                       lambda: results)
     weekrun.regrade_pass = regrade_pass
     try:
         return grade_in_batches(weekrun, specs, judge, results, samples=samples,
-                                families=families, mask=mask, on_graded=on_graded).runs
+                                families=families, mask=mask, on_graded=on_graded,
+                                cache=cache, evidence_policy=evidence_policy).runs
     finally:
         weekrun.close()

@@ -225,6 +225,7 @@ class OpenAIBatches(_Queue):
 
     def _view(self, job: _Job) -> dict[str, Any]:
         ended = job.ended is not None
+        end = int(job.ended or 0)
         status = job.extra.get("status", "completed") if ended else (
             "validating" if job.polls == 0 else "in_progress")
         done = job.extra.get("completed", 0)
@@ -237,8 +238,8 @@ class OpenAIBatches(_Queue):
             "error_file_id": job.extra.get("error_file_id"),
             "created_at": int(job.created), "in_progress_at": int(job.created),
             "expires_at": int(job.created) + 86400,
-            "completed_at": int(job.ended) if ended and status == "completed" else None,
-            "expired_at": int(job.ended) if ended and status == "expired" else None,
+            "completed_at": end if ended and status == "completed" else None,
+            "expired_at": end if ended and status == "expired" else None,
             "request_counts": {"total": len(job.requests), "completed": done,
                                "failed": failed},
             "metadata": None, "model": job.model,
@@ -249,7 +250,8 @@ class GeminiBatches(_Queue):
     """Gemini's batch mode with inlined requests (see the module docstring)."""
 
     def create(self, model: str, body: dict[str, Any]) -> tuple[int, Any]:
-        batch = body.get("batch") if isinstance(body.get("batch"), dict) else {}
+        got = body.get("batch")
+        batch: dict[str, Any] = got if isinstance(got, dict) else {}
         config = batch.get("inputConfig") or {}
         requests = ((config.get("requests") or {}).get("requests")
                     if isinstance(config, dict) else None)

@@ -41,7 +41,6 @@ from pytest_skilllift.judge.protocol import JUDGE_MARKER
 from pytest_skilllift.testing import judge_dialects as jd
 from pytest_skilllift.testing.agent_script import skill_agent
 from pytest_skilllift.testing.batches import BatchQueue, BatchScript
-from pytest_skilllift.testing.foreign_batches import GeminiBatches, OpenAIBatches
 from pytest_skilllift.testing.dialects import (
     CODEX,
     GEMINI,
@@ -52,6 +51,7 @@ from pytest_skilllift.testing.dialects import (
     gemini_chunks,
     responses_events,
 )
+from pytest_skilllift.testing.foreign_batches import GeminiBatches, OpenAIBatches
 from pytest_skilllift.testing.replies import Handler, Reply, new_tool_id
 
 #: Every fault kind the stand-in can inject.
