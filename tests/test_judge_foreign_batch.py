@@ -1,0 +1,225 @@
+"""Batch judging through OpenAI's Batch API and Gemini's batch mode: the real ``openai`` and
+``google-genai`` SDKs against the stand-in's batch endpoints (files, batches, batchGenerateContent,
+batches/{id}), graded by the same scripted judges as direct calls."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_skilllift.judge.batch import BATCH_PRICE_FACTOR, BatchJudge, BatchRequest, custom_id
+from pytest_skilllift.judge.factory import build_batch_judge, build_judge
+from pytest_skilllift.judge.protocol import JUDGE_MARKER, build_judge_request
+from pytest_skilllift.judge.providers import parse_judge_spec
+from pytest_skilllift.testing import StandIn
+from pytest_skilllift.testing.batches import BatchScript
+from pytest_skilllift.testing.demo import demo_judge
+from pytest_skilllift.testing.judge_script import keyword_judge
+from pytest_skilllift.week.files import BATCHES_FILE
+from tests.test_judge_client import ANSWER, EXPECTED, ITEMS
+from tests.test_judge_panel import PANEL, make_week
+
+KEY = "sk-batch-other-DO-NOT-WRITE-0123456789"
+SPECS = ("openai:gpt-5-mini", "google:gemini-2.5-flash")
+RUN_IDS = [f"prompt-{i}-gpt-with-skill-r1-20260808" for i in range(3)]
+#: The request that creates a batch, per provider (what "a second create" would repeat).
+CREATE = {"openai": "/v1/batches", "google": ":batchGenerateContent"}
+
+
+class Interrupted(Exception):
+    """Stands for a SIGINT/SIGKILL while the session waits for a batch."""
+
+
+def make(api: StandIn, week: Path, spec: str, **kw: Any) -> BatchJudge:
+    judge: BatchJudge = build_batch_judge(parse_judge_spec(spec), week, api_key=KEY,
+                                          base_url=api.base_url, poll_s=0.0, **kw)
+    return judge
+
+
+def requests(judge: BatchJudge, run_ids: list[str] = RUN_IDS) -> list[BatchRequest]:
+    return [judge.request(custom_id(r), build_judge_request("Q?", ANSWER, ITEMS, r))
+            for r in run_ids]
+
+
+def creates(api: StandIn, spec: str) -> int:
+    return sum(1 for r in api.requests if r.kind == "batch" and r.method == "POST"
+               and r.path.endswith(CREATE[spec.split(":")[0]]) and r.status == 200)
+
+
+def direct_calls(api: StandIn) -> int:
+    return sum(1 for r in api.requests if r.kind == "judge" and "batch" not in r.path)
+
+
+def verdicts(result: Any) -> list[tuple[str, str]]:
+    return [(v.item.key, v.verdict) for v in result.verdicts]
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_a_batch_grades_as_a_direct_call_does_at_half_the_price(spec: str,
+                                                                 tmp_path: Path) -> None:
+    """Every request in one batch through the provider's own batch API (OpenAI: a JSONL file
+    of /v1/responses calls; Gemini: inlined requests), no direct call; each result the
+    verdicts a direct call gets, at half its price, named provider:model."""
+    script = BatchScript(polls_before_end=2)
+    with StandIn(judge=keyword_judge, api_key=KEY, batch=script) as api:
+        judge = make(api, tmp_path, spec)
+        got = judge.grade(requests(judge))
+        assert direct_calls(api) == 0 and creates(api, spec) == 1
+        batched = [r for r in api.requests if r.kind == "judge"]
+        direct = build_judge(spec, api_key=KEY, base_url=api.base_url).grade(
+            "Q?", ANSWER, ITEMS, RUN_IDS[0])
+    assert len(batched) == len(RUN_IDS)
+    body = json.dumps([r.body for r in batched])
+    assert JUDGE_MARKER in body and KEY not in body
+    assert set(got) == set(RUN_IDS)
+    for result in got.values():
+        assert result.error is None and verdicts(result) == EXPECTED
+        assert result.model == spec and result.calls == 1
+        assert all(v.evidence_ok for v in result.verdicts)
+        assert f"through the {judge.api_name} API" in result.notes[0]
+    assert verdicts(direct) == EXPECTED
+    assert got[RUN_IDS[0]].cost_usd == pytest.approx(direct.cost_usd * BATCH_PRICE_FACTOR)
+    assert got[RUN_IDS[0]].cost_usd > 0
+    stored = json.loads((tmp_path / BATCHES_FILE).read_text())["batches"]
+    assert [(b["api"], b["status"]) for b in stored] == [(spec.split(":")[0], "ended")]
+    assert sorted(stored[0]["requests"]) == sorted(RUN_IDS)
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_an_interrupted_batch_resumes_without_a_second_create(spec: str,
+                                                              tmp_path: Path) -> None:
+    """The batch id is on file before the first poll: a session killed while the batch is
+    pending polls it when started again, and the stand-in's log holds one create."""
+    def interrupt(_s: float) -> None:
+        raise Interrupted
+
+    with StandIn(judge=keyword_judge, api_key=KEY,
+                 batch=BatchScript(polls_before_end=1)) as api:
+        judge = make(api, tmp_path, spec, sleep=interrupt)
+        with pytest.raises(Interrupted):
+            judge.grade(requests(judge))
+        assert creates(api, spec) == 1
+        lines: list[str] = []
+        again = make(api, tmp_path, spec, log=lines.append)
+        got = again.grade(requests(again))
+        assert creates(api, spec) == 1  # polled, not submitted again
+        assert again.submitted == [] and len(again.resumed) == 1
+        assert any(line.startswith(f"resuming {again.batch_word}") for line in lines)
+        assert direct_calls(api) == 0
+    assert all(verdicts(r) == EXPECTED for r in got.values())
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_an_errored_request_is_retried_then_named_never_zero(spec: str,
+                                                             tmp_path: Path) -> None:
+    """One request of the batch errors (OpenAI: a 500 line in the error file; Gemini: an
+    inlined response with an error): the others are graded; it is submitted once more in a new
+    batch and, failing again, left ungraded with the provider's reason — never scored zero."""
+    broken = custom_id(RUN_IDS[1])
+    script = BatchScript(errored=frozenset({broken}), times=0)
+    with StandIn(judge=keyword_judge, api_key=KEY, batch=script) as api:
+        judge = make(api, tmp_path, spec)
+        got = judge.grade(requests(judge))
+        assert creates(api, spec) == 2 and judge.retried == [broken]
+        assert api.openai_batches.submitted(broken) + api.gemini_batches.submitted(broken) == 2
+    for run_id in (RUN_IDS[0], RUN_IDS[2]):
+        assert got[run_id].error is None and verdicts(got[run_id]) == EXPECTED
+    failed = got[RUN_IDS[1]]
+    assert failed.verdicts == () and failed.ungraded == ITEMS and failed.cost_usd == 0
+    assert failed.error is not None and "batch request errored" in failed.error
+    assert "Internal error (injected by StandIn)" in failed.error
+    assert "ungraded after 2 batch attempt(s)" in failed.error
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_an_errored_request_that_heals_is_graded_in_the_second_batch(
+        spec: str, tmp_path: Path) -> None:
+    broken = custom_id(RUN_IDS[0])
+    with StandIn(judge=keyword_judge, api_key=KEY,
+                 batch=BatchScript(errored=frozenset({broken}), times=1)) as api:
+        judge = make(api, tmp_path, spec)
+        got = judge.grade(requests(judge))
+        assert creates(api, spec) == 2
+    assert all(r.error is None and verdicts(r) == EXPECTED for r in got.values())
+
+
+def test_a_wrong_key_leaves_every_run_ungraded_with_the_reason(tmp_path: Path) -> None:
+    with StandIn(judge=keyword_judge, api_key=KEY) as api:
+        for spec in SPECS:
+            judge: BatchJudge = build_batch_judge(parse_judge_spec(spec), tmp_path,
+                                                  api_key="sk-wrong", base_url=api.base_url,
+                                                  poll_s=0.0, retries=0)
+            got = judge.grade(requests(judge))
+            assert all(r.error is not None and f"{judge.api_name} API error" in r.error
+                       and r.verdicts == () for r in got.values()), spec
+            assert "sk-wrong" not in json.dumps([r.error for r in got.values()])
+
+
+def _env(monkeypatch: pytest.MonkeyPatch, api: StandIn) -> None:
+    for var in ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
+        monkeypatch.setenv(var, api.base_url)
+    for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.setenv(var, KEY)
+
+
+def _rows(week: Path) -> dict[str, list[tuple[str, str, list[tuple[str, str]], bool]]]:
+    out = {}
+    for path in sorted(week.glob("*/grades.json")):
+        grades = json.loads(path.read_text())
+        out[path.parent.name] = [(r["item_type"], r["verdict"],
+                                  [(s["judge"], s["verdict"]) for s in r["samples"]],
+                                  r["contested"] in (1, "1", True)) for r in grades["rows"]]
+    return out
+
+
+def test_a_panel_week_batch_judged_by_three_providers_grades_as_direct_judging(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``skilllift judge WEEK --batch --judges claude,openai:…,google:…``: each judge through
+    its own provider's batch API (one create each, no direct call), the per-item majorities
+    and every vote the same as ``skilllift judge --judges`` by direct calls gives, at half
+    the judge cost; a second run finds every judge on file and sends nothing."""
+    from pytest_skilllift.cli.main import main as skilllift
+
+    week = make_week(tmp_path)
+    direct_week = tmp_path / "direct-week"
+    shutil.copytree(week, direct_week)
+    runs = sorted(p.name for p in week.iterdir())
+    with StandIn(judge=demo_judge(), api_key=KEY) as api:
+        _env(monkeypatch, api)
+        code = skilllift(["judge", str(week), "--batch", "--batch-poll", "0",
+                          "--judges", ",".join(PANEL)])
+        err = capsys.readouterr().err
+        assert code == 0, err
+        assert direct_calls(api) == 0
+        batched = Counter(r.api for r in api.requests if r.kind == "judge" and r.ok)
+        assert batched == {"messages": len(runs), "codex": len(runs), "gemini-cli": len(runs)}
+        made = [r.path for r in api.requests if r.kind == "batch" and r.method == "POST"
+                and not r.path.endswith("/files")]
+        assert len(made) == 3  # one batch per judge, each through its own API
+        assert skilllift(["judge", str(direct_week), "--judges", ",".join(PANEL)]) == 0
+        n_before = len(api.requests)
+        # Again: every judge's result is in panel.json, nothing is sent.
+        assert skilllift(["judge", str(week), "--batch", "--batch-poll", "0",
+                          "--judges", ",".join(PANEL)]) == 0
+        resent = [r for r in api.requests[n_before:] if r.kind in ("judge", "batch")]
+        assert resent == []
+    for name in PANEL:
+        assert f"{name}: through the " in err
+    assert "at 50% of the list price" in err
+    batch_rows, direct_rows = _rows(week), _rows(direct_week)
+    assert sorted(batch_rows) == runs and batch_rows == direct_rows
+    assert any(contested for rows in batch_rows.values() for *_, contested in rows)
+    stored = json.loads((week / BATCHES_FILE).read_text())["batches"]
+    assert sorted(b["api"] for b in stored) == ["anthropic", "google", "openai"]
+    for run_id in runs:
+        batch_cost = json.loads((week / run_id / "grades.json").read_text())["cost_usd"]
+        direct_cost = json.loads((direct_week / run_id / "grades.json").read_text())["cost_usd"]
+        assert batch_cost == pytest.approx(direct_cost * BATCH_PRICE_FACTOR)
+        panel_file = json.loads((week / run_id / "panel.json").read_text())
+        assert sorted(panel_file) == sorted(PANEL)
