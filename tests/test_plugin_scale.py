@@ -145,3 +145,46 @@ def test_batch_judging_refuses_an_overridden_skill_lift_judge(tmp_path: Path) ->
         assert api.count("agent") == 0 and not api.batches.created
     assert res.returncode == 4, res.stdout + res.stderr
     assert "skill_lift_judge is overridden (in conftest)" in res.stderr
+
+
+def test_batch_judging_with_a_panel_sends_each_judge_to_its_own_batch_api(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--skill-lift-judge-batch --skill-lift-judges=claude,openai:…,google:…``: every run is
+    graded by the three judges, each through its provider's batch API (Message Batches, OpenAI's
+    Batch API, Gemini's batch mode), never by a direct call; grades.json keeps each judge's vote;
+    the terminal names each judge's path and the batch price. Run again, nothing is sent."""
+    panel = "claude-sonnet-4-5,openai:gpt-5-mini,google:gemini-2.5-flash"
+    root = make_project(tmp_path)
+    week = root / "week" / WEEK
+    args = ("-p", "no:xdist", "--skill-lift-judge-batch", "--skill-lift-judge-batch-poll=0.05",
+            f"--skill-lift-judges={panel}", f"--skill-lift-out=week/{WEEK}")
+    with StandIn(agent=skill_agent, judge=keyword_judge,
+                 batch=BatchScript(polls_before_end=1)) as api:
+        for var in ("OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
+            monkeypatch.setenv(var, api.base_url)
+        for var in ("OPENAI_API_KEY", "GEMINI_API_KEY"):
+            monkeypatch.setenv(var, KEY)
+        res = pytest_run(root, api, *args)
+        judged = [r for r in api.requests if r.kind == "judge" and r.ok]
+        creates = [r.path for r in api.requests if r.kind == "batch" and r.method == "POST"
+                   and not r.path.endswith("/files")]
+        n_before = len(api.requests)
+        again = pytest_run(root, api, *args)
+        resent = [r for r in api.requests[n_before:] if r.kind in ("judge", "batch")]
+    assert res.returncode == 0, res.stdout + res.stderr
+    runs = sorted(p.parent.name for p in week.glob("*/run.json"))
+    assert len(runs) == 4
+    assert all("batch" in r.path for r in judged)  # no direct judge call
+    assert sorted(r.api for r in judged) == sorted(
+        [a for a in ("messages", "codex", "gemini-cli") for _ in runs])
+    assert len(creates) == 3 and any(p.endswith(":batchGenerateContent") for p in creates)
+    for run_id in runs:
+        grades = json.loads((week / run_id / "grades.json").read_text())
+        assert grades["judge_model"] == panel
+        assert all([s["judge"] for s in row["samples"]] == panel.split(",")
+                   for row in grades["rows"])
+    assert "openai:gpt-5-mini via the OpenAI Batch API at 50% of the list price" in res.stdout
+    assert ("batch(es) on file through Gemini Batch Mode, Message Batches, OpenAI Batch"
+            in res.stdout)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert resent == []
