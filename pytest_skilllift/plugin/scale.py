@@ -218,7 +218,14 @@ def summary_lines(state: SkillLiftSession) -> list[str]:
                      "cap (raise --skill-lift-max-spend and run again to finish the week)")
         lines.append(line)
     if s.judge_batch:
-        from pytest_skilllift.judge.batch import BatchStore
+        from pytest_skilllift.judge.batch import BATCH_PRICE_FACTOR, BatchStore
+        from pytest_skilllift.judge.factory import session_judges
+        from pytest_skilllift.judge.providers import BATCH_APIS
+
+        lines.append("batch judging: " + "; ".join(
+            f"{spec.name} via the {BATCH_APIS[spec.provider]} API at "
+            f"{BATCH_PRICE_FACTOR:.0%} of the list price"
+            for spec in session_judges(s.judge_model, s.judges)))
 
         store = BatchStore(s.out_dir)
         try:
@@ -226,9 +233,6 @@ def summary_lines(state: SkillLiftSession) -> list[str]:
         except ValueError as exc:
             lines.append(f"batch judging: {exc}")
         else:
-            from pytest_skilllift.judge.batch import BATCH_PRICE_FACTOR
-            from pytest_skilllift.judge.providers import BATCH_APIS
-
             current = [b for b in store.batches if b.get("epoch") == store.epoch]
             if current:
                 done = sum(1 for b in current if b.get("status") == "ended")
