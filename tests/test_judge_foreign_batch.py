@@ -177,6 +177,7 @@ def _rows(week: Path) -> dict[str, list[tuple[str, str, list[tuple[str, str]], b
     return out
 
 
+@pytest.mark.slow  # two whole-week judging passes through three SDKs, ~1 min
 def test_a_panel_week_batch_judged_by_three_providers_grades_as_direct_judging(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -223,3 +224,21 @@ def test_a_panel_week_batch_judged_by_three_providers_grades_as_direct_judging(
         assert batch_cost == pytest.approx(direct_cost * BATCH_PRICE_FACTOR)
         panel_file = json.loads((week / run_id / "panel.json").read_text())
         assert sorted(panel_file) == sorted(PANEL)
+
+
+def test_an_openai_request_past_the_completion_window_is_expired_then_named(
+        tmp_path: Path) -> None:
+    """OpenAI puts a request the 24 h window did not reach in the error file with
+    ``batch_expired`` (the batch ``expired``): read as expired, submitted once more, then
+    left ungraded saying so."""
+    late = custom_id(RUN_IDS[2])
+    with StandIn(judge=keyword_judge, api_key=KEY,
+                 batch=BatchScript(expired=frozenset({late}), times=0)) as api:
+        judge = make(api, tmp_path, SPECS[0])
+        got = judge.grade(requests(judge))
+        assert creates(api, SPECS[0]) == 2
+    assert got[RUN_IDS[0]].error is None and got[RUN_IDS[1]].error is None
+    error = got[RUN_IDS[2]].error or ""
+    assert "batch request expired" in error and "ungraded after 2 batch attempt(s)" in error
+    stored = json.loads((tmp_path / BATCHES_FILE).read_text())["batches"]
+    assert [b["status"] for b in stored] == ["ended", "ended"]
