@@ -242,3 +242,47 @@ def test_an_openai_request_past_the_completion_window_is_expired_then_named(
     assert "batch request expired" in error and "ungraded after 2 batch attempt(s)" in error
     stored = json.loads((tmp_path / BATCHES_FILE).read_text())["batches"]
     assert [b["status"] for b in stored] == ["ended", "ended"]
+
+
+def test_an_interrupted_panel_resumes_each_judges_batch_without_a_second_create(
+        tmp_path: Path) -> None:
+    """A panel's three judges share one batch file and one lock: killed while their batches
+    are pending, the next pass polls the three batches on file (one create per API in the
+    stand-in's log, none added) and grades every run with every judge's vote."""
+    from pytest_skilllift.judge.factory import build_batch_judges
+    from pytest_skilllift.judge.panel import PanelCache
+    from pytest_skilllift.judge.providers import parse_judges
+    from pytest_skilllift.run.batch_grade import grade_plan_in_batches
+    from pytest_skilllift.run.regrade import plan_regrade
+    from pytest_skilllift.week.ledger import Ledger
+
+    week = make_week(tmp_path)
+    specs = parse_judges(",".join(PANEL))
+
+    def interrupt(_s: float) -> None:
+        raise Interrupted
+
+    def panel(api: StandIn, **kw: Any) -> Any:
+        return build_batch_judges(specs, week, api_key=KEY, base_url=api.base_url,
+                                  poll_s=0.0, **kw)
+
+    def made(api: StandIn) -> list[str]:
+        return [r.path for r in api.requests if r.kind == "batch" and r.method == "POST"
+                and not r.path.endswith("/files")]
+
+    with StandIn(judge=demo_judge(), api_key=KEY,
+                 batch=BatchScript(polls_before_end=1)) as api:
+        plan = plan_regrade(week)
+        with pytest.raises(Interrupted):
+            grade_plan_in_batches(Ledger(week), plan.specs, panel(api, sleep=interrupt),
+                                  cache=PanelCache(week))
+        assert len(made(api)) == 3 and not list(week.glob("*/grades.json"))
+        graded = grade_plan_in_batches(Ledger(week), plan_regrade(week).specs, panel(api),
+                                       cache=PanelCache(week))
+        assert len(made(api)) == 3  # each judge's batch polled, none created again
+        assert direct_calls(api) == 0
+    assert len(graded) == len(plan.specs) and all(not g.judge_error for g in graded)
+    for g in graded:
+        grades = json.loads((week / g.run_id / "grades.json").read_text())
+        assert all([s["judge"] for s in row["samples"]] == list(PANEL)
+                   for row in grades["rows"])
