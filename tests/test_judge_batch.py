@@ -237,3 +237,34 @@ def test_batch_judging_masks_the_arm_like_direct_judging(
     grades = json.loads((week / run_id / "grades.json").read_text())
     assert grades["arm_leaks"] == 2 and grades["judge_mask"] is True
     assert {r["verdict"] for r in grades["rows"]} >= {"met"}  # graded, not refused
+
+
+def test_batch_judging_sends_a_skill_creator_evals_expected_output_as_direct_judging_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """An evals.json run's ``expected_output`` reaches the judge as context
+    (``judge_prompt_text``) whether it is graded directly or through ``--batch``: the batch
+    path once sent the bare prompt, so a batch judge never saw the eval's expected output."""
+    from pytest_skilllift.cli.main import main as skilllift
+    from pytest_skilllift.run.skill_creator import CONTEXT_HEADER
+    from tests.test_skill_creator import GIT_BISECT_EVALS
+
+    evals = tmp_path / "evals.json"
+    evals.write_text(json.dumps(GIT_BISECT_EVALS))
+    week = tmp_path / "week"
+    run_id = "git-bisect-eval-1-haiku-with-skill-r1-week"
+    (week / run_id).mkdir(parents=True)
+    (week / run_id / "run.json").write_text(json.dumps({
+        "run_id": run_id, "prompt": "git-bisect-eval-1", "model": "haiku",
+        "condition": "with-skill", "rep": 1, "run_status": "ok", "final_answer": ANSWER,
+        "prompt_path": str(evals)}))
+    expected = GIT_BISECT_EVALS["evals"][0]["expected_output"]
+    with StandIn(judge=keyword_judge) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        code = skilllift(["judge", str(week), "--batch", "--batch-poll", "0",
+                          "--judge-model", MODEL])
+        sent = json.dumps([r.body for r in api.requests if r.kind == "judge"])
+        assert direct_calls(api) == 0 and batched_calls(api) >= 1
+    assert code == 0, capsys.readouterr().err
+    assert json.dumps(CONTEXT_HEADER)[1:-1] in sent and json.dumps(expected)[1:-1] in sent

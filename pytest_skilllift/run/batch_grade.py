@@ -38,6 +38,7 @@ from pytest_skilllift.judge.samples import (
 )
 from pytest_skilllift.model import AgentConfig, JudgeResult, RubricItem, RunSpec
 from pytest_skilllift.run.engine import GradedRun, NotStarted, WeekRun
+from pytest_skilllift.run.skill_creator import judge_prompt_text
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.week.files import LOCK_FILE, OK, lock_held
 from pytest_skilllift.week.ledger import Ledger
@@ -236,7 +237,7 @@ def _grade_with(judge: BatchJudge, todo: Sequence[tuple[RunSpec, str]], samples:
                 out: BatchPhase) -> dict[str, JudgeResult]:
     """One judge's result per run of ``todo`` (its samples and tie-breaks combined)."""
     first = [judge.request(custom_id(spec.run_id, k), build_judge_request(
-                 spec.prompt.prompt, answer, spec.prompt.rubric,
+                 judge_prompt_text(spec.prompt), answer, spec.prompt.rubric,
                  sample_seed(spec.run_id, k), reply_mode=judge.reply_mode))
              for spec, answer in todo for k in range(1, samples + 1)]
     got = judge.grade(first)
@@ -256,7 +257,7 @@ def _grade_with(judge: BatchJudge, todo: Sequence[tuple[RunSpec, str]], samples:
         if tied:
             ties.append((spec, judge.request(
                 custom_id(spec.run_id, "tie"), build_judge_request(
-                    spec.prompt.prompt, answer, tied,
+                    judge_prompt_text(spec.prompt), answer, tied,
                     f"{spec.run_id}#{TIE_BREAK_SEED}", reply_mode=judge.reply_mode))))
     if ties:
         got_tie = judge.grade([req for _, req in ties])
@@ -272,7 +273,8 @@ def _grade_panel(panel: Sequence[tuple[str, BatchJudge]], todo: Sequence[tuple[R
                  samples: int, out: BatchPhase, cache: PanelCache | None,
                  policy: str) -> dict[str, JudgeResult]:
     """Each run graded by every judge of the panel through its own batch API, combined."""
-    keys = {spec.run_id: fingerprint(spec.prompt.prompt, answer, spec.prompt.rubric, policy)
+    keys = {spec.run_id: fingerprint(judge_prompt_text(spec.prompt), answer, spec.prompt.rubric,
+                                     policy)
             for spec, answer in todo}
     phases = {name: BatchPhase() for name, _ in panel}
 
