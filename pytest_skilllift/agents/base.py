@@ -190,6 +190,11 @@ class Agent:
     #: the provider of a model id: its key variable (the one key the run gets) and its
     #: probe (None: a provider no lookup is known for, named as not checked).
     provider: Callable[[str], tuple[str, ModelProbe | None] | None] | None = None
+    #: Its tools that write files and run commands, which a Harbor task run allows in both
+    #: arms alike (recorded as the run's ``task_tools``): how its invocation allows them in
+    #: a container (Codex's sandbox bypass, Gemini CLI's ``--yolo``, OpenCode's permission
+    #: config). Claude Code's are its allow-list plus ``runners.task_docker.WRITE_TOOLS``.
+    task_tools: tuple[str, ...] = ()
 
     @property
     def pinned(self) -> str:

@@ -187,5 +187,6 @@ AGENT = Agent(
     listed_skills=listed_skills, read_stream=read_stream, outage_event=outage_event,
     image=ImageLayout(native=("codex", "@openai")), url_problem=url_problem,
     prices={"gpt-5": (1.25, 10.0), "gpt-5-mini": (0.25, 2.0), "gpt-5-nano": (0.05, 0.40)},
+    task_tools=("exec_command", "apply_patch"),
     model_probe=ModelProbe(probe_endpoint, probe_path, "/models", known=KNOWN_MODELS),
 )

@@ -173,6 +173,7 @@ AGENT = Agent(
     prices={"gemini-2.5-pro": (1.25, 10.0), "gemini-2.5-flash": (0.30, 2.50),
             "gemini-2.5-flash-lite": (0.10, 0.40)},
     builtin_skills=BUILTIN_SKILLS,
+    task_tools=("write_file", "replace", "run_shell_command"),
     model_probe=ModelProbe(probe_endpoint, probe_path, "/v1beta/models?pageSize=1",
                            refused=gemini_refused, known=KNOWN_MODELS),
 )

@@ -219,5 +219,6 @@ AGENT = Agent(
         ("rg", "/usr/bin/rg", "ripgrep (rg)", "apt-get install ripgrep"),)),
     prices={"claude-sonnet-4-5": (3.0, 15.0), "claude-haiku-4-5": (1.0, 5.0)},
     builtin_skills=BUILTIN_SKILLS,
+    task_tools=("write", "edit", "bash"),
     model_probe=ANTHROPIC_PROBE, provider=provider,
 )

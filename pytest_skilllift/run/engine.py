@@ -353,8 +353,10 @@ class WeekRun:
         with its skill listing (``trace/agent_streams.py``)."""
         from pytest_skilllift.trace.agent_streams import parse_run
 
+        # The families' own root (a task's environment/skills, a with-skill@REF revision):
+        # a skill tool whose stream shows a summary is read from the body installed.
         return parse_run(spec, transcript, cli_version=outcome.cli_version,
-                         skills_root=Path(self.agent.skills_root))
+                         skills_root=install_root(spec.prompt, Path(self.agent.skills_root)))
 
     def _redacted(self, record: dict[str, Any]) -> dict[str, Any]:
         """The record with the run environment's secrets and URL credentials redacted (a

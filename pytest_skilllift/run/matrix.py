@@ -20,13 +20,11 @@ from typing import Any
 from pytest_skilllift.config import Settings
 from pytest_skilllift.model import (
     ARMS,
-    CLAUDE_CODE,
     WITH_ALL,
     WITH_REF,
     WITH_REF_PREFIX,
     PromptSpec,
     RunSpec,
-    split_agent,
 )
 from pytest_skilllift.run.arms import arm_prompt
 from pytest_skilllift.run.engine import make_run_id
@@ -155,10 +153,8 @@ def task_runs(prompt: PromptSpec, settings: Settings) -> list[RunSpec]:
     from pytest_skilllift.run.tasks.plan import TASK_ARMS
 
     arms = tuple(c for c in settings.conditions if c in TASK_ARMS)
-    # Tasks run Claude Code (the CLI layered into the task's image); other agents' labels
-    # run the prompts only (docs/tasks.md).
-    models = tuple(m for m in settings.models if split_agent(m[1])[0] == CLAUDE_CODE)
-    return prompt_runs(prompt, dataclasses.replace(settings, conditions=arms, models=models),
+    # Every agent's labels run tasks (its CLI layered into the task's image: docs/tasks.md).
+    return prompt_runs(prompt, dataclasses.replace(settings, conditions=arms),
                        families=(), revision_root=None)
 
 

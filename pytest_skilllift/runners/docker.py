@@ -503,9 +503,11 @@ class DockerRunner:
             env.pop(var, None)
         return env
 
-    def _agent(self, spec: RunSpec, cfg: AgentConfig) -> agents.Invocation | None:
+    def _agent(self, spec: RunSpec, cfg: AgentConfig,
+               paths: Mapping[str, str] | None = None) -> agents.Invocation | None:
         """Another agent's invocation with container paths and reachable base URLs; None
-        for Claude Code."""
+        for Claude Code. ``paths``: the CLIs' paths in the container (default: the image's
+        own, on its PATH)."""
         if spec.agent == CLAUDE_CODE:
             return None
         host, env = dict(os.environ), dict(cfg.env)
@@ -514,7 +516,8 @@ class DockerRunner:
                 if source.get(var):
                     source[var] = self.container_base_url(source[var])
         # The image's own CLIs, on its PATH.
-        cfg = dataclasses.replace(cfg, env=env, agent_paths={a.name: a.binary for a in others()})
+        cfg = dataclasses.replace(cfg, env=env, agent_paths=dict(paths) if paths is not None
+                                  else {a.name: a.binary for a in others()})
         return agents.invocation(spec, cfg, self.home, base=host, container=True)
 
     def _preflight(self, container_id: str, inv: agents.Invocation, env: dict[str, str],

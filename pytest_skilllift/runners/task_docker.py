@@ -10,7 +10,11 @@ For a run of a task (``RunSpec.prompt.task``):
    CLI starts, as the docker runner does); a task naming a family of the project's skills
    root (``[metadata] skill``) gets it installed under ``~/.claude/skills`` in the with-skill
    arm; the CLI runs under ``[agent] timeout_sec`` with the session's allow-list plus the
-   write tools (:data:`WRITE_TOOLS`, both arms alike);
+   write tools (:data:`WRITE_TOOLS`, both arms alike). Another agent's run (Codex CLI,
+   Gemini CLI, OpenCode: its CLI layered in by ``runners/task_cli.py``) gets its config
+   files and, with-skill, the task's skills in its own skill root (``~/.agents/skills``),
+   its listing command run first (the availability check), and its write and shell tools
+   allowed as its agent module declares (``Agent.task_tools``, both arms alike);
 4. after the agent: the files it created or changed (``docker diff`` against the image, under
    the workdir) are copied out to ``artifacts/`` (capped, what was cut counted and named);
 5. only then ``tests/`` is copied to ``/tests`` and ``bash /tests/test.sh`` runs as root under
@@ -30,6 +34,7 @@ import dataclasses
 import io
 import json
 import math
+import os
 import tarfile
 import threading
 import time
@@ -41,8 +46,10 @@ import docker.client
 import docker.errors
 
 from pytest_skilllift.agents.claude_code import build_argv, build_env
+from pytest_skilllift.agents.registry import agent as agent_def
 from pytest_skilllift.config import option_default
 from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, RunOutcome, RunSpec
+from pytest_skilllift.runners import agents
 from pytest_skilllift.runners.base import Runner, transcript_cli_version
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.runners.docker import (
@@ -59,10 +66,12 @@ from pytest_skilllift.runners.docker import (
     container_name,
     skill_archive,
 )
+from pytest_skilllift.runners.image import ImageBuildError
 from pytest_skilllift.runners.inflight import Inflight, RunInterrupted
 from pytest_skilllift.runners.install import install_root
 from pytest_skilllift.runners.outage import watch_for
 from pytest_skilllift.runners.redaction import redact, secret_values
+from pytest_skilllift.runners.task_cli import CLI_BIN, CliLayer, npm_layer
 from pytest_skilllift.runners.task_image import TASK_CLAUDE, TaskImageError, TaskImages
 from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE, utc_stamp
 
@@ -106,6 +115,23 @@ def task_tools(allowed: tuple[str, ...]) -> tuple[str, ...]:
     return (*allowed, *(t for t in WRITE_TOOLS if t not in allowed))
 
 
+#: ``PATH`` for an image whose ``ENV`` sets none (docker's default).
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def agent_layer(name: str) -> CliLayer:
+    """The CLI layer of the npm agent ``name`` from its CLI on this machine (a
+    :class:`TaskImageError` names the install command when it is missing)."""
+    cli = agents.find_cli(name)
+    if cli is None:
+        raise TaskImageError(agents.missing_cli_message(name))
+    try:
+        return npm_layer(name, cli)
+    except ImageBuildError as exc:
+        raise TaskImageError(f"{agent_def(name).title} cannot be layered into a task "
+                             f"image: {exc}") from None
+
+
 @dataclasses.dataclass(frozen=True)
 class _User:
     home: str
@@ -143,7 +169,7 @@ class TaskRunner(DockerRunner):
         if cli is None or not Path(cli).is_file():
             raise RuntimeError("tasks need the Claude Code binary to layer into their images: "
                                "pip install claude-agent-sdk (it bundles one)")
-        self.images = TaskImages(self.client, Path(cli))
+        self.images = TaskImages(self.client, Path(cli), layers=self._agent_layer)
         self.claude = TASK_CLAUDE
         self.docker_init = True
         self.image = ""
@@ -162,6 +188,13 @@ class TaskRunner(DockerRunner):
         self._users: dict[tuple[str, str], _User] = {}
         self._removals: list[threading.Thread] = []
 
+    def _agent_layer(self, name: str) -> CliLayer:
+        """An npm agent's CLI layer, its version read once (the run's CLI version)."""
+        layer = agent_layer(name)
+        cli = agents.find_cli(name)
+        self.agent_versions.setdefault(name, agents.cli_version(cli) if cli else "")
+        return layer
+
     # -- one run ------------------------------------------------------------------------------
 
     def run(self, spec: RunSpec, cfg: AgentConfig, run_dir: Path) -> RunOutcome:
@@ -171,7 +204,9 @@ class TaskRunner(DockerRunner):
             raise ValueError(f"{spec.run_id}: not a task run")
         run_dir.mkdir(parents=True, exist_ok=True)
         started, t0 = time.time(), time.monotonic()
-        info: dict[str, Any] = {"tools": list(task_tools(cfg.allowed_tools))}
+        other = spec.agent != CLAUDE_CODE
+        info: dict[str, Any] = {"tools": list(agent_def(spec.agent).task_tools if other
+                                              else task_tools(cfg.allowed_tools))}
         timings: dict[str, float] = {}
         cfg = dataclasses.replace(cfg, allowed_tools=task_tools(cfg.allowed_tools),
                                   timeout_s=task.agent_timeout_s)
@@ -181,7 +216,10 @@ class TaskRunner(DockerRunner):
         interrupted = False
         container_id: str | None = None
         env: dict[str, str] = {}
-        watch = watch_for(spec.agent, spec.model_id, build_env(cfg, home="/root"))
+        # The host's view of the API (what a probe from here can check), as the docker
+        # runner's.
+        watch = watch_for(spec.agent, spec.model_id, {**os.environ, **cfg.env} if other
+                          else build_env(cfg, home="/root"))
         secrets: list[bytes] = []
         out = err = None
         invalid_install = False
@@ -189,22 +227,20 @@ class TaskRunner(DockerRunner):
             self.inflight.check_not_stopping()
         try:
             try:
-                if spec.agent != CLAUDE_CODE:
-                    raise _Failed(f"tasks run Claude Code only (the label names {spec.agent}); "
-                                  "run the other agents on prompts (docs/tasks.md)")
-                if spec.with_skill and spec.prompt.skills_root is None:
+                if spec.with_skill and (other or spec.prompt.skills_root is None):
                     # A family of the project's skills root: the install rules of prompts.
                     refused = self._install_error(spec, cfg)
                     if refused:
                         invalid_install = True
                         raise _Failed(refused)
                 try:
-                    image = self.images.get(task, spec.with_skill)
+                    image = self.images.get(task, spec.with_skill, spec.agent)
                 except TaskImageError as exc:
                     raise _Failed(str(exc)) from None
                 timings["image_build_s"] = image.build_s
                 info.update(image=image.tag, user=image.user or "root", workdir=image.workdir,
-                            image_built_now=image.build_s > 0)
+                            image_built_now=image.build_s > 0, agent=spec.agent,
+                            cli=image.command)
                 self.image, self.image_id = image.tag, image.image_id
                 self.user, self.workdir = image.user, image.workdir
                 self.memory = f"{task.memory_mb or self.default_memory_mb}m"
@@ -216,23 +252,38 @@ class TaskRunner(DockerRunner):
                 user = self._user(container_id, image.image_id, image.user, image.home)
                 self.home = user.home
                 info["home"] = user.home
-                env = self._env(cfg)
+                # Another agent: its CLI from the layer, its config in the user's HOME, the
+                # layer's bin first on PATH (OpenCode's ripgrep is there).
+                inv = (self._agent(spec, cfg, {spec.agent: image.command}) if other
+                       else None)
+                env = self._env(cfg) if inv is None else self._strip_host(dict(inv.env))
+                if inv is not None:
+                    env["PATH"] = f"{CLI_BIN}:{image.path or DEFAULT_PATH}"
                 secrets = secret_values(env)
                 out = _LineSink(run_dir / STDOUT_FILE, secrets, on_line=watch.feed)
                 err = _LineSink(run_dir / STDERR_FILE, secrets, on_line=watch.feed_stderr)
+                # With-skill: a family named from the project's skills root (Claude Code finds
+                # the task's own skills where its Dockerfile copies them); another agent gets
+                # the task's skills, bundled or named, in its own skill root. No-skill: none.
                 families = ([install_root(spec.prompt, cfg.skills_root) / f
                              for f in spec.prompt.installed_families]
-                            if spec.with_skill and spec.prompt.skills_root is None else [])
-                archive = skill_archive(families[0] if families else None, user.uid,
-                                        user.gid, image.user or "root",
-                                        prompt=spec.prompt.prompt, siblings=families[1:])
+                            if spec.with_skill and (other or spec.prompt.skills_root is None)
+                            else [])
+                archive = skill_archive(
+                    families[0] if families else None, user.uid, user.gid,
+                    image.user or "root", prompt=spec.prompt.prompt, siblings=families[1:],
+                    skills_dir=agent_def(spec.agent).skill_root if other
+                    else ".claude/skills", extra_dirs=inv.dirs if inv else (),
+                    extra_files=inv.files if inv else None)
                 if not self.client.api.put_archive(container_id, user.home, archive):
                     raise _Failed(f"put_archive of the instruction into {user.home} failed")
+                if inv is not None:  # the availability check: what the CLI lists
+                    self._preflight(container_id, inv, env, run_dir, secrets)
                 timings["setup_s"] = time.monotonic() - t0
                 agent_t0 = time.monotonic()
                 exit_code, timed_out, broken = self._exec(
-                    container_id, build_argv(self.claude, spec, cfg), cfg, env, out, err,
-                    agent_t0, watch)
+                    container_id, build_argv(self.claude, spec, cfg) if inv is None
+                    else inv.argv, cfg, env, out, err, agent_t0, watch)
                 timings["agent_s"] = time.monotonic() - agent_t0
                 if watch.cause is not None:
                     error = f"{watch.cause}; container killed"
@@ -294,7 +345,8 @@ class TaskRunner(DockerRunner):
             exit_code=exit_code, started_utc=utc_stamp(started), ended_utc=utc_stamp(time.time()),
             wall_ms=int(wall * 1000), timed_out=timed_out,
             error=redact(error.encode(), secrets).decode() if error else None,
-            runner=self.name, cli_version=transcript_cli_version(run_dir / STDOUT_FILE),
+            runner=self.name, cli_version=self.agent_versions.get(spec.agent, "") if other
+            else transcript_cli_version(run_dir / STDOUT_FILE),
             invalid_install=invalid_install, outage=watch.cause or "")
 
     def close(self) -> None:

@@ -8,17 +8,20 @@ Two images per task:
 - **no-skill**: the same context with ``environment/skills/`` emptied, so every ``COPY skills``
   copies nothing and no agent in the image can list a skill.
 
-To either, one more layer adds the agent CLI (the Claude Code binary bundled on this machine)
-at :data:`TASK_CLAUDE`: ``COPY --from`` a CLI-only image imported once per binary
-(:func:`cli_image_tag`), so no build streams the 200 MB binary again and none needs a
-network (the build runs with ``network_mode="none"``). The tag is
-``skilllift-task-<task>:<arm>-<hash>`` where the hash covers every byte of the context that
-arm sees, the Dockerfile and the CLI binary's identity: an unchanged task reuses its image
-across models, reps and sessions (no build at all), a changed one gets a new tag.
+To either, one more layer adds the CLI of the run's agent under ``/opt/skilllift``
+(``runners/task_cli.py``: the Claude Code binary bundled on this machine at
+:data:`TASK_CLAUDE`, or an npm CLI with what it needs beyond glibc): ``COPY --from`` a
+CLI-only image imported once per CLI (:func:`cli_image_tag`), so no build streams the CLI
+again and none needs a network (the build runs with ``network_mode="none"``). The tag is
+``skilllift-task-<task>:<arm>-<hash>`` (``<arm>-<agent>-<hash>`` for an agent other than
+Claude Code) where the hash covers every byte of the context that arm sees, the Dockerfile
+and the CLI's identity: an unchanged task reuses its image across models, reps and sessions
+(no build at all), a changed one gets a new tag.
 
-The CLI binary needs only glibc (``ldd``: libc, libm, libpthread, libdl, librt, the loader),
-which every glibc-based image has; on an image without it the smoke check (``claude
---version`` in the built image) fails the build with that reason.
+The CLIs need the image's glibc (``ldd``: libc, libm, libpthread, libdl, librt, the loader;
+the other libraries an npm CLI needs come with it), which every glibc-based image has; on an
+image without it the smoke check (``<cli> --version`` in the built image) fails the build
+with that reason.
 """
 
 from __future__ import annotations
@@ -38,13 +41,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_skilllift.model import TaskSpec
+from pytest_skilllift.model import CLAUDE_CODE, TaskSpec
+from pytest_skilllift.runners.task_cli import TASK_CLAUDE, CliLayer, claude_layer
 
-#: Where the agent CLI is put in a task image (its own directory: nothing of the image moves).
-TASK_CLAUDE = "/opt/skilllift/bin/claude"
+__all__ = ["TASK_CLAUDE", "CliLayer", "TaskImage", "TaskImageError", "TaskImages",
+           "cli_image_tag", "context_hash", "image_tag", "with_cli_stage"]
+
 LABEL_TASK_HASH = "skilllift.task_hash"
 LABEL_TASK = "skilllift.task"
 LABEL_ARM = "skilllift.task_arm"
+LABEL_AGENT = "skilllift.task_agent"
 #: Bumped when what an image holds changes meaning (its hash then differs).
 IMAGE_FORMAT = "2"
 #: The arm names of the two images.
@@ -68,6 +74,10 @@ class TaskImage:
     build_s: float
     #: ``HOME`` as the image's ``ENV`` sets it ("" when it does not).
     home: str = ""
+    #: ``PATH`` as the image's ``ENV`` sets it ("" when it does not).
+    path: str = ""
+    #: The agent CLI's path in the image.
+    command: str = TASK_CLAUDE
 
 
 def _files(root: Path, *, skip_skills: bool) -> Iterator[tuple[str, Path]]:
@@ -81,10 +91,15 @@ def _files(root: Path, *, skip_skills: bool) -> Iterator[tuple[str, Path]]:
         yield rel, path
 
 
-def context_hash(task: TaskSpec, with_skills: bool, cli: Path) -> str:
+def _layer(cli: Path | CliLayer) -> CliLayer:
+    return cli if isinstance(cli, CliLayer) else claude_layer(cli)
+
+
+def context_hash(task: TaskSpec, with_skills: bool, cli: Path | CliLayer) -> str:
     """The hash naming a (task, arm) image: the context that arm sees, byte for byte, and the
-    CLI binary's size and modification time (reading 200 MB per session to hash it would
-    cost more than the build it saves)."""
+    CLI's identity (its files' sizes and modification times: reading 200 MB per session to
+    hash it would cost more than the build it saves). ``cli``: the Claude Code binary or
+    another agent's :class:`CliLayer`."""
     digest = hashlib.sha256(f"{IMAGE_FORMAT}\0{with_skills}\0".encode())
     for rel, path in _files(task.environment, skip_skills=not with_skills):
         digest.update(rel.encode() + b"\0")
@@ -97,23 +112,28 @@ def context_hash(task: TaskSpec, with_skills: bool, cli: Path) -> str:
                     digest.update(chunk)
         else:
             digest.update(b"D")
-    st = cli.stat()
-    digest.update(f"\0cli:{st.st_size}:{int(st.st_mtime)}".encode())
+    layer = _layer(cli)
+    # Claude Code's as it has always been hashed (its existing images stay valid).
+    identity = (layer.identity.partition(":")[2] if layer.agent == CLAUDE_CODE
+                else layer.identity)
+    digest.update(f"\0cli:{identity}".encode())
     return digest.hexdigest()[:16]
 
 
-def image_tag(task: TaskSpec, with_skills: bool, digest: str) -> str:
-    """``skilllift-task-<task>:<arm>-<hash>`` (docker's allowed characters)."""
+def image_tag(task: TaskSpec, with_skills: bool, digest: str, agent: str = CLAUDE_CODE) -> str:
+    """``skilllift-task-<task>:<arm>-<hash>`` (docker's allowed characters), with the agent
+    before the hash when it is not Claude Code (``noskills-codex-<hash>``)."""
     name = re.sub(r"[^a-z0-9_.-]+", "-", task.root.name.lower()).strip("-.")[:80] or "task"
-    return f"skilllift-task-{name}:{WITH_SKILLS if with_skills else WITHOUT_SKILLS}-{digest}"
+    arm = WITH_SKILLS if with_skills else WITHOUT_SKILLS
+    who = "" if agent == CLAUDE_CODE else f"{agent}-"
+    return f"skilllift-task-{name}:{arm}-{who}{digest}"
 
 
-def cli_image_tag(cli: Path) -> str:
-    """``skilllift-agent-cli:<hash>``: the image holding only the CLI at :data:`TASK_CLAUDE`
-    (imported once per CLI binary; every task image copies it from there)."""
-    st = cli.stat()
-    digest = hashlib.sha256(f"{IMAGE_FORMAT}:{cli.name}:{st.st_size}:{int(st.st_mtime)}"
-                            .encode()).hexdigest()[:16]
+def cli_image_tag(cli: Path | CliLayer) -> str:
+    """``skilllift-agent-cli:<hash>``: the image holding only an agent's CLI layer under
+    ``/opt/skilllift`` (imported once per CLI; every task image copies it from there)."""
+    identity = _layer(cli).identity
+    digest = hashlib.sha256(f"{IMAGE_FORMAT}:{identity}".encode()).hexdigest()[:16]
     return f"skilllift-agent-cli:{digest}"
 
 
@@ -166,20 +186,17 @@ def _context_tar(task: TaskSpec, with_skills: bool, cli_image: str,
     return out
 
 
-def _cli_rootfs(cli: Path) -> Path:
-    """A tar holding only ``/opt/skilllift/bin/claude`` (for ``docker import``)."""
+def _cli_rootfs(cli: Path | CliLayer) -> Path:
+    """A tar holding only the CLI layer under ``/opt/skilllift`` (for ``docker import``)."""
     fd, name = tempfile.mkstemp(prefix="skilllift-agent-cli-", suffix=".tar")
     os.close(fd)
     out = Path(name)
-    with tarfile.open(out, "w") as tar:
-        for d in ("opt", "opt/skilllift", "opt/skilllift/bin"):
-            dinfo = tarfile.TarInfo(d)
-            dinfo.type, dinfo.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(dinfo)
-        cinfo = tar.gettarinfo(str(cli), arcname=TASK_CLAUDE.lstrip("/"))
-        cinfo.mode, cinfo.uid, cinfo.gid, cinfo.uname, cinfo.gname = 0o755, 0, 0, "root", "root"
-        with cli.open("rb") as fh:
-            tar.addfile(cinfo, fh)
+    try:
+        with out.open("wb") as fh:
+            _layer(cli).plan().write(fh)
+    except BaseException:
+        out.unlink(missing_ok=True)
+        raise
     return out
 
 
@@ -198,23 +215,44 @@ def _build_lock(tag: str) -> Iterator[None]:
 
 
 class TaskImages:
-    """The (task, arm) images of one process: looked up by tag, built when missing."""
+    """The (task, arm, agent) images of one process: looked up by tag, built when missing.
 
-    def __init__(self, client: Any, cli: Path, *,
-                 log: Callable[[str], None] | None = None) -> None:
+    ``cli``: the Claude Code binary (None: Claude Code tasks cannot run here); ``layers``:
+    another agent's :class:`CliLayer` by name (made on first use; ``runners/task_cli.py``)."""
+
+    def __init__(self, client: Any, cli: Path | None, *,
+                 log: Callable[[str], None] | None = None,
+                 layers: Callable[[str], CliLayer] | None = None) -> None:
         self.client = client
         self.cli = cli
         self.log = log or (lambda line: None)
+        self._layers = layers
+        self._layer_cache: dict[str, CliLayer] = {}
         self._known: dict[str, TaskImage] = {}
         #: Tags this process built (a second session on the same tasks builds none).
         self.built: list[str] = []
 
-    def get(self, task: TaskSpec, with_skills: bool) -> TaskImage:
-        """The image for ``task``'s arm: existing, else built now (under a machine-wide lock
-        per tag)."""
+    def layer(self, agent: str) -> CliLayer:
+        """The CLI layer of ``agent`` (a :class:`TaskImageError` says why there is none)."""
+        if agent not in self._layer_cache:
+            if agent == CLAUDE_CODE:
+                if self.cli is None:
+                    raise TaskImageError("tasks need the Claude Code binary to layer into "
+                                         "their images: pip install claude-agent-sdk")
+                self._layer_cache[agent] = claude_layer(self.cli)
+            elif self._layers is None:
+                raise TaskImageError(f"no CLI layer is known for {agent}")
+            else:
+                self._layer_cache[agent] = self._layers(agent)
+        return self._layer_cache[agent]
+
+    def get(self, task: TaskSpec, with_skills: bool, agent: str = CLAUDE_CODE) -> TaskImage:
+        """The image for ``task``'s arm with ``agent``'s CLI: existing, else built now (under
+        a machine-wide lock per tag)."""
         import docker.errors
 
-        tag = image_tag(task, with_skills, context_hash(task, with_skills, self.cli))
+        layer = self.layer(agent)
+        tag = image_tag(task, with_skills, context_hash(task, with_skills, layer), agent)
         known = self._known.get(tag)
         if known is not None:
             return known
@@ -224,26 +262,29 @@ class TaskImages:
                 img = self.client.images.get(tag)
                 build_s = 0.0
             except docker.errors.ImageNotFound:
-                img = self._build(task, with_skills, tag)
+                img = self._build(task, with_skills, tag, layer)
                 build_s = time.monotonic() - started
                 self.built.append(tag)
         config = img.attrs.get("Config") or {}
         env = dict(str(e).partition("=")[::2] for e in config.get("Env") or [])
         image = TaskImage(tag=tag, image_id=img.id, user=str(config.get("User") or ""),
                           workdir=str(config.get("WorkingDir") or "/"), build_s=build_s,
-                          home=env.get("HOME", ""))
+                          home=env.get("HOME", ""), path=env.get("PATH", ""),
+                          command=layer.command)
         # Later runs of this process find it built: no build time of theirs.
         self._known[tag] = dataclasses.replace(image, build_s=0.0)
         return image
 
-    def _build(self, task: TaskSpec, with_skills: bool, tag: str) -> Any:
+    def _build(self, task: TaskSpec, with_skills: bool, tag: str, layer: CliLayer) -> Any:
         import docker.errors
 
         digest = tag.rpartition("-")[2]
         labels = {LABEL_TASK_HASH: digest, LABEL_TASK: task.root.name,
                   LABEL_ARM: WITH_SKILLS if with_skills else WITHOUT_SKILLS}
+        if layer.agent != CLAUDE_CODE:
+            labels[LABEL_AGENT] = layer.agent
         self.log(f"building {tag} from {task.environment}")
-        context = _context_tar(task, with_skills, self._cli_image(), labels)
+        context = _context_tar(task, with_skills, self._cli_image(layer), labels)
         lines: list[str] = []
         try:
             with context.open("rb") as fh:
@@ -264,20 +305,20 @@ class TaskImages:
         finally:
             context.unlink(missing_ok=True)
         img = self.client.images.get(tag)
-        self._smoke(task, img)
+        self._smoke(task, img, layer.command)
         return img
 
-    def _cli_image(self) -> str:
-        """The CLI-only image task images copy the CLI from: imported once per binary."""
+    def _cli_image(self, layer: CliLayer) -> str:
+        """The CLI-only image task images copy the CLI from: imported once per CLI."""
         import docker.errors
         from docker.utils import parse_repository_tag
 
-        tag = cli_image_tag(self.cli)
+        tag = cli_image_tag(layer)
         with _build_lock(tag):
             try:
                 self.client.images.get(tag)
             except docker.errors.ImageNotFound:
-                rootfs = _cli_rootfs(self.cli)
+                rootfs = _cli_rootfs(layer)
                 try:
                     repository, tag_part = parse_repository_tag(tag)
                     self.client.api.import_image_from_file(str(rootfs), repository=repository,
@@ -287,19 +328,21 @@ class TaskImages:
                 self.built.append(tag)
         return tag
 
-    def _smoke(self, task: TaskSpec, img: Any) -> None:
-        """``claude --version`` in the new image: a base the CLI cannot run on (no glibc)
+    def _smoke(self, task: TaskSpec, img: Any, command: str = TASK_CLAUDE) -> None:
+        """``<cli> --version`` in the new image: a base the CLI cannot run on (no glibc)
         fails here, once, with the reason, instead of in every run."""
         import docker.errors
 
         try:
-            self.client.containers.run(img.id, [TASK_CLAUDE, "--version"], remove=True,
-                                       network_mode="none", entrypoint=[], user="0")
+            # A HOME of its own: a CLI that writes state on start leaves none in the image.
+            self.client.containers.run(img.id, [command, "--version"], remove=True,
+                                       network_mode="none", entrypoint=[], user="0",
+                                       environment={"HOME": "/tmp"})
         except docker.errors.ContainerError as exc:
             with contextlib.suppress(docker.errors.DockerException):
                 self.client.images.remove(img.id, force=True)
             raise TaskImageError(
                 f"task {task.root.name}: the agent CLI does not run in the task's image "
-                f"(`{TASK_CLAUDE} --version` exited {exc.exit_status}: "
+                f"(`{command} --version` exited {exc.exit_status}: "
                 f"{(exc.stderr or b'').decode('utf-8', 'replace').strip()[:300]}); the task's "
                 "base image must be glibc-based (Debian, Ubuntu, python:*-slim)") from None

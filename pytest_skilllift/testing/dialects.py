@@ -28,11 +28,13 @@ from pytest_skilllift.testing.agent_script import LAUNCHING_PREFIX, SKILL_BODY_P
 from pytest_skilllift.testing.replies import Reply
 
 #: Canonical tool names (Claude Code's), which the scripted agents know.
-SKILL, READ, BASH = "Skill", "Read", "Bash"
+SKILL, READ, BASH, WRITE = "Skill", "Read", "Bash", "Write"
 
 _SKILL_BLOCK = re.compile(r"<skill>(.*?)</skill>", re.S)
 _CODEX_SKILL_LINE = re.compile(r"^- ([^\s:]+): (.*) \(file: ([^)]+)\)\s*$")
 _CODEX_ROOT_LINE = re.compile(r"^- `([^`]+)` = `([^`]+)`")
+#: Codex's file write as the dialect sends it: ``cat > FILE <<'MARK'`` … ``MARK``.
+_CODEX_WRITE = re.compile(r"^cat > ('[^']*'|\S+) <<'(\w+)'\n(.*)\n\2$", re.S)
 _NUMBERED = re.compile(r"^\s*\d+: ?(.*)$")
 #: The frontmatter that opens a SKILL.md: where a read's output begins to be the file.
 _FRONTMATTER = re.compile(r"(^|\n)---\s*\nname:", re.S)
@@ -76,6 +78,9 @@ class Dialect:
     skill_tool = ""
     read_tool = ""
     read_arg = "file_path"
+    #: The agent's file write and shell tools (a task's work: ``testing/task_script.py``).
+    write_tool = ""
+    bash_tool = ""
 
     def tool_names(self, native: set[str]) -> list[str]:
         """The canonical tools a request offers."""
@@ -84,6 +89,10 @@ class Dialect:
             out.append(SKILL)
         if self.read_tool and self.read_tool in native:
             out.append(READ)
+        if self.write_tool and self.write_tool in native:
+            out.append(WRITE)
+        if self.bash_tool and self.bash_tool in native:
+            out.append(BASH)
         return out
 
     def canonical_call(self, name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -92,6 +101,11 @@ class Dialect:
             return SKILL, {"skill": str(args.get("name", ""))}
         if name == self.read_tool:
             return READ, {"file_path": str(args.get(self.read_arg, ""))}
+        if name == self.write_tool:
+            return WRITE, {"file_path": str(args.get(self.read_arg, "")),
+                           "content": str(args.get("content", ""))}
+        if name == self.bash_tool:
+            return BASH, {"command": str(args.get("command", ""))}
         return name, args
 
     def native_call(self, name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -100,6 +114,12 @@ class Dialect:
             return self.skill_tool, {"name": args.get("skill", "")}
         if name == READ:
             return self.read_tool, {self.read_arg: args.get("file_path", "")}
+        if name == WRITE and self.write_tool:
+            return self.write_tool, {self.read_arg: args.get("file_path", ""),
+                                     "content": args.get("content", "")}
+        if name == BASH and self.bash_tool:
+            return self.bash_tool, {"command": args.get("command", ""),
+                                    "description": args.get("description", "Run a command")}
         return name, args
 
     def canonical(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -138,6 +158,8 @@ class OpenCodeDialect(Dialect):
     skill_tool = "skill"
     read_tool = "read"
     read_arg = "filePath"
+    write_tool = "write"
+    bash_tool = "bash"
 
     @staticmethod
     def matches(body: dict[str, Any]) -> bool:
@@ -227,18 +249,23 @@ def _system_text(system: Any) -> str:
 
 class CodexDialect(Dialect):
     """Codex CLI on the Responses API: skills are read with a shell ``cat`` (Codex has no
-    skill tool); the listing is a developer message naming each skill's file."""
+    skill tool); the listing is a developer message naming each skill's file. A file is
+    written with its shell tool too (a quoted here-document: ``cat > FILE <<'EOF'``)."""
 
     name = codex.NAME
     read_tool = "exec_command"
 
     def tool_names(self, native: set[str]) -> list[str]:
-        return [READ, BASH] if native & {"exec_command", "shell"} else []
+        return [READ, BASH, WRITE] if native & {"exec_command", "shell"} else []
 
     def canonical_call(self, name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         cmd = args.get("cmd", args.get("command", ""))
         if isinstance(cmd, list):
             cmd = " ".join(str(c) for c in cmd)
+        write = _CODEX_WRITE.match(str(cmd))
+        if name in ("exec_command", "shell") and write:
+            return WRITE, {"file_path": shlex.split(write.group(1))[0],
+                           "content": write.group(3)}
         m = re.search(r"\bcat\s+(?:'([^']+)'|\"([^\"]+)\"|(\S+))", str(cmd))
         if name in ("exec_command", "shell") and m:
             return READ, {"file_path": next(g for g in m.groups() if g)}
@@ -247,6 +274,14 @@ class CodexDialect(Dialect):
     def native_call(self, name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         if name == READ:
             return "exec_command", {"cmd": f"cat {shlex.quote(str(args.get('file_path')))}"}
+        if name == WRITE:
+            content = str(args.get("content", ""))
+            mark = "SKILLLIFT_EOF"
+            while mark in content:
+                mark += "_"
+            return "exec_command", {"cmd": (
+                f"cat > {shlex.quote(str(args.get('file_path')))} <<'{mark}'\n"
+                f"{content}\n{mark}")}
         return "exec_command", {"cmd": str(args.get("command", "true"))}
 
     def canonical(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -376,6 +411,8 @@ class GeminiDialect(Dialect):
     name = gemini_cli.NAME
     skill_tool = "activate_skill"
     read_tool = "read_file"
+    write_tool = "write_file"
+    bash_tool = "run_shell_command"
 
     def canonical_result(self, call: tuple[str, dict[str, Any]], text: str,
                          ) -> list[dict[str, Any]]:

@@ -6,7 +6,8 @@ works instead of only answering (the CLI lists Write in prompt runs too, where i
 allowed; a question that names no file is answered as before):
 
 1. a listed skill that matches the instruction is launched with ``Skill`` (the same choice
-   as :func:`~pytest_skilllift.testing.agent_script.best_skill`);
+   as :func:`~pytest_skilllift.testing.agent_script.best_skill`), or its listed SKILL.md
+   read with ``Read`` by an agent without a skill tool (Codex CLI);
 2. once the skill's body is in the conversation, each fenced ```` ```bash ```` block of it is
    run, in order, with the CLI's ``Bash`` tool (inside the task's container), then it answers;
 3. with no skill to follow, it makes a generic attempt — ``Write`` of ``ATTEMPT.md`` in the
@@ -15,6 +16,11 @@ allowed; a question that names no file is answered as before):
 So a task's outcome changes with the skill only because the CLI listed it, delivered its body
 and ran its commands: the with-skill container does what the skill says, the no-skill one
 what any prompt-only agent would. Without ``Write`` offered it is the wrapped agent.
+
+The other agents meet the same script through their dialects
+(:mod:`~pytest_skilllift.testing.dialects`): ``Write`` and ``Bash`` become Codex CLI's
+shell tool (a here-document for the write), Gemini CLI's ``write_file`` and
+``run_shell_command``, OpenCode's ``write`` and ``bash`` — each CLI's own tools do the work.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from pytest_skilllift.testing.agent_script import (
     listed_skills,
     loaded_skills,
     skill_launched,
+    skill_locations,
     tool_names,
     user_prompt,
 )
@@ -37,7 +44,10 @@ from pytest_skilllift.testing.replies import Handler, Reply
 _BASH_BLOCK = re.compile(r"```(?:bash|sh)\n(.*?)```", re.S)
 #: An absolute file path in the instruction (``/app/sales.csv``): what makes it a task.
 _FILE_PATH = re.compile(r"(?:^|\s)/[\w.-]+(?:/[\w.-]+)*\.\w+")
-_WORKDIR = re.compile(r"[Ww]orking directory: (/\S*)")
+#: The working directory as each CLI states it: Claude Code's and OpenCode's system prompt,
+#: Codex's ``<environment_context>``, Gemini CLI's workspace directories (the cwd first).
+_WORKDIR = re.compile(r"[Ww]orking directory: (/\S*)|<cwd>(/[^<\s]*)</cwd>"
+                      r"|\*\*Workspace Directories:\*\*\s*- (/\S*)")
 #: The file the no-skill attempt writes (in the working directory).
 ATTEMPT_FILE = "ATTEMPT.md"
 
@@ -61,7 +71,7 @@ def working_directory(body: dict[str, Any]) -> str:
     for text in texts:
         match = _WORKDIR.search(text)
         if match:
-            return match.group(1)
+            return next(g for g in match.groups() if g)
     return "/tmp"
 
 
@@ -82,10 +92,15 @@ def task_agent(inner: Handler, *, min_score: float = 5.0) -> Handler:
                                                "description": "Run the skill's step"})
             return Reply.text("Done: I followed the skill's steps and ran each of its "
                               "commands.")
-        if not skill_launched(body) and "Skill" in tools:
+        if not skill_launched(body):
             choice = best_skill(prompt, listed_skills(body), min_score)
-            if choice is not None:
+            located = skill_locations(body).get(choice or "")
+            if choice is not None and "Skill" in tools:
                 return Reply.tool("Skill", {"skill": choice})
+            if located and "Read" in tools and not any(
+                    i.get("file_path") == located for i in _tool_inputs(body, "Read")):
+                # An agent without a skill tool (Codex) opens the listed SKILL.md.
+                return Reply.tool("Read", {"file_path": located})
         if not _tool_inputs(body, "Write"):
             path = f"{working_directory(body).rstrip('/')}/{ATTEMPT_FILE}"
             return Reply.tool("Write", {"file_path": path, "content": generic_answer(prompt)})

@@ -55,7 +55,7 @@ class TaskDir(pytest.Directory):
         runs = task_runs(spec, settings)
         for label, model_id in settings.models:
             if not any(r.model_label == label for r in runs):
-                continue  # another agent's label: tasks run Claude Code (docs/tasks.md)
+                continue  # a label the narrowing left out
             yield TaskModelNode.from_parent(
                 self, name=label, spec=spec, model_id=model_id,
                 runs=tuple(r for r in runs if r.model_label == label))

@@ -14,9 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.agents.claude_code import init_event
-from pytest_skilllift.model import RunSpec
+from pytest_skilllift.model import CLAUDE_CODE, RunSpec
 from pytest_skilllift.run.tasks.results import PASSED, read_result, task_fields
-from pytest_skilllift.week.files import COMPLETED, INVALID, OK, STDOUT_FILE, VERIFIER_ERROR
+from pytest_skilllift.week.files import (
+    AGENT_SKILLS_FILE,
+    COMPLETED,
+    INVALID,
+    OK,
+    STDOUT_FILE,
+    VERIFIER_ERROR,
+)
 
 #: The item every task run has beside its verifier tests: the reward against the threshold.
 REWARD_ITEM = "reward"
@@ -24,8 +31,18 @@ REWARD_ITEM = "reward"
 DEFAULT_PASS_REWARD = 1.0
 
 
-def listed_skills(stdout: Path, max_lines: int = 50) -> tuple[str, ...] | None:
-    """The skills the CLI's init event listed (None: no init event read)."""
+def listed_skills(stdout: Path, max_lines: int = 50,
+                  agent: str = CLAUDE_CODE) -> tuple[str, ...] | None:
+    """The skills the CLI listed (None: no listing read): Claude Code's init event, another
+    agent's listing command's output beside the transcript (``AGENT_SKILLS_FILE``)."""
+    if agent != CLAUDE_CODE:
+        from pytest_skilllift.trace.agent_streams import listed_skills as agent_listed
+
+        try:
+            text = (stdout.parent / AGENT_SKILLS_FILE).read_bytes().decode("utf-8", "replace")
+        except OSError:
+            return None
+        return agent_listed(agent, text)
     event = init_event(stdout, max_lines)
     if event is None:
         return None
@@ -41,7 +58,7 @@ def apply_verifier(spec: RunSpec, record: dict[str, Any], run_dir: Path) -> dict
     result = read_result(run_dir, task)
     out = {**record, **task_fields(run_dir, task, result)}
     families = set(task.bundled_families) | {spec.prompt.family}
-    listed = listed_skills(run_dir / STDOUT_FILE)
+    listed = listed_skills(run_dir / STDOUT_FILE, agent=spec.agent)
     leaked = sorted(families & set(listed or ()))
     out["task_skills_listed"] = leaked
     status = record.get("run_status")
