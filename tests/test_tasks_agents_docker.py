@@ -112,17 +112,22 @@ def test_a_task_week_for_each_agent_in_docker(pytester: pytest.Pytester, task_st
     assert load(with_dir / "artifacts" / "report.json")["total"] == 1670.35
     assert (no_dir / "artifacts" / "ATTEMPT.md").is_file()
     assert not (no_dir / "artifacts" / "report.json").exists()
-    # The no-skill container is skill-free: its CLI's own listing ran and listed nothing.
-    listing = (no_dir / "agent_skills.txt").read_text(encoding="utf-8")
-    assert listed_skills(agent, listing) == (), listing
+    # The no-skill container is skill-free: its CLI's own listing ran and listed nothing
+    # but the CLI's bundled skills (OpenCode's, denied in both arms).
+    defn = next(a for a in others() if a.name == agent)
+
+    def listed(run_dir: Path) -> set[str] | None:
+        names = listed_skills(agent, (run_dir / "agent_skills.txt").read_text("utf-8"))
+        return None if names is None else set(names) - set(defn.builtin_skills)
+
+    assert listed(no_dir) == set()
     assert no_record["task_skills_listed"] == [] and no_record["skill_available"] == 0
-    assert listed_skills(agent, (with_dir / "agent_skills.txt").read_text()) == ("csv-report",)
+    assert listed(with_dir) == {"csv-report"}
     assert with_record["skill_available"] == 1
     assert with_record["invocation_status"] == "VERIFIED"
     assert with_record["cli_version"]
     # The write and shell tools: the agent's own, recorded alike in both arms.
-    assert with_record["task_tools"] == no_record["task_tools"] == list(
-        next(a for a in others() if a.name == agent).task_tools)
+    assert with_record["task_tools"] == no_record["task_tools"] == list(defn.task_tools)
     info = load(with_dir / "task.json")
     assert info["agent"] == agent and info["cli"].startswith("/opt/skilllift/bin/")
     assert f"-{agent}-" in info["image"]

@@ -278,7 +278,9 @@ class TaskRunner(DockerRunner):
                 if not self.client.api.put_archive(container_id, user.home, archive):
                     raise _Failed(f"put_archive of the instruction into {user.home} failed")
                 if inv is not None:  # the availability check: what the CLI lists
+                    listing_t0 = time.monotonic()
                     self._preflight(container_id, inv, env, run_dir, secrets)
+                    timings["listing_s"] = time.monotonic() - listing_t0
                 timings["setup_s"] = time.monotonic() - t0
                 agent_t0 = time.monotonic()
                 exit_code, timed_out, broken = self._exec(
@@ -332,8 +334,10 @@ class TaskRunner(DockerRunner):
                 (run_dir / STDERR_FILE).write_text(f"skilllift: {error}\n" if error else "")
         wall = time.monotonic() - t0
         timings["wall_s"] = wall
-        # The harness's own time: everything but the agent, the verifier and a first build.
+        # The harness's own time: everything but the agent (its CLI's skill listing too),
+        # the verifier and a first build.
         timings["harness_s"] = max(0.0, wall - timings.get("agent_s", 0.0)
+                                   - timings.get("listing_s", 0.0)
                                    - timings.get("verifier_s", 0.0)
                                    - timings.get("image_build_s", 0.0))
         info["timings"] = {k: round(v, 3) for k, v in timings.items()}
