@@ -109,6 +109,7 @@ def test_each_installed_cli_is_layered_without_the_images_glibc(name: str) -> No
         pytest.skip(f"the {name} CLI is not installed (bash .ci/run installs it)")
     files, data, command = plan_files(name, cli)
     assert command == f"{CLI_BIN}/{agent(name).binary}"
+    assert npm_layer(name, cli).version == agent(name).version  # the pin .ci/run installs
     assert command in files or command in data
     dests = [*files, *data]
     assert all(d.startswith(CLI_ROOT + "/") for d in dests), dests

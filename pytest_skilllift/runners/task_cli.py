@@ -25,6 +25,7 @@ Pure planning (``ldd`` and ``stat`` of host files); no docker here.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -60,6 +61,9 @@ class CliLayer:
     identity: str
     #: The layer's files (built on demand: the tar is written only when an image is built).
     plan: Callable[[], RootFS]
+    #: The CLI's version, from its npm package's ``package.json`` ("" for Claude Code, whose
+    #: stream reports it; "" when unreadable).
+    version: str = ""
 
 
 def claude_layer(cli: Path) -> CliLayer:
@@ -163,6 +167,18 @@ def plan_files(name: str, cli: str) -> tuple[dict[str, str], dict[str, bytes], s
     return plan.files, plan.data, command
 
 
+def package_version(name: str, cli: str) -> str:
+    """The version in the agent's installed npm ``package.json`` ("" when unreadable): what
+    ``<cli> --version`` prints, without starting the CLI (Gemini CLI takes seconds to)."""
+    try:
+        doc = json.loads((_node_modules(cli) / agent_def(name).package / "package.json")
+                         .read_text(encoding="utf-8"))
+    except (OSError, ValueError, ImageBuildError):
+        return ""
+    version = doc.get("version") if isinstance(doc, dict) else None
+    return version if isinstance(version, str) else ""
+
+
 def npm_layer(name: str, cli: str) -> CliLayer:
     """The layer of the npm agent ``name`` (its CLI on this machine: ``cli``)."""
     files, data, command = plan_files(name, cli)
@@ -182,4 +198,5 @@ def npm_layer(name: str, cli: str) -> CliLayer:
             root.add_bytes(dest, content, 0o755)
         return root
 
-    return CliLayer(name, command, f"{name}:{digest.hexdigest()[:16]}", plan)
+    return CliLayer(name, command, f"{name}:{digest.hexdigest()[:16]}", plan,
+                    package_version(name, cli))

@@ -189,10 +189,9 @@ class TaskRunner(DockerRunner):
         self._removals: list[threading.Thread] = []
 
     def _agent_layer(self, name: str) -> CliLayer:
-        """An npm agent's CLI layer, its version read once (the run's CLI version)."""
+        """An npm agent's CLI layer; its version is the run's CLI version."""
         layer = agent_layer(name)
-        cli = agents.find_cli(name)
-        self.agent_versions.setdefault(name, agents.cli_version(cli) if cli else "")
+        self.agent_versions.setdefault(name, layer.version)
         return layer
 
     # -- one run ------------------------------------------------------------------------------
