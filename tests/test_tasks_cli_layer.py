@@ -134,6 +134,15 @@ def test_each_installed_cli_is_layered_without_the_images_glibc(name: str) -> No
         assert f"{CLI_BIN}/rg" in dests
 
 
+def test_a_missing_npm_cli_names_its_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_skilllift.runners import task_docker
+    from pytest_skilllift.runners.task_image import TaskImageError
+
+    monkeypatch.setattr(task_docker.agents, "find_cli", lambda name: None)
+    with pytest.raises(TaskImageError, match=r"npm install -g @openai/codex@0\.169\.0"):
+        task_docker.agent_layer("codex")
+
+
 class _Client:
     """Enough of a docker client for the runner's constructor (the engine answers)."""
 

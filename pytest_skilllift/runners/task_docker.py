@@ -227,7 +227,8 @@ class TaskRunner(DockerRunner):
         try:
             try:
                 if spec.with_skill and (other or spec.prompt.skills_root is None):
-                    # A family of the project's skills root: the install rules of prompts.
+                    # Families the runner installs (a family of the project's skills root;
+                    # another agent's every family): the install rules of prompts.
                     refused = self._install_error(spec, cfg)
                     if refused:
                         invalid_install = True
