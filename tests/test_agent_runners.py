@@ -16,8 +16,8 @@ import pytest
 
 from pytest_skilllift.config import DEMO_PROJECT, OPTIONS, Settings
 from pytest_skilllift.model import AgentConfig, PromptSpec, RubricItem, RunSpec
-from pytest_skilllift.plugin import session
-from pytest_skilllift.plugin.session import leave_out_missing_agents
+from pytest_skilllift.run import wiring
+from pytest_skilllift.run.wiring import leave_out_missing_agents
 from pytest_skilllift.runners import agents
 from pytest_skilllift.testing.agent_script import make_agent
 from pytest_skilllift.testing.server import StandIn
@@ -228,7 +228,7 @@ def test_the_demo_leaves_out_only_its_own_labels_whose_cli_is_missing(
 
 def test_the_demo_on_docker_leaves_out_the_agents_its_image_lacks(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(session, "_image_agents", lambda image: {"codex": "0.169.0"})
+    monkeypatch.setattr(wiring, "image_agents", lambda image: {"codex": "0.169.0"})
     s = leave_out_missing_agents(demo_settings(runner="docker", **{"docker-network": "host"}))
     assert [label for label, _ in s.models] == ["sonnet", "haiku", "gpt"]
     assert s.labels_not_run == (

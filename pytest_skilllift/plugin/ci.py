@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pytest_skilllift.config import Settings
     from pytest_skilllift.model import PromptSpec
     from pytest_skilllift.run.matrix import Matrix
+    from pytest_skilllift.run.revisions import Revision
 
 
 class SessionVerdicts:
@@ -40,7 +41,7 @@ class SessionVerdicts:
 
     def __init__(self, settings: Settings, matrix: Callable[[], Matrix], *,
                  other_agents: Callable[[], list[str]] = list,
-                 revision: Callable[[], Any] = lambda: None) -> None:
+                 revision: Callable[[], Revision | None] = lambda: None) -> None:
         self.settings = settings
         self._matrix = matrix
         self._other_agents = other_agents  # the agents beside Claude Code the labels name

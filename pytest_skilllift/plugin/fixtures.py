@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_skilllift.judge.session_judge import SessionJudge, SkillLiftJudge
-from pytest_skilllift.model import RunSpec
+from pytest_skilllift.model import ItemVerdict, RunSpec
 from pytest_skilllift.plugin.collect.invoked import InvokedTest
 from pytest_skilllift.plugin.collect.items import SESSION_KEY, RubricTest, report_hook_errors
 from pytest_skilllift.plugin.hookcalls import HookError, call_hook
@@ -31,6 +31,10 @@ from pytest_skilllift.report.week_view import SkillLiftWeek
 from pytest_skilllift.run.matrix import keywords_of, narrow, run_key
 from pytest_skilllift.run.view import SkillLiftRun
 from pytest_skilllift.week.files import OK, RUN_FILE
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.card import Scorecard
+    from pytest_skilllift.report.extra_sections import Section
 
 #: user_properties key of a check item: its id without the run, and the run's coordinates.
 CHECK_PROP = "skilllift_check"
@@ -179,16 +183,17 @@ def wire_hooks(config: pytest.Config, state: SkillLiftSession) -> None:
         return call_hook(hook.pytest_skilllift_run_finished, root, config=config,
                          run=run).errors
 
-    def run_graded(run: SkillLiftRun, verdicts: tuple[Any, ...]) -> list[str]:
+    def run_graded(run: SkillLiftRun, verdicts: tuple[ItemVerdict, ...]) -> list[str]:
         return call_hook(hook.pytest_skilllift_run_graded, root, config=config, run=run,
                          verdicts=verdicts).errors
 
-    def sections(data: dict[str, Any]) -> tuple[list[Any], list[str]]:
+    def sections(data: Scorecard) -> tuple[list[Section], list[str]]:
         from pytest_skilllift.report.extra_sections import sections_from
 
         out = call_hook(hook.pytest_skilllift_scorecard_sections, root, config=config,
                         scorecard=data)
-        found, errors = [], list(out.errors)
+        found: list[Section] = []
+        errors = list(out.errors)
         for name, value in out.results:
             try:
                 found += sections_from(value, name)

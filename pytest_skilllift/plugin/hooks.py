@@ -21,7 +21,8 @@ from pytest_skilllift.plugin.collect import extra as collect_extra
 from pytest_skilllift.plugin.collect.items import HOOK_ERROR_PROP, SESSION_KEY, PromptFile
 from pytest_skilllift.plugin.fixtures import CHECK_PROP
 from pytest_skilllift.plugin.options import add_options, settings_from_pytest
-from pytest_skilllift.plugin.session import SkillLiftSession, leave_out_missing_agents
+from pytest_skilllift.plugin.session import SkillLiftSession
+from pytest_skilllift.run import wiring
 from pytest_skilllift.run.prompts import (
     holds_placeholder,
     is_heldout,
@@ -72,7 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 return
             settings = Settings.from_wire(wire)
         else:  # the demo's labels whose agent CLI is missing are left out here, named
-            settings = leave_out_missing_agents(settings_from_pytest(config))
+            settings = wiring.leave_out_missing_agents(settings_from_pytest(config))
     except SettingsError as exc:
         raise pytest.UsageError(str(exc)) from None
     if not settings.enabled:
@@ -152,6 +153,22 @@ def _check_paths(s: Settings) -> None:
             check_source(Path(s.baseline_from), s.out_dir)
         except BaselineError as exc:
             raise pytest.UsageError(str(exc)) from None
+
+
+def _plan_baseline(state: SkillLiftSession) -> None:
+    """``--skill-lift-baseline-from``, before the first run (controller): the plan of which
+    no-skill runs come from WEEKDIR, against this week's identity (``run.baseline``);
+    ``SettingsError`` naming a WEEKDIR that cannot serve."""
+    s = state.settings
+    if not s.baseline_from or state.ci.record is None:
+        return
+    from pytest_skilllift.run.baseline import BaselineError, plan_session
+
+    try:
+        state.baseline_note = plan_session(s.baseline_from, s.out_dir, state.ci.record.identity,
+                                           [label for label, _ in s.models])
+    except BaselineError as exc:
+        raise SettingsError(str(exc)) from None
 
 
 def prompts_need_skills(s: Settings) -> bool:
@@ -364,7 +381,7 @@ class ControllerPlugin:
         if config.option.collectonly or (not session.items and not _uses_workers(config)):
             return
         try:
-            preflight_line = self.state.check_ready_to_run()
+            preflight_line = wiring.check_ready_to_run(self.state.settings)
         except SettingsError as exc:
             raise pytest.UsageError(str(exc)) from None
         tr = config.pluginmanager.get_plugin("terminalreporter")
@@ -372,7 +389,7 @@ class ControllerPlugin:
             tr.write_line(preflight_line)
         try:
             self.state.ci.open_week()
-            self.state.plan_baseline()  # --skill-lift-baseline-from, against week.json
+            _plan_baseline(self.state)  # --skill-lift-baseline-from, against week.json
         except (SettingsError, WeekWriteError, WeekLinkError) as exc:
             self.state.refused = True
             raise pytest.UsageError(str(exc)) from None
@@ -439,7 +456,9 @@ class ControllerPlugin:
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
                           pytest.ExitCode.USAGE_ERROR):
             return
-        self.breaker_lines = self.state.breaker_lines()
+        self.breaker_lines = wiring.breaker_lines(self.state.settings, self.state.inflight,
+                                                  self.state.tally.runs,
+                                                  self.state.tally.trigger_runs)
         if not enough or self.state.tally.hook_errors or self.breaker_lines:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         elif self.state.tally.other_failures == 0 and exitstatus == pytest.ExitCode.TESTS_FAILED:

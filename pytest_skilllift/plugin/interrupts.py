@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.plugin.session import SkillLiftSession
+from pytest_skilllift.runners.inflight import stopped_line
 
 #: Signals turned into KeyboardInterrupt (SIGINT already is, by Python).
 SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None))
@@ -59,7 +60,7 @@ class InterruptPlugin:
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         """Stop the session's agents now (this process's and the others')."""
-        self.state.interrupt()
+        self.state.inflight.stop_all()
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -68,12 +69,12 @@ class InterruptPlugin:
         if not self.controller:
             return
         if exitstatus == pytest.ExitCode.INTERRUPTED or self.state.inflight.stopping:
-            self.state.interrupt()
+            self.state.inflight.stop_all()
             self.state.stopped_runs = self.state.inflight.stopped_runs()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.controller and self.state.stopped_runs is not None:
-            terminalreporter.write_line(self.state.interrupted_line())
+            terminalreporter.write_line(stopped_line(self.state.stopped_runs))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.uninstall()

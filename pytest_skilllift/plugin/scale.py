@@ -16,6 +16,7 @@ from pytest_skilllift.plugin.collect.items import RubricTest
 from pytest_skilllift.plugin.collect.triggers import TriggerTest
 from pytest_skilllift.plugin.fixtures import run_of
 from pytest_skilllift.plugin.session import SkillLiftSession
+from pytest_skilllift.run import wiring
 from pytest_skilllift.week.files import TRIGGERS_DIR
 from pytest_skilllift.week.shards import (
     TRIGGER,
@@ -149,7 +150,7 @@ class ScalePlugin:
         from pytest_skilllift.run.batch_grade import panel_of
 
         state = self.state
-        judge = state.batch_judge(log=say)
+        judge = wiring.batch_judge(state.settings, state.week, log=say)
         paths = batch_paths(panel_of(judge))
         say(f"generating {len(specs)} run(s) first; they are graded in batches after ({paths})")
         n = {"done": 0}

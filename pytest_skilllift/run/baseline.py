@@ -354,3 +354,20 @@ def _read(path: Path) -> Any | None:
         return json.loads(read_text_nofollow(path))
     except (OSError, ValueError):
         return None
+
+
+def plan_session(source: str, out_dir: Path, current: ident.Identity,
+                 models: Iterable[str]) -> str:
+    """``--skill-lift-baseline-from``, before the first run (controller): decide which
+    no-skill runs come from the source week, write the plan into the week directory (where
+    every process's :func:`session_source` reads it) and return its one line. Raises
+    :class:`BaselineError` naming a source week that cannot serve."""
+    plan = prepare(Path(source), out_dir, current, models)
+    plan.save(out_dir)
+    return plan_summary(plan)
+
+
+def session_source(source: str, out_dir: Path) -> BaselineSource | None:
+    """Where the engine asks for no-skill runs first with ``--skill-lift-baseline-from``
+    (the plan the controller wrote before the first run); None without it."""
+    return BaselineSource(out_dir) if source else None

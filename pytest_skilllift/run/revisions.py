@@ -30,9 +30,13 @@ import tarfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_skilllift.skill.tree import tree_paths
 from pytest_skilllift.week.files import WeekLinkError, no_link, update_with_file
+
+if TYPE_CHECKING:
+    from pytest_skilllift.config import Settings
 
 #: The week's subdirectory holding materialised revisions (a dot name: never a run directory).
 REVISIONS_DIR = ".revisions"
@@ -234,3 +238,15 @@ def session_revision(conditions: tuple[str, ...], skills_root: Path, *, rootdir:
     if key not in _RESOLVED:
         _RESOLVED[key] = resolve(skills_root, ref, rootdir=rootdir, week_dir=week_dir)
     return _RESOLVED[key]
+
+
+def settings_revision(settings: Settings) -> Revision | None:
+    """The session's with-skill@REF revision (:func:`session_revision` of its settings), or
+    None; ``SettingsError`` when its REF cannot be resolved (a usage error, named)."""
+    from pytest_skilllift.config import SettingsError
+
+    try:
+        return session_revision(settings.conditions, settings.skills_root,
+                                rootdir=settings.rootdir, week_dir=settings.out_dir)
+    except RevisionError as exc:
+        raise SettingsError(str(exc)) from None

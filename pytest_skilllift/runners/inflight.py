@@ -189,3 +189,13 @@ def process_inflight() -> Inflight:
     if _PROCESS is None:
         _PROCESS = Inflight.for_session(f"cli-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     return _PROCESS
+
+
+def stopped_line(runs: list[str]) -> str:
+    """What an interrupted session says it stopped (controller, after the workers): the
+    runs :meth:`Inflight.stop_all` stopped, which the next session retries."""
+    if not runs:
+        return "interrupted: no run was in flight; the week resumes where it stopped"
+    return (f"interrupted: {len(runs)} run{'s' * (len(runs) != 1)} in flight "
+            f"{'were' if len(runs) != 1 else 'was'} stopped and will be retried: "
+            + ", ".join(runs))

@@ -40,7 +40,7 @@ from pytest_skilllift.week.files import (
 )
 
 __all__ = ["ASSETS", "CSP_SERVED", "CSP_STATIC", "SiteResult", "ViewError", "build_site",
-           "embed_json", "history_compare_week", "page_html"]
+           "embed_json", "history_compare_week", "page_html", "write_view"]
 
 #: No script, style, image or connection from anywhere but the site's own files; nothing
 #: inline; no form posts, no framing, no <base>. Served pages may also call their server.
@@ -241,6 +241,19 @@ def build_site(week_dir: Path, out: Path | None = None, *,
     _write_page(out / "index.html", page_html("overview", f"week {label}", index, "",
                                                     csp=csp))
     return SiteResult(out / "index.html", len(pages), problems, said)
+
+
+def write_view(week_dir: Path) -> str:
+    """The week's viewer written beside its scorecard at the end of a pytest session (the
+    site of ``skilllift view``); the line that says where — or why it was not written."""
+    try:
+        site = build_site(week_dir)
+    except (ViewError, OSError) as err:
+        return f"viewer not written: {err}"
+    note = f"viewer: {site.index} ({site.pages} prompt pages; open it from disk)"
+    if site.history_compare:
+        note += f"\nviewer compare: {site.history_compare}"
+    return note
 
 
 def _said(link: dict[str, Any], label: str) -> str:

@@ -37,6 +37,7 @@ from pytest_skilllift.run.prompt_names import (
     prompt_files,
 )
 from pytest_skilllift.run.prompts import PromptError, load_prompt
+from pytest_skilllift.run.revisions import settings_revision
 from pytest_skilllift.run.triggers import skill_families
 from pytest_skilllift.week.columns import ITEM_TYPES
 from pytest_skilllift.week.files import OK
@@ -132,7 +133,7 @@ def model_nodes(parent: pytest.Collector, spec: PromptSpec) -> Iterator[ModelNod
     derives them (the matrix's runs of the prompt, which checks are parametrized over)."""
     state = parent.config.stash[SESSION_KEY]
     settings = state.settings
-    revision = state.revision()
+    revision = settings_revision(settings)
     runs = prompt_runs(spec, settings, revision_root=revision.root if revision else None,
                        families=(skill_families(settings.skills_root)
                                  if WITH_ALL in settings.conditions else ()))
