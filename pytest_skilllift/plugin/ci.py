@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_skilllift.config import SettingsError
 from pytest_skilllift.model import ARMS, WITH_ALL, WITH_REF, WITH_REF_PREFIX, arm_ref
@@ -31,6 +31,7 @@ from pytest_skilllift.week.files import RUN_FILE
 if TYPE_CHECKING:
     from pytest_skilllift.config import Settings
     from pytest_skilllift.model import PromptSpec
+    from pytest_skilllift.report.summarize import Summary
     from pytest_skilllift.run.matrix import Matrix
     from pytest_skilllift.run.revisions import Revision
 
@@ -222,7 +223,7 @@ class SessionVerdicts:
         return ", ".join(hosts)
 
     # -- the end ----------------------------------------------------------------------------
-    def finish(self, summary: Any) -> None:
+    def finish(self, summary: Summary | None) -> None:
         """Record the run count and the judge overrides, measure the gates, append the CI job
         summary."""
         s = self.settings
