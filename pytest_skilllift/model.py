@@ -275,6 +275,10 @@ class RunSpec:
 DEFAULT_ALLOWED_TOOLS: tuple[str, ...] = (
     "Skill", "WebSearch", "WebFetch", "Read", "Grep", "Glob", "Bash",
 )
+#: The tools a Harbor task run allows beyond the session's allow-list, in both arms alike: a
+#: task's work is in the files (SkillsBench scores what the agent wrote). A measurement
+#: parameter like the allow-list: week.json records the task allow-list (docs/tasks.md).
+TASK_WRITE_TOOLS: tuple[str, ...] = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 DEFAULT_PERMISSION_MODE = "dontAsk"
 DEFAULT_MAX_BUDGET_USD = 2.0
 DEFAULT_TIMEOUT_S = 600.0
@@ -282,6 +286,12 @@ DEFAULT_TIMEOUT_S = 600.0
 #: upgraded, so changing this id is a release note (``config.OPTIONS`` states it as the
 #: ``--skill-lift-judge-model`` default; ``skilllift judge`` and the depth layers use it too).
 DEFAULT_JUDGE_MODEL = "claude-opus-5-5"
+
+
+def task_tools(allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """The allow-list of a task run: the session's, then the write tools it lacks."""
+    return (*allowed, *(t for t in TASK_WRITE_TOOLS if t not in allowed))
+
 
 #: A skill family larger than this (all its files, MiB) is an invalid install: installing it
 #: copies it into every with-skill run's HOME or container (``--skill-lift-max-family-mb``).

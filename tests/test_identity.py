@@ -415,3 +415,35 @@ def test_agent_cli_versions_are_part_of_the_identity_only_when_agents_run() -> N
     other_claude = dataclasses.replace(agents, cli_version="2.2.0")
     assert ident.baseline_key(agents, "edge", "gpt") == ident.baseline_key(other_claude, "edge",
                                                                             "gpt")
+
+
+def test_the_task_allow_list_is_a_measurement_parameter(tmp_path: Path) -> None:
+    """A week with Harbor tasks records the task runs' allow-list (the session's plus the
+    write tools); a change of it refuses a session as a change of the allow-list does."""
+    from pytest_skilllift.model import TASK_WRITE_TOOLS, task_tools
+
+    plain = make()
+    assert "task_tools" not in plain.to_json()  # a week without tasks: week.json unchanged
+    tools = task_tools(plain.allowed_tools)
+    assert tools[:3] == plain.allowed_tools and set(TASK_WRITE_TOOLS) <= set(tools)
+    tasks = make(task_tools=tools)
+    data = tasks.to_json()
+    assert data["task_tools"] == list(tools)
+    assert Identity.from_json(json.loads(json.dumps(data))) == tasks
+    # the order means nothing; a tool more or less is a difference
+    assert ident.differences(tasks, make(task_tools=tuple(reversed(tools)))) == []
+    fewer = make(task_tools=tools[:-1])
+    diffs = ident.differences(tasks, fewer)
+    assert [d.field for d in diffs] == ["task_tools"]
+    assert diffs[0].describe().startswith("task allow-list (a task run's tools): '")
+    # nothing recorded on one side (no tasks, or a week.json from before): not compared
+    assert ident.differences(plain, tasks) == [] and ident.differences(tasks, plain) == []
+    open_(tmp_path, tasks, Runs())
+    with pytest.raises(ident.IdentityRefused) as err:
+        open_(tmp_path, fewer, ALL_RUNS, fresh=True)
+    assert "task allow-list (a task run's tools): " in str(err.value)
+    assert "[generation]" in str(err.value)
+    # a session without tasks keeps the week's recorded task allow-list
+    rec, _ = open_(tmp_path, plain, ALL_RUNS)
+    assert rec.identity.task_tools == tools
+    assert ident.read_week_record(tmp_path).identity.task_tools == tools  # type: ignore[union-attr]

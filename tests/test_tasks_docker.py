@@ -147,6 +147,11 @@ def test_a_week_of_prompts_and_tasks_in_docker(pytester: pytest.Pytester,
     assert with_record["skill_available"] == 1 and with_record["invocation_status"] == "VERIFIED"
     assert "Write" in with_record["task_tools"] and no_record["task_tools"] == \
         with_record["task_tools"]
+    # the task allow-list is a measurement parameter of the week, as the allow-list is
+    identity = load(week / "week.json")["identity"]
+    assert identity["task_tools"] == with_record["task_tools"]
+    assert set(identity["task_tools"]) == {*identity["allowed_tools"], "Write", "Edit",
+                                           "MultiEdit", "NotebookEdit"}
     info = load(with_dir / "task.json")
     assert info["workdir"] == "/app" and info["user"] == "root"
     assert info["artifacts"]["files"] == [{"path": "report.json", "bytes": info["artifacts"][

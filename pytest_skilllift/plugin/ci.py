@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_skilllift.config import SettingsError
-from pytest_skilllift.model import ARMS, WITH_ALL, WITH_REF, WITH_REF_PREFIX, arm_ref
+from pytest_skilllift.model import (
+    ARMS,
+    WITH_ALL,
+    WITH_REF,
+    WITH_REF_PREFIX,
+    arm_ref,
+    task_tools,
+)
 from pytest_skilllift.report import gates as gatemod
 from pytest_skilllift.report.gates import measure
 from pytest_skilllift.run.triggers import skill_families
@@ -121,6 +128,9 @@ class SessionVerdicts:
                     **revision_skills},
             revision=revision.to_json() if revision else None,
             agent_clis=agent_clis,
+            # A measurement parameter of task runs (docs/tasks.md), recorded with tasks only.
+            task_tools=(task_tools(tuple(s.allowed_tools))
+                        if any(sp.task is not None for sp in self._specs) else None),
         )
 
     def _docker_image(self, image: str) -> tuple[str | None, str]:

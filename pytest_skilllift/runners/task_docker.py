@@ -48,7 +48,14 @@ import docker.errors
 from pytest_skilllift.agents.claude_code import build_argv, build_env
 from pytest_skilllift.agents.registry import agent as agent_def
 from pytest_skilllift.config import option_default
-from pytest_skilllift.model import CLAUDE_CODE, AgentConfig, RunOutcome, RunSpec
+from pytest_skilllift.model import (
+    CLAUDE_CODE,
+    TASK_WRITE_TOOLS,
+    AgentConfig,
+    RunOutcome,
+    RunSpec,
+    task_tools,
+)
 from pytest_skilllift.runners import agents
 from pytest_skilllift.runners.base import Runner, transcript_cli_version
 from pytest_skilllift.runners.claude import bundled_claude
@@ -75,9 +82,9 @@ from pytest_skilllift.runners.task_cli import CLI_BIN, CliLayer, npm_layer
 from pytest_skilllift.runners.task_image import TASK_CLAUDE, TaskImageError, TaskImages
 from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE, utc_stamp
 
-#: The tools a task run allows beyond the session's allow-list, in both arms: the work of a
-#: task is in the files (SkillsBench tasks are scored on what the agent wrote).
-WRITE_TOOLS: tuple[str, ...] = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+#: The tools a task run allows beyond the session's allow-list, in both arms (stated once, in
+#: model.py: week.json records the task allow-list too).
+WRITE_TOOLS: tuple[str, ...] = TASK_WRITE_TOOLS
 #: Where the run folder keeps what the agent made and what the verifier said.
 ARTIFACTS_DIR = "artifacts"
 VERIFIER_DIR = "verifier"
@@ -108,11 +115,6 @@ def engine_problem() -> str | None:
                 "(`docker info` should answer), or point skill_lift_tasks elsewhere "
                 "(docs/tasks.md)")
     return None
-
-
-def task_tools(allowed: tuple[str, ...]) -> tuple[str, ...]:
-    """The allow-list of a task run: the session's, then the write tools it lacks."""
-    return (*allowed, *(t for t in WRITE_TOOLS if t not in allowed))
 
 
 #: ``PATH`` for an image whose ``ENV`` sets none (docker's default).

@@ -5,7 +5,8 @@ run was generated and graded under the same conditions, so the first session wri
 (the Drupal ai_eval scoring document calls this the run-identity snapshot) and every later
 session that would add runs compares its own against them:
 
-* **identity** — models (label → id), repetitions, allowed tools, permission mode, max turns,
+* **identity** — models (label → id), repetitions, allowed tools (and, in a week with Harbor
+  tasks, the task runs' allow-list: the session's plus the write tools), permission mode, max turns,
   per-run budget, runner (and the docker image id), CLI version, judge model, judge prompt
   version, judge samples per run, the evidence policy and the arm-leak mask (all decide the
   grades: a second sample adds a tie-break, ``reject`` takes credit from an unquoted verdict,
@@ -70,6 +71,7 @@ MASK_WHEN_ABSENT = False
 SCALAR_FIELDS: dict[str, str] = {
     "reps": "repetitions",
     "allowed_tools": "allowed tools",
+    "task_tools": "task allow-list (a task run's tools)",
     "permission_mode": "permission mode",
     "max_turns": "max turns",
     "max_budget_usd": "per-run budget (USD)",
@@ -243,13 +245,19 @@ class Identity:
     #: before the mask existed, when the judge always saw the answer as written: it reads as
     #: off (:data:`MASK_WHEN_ABSENT`).
     judge_mask: bool = False
+    #: The allow-list of a Harbor task run (the session's plus the write tools,
+    #: ``model.task_tools``), recorded when the week holds tasks; None: the week has no task,
+    #: or its week.json was written before the field (not compared: nothing was recorded).
+    task_tools: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``identity`` object of week.json."""
         extra = {"agent_clis": dict(sorted(self.agent_clis.items()))} if self.agent_clis else {}
         return {**extra,
             "models": dict(self.models), "reps": self.reps,
-            "allowed_tools": list(self.allowed_tools), "permission_mode": self.permission_mode,
+            "allowed_tools": list(self.allowed_tools),
+            **({"task_tools": list(self.task_tools)} if self.task_tools is not None else {}),
+            "permission_mode": self.permission_mode,
             "max_turns": self.max_turns, "max_budget_usd": self.max_budget_usd,
             "runner": self.runner, "image_id": self.image_id, "cli_version": self.cli_version,
             "judge_model": self.judge_model, "judge_prompt_version": self.judge_prompt_version,
@@ -312,6 +320,8 @@ class Identity:
                       if data.get("revision") is not None else None),
             judge_mask=(MASK_WHEN_ABSENT if data.get("judge_mask") is None
                         else need("judge_mask", (bool,))),
+            task_tools=(tuple(str(t) for t in need("task_tools", (list,)))
+                        if data.get("task_tools") is not None else None),
         )
 
 
@@ -373,11 +383,16 @@ def _show(value: Any) -> str:
 def differences(a: Identity, b: Identity) -> list[Difference]:
     """Every way ``b`` differs from ``a``, scalars first, then per model, prompt and family.
 
-    Allowed tools compare as a set (their order on the command line means nothing)."""
+    Allowed tools compare as a set (their order on the command line means nothing), the task
+    allow-list too, and only when both sides recorded one (a week or a session without tasks
+    has none)."""
     out: list[Difference] = []
     for name in SCALAR_FIELDS:
         va, vb = getattr(a, name), getattr(b, name)
-        same = (sorted(va) == sorted(vb)) if name == "allowed_tools" else va == vb
+        if name == "task_tools" and (va is None or vb is None):
+            continue
+        same = (sorted(va) == sorted(vb)) if name in ("allowed_tools", "task_tools") \
+            else va == vb
         if not same:
             out.append(Difference(name, _plain(va), _plain(vb)))
     out += _keyed("models", a.models, b.models)
@@ -653,7 +668,11 @@ def open_week(
     # forget what the week holds; new ones are recorded; changed ones take the new value.
     merged = Identity(
         models={**current.identity.models, **proposed.models},
-        **{name: getattr(proposed, name) for name in SCALAR_FIELDS},
+        **{name: getattr(proposed, name) for name in SCALAR_FIELDS
+           if name != "task_tools"},
+        # A session without tasks keeps the week's recorded task allow-list.
+        task_tools=(proposed.task_tools if proposed.task_tools is not None
+                    else current.identity.task_tools),
         prompts={**current.identity.prompts, **proposed.prompts},
         skills={**current.identity.skills, **proposed.skills},
         revision=proposed.revision or current.identity.revision,
