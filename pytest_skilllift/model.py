@@ -96,6 +96,17 @@ class TaskSpec:
     #: The verifier's tests as collected from ``tests/`` (``test_outputs.py::test_x``), in
     #: file order; each is one item of every run.
     verifier_tests: tuple[str, ...] = ()
+    #: Families of the project's skills root the arm installs into the agent's skill path
+    #: (``~/.claude/skills``) beside the image's own: the one ``[metadata] skill`` names
+    #: (with-skill, with-skill@REF), every family of the root (with-all). Installed only by
+    #: the arms that install skills (``RunSpec.with_skill``).
+    installs: tuple[str, ...] = ()
+    #: Where :attr:`installs` come from (None: the session's skills root; the with-skill@REF
+    #: arm's materialised revision).
+    installs_root: Path | None = None
+    #: The ``skills/`` the skill arms' image is built with (None: ``environment/skills`` as
+    #: shipped; the with-skill@REF arm: that directory as it was at REF).
+    skills_dir: Path | None = None
 
     @property
     def environment(self) -> Path:

@@ -4,8 +4,11 @@ sees a reward."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from pytest_skilllift.report import gates as g
@@ -112,3 +115,71 @@ def test_a_week_of_tasks_only_names_no_missing_scores(tmp_path: Path) -> None:
     assert not [p for p in summary.problems if "scores.csv" in p], summary.problems
     assert summary.data["rewards"]["models"]["sonnet"]["n_tasks"] == 3
     assert summary.data["coverage"]["graded_runs"] == 11
+
+
+#: (task, arm) → rewards of reps 1 and 2: every arm a session may run, on three tasks.
+ARM_REWARDS = {
+    "no-skill": {"t-a": (0, 0), "t-b": (0, 0), "t-c": (1, 1)},
+    "with-skill": {"t-a": (1, 1), "t-b": (1, 0), "t-c": (1, 1)},
+    "with-all": {"t-a": (1, 1), "t-b": (0, 0), "t-c": (0, 1)},
+    "no-skill-b": {"t-a": (0, 0), "t-b": (0, 1), "t-c": (1, 1)},
+    "with-skill@HEAD~1": {"t-a": (0, 1), "t-b": (0, 0), "t-c": (1, 1)},
+}
+
+
+def test_the_other_arms_show_on_tasks_as_they_show_for_prompts(tmp_path: Path) -> None:
+    """with-all against no-skill and with-skill, with-skill@REF as the version lift, no-skill-b
+    as the A/A difference: each paired by task with the lift's statistics."""
+    def reward(run: dict[str, str]) -> str:
+        return f"{ARM_REWARDS[run['condition']][run['prompt']][int(run['rep']) - 1]:.1f}"
+
+    week = write_week(
+        tmp_path / "w", prompts=TASKS, conditions=tuple(ARM_REWARDS),
+        manifest_extra={"run_status": lambda r: "ok", "run_error": lambda r: "",
+                        "task": lambda r: r["prompt"], "reward": reward},
+        skip_scores=lambda r: True)
+    summary = summarize_week(week, write=False)
+    m = summary.data["rewards"]["models"]["sonnet"]
+    # the lift's two arms are as before: per-task means no [0, 0, 1], with [1, .5, 1]
+    assert m["reward_lift"] == pytest.approx(0.5)
+    arms = m["arms"]
+    assert list(arms) == ["with-all", "no-skill-b", "with-skill@HEAD~1"]
+    means = {"no-skill": [0.0, 0.0, 1.0], "with-skill": [1.0, 0.5, 1.0],
+             "with-all": [1.0, 0.0, 0.5], "no-skill-b": [0.0, 0.5, 1.0],
+             "with-skill@HEAD~1": [0.5, 0.0, 1.0]}
+
+    def expect(a: str, b: str) -> Any:
+        return stats.paired_lift(np.array(means[b]), np.array(means[a]))
+
+    pairs = {"with-all": [("with-all", "no-skill"), ("with-all", "with-skill")],
+             "with-skill@HEAD~1": [("with-skill", "with-skill@HEAD~1"),
+                                   ("with-skill@HEAD~1", "no-skill")],
+             "no-skill-b": [("no-skill-b", "no-skill")]}
+    for arm, comparisons in pairs.items():
+        got = arms[arm]["comparisons"]
+        assert [c["comparison"] for c in got] == [f"{a} − {b}" for a, b in comparisons]
+        for c, (a, b) in zip(got, comparisons, strict=True):
+            want = expect(a, b)
+            assert c["lift"] == pytest.approx(want.lift) and c["n_tasks"] == 3
+            assert c["lift_se"] == pytest.approx(want.se)
+            assert c["ci_excludes_zero"] == want.ci_excludes_zero
+    assert arms["with-all"]["comparisons"][1]["lift"] == pytest.approx(-1 / 3)  # the others cost
+    assert arms["with-skill@HEAD~1"]["comparisons"][0]["lift"] == pytest.approx(1 / 3)
+    assert arms["no-skill-b"]["comparisons"][0]["lift"] == pytest.approx(1 / 6)  # A/A
+    for arm in arms:  # three of six runs reach reward 1 in each other arm
+        assert (arms[arm]["pass_rate"], arms[arm]["runs"]) == (pytest.approx(0.5), 6)
+    assert arms["with-all"]["reward"] == pytest.approx(0.5)
+    text = re.sub(r" +", " ", summary.markdown)  # the table's padding
+    assert "The other arms on the tasks" in text
+    assert "| sonnet | with-all | 0.500 | 50% | with-all − with-skill | -0.333 ± 0.167 | no " \
+        in text
+    assert "| no-skill-b − no-skill | +0.167 ± 0.167 | no " in text
+    # the reward lift's own interval cell reads its SE (it once always said "need >=2")
+    task_section = text[text.index("## Task rewards"):text.index("The other arms")]
+    assert "| +0.500 ± 0.289 | no |" in task_section and "need >=2" not in task_section
+    scopes = g.Scopes(models=("sonnet",), prompts=TASKS, conditions=tuple(ARM_REWARDS))
+    report = measure([g.resolve(g.parse_gate(expr), scopes) for expr in (
+        "sonnet.with-all.reward_pass_rate>=0.5", "sonnet.no-skill-b.reward_pass_rate<0.5")],
+        summary, 0.5, "w")
+    assert [(r.passed, r.measured) for r in report.results] == [
+        (True, pytest.approx(0.5)), (False, pytest.approx(0.5))]

@@ -6,6 +6,7 @@ from ``summarize``. The ``skilllift`` pytest11 entry point loads this module.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 from collections.abc import Generator
@@ -368,7 +369,15 @@ class ControllerPlugin:
                               skill_creator=s.skill_creator_evals is not False)]
         todo = placeholder_line(placeholder_files(s.prompts_dir, s.triggers_dir), s.rootdir)
         tasks = tasks_line(s.tasks_dir, s.skills_root)
-        return [*lines, *([todo] if todo else []), *([tasks] if tasks else [])]
+        left_out = None
+        if tasks:  # the arms a task cannot run (with-skill@REF outside git…), each named
+            from pytest_skilllift.run.tasks.plan import left_out_line
+
+            with contextlib.suppress(SettingsError):
+                left_out = left_out_line((p for p in self.state.matrix().prompts.values()
+                                          if p.task is not None), s)
+        return [*lines, *([todo] if todo else []), *([tasks] if tasks else []),
+                *([left_out] if left_out else [])]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:

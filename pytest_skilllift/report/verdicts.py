@@ -537,7 +537,10 @@ class WeekMeasures:
         m = ((self.data.get("rewards") or {}).get("models") or {}).get(model) or {}
         if metric == "reward_pass_rate":
             arm = {"no-skill": "no", "with-skill": "with"}.get(condition or "")
-            return _num(m.get(f"pass_rate_{arm}")) if arm else None
+            if arm is None:  # another arm of the tasks (with-all, no-skill-b, with-skill@REF)
+                other = (m.get("arms") or {}).get(condition or "") or {}
+                return _num(other.get("pass_rate"))
+            return _num(m.get(f"pass_rate_{arm}"))
         return _num(m.get("reward_lift" if metric == "reward_lift" else "ci_low"))
 
     def value(self, metric: str, model: str | None, condition: str | None,

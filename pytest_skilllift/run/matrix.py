@@ -9,7 +9,6 @@ one worker together. No pytest here.
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -148,14 +147,17 @@ def prompt_runs(prompt: PromptSpec, settings: Settings, *, families: Sequence[st
 
 
 def task_runs(prompt: PromptSpec, settings: Settings) -> list[RunSpec]:
-    """A Harbor task's runs, model × arm × rep in collection order: :func:`prompt_runs` over
-    the arms a task runs (``run.tasks.plan.TASK_ARMS``)."""
-    from pytest_skilllift.run.tasks.plan import TASK_ARMS
+    """A Harbor task's runs, model × arm × rep in collection order, each arm the task as that
+    arm runs it (``run.tasks.plan.task_arms``: the arms it cannot run are left out, named)."""
+    from pytest_skilllift.run.tasks.plan import task_arms
 
-    arms = tuple(c for c in settings.conditions if c in TASK_ARMS)
+    arms, _left_out = task_arms(prompt, settings)
     # Every agent's labels run tasks (its CLI layered into the task's image: docs/tasks.md).
-    return prompt_runs(prompt, dataclasses.replace(settings, conditions=arms),
-                       families=(), revision_root=None)
+    return [RunSpec(prompt=arm, model_label=label, model_id=model_id, condition=condition,
+                    rep=rep, run_id=make_run_id(prompt.name, label, condition, rep,
+                                                settings.week))
+            for label, model_id in settings.models for condition, arm in arms
+            for rep in range(1, settings.reps + 1)]
 
 
 def _patterns(key: str, value: Any) -> tuple[str, ...]:

@@ -250,3 +250,50 @@ def settings_revision(settings: Settings) -> Revision | None:
                                 rootdir=settings.rootdir, week_dir=settings.out_dir)
     except RevisionError as exc:
         raise SettingsError(str(exc)) from None
+
+
+_SUBTREES: dict[tuple[str, str, str], Path | RevisionError] = {}
+
+
+def directory_at(path: Path, ref: str, *, week_dir: Path) -> Path:
+    """The directory ``path`` (inside a git repository) as it was at revision ``ref`` of that
+    repository, written once into the week's ``.revisions/`` (checked, never a link, as
+    :func:`resolve` writes a skills root); raises :class:`RevisionError` naming why not (not
+    in a git repository, an unknown REF, the directory did not exist then). A Harbor task's
+    ``environment/skills`` at REF is the with-skill@REF arm of that task (docs/tasks.md).
+    Resolved once per process."""
+    key = (str(path), ref, str(week_dir))
+    if key not in _SUBTREES:
+        try:
+            _SUBTREES[key] = _directory_at(path, ref, week_dir)
+        except RevisionError as exc:
+            _SUBTREES[key] = exc
+    found = _SUBTREES[key]
+    if isinstance(found, RevisionError):
+        raise found
+    return found
+
+
+def _directory_at(path: Path, ref: str, week_dir: Path) -> Path:
+    if not path.is_dir():
+        raise RevisionError(f"with-skill@{ref}: {path} is not a directory")
+    top_proc = _git(path, "rev-parse", "--show-toplevel")
+    if top_proc.returncode != 0 or not _out(top_proc):
+        raise RevisionError(f"with-skill@{ref}: {path} is not in a git repository, so it has "
+                            "no revision REF; fix: commit the task to git, or leave the "
+                            "with-skill@REF arm out for tasks")
+    commit = _git(path, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    if commit.returncode != 0 or not _out(commit):
+        raise RevisionError(f"with-skill@{ref}: {ref!r} is not a revision of the git "
+                            f"repository holding {path}; fix: give a commit, tag or HEAD~N "
+                            "that `git rev-parse` knows there")
+    sha = _out(commit)
+    prefix = _out(_git(path, "rev-parse", "--show-prefix")).rstrip("/")
+    top = Path(_out(top_proc))
+    treeish = f"{sha}:{prefix}" if prefix else f"{sha}^{{tree}}"
+    tree = _git(top, "rev-parse", "--verify", "--quiet", treeish)
+    if tree.returncode != 0 or not _out(tree):
+        raise RevisionError(f"with-skill@{ref}: {prefix or path} did not exist at commit "
+                            f"{sha[:12]}; fix: pick a later revision")
+    name = f"{sha}-{hashlib.sha256(prefix.encode()).hexdigest()[:12]}"
+    return _materialise(top, treeish, week_dir / REVISIONS_DIR / name, ref)

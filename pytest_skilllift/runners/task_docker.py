@@ -75,7 +75,7 @@ from pytest_skilllift.runners.docker import (
 )
 from pytest_skilllift.runners.image import ImageBuildError
 from pytest_skilllift.runners.inflight import Inflight, RunInterrupted
-from pytest_skilllift.runners.install import install_root
+from pytest_skilllift.runners.install import check_family
 from pytest_skilllift.runners.outage import watch_for
 from pytest_skilllift.runners.redaction import redact, secret_values
 from pytest_skilllift.runners.task_cli import CLI_BIN, CliLayer, npm_layer
@@ -132,6 +132,22 @@ def agent_layer(name: str) -> CliLayer:
     except ImageBuildError as exc:
         raise TaskImageError(f"{agent_def(name).title} cannot be layered into a task "
                              f"image: {exc}") from None
+
+
+def task_installs(spec: RunSpec, cfg: AgentConfig, *, own: bool = False) -> list[Path]:
+    """The family folders a task run installs into the agent's skill path: the arm's
+    ``TaskSpec.installs`` from its root (the session's skills root, or the with-skill@REF
+    arm's revision), after the task's own families when ``own`` (another agent's skill root
+    is not where the Dockerfile copies them: its ``skills/``, or the REF arm's copy), in the
+    arms that install skills only."""
+    task = spec.prompt.task
+    if task is None or not spec.with_skill:
+        return []
+    root = task.installs_root if task.installs_root is not None else cfg.skills_root
+    bundled = task.skills_dir if task.skills_dir is not None else task.environment / "skills"
+    mine = [bundled / f for f in task.bundled_families] if own else []
+    return [*mine, *(Path(root) / family for family in task.installs
+                     if not own or family not in task.bundled_families)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,13 +244,15 @@ class TaskRunner(DockerRunner):
             self.inflight.check_not_stopping()
         try:
             try:
-                if spec.with_skill and (other or spec.prompt.skills_root is None):
-                    # Families the runner installs (a family of the project's skills root;
-                    # another agent's every family): the install rules of prompts.
-                    refused = self._install_error(spec, cfg)
-                    if refused:
-                        invalid_install = True
-                        raise _Failed(refused)
+                # Families the runner installs (the arm's families of the project's skills
+                # root; another agent also the task's own): the install rules of prompts.
+                families = task_installs(spec, cfg, own=other)
+                refused = next((e for e in (
+                    check_family(f, cfg.max_family_bytes, allow_unsafe=cfg.allow_unsafe,
+                                 timeout_s=cfg.timeout_s) for f in families) if e), None)
+                if refused:
+                    invalid_install = True
+                    raise _Failed(refused)
                 try:
                     image = self.images.get(task, spec.with_skill, spec.agent)
                 except TaskImageError as exc:
@@ -264,13 +282,9 @@ class TaskRunner(DockerRunner):
                 secrets = secret_values(env)
                 out = _LineSink(run_dir / STDOUT_FILE, secrets, on_line=watch.feed)
                 err = _LineSink(run_dir / STDERR_FILE, secrets, on_line=watch.feed_stderr)
-                # With-skill: a family named from the project's skills root (Claude Code finds
-                # the task's own skills where its Dockerfile copies them); another agent gets
-                # the task's skills, bundled or named, in its own skill root. No-skill: none.
-                families = ([install_root(spec.prompt, cfg.skills_root) / f
-                             for f in spec.prompt.installed_families]
-                            if spec.with_skill and (other or spec.prompt.skills_root is None)
-                            else [])
+                # With-skill: the arm's families (task_installs; Claude Code finds the task's
+                # own skills where its Dockerfile copies them; another agent gets them in its
+                # own skill root). No-skill: none.
                 archive = skill_archive(
                     families[0] if families else None, user.uid, user.gid,
                     image.user or "root", prompt=spec.prompt.prompt, siblings=families[1:],

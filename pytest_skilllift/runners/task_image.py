@@ -53,6 +53,9 @@ LABEL_ARM = "skilllift.task_arm"
 LABEL_AGENT = "skilllift.task_agent"
 #: Bumped when what an image holds changes meaning (its hash then differs).
 IMAGE_FORMAT = "2"
+#: The file ``run.revisions`` writes last into a materialised revision (not a skill's: never
+#: in an image, so a revision's skills equal to the shipped ones give the shipped image).
+REVISION_MARKER = ".skilllift-revision"
 #: The arm names of the two images.
 WITH_SKILLS, WITHOUT_SKILLS = "skills", "noskills"
 
@@ -91,6 +94,32 @@ def _files(root: Path, *, skip_skills: bool) -> Iterator[tuple[str, Path]]:
         yield rel, path
 
 
+def skills_source(task: TaskSpec, with_skills: bool) -> Path | None:
+    """The directory the image's ``skills/`` is built from: none for the arms without skills,
+    the with-skill@REF arm's copy at REF (``TaskSpec.skills_dir``), else
+    ``environment/skills`` as shipped."""
+    if not with_skills:
+        return None
+    return task.skills_dir if task.skills_dir is not None else task.environment / "skills"
+
+
+def _context_files(task: TaskSpec, with_skills: bool) -> list[tuple[str, Path]]:
+    """The build context of the arm: ``environment/`` without its ``skills/``, then the
+    skills source's entries under ``skills/``, in one sorted order (as paths sort, so the
+    as-shipped context keeps the hash it had)."""
+    env = task.environment
+    source = skills_source(task, with_skills)
+    if source == env / "skills":
+        return list(_files(env, skip_skills=False))
+    out = list(_files(env, skip_skills=True))
+    if source is not None and source.is_dir():
+        out.append(("skills", source))
+        out += [("skills/" + rel, path) for rel, path in _files(source, skip_skills=False)
+                if rel != REVISION_MARKER]
+    out.sort(key=lambda entry: tuple(entry[0].split("/")))
+    return out
+
+
 def _layer(cli: Path | CliLayer) -> CliLayer:
     return cli if isinstance(cli, CliLayer) else claude_layer(cli)
 
@@ -101,7 +130,7 @@ def context_hash(task: TaskSpec, with_skills: bool, cli: Path | CliLayer) -> str
     hash it would cost more than the build it saves). ``cli``: the Claude Code binary or
     another agent's :class:`CliLayer`."""
     digest = hashlib.sha256(f"{IMAGE_FORMAT}\0{with_skills}\0".encode())
-    for rel, path in _files(task.environment, skip_skills=not with_skills):
+    for rel, path in _context_files(task, with_skills):
         digest.update(rel.encode() + b"\0")
         if path.is_symlink():
             digest.update(b"L" + os.readlink(path).encode())
@@ -168,11 +197,11 @@ def _context_tar(task: TaskSpec, with_skills: bool, cli_image: str,
     out = Path(name)
     try:
         with tarfile.open(out, "w") as tar:
-            for rel, path in _files(env, skip_skills=not with_skills):
+            for rel, path in _context_files(task, with_skills):
                 if rel == "Dockerfile":
                     continue
                 tar.add(path, arcname=rel, recursive=False)
-            if not with_skills and (env / "skills").is_dir():
+            if skills_source(task, with_skills) is None and (env / "skills").is_dir():
                 info = tarfile.TarInfo("skills")
                 info.type, info.mode = tarfile.DIRTYPE, 0o755
                 tar.addfile(info)

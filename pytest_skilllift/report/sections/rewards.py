@@ -9,6 +9,13 @@ binary reward), pass@k / pass^k over reps, per task helped / hurt / no-op by the
 audit's ±10 pp rule with the trial counts it rests on, and the runs whose verifier gave no
 reward (``verifier_error``), each named with its cause. Rewards never enter must coverage:
 a week with prompts and tasks shows both headlines side by side.
+
+The session's other arms show for tasks as they do for prompts (docs/tasks.md, "Arms"): per
+model, each arm's mean reward, pass rate and comparisons, paired by task with the same paired
+SE, t interval and sign test — ``with-all`` against no-skill and against with-skill (what the
+project's other families cost or add), ``with-skill@REF`` as the version lift (with-skill −
+with-skill@REF) and its own lift, ``no-skill-b`` as the A/A difference (no-skill-b − no-skill:
+a false lift when its interval excludes 0).
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
-from pytest_skilllift.model import ARMS, NO_SKILL, WITH_SKILL
+from pytest_skilllift.model import ARMS, NO_SKILL, NO_SKILL_B, WITH_ALL, WITH_REF, WITH_SKILL
 from pytest_skilllift.report import stats, verdicts
 from pytest_skilllift.report.context import json_float
 from pytest_skilllift.report.markdown import cap_note, ci_flag, fmt, md_table, signed, untrusted
@@ -28,6 +35,13 @@ if TYPE_CHECKING:
     from pytest_skilllift.report.context import Context
 
 _NO, _WITH = ARMS.index(NO_SKILL), ARMS.index(WITH_SKILL)
+_ALL, _B, _REF = ARMS.index(WITH_ALL), ARMS.index(NO_SKILL_B), ARMS.index(WITH_REF)
+#: Per other arm, its comparisons as prompts show them: (minuend, subtrahend) arm codes.
+_COMPARISONS: dict[int, tuple[tuple[int, int], ...]] = {
+    _ALL: ((_ALL, _NO), (_ALL, _WITH)),
+    _B: ((_B, _NO),),
+    _REF: ((_WITH, _REF), (_REF, _NO)),
+}
 _VERIFIER_ERROR = RUN_STATUSES.index(VERIFIER_ERROR)
 #: A task run passes when its primary reward reaches this (SkillsBench: binary, 1 = solved).
 PASS_REWARD = 1.0
@@ -35,6 +49,30 @@ PASS_REWARD = 1.0
 #: rose (fell) by at least 10 points; anything smaller is a no-op at these trial counts.
 IMPACT_THRESHOLD = 0.10
 MAX_ROWS = 50
+
+
+class RewardComparison(TypedDict):
+    """``rewards.models.<label>.arms.<arm>.comparisons[]``: one arm against another, paired
+    by task (mean reward over reps per task, then the mean of the differences)."""
+
+    #: ``with-all − no-skill``, ``with-skill − with-skill@HEAD~1``, ``no-skill-b − no-skill``…
+    comparison: str
+    lift: float | None
+    lift_se: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_excludes_zero: bool | None
+    sign_test: verdicts.SignTestData
+    n_tasks: int
+
+
+class RewardArm(TypedDict):
+    """``rewards.models.<label>.arms.<arm>``: an arm beyond the lift's two."""
+
+    reward: float | None
+    pass_rate: float | None
+    runs: int
+    comparisons: list[RewardComparison]
 
 
 class RewardModel(TypedDict):
@@ -64,6 +102,9 @@ class RewardModel(TypedDict):
     helped: int
     hurt: int
     no_op: int
+    #: The session's other arms (with-all, no-skill-b, with-skill@REF) by the week's name for
+    #: each; empty when the week ran the lift's two only.
+    arms: dict[str, RewardArm]
 
 
 class RewardTask(TypedDict):
@@ -128,9 +169,10 @@ def build(ctx: Context) -> Data:
         errors.append({"run_id": str(ids[r] or ""), "reason": str(why[r] or "")})
     models: dict[str, RewardModel] = {}
     tasks: list[RewardTask] = []
+    names = week.arm_names
     for mi, label in enumerate(week.models):
         arms: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-        for ci in (_NO, _WITH):
+        for ci in (_NO, _WITH, _ALL, _B, _REF):
             sel = ok & (mf.model == mi) & (mf.cond == ci) & (mf.prompt >= 0)
             p = mf.prompt[sel].astype(np.int64)
             sums = np.bincount(p, weights=reward[sel], minlength=n_p)
@@ -141,7 +183,7 @@ def build(ctx: Context) -> Data:
                 mean = np.where(trials > 0, sums / np.maximum(trials, 1), np.nan)
             arms[ci] = (mean, trials, passed, sel)
         no, with_ = arms[_NO][0], arms[_WITH][0]
-        if np.all(np.isnan(no)) and np.all(np.isnan(with_)):
+        if all(np.all(np.isnan(arms[ci][0])) for ci in arms):
             continue
         lift = stats.paired_lift(no, with_)
         boot = stats.paired_bootstrap(no, with_)
@@ -178,11 +220,31 @@ def build(ctx: Context) -> Data:
             "pass_hat_k_no": _pass_k(*arms[_NO][1:3], every=True),
             "pass_hat_k_with": _pass_k(*arms[_WITH][1:3], every=True),
             "helped": counts["helped"], "hurt": counts["hurt"], "no_op": counts["no-op"],
+            "arms": {names[ci]: _other_arm(ci, arms, names) for ci in _COMPARISONS
+                     if not np.all(np.isnan(arms[ci][0]))},
         }
     return {"rewards": {"models": models, "tasks": tasks, "verifier_errors": errors,
                         "pass_reward": PASS_REWARD, "effect_threshold": IMPACT_THRESHOLD,
                         "rewarded_runs": int(np.count_nonzero(ok)),
                         "task_runs": int(np.count_nonzero(is_task))}}
+
+
+def _other_arm(ci: int, arms: Mapping[int, tuple[np.ndarray, ...]],
+               names: tuple[str, ...]) -> RewardArm:
+    """An arm beyond the lift's two: its reward, pass rate and comparisons, paired by task."""
+    f = json_float
+    comparisons: list[RewardComparison] = []
+    for a, b in _COMPARISONS[ci]:
+        lift = stats.paired_lift(arms[b][0], arms[a][0])
+        comparisons.append({
+            "comparison": f"{names[a]} − {names[b]}", "lift": f(lift.lift),
+            "lift_se": f(lift.se), "ci_low": f(lift.ci_low), "ci_high": f(lift.ci_high),
+            "ci_excludes_zero": lift.ci_excludes_zero,
+            "sign_test": verdicts.sign_test(arms[b][0], arms[a][0]).to_json(),
+            "n_tasks": lift.n})
+    rate, runs = _rate(arms[ci][1], arms[ci][2])
+    return {"reward": f(stats.nan_mean(arms[ci][0])), "pass_rate": rate, "runs": runs,
+            "comparisons": comparisons}
 
 
 def _rate(trials: np.ndarray, passed: np.ndarray) -> tuple[float | None, int]:
@@ -211,8 +273,7 @@ def terminal_lines(card: Mapping[str, Any]) -> list[str]:
         se = fmt(m["reward_lift_se"]) if m["reward_lift_se"] is not None else "n/a"
         rows.append((label, f"{fmt(m['reward_no'])} → {fmt(m['reward_with'])}",
                      f"{signed(m['reward_lift'])} ± {se}",
-                     ci_flag({"ci_excludes_zero": m["ci_excludes_zero"],
-                              "n_prompts": m["n_tasks"]}),
+                     _ci(m["ci_excludes_zero"], m["reward_lift_se"]),
                      f"{_pct(m['pass_rate_no'])} → {_pct(m['pass_rate_with'])}",
                      str(m["n_tasks"])))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -234,6 +295,12 @@ def closing_part(card: Mapping[str, Any]) -> str:
     return f"reward lift {', '.join(lifts)}" if lifts else ""
 
 
+def _ci(excludes_zero: bool | None, se: float | None) -> str:
+    """The "95% CI ≠ 0?" cell (``ci_flag`` reads a must lift's keys: given its SE here, so a
+    reward lift with an SE is not shown as "need ≥ 2")."""
+    return ci_flag({"ci_excludes_zero": excludes_zero, "must_lift_se": se})
+
+
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.0f}%"
 
@@ -249,15 +316,28 @@ def render(card: Data) -> list[str]:
     rows = []
     for label, m in data["models"].items():
         se = fmt(m["reward_lift_se"]) if m["reward_lift_se"] is not None else "n/a"
-        ci = {"ci_excludes_zero": m["ci_excludes_zero"], "n_prompts": m["n_tasks"]}
         rows.append([untrusted(label), f"{fmt(m['reward_no'])} → {fmt(m['reward_with'])}",
-                     f"{signed(m['reward_lift'])} ± {se}", ci_flag(ci),
+                     f"{signed(m['reward_lift'])} ± {se}",
+                     _ci(m["ci_excludes_zero"], m["reward_lift_se"]),
                      m["sign_test"].get("verdict", "n/a"),
                      f"{_pct(m['pass_rate_no'])} → {_pct(m['pass_rate_with'])} "
                      f"({m['runs_no']}/{m['runs_with']} runs)",
                      f"{m['helped']}/{m['hurt']}/{m['no_op']}", str(m["n_tasks"])])
     L += md_table(["model", "reward no → with", "lift ± SE", "95% CI ≠ 0?", "sign test",
                    "pass rate no → with", "helped/hurt/no-op", "n tasks"], rows)
+    arm_rows = [[untrusted(label), untrusted(arm), fmt(a["reward"]), _pct(a["pass_rate"]),
+                 untrusted(c["comparison"]), f"{signed(c['lift'])} ± {fmt(c['lift_se'])}",
+                 _ci(c["ci_excludes_zero"], c["lift_se"]),
+                 c["sign_test"].get("verdict", "n/a"), str(c["n_tasks"])]
+                for label, m in data["models"].items() for arm, a in m["arms"].items()
+                for c in a["comparisons"]]
+    if arm_rows:
+        L += ["", "The other arms on the tasks (paired by task, as for prompts: with-all − "
+              "no-skill is the lift among every family, with-all − with-skill what the others "
+              "cost; with-skill − with-skill@REF the version lift; no-skill-b − no-skill the "
+              "A/A difference, a false lift when its interval excludes 0):", ""]
+        L += md_table(["model", "arm", "reward", "pass rate", "comparison", "Δ ± SE",
+                       "95% CI ≠ 0?", "sign test", "n tasks"], arm_rows)
     shown = data["tasks"][:MAX_ROWS]
     if shown:
         L += ["", f"Per task (±{100 * data['effect_threshold']:.0f} pp rule; trials are the "

@@ -161,6 +161,7 @@ def load_task(folder: Path, skills_root: Path) -> PromptSpec:
         bundled_families=bundled,
         reward_key=reward_key,
         verifier_tests=verifier_tests(folder / TESTS),
+        installs=(skill_path.split("/", 1)[0],) if root is None else (),
     )
     return PromptSpec(path=toml_path, name=folder.name, product_area=str(
         metadata.get("category", "")), prompt=instruction, rubric=rubric, skill_path=skill_path,
