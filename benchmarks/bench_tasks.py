@@ -13,8 +13,13 @@ alternating, in two "sessions" (two runner instances, as two pytest sessions mak
 Per run, from the run folder's ``task.json``: the harness's own time (the run's wall time
 minus the agent's exec, the verifier's exec and a first build: image lookup, container create
 and start, the user lookup, the instruction's archive, ``docker diff`` and the artefact copy,
-the verifier's archive and the log copy), and each phase. The container's removal runs in the
-background (timed at the session's close). Prints a Markdown table. Needs a Docker engine and
+the verifier's archive and the log copy), each phase, and this process's own CPU time per run
+(``client_cpu_s``: every thread, the output pumps included — the client side's work, which
+the machine's load does not inflate). The container's removal runs in the background (timed
+at the session's close). The load average at the start and the end is printed with the
+table: the engine's work (create, start, copies, ``docker diff``) is what a loaded machine
+slows; a fixed CPU budget for this process is ``taskset -c 0 python
+benchmarks/bench_tasks.py``. Prints a Markdown table. Needs a Docker engine and
 ``skilllift-task-base:local`` (``skilllift image task-base``).
 """
 
@@ -45,7 +50,8 @@ from pytest_skilllift.testing.agent_script import skill_agent
 from pytest_skilllift.testing.server import StandIn
 from pytest_skilllift.testing.task_script import task_agent
 
-PHASES = ("harness_s", "setup_s", "artifacts_s", "agent_s", "verifier_s", "wall_s")
+PHASES = ("harness_s", "setup_s", "artifacts_s", "agent_s", "verifier_s", "wall_s",
+          "client_cpu_s")
 
 
 def _stats(values: list[float]) -> str:
@@ -67,11 +73,15 @@ def session(runs: int, out: Path, base_url: str, tag: str) -> dict[str, Any]:
         spec = RunSpec(prompt=prompt, model_label="sonnet", model_id="claude-sonnet-4-5",
                        condition=condition, rep=i + 1, run_id=f"bench-{tag}-{condition}-r{i}")
         run_dir = out / spec.run_id
+        cpu0 = time.process_time()
         outcome = runner.run(spec, cfg, run_dir)
+        cpu = time.process_time() - cpu0
         if outcome.error:
             raise SystemExit(f"{spec.run_id}: {outcome.error}")
         info = json.loads((run_dir / TASK_FILE).read_text())
-        timings.append(info["timings"])
+        # This process's own CPU over the run, every thread (the output pumps included): the
+        # harness's client-side work, which the machine's load does not inflate.
+        timings.append({**info["timings"], "client_cpu_s": cpu})
         assert prompt.task is not None
         rewards[condition].append(read_result(run_dir, prompt.task).reward)
     closing = time.monotonic()
@@ -98,6 +108,7 @@ def main() -> int:
             for name in (tag, cli_image_tag(cli)):
                 with contextlib.suppress(docker.errors.ImageNotFound):
                     client.images.remove(name, force=True)
+    load0 = os.getloadavg()
     server = StandIn(agent=task_agent(skill_agent))
     server.start()
     try:
@@ -107,8 +118,10 @@ def main() -> int:
     finally:
         server.stop()
     load = os.getloadavg()
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 0
     print(f"# Harbor task runs: {args.runs} per session, {platform.node()}, "
-          f"{os.cpu_count()} CPUs, load {load[0]:.1f}/{load[1]:.1f}\n")
+          f"{os.cpu_count()} CPUs ({affinity} for this process), load (1/5 min) "
+          f"{load0[0]:.1f}/{load0[1]:.1f} at the start, {load[0]:.1f}/{load[1]:.1f} at the end\n")
     print("| measure (median / p90 s) | session 1 | session 2 |")
     print("| --- | ---: | ---: |")
     for phase in PHASES:

@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import docker.client
 import docker.errors
@@ -268,8 +268,31 @@ class TaskRunner(DockerRunner):
                 keeper = dataclasses.replace(
                     cfg, timeout_s=task.agent_timeout_s + task.verifier_timeout_s + 60)
                 container_id = self._create(spec, keeper)
-                self.client.api.start(container_id)
-                user = self._user(container_id, image.image_id, image.user, image.home)
+                cid = container_id
+
+                def instruction(user: _User, inv: Any) -> Callable[[], bool]:
+                    # With-skill: the arm's families (task_installs; Claude Code finds the
+                    # task's own skills where its Dockerfile copies them; another agent gets
+                    # them in its own skill root). No-skill: none.
+                    archive = skill_archive(
+                        families[0] if families else None, user.uid, user.gid,
+                        image.user or "root", prompt=spec.prompt.prompt, siblings=families[1:],
+                        skills_dir=agent_def(spec.agent).skill_root if other
+                        else ".claude/skills", extra_dirs=inv.dirs if inv else (),
+                        extra_files=inv.files if inv else None)
+                    return lambda: bool(self.client.api.put_archive(cid, user.home, archive))
+
+                # Claude Code as root: its HOME needs no asking, so the instruction is copied
+                # into the created container while it starts (two round trips overlapped).
+                overlap = _is_root(image.user) and not other
+                copied = True
+                if overlap:
+                    user = self._user(container_id, image.image_id, image.user, image.home)
+                    _, copied = _overlapped(lambda: self.client.api.start(cid),
+                                            instruction(user, None))
+                else:
+                    self.client.api.start(container_id)
+                    user = self._user(container_id, image.image_id, image.user, image.home)
                 self.home = user.home
                 info["home"] = user.home
                 # Another agent: its CLI from the layer, its config in the user's HOME, the
@@ -282,16 +305,9 @@ class TaskRunner(DockerRunner):
                 secrets = secret_values(env)
                 out = _LineSink(run_dir / STDOUT_FILE, secrets, on_line=watch.feed)
                 err = _LineSink(run_dir / STDERR_FILE, secrets, on_line=watch.feed_stderr)
-                # With-skill: the arm's families (task_installs; Claude Code finds the task's
-                # own skills where its Dockerfile copies them; another agent gets them in its
-                # own skill root). No-skill: none.
-                archive = skill_archive(
-                    families[0] if families else None, user.uid, user.gid,
-                    image.user or "root", prompt=spec.prompt.prompt, siblings=families[1:],
-                    skills_dir=agent_def(spec.agent).skill_root if other
-                    else ".claude/skills", extra_dirs=inv.dirs if inv else (),
-                    extra_files=inv.files if inv else None)
-                if not self.client.api.put_archive(container_id, user.home, archive):
+                if not overlap:
+                    copied = instruction(user, inv)()
+                if not copied:
                     raise _Failed(f"put_archive of the instruction into {user.home} failed")
                 if inv is not None:  # the availability check: what the CLI lists
                     listing_t0 = time.monotonic()
@@ -314,10 +330,18 @@ class TaskRunner(DockerRunner):
                 if not timed_out and not error:
                     # The agent's work, before the verifier touches anything.
                     copy_t0 = time.monotonic()
-                    info["artifacts"] = self._artifacts(container_id, image.workdir,
-                                                        user.home, run_dir / ARTIFACTS_DIR)
+                    # The agent has exited: tests/ goes in while its work is copied out (the
+                    # copy never looks under /tests).
+                    tests = _tests_archive(task.tests_dir)
+                    info["artifacts"], tests_in = _overlapped(
+                        lambda: self._artifacts(cid, image.workdir, user.home,
+                                                run_dir / ARTIFACTS_DIR),
+                        lambda: bool(self.client.api.put_archive(cid, "/", tests)))
                     timings["artifacts_s"] = time.monotonic() - copy_t0
-                    info["verifier"] = self._verify(container_id, spec, run_dir, timings)
+                    if not tests_in:
+                        raise _Failed("put_archive of tests/ into /tests failed")
+                    info["verifier"] = self._verify(container_id, spec, run_dir, timings,
+                                                    tests_in=True)
             except _Failed as exc:
                 error = str(exc)
             except Exception as exc:  # a harness failure is a run outcome, not a crash
@@ -405,7 +429,7 @@ class TaskRunner(DockerRunner):
         """The image user's HOME, uid and gid (asked once per image; root needs no asking:
         uid 0, its HOME the image's ``ENV HOME`` or ``/root``)."""
         key = (image_id, user)
-        if user in ("", "root", "0", "0:0", "root:root"):
+        if _is_root(user):
             return _User(home or "/root", 0, 0)
         if key not in self._users:
             lines: list[str] = []
@@ -438,13 +462,19 @@ class TaskRunner(DockerRunner):
         skip = (*_NOT_WORK, *((home,) if root == "/" else ()))
         kept: list[str] = []
         deleted: list[str] = []
+        # A changed path that holds other changed paths is a directory: not fetched (its
+        # archive would carry the whole directory only to be skipped as not a file).
+        parents = {str(change.get("Path", "")).rpartition("/")[0] for change in changes}
         for change in changes:
             path, kind = str(change.get("Path", "")), int(change.get("Kind", 0))
             inside = root == "/" or path == root or path.startswith(root + "/")
             if not inside or any(path == s or path.startswith(s.rstrip("/") + "/")
                                  for s in skip):
                 continue
-            (deleted if kind == 2 else kept).append(path)
+            if kind == 2:
+                deleted.append(path)
+            elif path not in parents:
+                kept.append(path)
         files: list[dict[str, Any]] = []
         cut: list[dict[str, Any]] = []
         total = 0
@@ -485,14 +515,15 @@ class TaskRunner(DockerRunner):
                          "total_bytes": MAX_ARTIFACTS_TOTAL}}
 
     def _verify(self, container_id: str, spec: RunSpec, run_dir: Path,
-                timings: dict[str, float]) -> dict[str, Any]:
+                timings: dict[str, float], *, tests_in: bool = False) -> dict[str, Any]:
         """``tests/`` → ``/tests``, then ``bash /tests/test.sh`` as root under the verifier's
         timeout; its output and ``/logs/verifier`` into ``run_dir/verifier``."""
         task = spec.prompt.task
         assert task is not None
         out_dir = run_dir / VERIFIER_DIR
         out_dir.mkdir(parents=True, exist_ok=True)
-        if not self.client.api.put_archive(container_id, "/", _tests_archive(task.tests_dir)):
+        if not tests_in and not self.client.api.put_archive(container_id, "/",
+                                                            _tests_archive(task.tests_dir)):
             raise _Failed("put_archive of tests/ into /tests failed")
         limit = max(1, math.ceil(task.verifier_timeout_s))
         # Harbor's verifiers write under /logs/verifier: made here, in the same exec.
@@ -567,6 +598,38 @@ class TaskRunner(DockerRunner):
 
 _USER_SCRIPT = ('h=$(awk -F: -v u="$(id -u)" \'$3 == u {print $6; exit}\' /etc/passwd '
                 '2>/dev/null); echo "${h:-${HOME:-/}}"; id -u; id -g')
+
+
+_T = TypeVar("_T")
+_U = TypeVar("_U")
+
+
+def _is_root(user: str) -> bool:
+    """Whether an image's ``USER`` is root (its HOME and ids need no exec to learn)."""
+    return user in ("", "root", "0", "0:0", "root:root")
+
+
+def _overlapped(first: Callable[[], _T], second: Callable[[], _U]) -> tuple[_T, _U]:
+    """``first()`` here while ``second()`` runs in a thread: two engine round trips that do
+    not depend on each other, overlapped. The second's exception is raised here too."""
+    result: list[_U] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(second())
+        except BaseException as exc:  # re-raised in the caller's thread below
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True, name="skilllift-overlap")
+    thread.start()
+    try:
+        value = first()
+    finally:
+        thread.join()
+    if failure:
+        raise failure[0]
+    return value, result[0]
 
 
 class _Failed(Exception):
