@@ -125,19 +125,23 @@ def load_matrix(settings: Settings) -> Matrix:
 
 
 def prompt_runs(prompt: PromptSpec, settings: Settings, *, families: Sequence[str],
-                revision_root: Path | None) -> list[RunSpec]:
+                revision_root: Path | None,
+                arms: Sequence[tuple[str, PromptSpec]] | None = None) -> list[RunSpec]:
     """One prompt's runs of the week, model × condition × rep in collection order: the one
     derivation of the run set, which the matrix lists and collection makes nodes of (so a
     check's ``skill_lift_run`` parameters and the rubric items name the same runs).
 
     ``families`` are the skills root's families (installed together by ``with-all``; only
     read when that arm runs) and ``revision_root`` the with-skill@REF arm's tree, both
-    resolved once per session by the caller.
+    resolved once per session by the caller. ``arms``: the (condition, prompt as that arm
+    runs it) pairs when the caller derived them itself (a Harbor task's, ``task_runs``).
     """
+    if arms is None:
+        arms = [(condition, arm_prompt(prompt, condition, families, revision_root))
+                for condition in settings.conditions]  # the arms of the session
     runs: list[RunSpec] = []
     for label, model_id in settings.models:
-        for condition in settings.conditions:  # the arms of the session
-            arm = arm_prompt(prompt, condition, families, revision_root)
+        for condition, arm in arms:
             runs += [RunSpec(prompt=arm, model_label=label, model_id=model_id,
                              condition=condition, rep=rep,
                              run_id=make_run_id(prompt.name, label, condition, rep,
@@ -152,12 +156,9 @@ def task_runs(prompt: PromptSpec, settings: Settings) -> list[RunSpec]:
     from pytest_skilllift.run.tasks.plan import task_arms
 
     arms, _left_out = task_arms(prompt, settings)
+    arms, _left_out = task_arms(prompt, settings)
     # Every agent's labels run tasks (its CLI layered into the task's image: docs/tasks.md).
-    return [RunSpec(prompt=arm, model_label=label, model_id=model_id, condition=condition,
-                    rep=rep, run_id=make_run_id(prompt.name, label, condition, rep,
-                                                settings.week))
-            for label, model_id in settings.models for condition, arm in arms
-            for rep in range(1, settings.reps + 1)]
+    return prompt_runs(prompt, settings, families=(), revision_root=None, arms=arms)
 
 
 def _patterns(key: str, value: Any) -> tuple[str, ...]:
