@@ -447,3 +447,19 @@ def test_the_task_allow_list_is_a_measurement_parameter(tmp_path: Path) -> None:
     rec, _ = open_(tmp_path, plain, ALL_RUNS)
     assert rec.identity.task_tools == tools
     assert ident.read_week_record(tmp_path).identity.task_tools == tools  # type: ignore[union-attr]
+
+
+def test_a_resumed_week_keeps_the_agent_cli_versions(tmp_path: Path) -> None:
+    """The record a second session writes keeps ``agent_clis`` (it was dropped, so a third
+    session's other codex CLI was an 'added' note, never a refusal)."""
+    agents = make(models={"haiku": "claude-haiku-4-5", "gpt": "codex:gpt-5.5"},
+                  agent_clis={"codex": "0.169.0"})
+    runs = Runs(("gpt", "edge", ""))
+    open_(tmp_path, agents, Runs())
+    rec, _ = open_(tmp_path, agents, runs)
+    assert rec.identity.agent_clis == {"codex": "0.169.0"}
+    assert ident.read_week_record(tmp_path).identity.agent_clis == {  # type: ignore[union-attr]
+        "codex": "0.169.0"}
+    with pytest.raises(ident.IdentityRefused) as err:
+        open_(tmp_path, dataclasses.replace(agents, agent_clis={"codex": "0.170.0"}), runs)
+    assert "codex CLI version: '0.169.0' → '0.170.0'" in str(err.value)

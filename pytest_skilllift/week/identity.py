@@ -676,6 +676,8 @@ def open_week(
         prompts={**current.identity.prompts, **proposed.prompts},
         skills={**current.identity.skills, **proposed.skills},
         revision=proposed.revision or current.identity.revision,
+        # Kept like the families: a resumed session must still compare the agents' CLIs.
+        agent_clis={**current.identity.agent_clis, **proposed.agent_clis},
     )
     for d in diffs:
         if d.kind == "removed":
