@@ -66,7 +66,8 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- |")
     for runs in (int(r) for r in args.runs.split(",")):
         started = time.monotonic()
-        hits = widths = n = 0
+        hits = n = 0
+        widths = 0.0
         for rep in range(args.reps):
             week = draw_week(rng, runs, args.items, args.base, errors, args.run_shift)
             _alpha, ci, _draws = alpha_with_ci(week, resamples=args.resamples, seed=rep)

@@ -44,7 +44,8 @@ def main() -> None:
             (float(r["total_cost_usd"]), float(r["duration_ms"]) / 1000))
     hits: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for _ in range(args.draws):
-        totals = {"usd": [ZERO, 0.0], "s": [ZERO, 0.0]}
+        total_range = {"usd": ZERO, "s": ZERO}  # the week's summed range and actual sum
+        total_actual = {"usd": 0.0, "s": 0.0}
         for key, prompts in sorted(cells.items()):
             past, now = [], []
             for reps in prompts.values():
@@ -61,10 +62,10 @@ def main() -> None:
                 inside = rng_.contains(actual)
                 hits[f"{key[0]} {key[1]} {what}"][0] += bool(inside)
                 hits[f"{key[0]} {key[1]} {what}"][1] += 1
-                totals[what][0] = totals[what][0] + rng_
-                totals[what][1] += actual
-        for what, (r, actual) in totals.items():
-            hits[f"total {what}"][0] += bool(r.contains(actual))
+                total_range[what] = total_range[what] + rng_
+                total_actual[what] += actual
+        for what, week_range in total_range.items():
+            hits[f"total {what}"][0] += bool(week_range.contains(total_actual[what]))
             hits[f"total {what}"][1] += 1
     print(f"| range holds the next week's actual | share of {args.draws} splits |")
     print("|---|---|")

@@ -135,18 +135,18 @@ def summarize(week: Path, out: Path, history: Path) -> dict[str, dict[str, float
 
     # prompt × rep → prompt (mean over reps, min–max kept as the stability signal)
     by_prompt: dict[tuple[str, str, str], list[dict[str, float | None]]] = defaultdict(list)
-    for (prompt, model, cond, _rep), m in rep_level.items():
-        by_prompt[(prompt, model, cond)].append(m)
+    for (prompt, model, cond, _rep), level in rep_level.items():
+        by_prompt[(prompt, model, cond)].append(level)
     prompt_level = {k: average(v) for k, v in by_prompt.items()}
     rep_range = {}
     for k, v in by_prompt.items():
-        covs = [m["must_coverage"] for m in v if m["must_coverage"] is not None]
+        covs = [rec["must_coverage"] for rec in v if rec["must_coverage"] is not None]
         rep_range[k] = (min(covs), max(covs)) if covs else (None, None)
 
     # prompt → cell (flat macro-average over prompts)
     by_cell: dict[tuple[str, str], list[dict[str, float | None]]] = defaultdict(list)
-    for (_prompt, model, cond), m in prompt_level.items():
-        by_cell[(model, cond)].append(m)
+    for (_prompt, model, cond), level in prompt_level.items():
+        by_cell[(model, cond)].append(level)
     cells = {k: average(v) for k, v in by_cell.items()}
     cell_n = {k: len(v) for k, v in by_cell.items()}
 
@@ -191,7 +191,7 @@ def summarize(week: Path, out: Path, history: Path) -> dict[str, dict[str, float
 
     L = [f"# Weekly Skill Scorecard — {week.name}", "",
          "## Lift per model (with-skill − no-skill)", ""]
-    rows = []
+    rows: list[list[str]] = []
     for m in models:
         no, wi = cells.get((m, "no-skill"), {}), cells.get((m, "with-skill"), {})
         lf = lifts[m]
@@ -250,10 +250,10 @@ def summarize(week: Path, out: Path, history: Path) -> dict[str, dict[str, float
     rows = []
     for p in sorted(per_prompt_runs):
         runs = per_prompt_runs[p]
-        a = Counter(r.get("skill_activation", "") for r in runs)
+        seen_acts = Counter(r.get("skill_activation", "") for r in runs)
         leaf = sum(1 for r in runs if r.get("reached_leaf") == "1")
-        flag = "  ⚠ never triggered" if a.get("none", 0) == len(runs) else ""
-        rows.append([p, ", ".join(f"{k}×{v}" for k, v in sorted(a.items())) + flag,
+        flag = "  ⚠ never triggered" if seen_acts.get("none", 0) == len(runs) else ""
+        rows.append([p, ", ".join(f"{k}×{v}" for k, v in sorted(seen_acts.items())) + flag,
                      f"{leaf}/{len(runs)}"])
     L += table(["prompt", "activations (with-skill)", "reached leaf"], rows)
 

@@ -8,9 +8,9 @@ from pytest_skilllift.runners.image import TEST_IMAGE_TAG
 def docker_problem() -> str | None:
     """Why the docker tests cannot run here (no SDK, no engine, no test image), or None."""
     try:
-        import docker
+        import docker.client
 
-        client = docker.from_env()
+        client = docker.client.from_env()
         try:
             client.ping()
             client.images.get(TEST_IMAGE_TAG)

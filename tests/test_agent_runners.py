@@ -95,7 +95,9 @@ def _post(url: str, body: dict[str, Any]) -> str:
     req = urllib.request.Request(url, json.dumps(body).encode(),
                                  {"content-type": "application/json"})
     with urllib.request.urlopen(req, timeout=10) as resp:
-        return resp.read().decode()
+        answer = resp.read()
+    assert isinstance(answer, bytes)
+    return answer.decode()
 
 
 LISTING = ("<skills_instructions>\n### Skill roots\n- `r0` = `/h/.agents/skills`\n"

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_skilllift.model import Signals
 from pytest_skilllift.trace.agent_streams import listed_skills, parse_agent_stream, price
 from pytest_skilllift.trace.audit import audit_invocation
-from pytest_skilllift.trace.transcript import extract_signals
+from pytest_skilllift.trace.transcript import Transcript, extract_signals
 from pytest_skilllift.week.columns import NOT_INVOKED, VERIFIED
 
 DATA = Path(__file__).parent / "fixtures" / "data" / "agents"
@@ -36,7 +37,8 @@ def listing(agent: str, names: tuple[str, ...]) -> str:
     return text.replace("git-bisect: ", "not a skill line ")
 
 
-def signals(agent: str, stream: str, names: tuple[str, ...] = (FAMILY,), model: str = "m"):
+def signals(agent: str, stream: str, names: tuple[str, ...] = (FAMILY,),
+            model: str = "m") -> tuple[Transcript, Signals]:
     text = (DATA / agent / stream).read_text()
     tr = parse_agent_stream(agent, text, listing(agent, names), model=model,
                             cli_version="9.9.9",

@@ -46,7 +46,7 @@ def test_cluster_bootstrap_is_seeded_and_wider_when_reps_agree() -> None:
     rich_k = (np.arange(60) * 5) % (rich_n + 1)
     assert (stats.cluster_bootstrap_rate(rich_k, rich_n, seed=1)
             != stats.cluster_bootstrap_rate(rich_k, rich_n, seed=2))
-    assert a[0] is not None and a[0] < 0.4 < a[1]
+    assert a[0] is not None and a[1] is not None and a[0] < 0.4 < a[1]
     wilson = stats.wilson_interval(24, 60)
     assert width(a) > 1.25 * width(wilson)  # the Wilson interval is too narrow here
     # independent reps (one trial per cluster): about Wilson's width
@@ -63,7 +63,7 @@ def test_the_gated_pass_rate_bound_does_not_collapse_at_the_ceiling() -> None:
     assert stats.cluster_bootstrap_rate(k, n) == (1.0, 1.0)
     lo, hi = stats.cluster_rate_interval(k, n)
     assert hi == 1.0 and lo == pytest.approx(0.025 ** (1 / 26))  # 0.868
-    assert lo < stats.wilson_interval(52, 52)[0] < 0.999  # Wilson over reps: 0.931
+    assert lo is not None and lo < stats.wilson_interval(52, 52)[0] < 0.999  # Wilson: 0.931
     # independent reps (every prompt's two reps disagree as often as chance): ρ ≈ 0, the
     # effective sample size is every rep, about Wilson's width
     kk = np.array([2] * 9 + [1] * 12 + [0] * 5)
@@ -93,8 +93,9 @@ def test_a_pass_rate_gate_fails_at_the_ceiling_it_cannot_show(tmp_path: Path) ->
 def test_bootstrap_mc_error_matches_seed_to_seed_spread(real: Summary) -> None:
     agg = real.aggregates
     assert agg is not None
-    lows = [stats.paired_bootstrap(agg.must[:, 1, 0], agg.must[:, 1, 1], seed=s).low
-            for s in range(40)]
+    lows = [low for s in range(40) if (low := stats.paired_bootstrap(
+        agg.must[:, 1, 0], agg.must[:, 1, 1], seed=s).low) is not None]
+    assert len(lows) == 40
     mc = real.bootstraps["haiku"].mc_se
     assert mc is not None
     assert float(np.std(lows, ddof=1)) == pytest.approx(mc, rel=0.4)
@@ -112,6 +113,7 @@ def test_printed_bootstrap_digits_are_reproduced_by_90_percent_of_seeds(real: Su
     for mi, label in enumerate(real.week.models):
         per = real.data["bootstrap"]["per_model"][label]
         d = per["digits"]
+        assert per["low"] is not None and per["high"] is not None
         shown = (round(per["low"], d), round(per["high"], d))
         same = sum((round(b.low, d), round(b.high, d)) == shown
                    for b in (stats.paired_bootstrap(agg.must[:, mi, 0], agg.must[:, mi, 1],
@@ -133,7 +135,7 @@ def test_pass_rates_carry_a_prompt_bootstrap_and_the_gate_reads_it(real: Summary
     cell = next(c for c in real.data["cells"]
                 if (c["model"], c["condition"]) == ("haiku", "with-skill"))
     lo, hi = cell["pass_rate_cluster95"]
-    assert lo is not None and hi is not None
+    assert lo is not None and hi is not None and cell["pass_rate"] is not None
     assert lo <= cell["pass_rate"] <= hi
     assert width((lo, hi)) > width((cell["pass_rate_ci_low"], cell["pass_rate_ci_high"]))
     assert "95% prompt-clustered (gated)" in real.markdown
@@ -148,7 +150,8 @@ def test_pass_rates_carry_a_prompt_bootstrap_and_the_gate_reads_it(real: Summary
 def test_trigger_miss_rate_gets_a_prompt_bootstrap(real: Summary) -> None:
     s = real.data["activation_summary"]
     lo, hi = s["trigger_miss_rate_cluster95"]
-    assert lo is not None and lo <= s["trigger_misses"] / s["with_skill_runs"] <= hi
+    assert lo is not None and hi is not None
+    assert lo <= s["trigger_misses"] / s["with_skill_runs"] <= hi
     # misses cluster in a few prompts: the honest interval is wider than Wilson's
     assert width((lo, hi)) > width(s["trigger_miss_rate_wilson95"])
     assert "; resampling prompts " in real.markdown
@@ -204,7 +207,10 @@ def test_the_real_weeks_bootstrap_prints_one_decimal(real: Summary) -> None:
     assert f"[{lo:+.2f}, {hi:+.2f}]" not in real.markdown
     assert "Printed to the digits that at least 90% of reprints with another seed" \
         in real.markdown
-    mc = max(v["mc_se"] for v in real.data["bootstrap"]["per_model"].values())
+    per_model = real.data["bootstrap"]["per_model"]
+    ses = [se for v in per_model.values() if (se := v["mc_se"]) is not None]
+    assert len(ses) == len(per_model)
+    mc = max(ses)
     assert f"Monte Carlo SE of the endpoints: {mc:.4f}" in real.markdown
 
 
@@ -261,7 +267,8 @@ def test_each_models_trigger_miss_rate_gets_a_prompt_bootstrap(real: Summary) ->
     for label in ("sonnet", "haiku"):
         m = real.data["models"][label]
         lo, hi = m["trigger_miss_rate_cluster95"]
-        assert lo is not None and hi is not None and lo <= m["trigger_miss_rate"] <= hi
+        rate = m["trigger_miss_rate"]
+        assert lo is not None and hi is not None and rate is not None and lo <= rate <= hi
 
 
 def test_a_zero_spread_t_interval_is_not_estimable_and_its_gate_fails_closed(
@@ -280,6 +287,7 @@ def test_a_zero_spread_t_interval_is_not_estimable_and_its_gate_fails_closed(
     finally:
         MUSTS[REF] = saved
     s = summarize_week(week, write=False, plots=False)
+    assert s.data["versions"] is not None
     v = s.data["versions"]["models"]["sonnet"]
     assert v["version_lift"] == 0 and v["version_lift_se"] == 0 and v["ci_low"] is None
     measures = WeekMeasures(s.week, s.aggregates, 0.7, card=s.data)

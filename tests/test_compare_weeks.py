@@ -257,8 +257,10 @@ def test_paired_change_in_lift_matches_scipy(weeks: tuple[Path, Path]) -> None:
     m = result["models"]["haiku"]
     sa = summarize_week(a, write=False, plots=False).data["prompts"]
     sb = summarize_week(b, write=False, plots=False).data["prompts"]
-    la = {r["prompt"]: r["must_lift"] for r in sa if r["model"] == "haiku"}
-    lb = {r["prompt"]: r["must_lift"] for r in sb if r["model"] == "haiku"}
+    la = {r["prompt"]: lift for r in sa
+          if r["model"] == "haiku" and (lift := r["must_lift"]) is not None}
+    lb = {r["prompt"]: lift for r in sb
+          if r["model"] == "haiku" and (lift := r["must_lift"]) is not None}
     common = sorted(set(la) & set(lb))
     ref = sps.ttest_rel([lb[p] for p in common], [la[p] for p in common])
     ci = ref.confidence_interval(0.95)

@@ -30,7 +30,12 @@ import pytest
 
 docker = pytest.importorskip("docker", reason="the docker SDK is not installed")
 
-from pytest_skilllift.model import AgentConfig, PromptSpec, RunSpec  # noqa: E402
+from pytest_skilllift.model import (  # noqa: E402
+    PINNED_CLI_VERSION,
+    AgentConfig,
+    PromptSpec,
+    RunSpec,
+)
 from pytest_skilllift.runners import docker as docker_runner  # noqa: E402
 from pytest_skilllift.runners.claude import bundled_claude  # noqa: E402
 from pytest_skilllift.runners.docker import (  # noqa: E402
@@ -45,7 +50,6 @@ from pytest_skilllift.runners.docker import (  # noqa: E402
 from pytest_skilllift.runners.image import (  # noqa: E402
     DOCKERFILE,
     LABEL_CLI_VERSION,
-    PINNED_CLI_VERSION,
     TEST_IMAGE_TAG,
     build_from_local,
     image_cli_version,
@@ -123,7 +127,7 @@ def _ours(client: Any, label: str) -> list[Any]:
     """Containers carrying ``label``, skipping any removed between the listing and the
     per-container inspect ``containers.list`` does (a sibling -n worker's sweep, a run
     ending meanwhile): without ``ignore_removed`` that inspect raises 404."""
-    return client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
+    return list(client.containers.list(all=True, filters={"label": label}, ignore_removed=True))
 
 
 def _mine(client: Any) -> list[str]:

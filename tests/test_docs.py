@@ -43,7 +43,7 @@ def test_documented_options_exist() -> None:
     from pytest_skilllift.plugin import lint_hooks  # the --skill-lint-* options
 
     known |= set(FLAG.findall(_text(Path(lint_hooks.__file__))))
-    unknown = {}
+    unknown: dict[str, str] = {}
     for doc in DOCS:
         for flag in FLAG.findall(LINK.sub("]", _text(doc))):  # not in link targets
             if flag not in known:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilllift.judge.protocol import Grader
 from pytest_skilllift.model import (
     AgentConfig,
     ItemVerdict,
@@ -122,7 +123,7 @@ class CountingGrader:
         return JudgeResult(verdicts=tuple(verdicts), cost_usd=0.002, model=self.model)
 
 
-def engine(week: Path, runner: FakeRunner, grader: CountingGrader) -> WeekRun:
+def engine(week: Path, runner: FakeRunner, grader: Grader) -> WeekRun:
     agent = AgentConfig(claude_path="unused", skills_root=week.parent / "skills")
     return WeekRun(Ledger(week), agent, lambda: runner, lambda: grader)
 

@@ -17,7 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -212,7 +212,7 @@ def run_pytest(root: Path, server: Any, *args: str) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def sessions(api: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def sessions(api: Any, tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], Session]:
     """The project run once per worker count, on first use (shared by every test here)."""
     done: dict[int, Session] = {}
 
@@ -230,7 +230,7 @@ def sessions(api: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @pytest.fixture(params=[0, 2], ids=["serial", "xdist-2"])
-def session(request: pytest.FixtureRequest, sessions: Any) -> Session:
+def session(request: pytest.FixtureRequest, sessions: Callable[[int], Session]) -> Session:
     return sessions(request.param)
 
 

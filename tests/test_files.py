@@ -35,7 +35,7 @@ def test_a_failed_write_keeps_the_old_file(tmp_path: Path,
     def boom(src: str, dst: str) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(files.os, "replace", boom)
+    monkeypatch.setattr(os, "replace", boom)  # the os module week.files renames with
     with pytest.raises(OSError, match="disk full"):
         atomic_write_text(target, "new")
     assert target.read_text() == "old" and os.listdir(tmp_path) == ["scorecard.md"]

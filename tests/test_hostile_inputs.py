@@ -172,8 +172,9 @@ def test_symlink_leaving_the_family_is_an_invalid_install(week: Week) -> None:
 
 def test_progress_lines_count_up_to_the_manifest(week: Week) -> None:
     lines = [ln for ln in week.result.stdout.splitlines() if ln.startswith("skill-lift: runs")]
-    counts = [tuple(int(x) for x in re.match(r"skill-lift: runs (\d+)/(\d+)", ln).groups())
-              for ln in lines]
+    matches = [re.match(r"skill-lift: runs (\d+)/(\d+)", ln) for ln in lines]
+    assert all(matches), lines
+    counts = [tuple(int(x) for x in m.groups()) for m in matches if m]
     manifest = week.manifest()
     assert counts and {total for _, total in counts} == {len(manifest)} == {8}
     done = [d for d, _ in counts]
@@ -184,7 +185,9 @@ def test_progress_lines_count_up_to_the_manifest(week: Week) -> None:
     assert graded == 7  # the leaky with-skill run is an invalid install
     assert f"· graded {graded} ·" in final and "· errored 0 ·" in final
     assert "· excluded 1 ·" in final and "done in" in final
-    spent = float(re.search(r"spent \$([\d.]+)", final).group(1))
+    spent_match = re.search(r"spent \$([\d.]+)", final)
+    assert spent_match, final
+    spent = float(spent_match.group(1))
     total = sum(float(r["total_cost_usd"] or 0) for r in manifest.values())
     total += sum(float((week.root / "week" / rid / "judge_cost.txt").read_text())
                  for rid in manifest if (week.root / "week" / rid / "judge_cost.txt").exists())

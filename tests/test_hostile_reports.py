@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,7 +38,8 @@ def _copy(week: Path, where: Path) -> Path:
     return where
 
 
-def _summarize_json(week: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict, str]:
+def _summarize_json(week: Path, capsys: pytest.CaptureFixture[str]
+                    ) -> tuple[int, dict[str, Any], str]:
     code = main(["summarize", str(week), "--no-plots", "--json"])
     out, err = capsys.readouterr()
     return code, json.loads(out), err

@@ -30,6 +30,7 @@ from pytest_skilllift.judge.agreement import (
     trust_state,
 )
 from pytest_skilllift.report import judging
+from pytest_skilllift.report.sections import judge as judge_section
 from pytest_skilllift.report.sections import provenance
 
 SCORE_COLUMNS = ["prompt", "skill", "model", "condition", "rep", "item_type", "item_text",
@@ -196,7 +197,7 @@ def test_trust_state_reaches_the_scorecard_provenance(tmp_path: Path) -> None:
         "- judge trust: **unmeasured**")
     cli.main(["judge-check", str(week), "--labels",
               str(write_labels(tmp_path / "labels.csv", labels))])
-    data = {"judge": judging.build(week)}
+    data: judge_section.Data = {"judge": judging.build(week)}
     line = next(ln for ln in provenance.judge_lines(data) if "judge trust" in ln)
     assert line.startswith("- judge trust: **provisional** — must agreement 0.920 over 25 "
                            "labelled musts, κ 0.73")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections import Counter
+from collections import Counter, defaultdict
 from itertools import permutations
 from pathlib import Path
 
@@ -181,13 +181,13 @@ def make_week(tmp_path: Path) -> Path:
 
 def hand_alpha(units: list[list[str]]) -> float:
     """Krippendorff's alpha by its coincidence matrix, written out (not the package's)."""
-    o: Counter[tuple[str, str]] = Counter()
+    o: defaultdict[tuple[str, str], float] = defaultdict(float)
     for values in units:
         if len(values) < 2:
             continue
         for i, j in permutations(range(len(values)), 2):
             o[(values[i], values[j])] += 1 / (len(values) - 1)
-    n_c: Counter[str] = Counter()
+    n_c: defaultdict[str, float] = defaultdict(float)
     for (c, _k), w in o.items():
         n_c[c] += w
     n = sum(n_c.values())
@@ -224,7 +224,8 @@ def test_judges_added_to_a_graded_week_without_an_agent_call(
         openai_bodies = json.dumps(api.bodies("judge", api="codex"))
     assert "the fusion skill" not in openai_bodies and MASK in openai_bodies
 
-    units, pair = [], ([], [])
+    units: list[list[str]] = []
+    pair: tuple[list[str], list[str]] = ([], [])
     for run_id in runs:
         grades = json.loads((week / run_id / "grades.json").read_text())
         assert grades["judge_model"] == ",".join(PANEL)

@@ -49,13 +49,15 @@ def test_a_judge_of_another_family_grades_through_its_own_api(spec: str) -> None
     assert all(v.evidence_ok for v in result.verdicts)
     assert result.model == spec and result.calls == 1 and result.cost_usd > 0
     assert len(sent) == 1 and sent[0].api == API[spec] and sent[0].ok
-    body = json.dumps(sent[0].body)
+    sent_body = sent[0].body
+    assert sent_body is not None
+    body = json.dumps(sent_body)
     assert JUDGE_MARKER in body and TOOL_NAME in body and "run-1" not in body
     if spec.startswith("openai:"):
-        assert sent[0].body["tool_choice"] == {"type": "function", "name": TOOL_NAME}
+        assert sent_body["tool_choice"] == {"type": "function", "name": TOOL_NAME}
         assert sent[0].path.endswith("/responses")
     else:
-        config = sent[0].body["toolConfig"]["functionCallingConfig"]
+        config = sent_body["toolConfig"]["functionCallingConfig"]
         assert config["mode"] == "ANY" and config["allowedFunctionNames"] == [TOOL_NAME]
     assert KEY not in repr(result) and KEY not in body
 

@@ -167,7 +167,7 @@ def test_compare_two_weeks_delegates(
         calls.append((a, b, {k: v for k, v in kw.items() if k != "out"}))
         out = kw["out"]
         assert hasattr(out, "write")
-        out.write("week-over-week table\n")  # type: ignore[attr-defined]
+        out.write("week-over-week table\n")
         return 1
 
     monkeypatch.setitem(

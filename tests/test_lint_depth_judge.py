@@ -16,8 +16,7 @@ import pytest
 
 from pytest_skilllift.cli import score as cli
 from pytest_skilllift.lint.composite import badge
-from pytest_skilllift.testing import Reply, StandIn
-from pytest_skilllift.testing.server import Handler
+from pytest_skilllift.testing import Handler, Reply, StandIn
 from pytest_skilllift.testing.skill_dirs import write_skill
 from pytest_skilllift.testing.skill_judge_script import make_skill_judge
 

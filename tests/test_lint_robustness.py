@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +17,7 @@ from pytest_skilllift.skill.skillfile import MAX_BYTES, load_skill
 from pytest_skilllift.testing.skill_dirs import write_skill
 
 
-def score_json(path: Path) -> dict:
+def score_json(path: Path) -> dict[str, Any]:
     """``skilllift score PATH --output json`` in-process; the output must be strict JSON."""
     out = io.StringIO()
     args = cli_args("score", str(path), "--output", "json")
@@ -25,18 +27,18 @@ def score_json(path: Path) -> dict:
     def no_nan(name: str) -> None:
         raise AssertionError(f"non-standard JSON constant {name}")
 
-    return json.loads(out.getvalue(), parse_constant=no_nan)
+    report = json.loads(out.getvalue(), parse_constant=no_nan)
+    assert isinstance(report, dict)
+    return report
 
 
-def cli_args(*argv: str) -> object:
-    import argparse
-
+def cli_args(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     cli.add_parser(parser.add_subparsers())
     return parser.parse_args(list(argv))
 
 
-def all_flags(report_json: dict) -> set[str]:
+def all_flags(report_json: dict[str, Any]) -> set[str]:
     layer = report_json["layers"][0]
     return {f["flag"] for f in layer["anti_patterns"] + layer["findings"]}
 

@@ -21,11 +21,13 @@ import pytest
 from pytest_skilllift.model import AgentConfig, PromptSpec, RunOutcome, RunSpec, Signals
 from pytest_skilllift.runners.base import Runner
 from pytest_skilllift.runners.claude import bundled_claude
-from pytest_skilllift.runners.local import LocalRunner, redact, secret_values
+from pytest_skilllift.runners.local import LocalRunner
+from pytest_skilllift.runners.redaction import redact, secret_values
 from pytest_skilllift.testing import Faults, Reply, StandIn
 from pytest_skilllift.testing.agent_script import make_agent, skill_agent
-from pytest_skilllift.trace.audit import VERIFIED, audit_invocation
+from pytest_skilllift.trace.audit import audit_invocation
 from pytest_skilllift.trace.transcript import Transcript, extract_signals, parse_transcript
+from pytest_skilllift.week.columns import VERIFIED
 from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE
 
 SKILLS = Path(__file__).parent / "fixtures" / "skills"
@@ -299,7 +301,12 @@ def test_real_cli_timeout(tmp_path: Path) -> None:
     tmp_root = tmp_path / f"slow-{uuid.uuid4().hex}"
     tmp_root.mkdir()
     seen: list[int] = []
-    with StandIn(agent=lambda body: (seen.extend(_running_in(tmp_root)), slow(body))[1]) as api:
+
+    def note_then_slow(body: dict[str, Any]) -> Reply:
+        seen.extend(_running_in(tmp_root))
+        return slow(body)
+
+    with StandIn(agent=note_then_slow) as api:
         out = LocalRunner(kill_grace_s=1.0, tmp_root=tmp_root).run(
             _spec("no-skill", "slow"), _cfg(api, timeout_s=3.0), tmp_path / "slow")
         assert out.timed_out and 3000 <= out.wall_ms < 10000

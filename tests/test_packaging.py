@@ -56,9 +56,12 @@ def test_every_imported_third_party_module_is_declared() -> None:
 
 
 def test_the_package_is_type_checked_strictly() -> None:
-    """mypy runs in strict mode over the package (``.ci/run``), whose hints ship (PEP 561)."""
+    """mypy runs in strict mode (``.ci/run``) over the package, whose hints ship (PEP 561),
+    and over the tests and benchmarks, so what they call is checked against those hints."""
     mypy = PYPROJECT["tool"]["mypy"]
-    assert mypy["strict"] is True and mypy["packages"] == ["pytest_skilllift"]
+    assert mypy["strict"] is True
+    assert mypy["files"] == ["pytest_skilllift", "tests", "benchmarks"]
+    assert "packages" not in mypy and "exclude" not in mypy  # nothing left out of the check
     assert (REPO / "pytest_skilllift" / "py.typed").is_file()
 
 

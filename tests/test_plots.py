@@ -11,7 +11,7 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-from pytest_skilllift.report import plots
+from pytest_skilllift.report import plot_inputs, plots
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.week.history import HistoryRow
 
@@ -137,7 +137,7 @@ def test_prompts_are_ordered_by_lift_largest_on_top(card: dict[str, Any]) -> Non
     assert fig is not None
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()][::-1]  # top row first
-    models = plots.forest_models(card)  # type: ignore[arg-type]
+    models = plot_inputs.forest_models(card)  # type: ignore[arg-type]
     mean = {}
     for p in labels:
         lifts = [r["must_lift"] for r in card["prompts"]

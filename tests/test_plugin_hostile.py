@@ -132,8 +132,8 @@ def test_a_full_disk_stops_the_session_at_the_first_failed_write(
                 fh.write(b"\0" * 4096)
                 fh.flush()
         # Room for week.json, not for a run's transcript: the disk fills during the first run.
-        with filler.open("r+b") as fh:
-            fh.truncate(filler.stat().st_size - 8 * 4096)
+        with filler.open("r+b") as rw:
+            rw.truncate(filler.stat().st_size - 8 * 4096)
         mode = ("-n", str(workers)) if workers else ("-p", "no:xdist")
         result = run(pytester, api, *mode, f"--skill-lift-out={disk}/week")
         out = result.stdout.str() + result.stderr.str()

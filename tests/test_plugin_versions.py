@@ -41,7 +41,9 @@ def versioned_project(pytester: pytest.Pytester) -> tuple[Path, str]:
 
 
 def card_of(week: Path) -> dict[str, Any]:
-    return json.loads((week / "scorecard.json").read_text())
+    card = json.loads((week / "scorecard.json").read_text())
+    assert isinstance(card, dict)
+    return card
 
 
 @pytest.mark.parametrize("workers", [0, 2], ids=["serial", "xdist-2"])

@@ -32,7 +32,8 @@ class Fake:
 
     def __init__(self, answers: Mapping[str, tuple[int, str]],
                  default: tuple[int, str] = (200, "{}")) -> None:
-        self.answers, self.default, self.calls = answers, default, []  # type: list[str]
+        self.answers, self.default = answers, default
+        self.calls: list[str] = []
 
     def __call__(self, url: str, headers: Mapping[str, str]) -> tuple[int, str]:
         path = url.split("://", 1)[1].split("/", 1)[1]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from pytest_skilllift.model import PINNED_CLI_VERSION
 from pytest_skilllift.report.summarize import summarize_week
-from pytest_skilllift.runners.image import PINNED_CLI_VERSION
 from pytest_skilllift.week.columns import MANIFEST_COLUMNS, MANIFEST_EXTRA_COLUMNS
 
 from .test_weekio import write_week

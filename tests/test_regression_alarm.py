@@ -122,6 +122,7 @@ def test_alpha_is_split_so_more_reps_never_drown_the_week_level_test() -> None:
     assert flat.alpha_prompts == pytest.approx(0.025) and not flat.alarm
     # the week-level p is adjusted only over the models (×2 for the α/2 share), not over
     # the 26 prompts: the old single Holm family multiplied it by 27
+    assert a.week_p[0] is not None
     assert a.week_p_adj[0] == pytest.approx(min(1.0, 2 * a.week_p[0]))
 
 

@@ -52,6 +52,7 @@ def week(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_reward_lift_and_its_statistics(week: Path) -> None:
     summary = summarize_week(week, write=False)
     rewards = summary.data["rewards"]
+    assert rewards is not None
     m = rewards["models"]["sonnet"]
     # Per task: t-a 0 → 1, t-b 0.5 → 1, t-c 1 → 0 (its errored rep left out, never a zero).
     assert m["reward_no"] == pytest.approx(0.5) and m["reward_with"] == pytest.approx(2 / 3)
@@ -61,9 +62,10 @@ def test_the_reward_lift_and_its_statistics(week: Path) -> None:
     assert m["ci_low"] == pytest.approx(expected.ci_low) and m["n_tasks"] == 3
     assert m["sign_test"]["wins"] == 2 and m["sign_test"]["losses"] == 1
     # Pass rate over rewarded runs: no-skill 2 of 5, with-skill 4 of 6.
-    assert (m["pass_rate_no"], m["runs_no"]) == (pytest.approx(0.4), 5)
-    assert (m["pass_rate_with"], m["runs_with"]) == (pytest.approx(4 / 6), 6)
-    assert (m["pass_at_k_no"], m["pass_hat_k_no"]) == (pytest.approx(2 / 3), pytest.approx(1 / 3))
+    assert m["pass_rate_no"] == pytest.approx(0.4) and m["runs_no"] == 5
+    assert m["pass_rate_with"] == pytest.approx(4 / 6) and m["runs_with"] == 6
+    assert m["pass_at_k_no"] == pytest.approx(2 / 3)
+    assert m["pass_hat_k_no"] == pytest.approx(1 / 3)
     assert (m["helped"], m["hurt"], m["no_op"]) == (2, 1, 0)
     by_task = {t["task"]: t for t in rewards["tasks"]}
     assert by_task["t-c"]["effect"] == "hurt" and by_task["t-c"]["trials_no"] == 1
@@ -94,9 +96,11 @@ def test_reward_gates(week: Path) -> None:
                       g.parse_gate("sonnet.with-skill.reward_pass_rate>=0.6")],
                      summary, 0.5, "w")
     verdicts = {r.gate.expr: (r.passed, r.measured) for r in report.results}
-    assert verdicts["reward_lift>0.1"] == (True, pytest.approx(1 / 6))
+    assert verdicts["reward_lift>0.1"][0] is True
+    assert verdicts["reward_lift>0.1"][1] == pytest.approx(1 / 6)
     assert verdicts["reward_lift_ci_low>0"][0] is False  # one task hurt: not significant
-    assert verdicts["sonnet.with-skill.reward_pass_rate>=0.6"] == (True, pytest.approx(4 / 6))
+    assert verdicts["sonnet.with-skill.reward_pass_rate>=0.6"][0] is True
+    assert verdicts["sonnet.with-skill.reward_pass_rate>=0.6"][1] == pytest.approx(4 / 6)
 
 
 def test_a_week_without_tasks_has_no_rewards_section(tmp_path: Path) -> None:
@@ -113,7 +117,8 @@ def test_a_week_of_tasks_only_names_no_missing_scores(tmp_path: Path) -> None:
         skip_scores=lambda r: True)
     summary = summarize_week(week, write=False)
     assert not [p for p in summary.problems if "scores.csv" in p], summary.problems
-    assert summary.data["rewards"]["models"]["sonnet"]["n_tasks"] == 3
+    rewards = summary.data["rewards"]
+    assert rewards is not None and rewards["models"]["sonnet"]["n_tasks"] == 3
     assert summary.data["coverage"]["graded_runs"] == 11
 
 

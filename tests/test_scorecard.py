@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_skilllift.report import scorecard
+from pytest_skilllift.report.card import Scorecard
 from pytest_skilllift.report.sections import prompts as prompts_section
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.week.history import HistoryRow, upsert_history
@@ -18,13 +19,13 @@ from .test_weekio import write_week
 
 
 @pytest.fixture
-def data(tmp_path: Path) -> dict[str, Any]:
+def data(tmp_path: Path) -> Scorecard:
     w = write_week(tmp_path / "weekly" / "20260801", models=("sonnet", "haiku"),
                    prompts=tuple(f"p{i}" for i in range(6)))
     return summarize_week(w, write=False).data
 
 
-def test_json_contract_keys(data: dict[str, Any]) -> None:
+def test_json_contract_keys(data: Scorecard) -> None:
     for m in data["models"].values():
         assert {"must_no", "must_with", "must_lift", "must_lift_se", "ci_excludes_zero",
                 "n_prompts", "bonus_delta", "avoid_delta", "cost_delta",
@@ -45,7 +46,7 @@ def test_json_contract_keys(data: dict[str, Any]) -> None:
     assert json.loads(text) == json.loads(json.dumps(data))
 
 
-def test_all_sections_present_in_order(data: dict[str, Any]) -> None:
+def test_all_sections_present_in_order(data: Scorecard) -> None:
     md = scorecard.render_markdown(data)
     titles = [ln[3:] for ln in md.splitlines() if ln.startswith("## ")]
     assert titles == [
@@ -62,14 +63,14 @@ def test_all_sections_present_in_order(data: dict[str, Any]) -> None:
     assert "### Uncertainty detail" in md
 
 
-def test_banner_is_first(data: dict[str, Any]) -> None:
+def test_banner_is_first(data: Scorecard) -> None:
     data["banner"] = "DEMO — scripted models"
     md = scorecard.render_markdown(data)
     assert md.splitlines()[0] == "> **DEMO — scripted models**"
 
 
 def test_one_verdict_sentence_under_the_title_agrees_with_the_sign_test(
-        data: dict[str, Any]) -> None:
+        data: Scorecard) -> None:
     md = scorecard.render_markdown(data)
     lines = [ln for ln in md.splitlines() if ln.strip()]
     assert lines[0].startswith("# Weekly Skill Scorecard")
@@ -107,7 +108,7 @@ def test_labels_not_run_are_one_plain_line_not_the_banner(tmp_path: Path) -> Non
     assert "> **DEMO**" in s.markdown
 
 
-def test_delta_columns_only_when_nonzero(data: dict[str, Any]) -> None:
+def test_delta_columns_only_when_nonzero(data: Scorecard) -> None:
     d = copy.deepcopy(data)
     for m in d["models"].values():
         m["bonus_delta"] = 0.0
@@ -116,7 +117,7 @@ def test_delta_columns_only_when_nonzero(data: dict[str, Any]) -> None:
     assert "Δbonus" not in header and "Δavoid" in header
 
 
-def test_caps_are_stated_never_silent(data: dict[str, Any],
+def test_caps_are_stated_never_silent(data: Scorecard,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(prompts_section, "MAX_PROMPT_ROWS", 5)
     md = scorecard.render_markdown(data)
@@ -124,18 +125,20 @@ def test_caps_are_stated_never_silent(data: dict[str, Any],
     assert f"_Showing the first 5 of {n} per-prompt rows; all {n} are in `scorecard.json`._" in md
 
 
-def test_low_sample_and_t_bootstrap_disagreement(data: dict[str, Any]) -> None:
+def test_low_sample_and_t_bootstrap_disagreement(data: Scorecard) -> None:
     d = copy.deepcopy(data)
     m = d["models"]["sonnet"]
-    m.update(low_sample=True, n_prompts=3, ci_excludes_zero=True)
-    d["bootstrap"]["per_model"]["sonnet"].update(excludes_zero=False, agrees_with_t=False)
+    m["low_sample"], m["n_prompts"], m["ci_excludes_zero"] = True, 3, True
+    boot = d["bootstrap"]["per_model"]["sonnet"]
+    boot["excludes_zero"], boot["agrees_with_t"] = False, False
     md = scorecard.render_markdown(d)
     assert "⚠ **low sample** for sonnet: only 3 paired prompt(s)" in md
     assert "the t interval excludes zero but the bootstrap interval includes it" in md
 
 
-def test_problems_make_the_scorecard_say_partial(data: dict[str, Any]) -> None:
-    d = dict(data, problems=["scores.csv, row 3, column 'verdict': unknown verdict 'maybe'"])
+def test_problems_make_the_scorecard_say_partial(data: Scorecard) -> None:
+    d = copy.deepcopy(data)
+    d["problems"] = ["scores.csv, row 3, column 'verdict': unknown verdict 'maybe'"]
     md = scorecard.render_markdown(d)
     assert "## ⚠ Input problems — this scorecard is partial" in md
     assert "- scores.csv, row 3, column 'verdict': unknown verdict 'maybe'" in md
@@ -155,6 +158,7 @@ def test_week_over_week_after_four_runs_and_plots(tmp_path: Path) -> None:
     assert s.data["history"]["ready"] and s.data["history"]["n_runs"] == 4
     v = s.data["history"]["per_model"]["sonnet"]
     assert v["prev_key"] == "20260725" and v["prev_lift"] == pytest.approx(0.25)
+    assert v["within"] is not None and v["between"] is not None
     assert v["threshold"] == pytest.approx(max(v["within"], v["between"]))
     assert "Will be computed" not in s.markdown
     assert "vs previous run `20260725`" in s.markdown and "| actionable? |" in s.markdown
@@ -189,7 +193,7 @@ def test_unreadable_history_is_reported_and_left_alone(tmp_path: Path) -> None:
     assert "Will be computed after four runs." in s.markdown
 
 
-def test_coverage_names_every_nonzero_exclusion(data: dict[str, Any]) -> None:
+def test_coverage_names_every_nonzero_exclusion(data: Scorecard) -> None:
     data["coverage"].update({"items_ungraded": 3, "items_total": 40, "items_invalid": 2,
                              "items_excluded_with_run": 5, "unscored_prompt_reps": 1,
                              "bonus_ungraded_prompt_reps": 0})

@@ -36,6 +36,7 @@ def test_narrowed(skill_lift_run):
 
 def family_of(prompt: Path) -> str:
     url = json.loads(prompt.read_text())["skill_url"]
+    assert isinstance(url, str), prompt
     return url.removeprefix("https://skills.qdrant.tech/").split("/", 1)[0]
 
 

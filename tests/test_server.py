@@ -47,7 +47,9 @@ def ask(c: anthropic.Anthropic, *, system: str = "", tools: bool = True,
     if stream:
         with c.messages.stream(**kwargs) as s:
             return s.get_final_message()
-    return c.messages.create(**kwargs)
+    message = c.messages.create(**kwargs)
+    assert isinstance(message, anthropic.types.Message)  # not a stream: none was asked for
+    return message
 
 
 @pytest.fixture

@@ -125,7 +125,7 @@ SCORES = ("run_id", "item_type", "item_index", "verdict", "credit")
 
 
 @pytest.fixture(scope="module")
-def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str | int, Any]]:
     """One unsharded week and its two shards, each with the API calls it made."""
     if bundled_claude() is None:
         pytest.skip("claude-agent-sdk (bundled CLI) missing")
@@ -134,7 +134,7 @@ def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from pytest_skilllift.testing.server import StandIn
 
     root = make_project(tmp_path_factory.mktemp("project"), triggers=True)
-    out: dict[str, Any] = {"root": root}
+    out: dict[str | int, Any] = {"root": root}
     with StandIn(agent=skill_agent, judge=keyword_judge) as api:
         out["api"] = api
         before = calls(api)
@@ -150,7 +150,7 @@ def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         yield out
 
 
-def test_shards_add_up_to_the_unsharded_week(weeks: dict[str, Any],
+def test_shards_add_up_to_the_unsharded_week(weeks: dict[str | int, Any],
                                              capsys: pytest.CaptureFixture[str]) -> None:
     root = weeks["root"]
     whole, whole_calls = weeks["whole"]
@@ -216,7 +216,7 @@ def snapshot(week: Path) -> dict[str, bytes]:
 
 
 def test_merging_again_or_a_duplicate_shard_changes_nothing(
-        weeks: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        weeks: dict[str | int, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = weeks["root"]
     s1, s2 = root / "shards/1" / WEEK, root / "shards/2" / WEEK
     out = tmp_path / WEEK
@@ -239,7 +239,7 @@ def test_merging_again_or_a_duplicate_shard_changes_nothing(
 
 
 def test_conflicting_runs_and_foreign_shards_are_refused(
-        weeks: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        weeks: dict[str | int, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = weeks["root"]
     s1, s2 = root / "shards/1" / WEEK, root / "shards/2" / WEEK
     other = tmp_path / "other" / WEEK
@@ -278,7 +278,7 @@ def test_conflicting_runs_and_foreign_shards_are_refused(
 
 
 @pytest.mark.slow
-def test_a_week_directory_holds_one_shard(weeks: dict[str, Any]) -> None:
+def test_a_week_directory_holds_one_shard(weeks: dict[str | int, Any]) -> None:
     root, api = weeks["root"], weeks["api"]
     before = calls(api)
     res = pytest_run(root, api, "-p", "no:xdist", "--skill-lift-shard=2/2",

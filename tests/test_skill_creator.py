@@ -33,7 +33,7 @@ QDRANT = REPO / "tests" / "fixtures" / "data" / "qdrant-skills"
 KEY = "sk-ant-test-skill-creator-0000"
 LOG_MARKER = "UNIQUE-BISECT-LOG-4f2a1c0"
 
-GIT_BISECT_EVALS = {  # the skill folder's own file: "expectations", a file input
+GIT_BISECT_EVALS: dict[str, Any] = {  # the skill folder's own file: "expectations", a file input
     "skill_name": "git-bisect",
     "evals": [{
         "id": 1,
@@ -46,7 +46,7 @@ GIT_BISECT_EVALS = {  # the skill folder's own file: "expectations", a file inpu
                          "exit code"],
     }],
 }
-REPO_EVALS = {  # the repository-level file: "assertions" (objects), skill by name
+REPO_EVALS: dict[str, Any] = {  # the repository-level file: "assertions" (objects), skill by name
     "skill_name": "python-packaging",
     "evals": [{
         "id": "pyproject",
@@ -283,9 +283,9 @@ def test_an_eval_named_like_a_prompt_file_is_a_collection_error(tmp_path: Path) 
 def evals_week(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """Both evals.json files through the real CLI and the judge (one model, one rep), under
     ``-n 2``: the workers grade through the controller's judge, context included."""
+    from pytest_skilllift.testing import Reply, StandIn
     from pytest_skilllift.testing.agent_script import skill_agent, tool_results, user_prompt
     from pytest_skilllift.testing.judge_script import keyword_judge
-    from pytest_skilllift.testing.server import Reply, StandIn
 
     def reads_named_files(body: dict[str, Any]) -> Reply:
         # A model that opens the file the task names (from the working directory) first.

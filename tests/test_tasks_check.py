@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -177,11 +178,12 @@ def test_the_static_cli_exits_1_on_a_broken_task_and_2_without_tasks(tmp_path: P
 
 def _docker_ready() -> str | None:
     try:
-        import docker
+        import docker.client
+
         from pytest_skilllift.runners.claude import bundled_claude
         from pytest_skilllift.runners.task_base import TASK_BASE_TAG, build_task_base
 
-        client = docker.from_env()
+        client = docker.client.from_env()
         client.ping()
         if bundled_claude() is None:
             return "no bundled Claude Code binary to layer into the task image"
@@ -231,7 +233,7 @@ def test_oracle_and_noop_in_docker_on_the_demo_and_broken_copies(tmp_path: Path)
     assert res.returncode == 1, res.stderr
     report = {t["task"]: t for t in json.loads(res.stdout)["tasks"]}
 
-    def failed(task: str) -> dict[str, dict[str, object]]:
+    def failed(task: str) -> dict[str, dict[str, Any]]:
         return {p["check"]: p for p in report[task]["problems"] if p["severity"] == BROKEN}
 
     assert not report["demo"]["broken"], report["demo"]

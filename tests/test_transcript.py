@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilllift.trace.audit import NOT_INVOKED, PARTIAL, VERIFIED, audit_invocation
+from pytest_skilllift.trace.audit import audit_invocation
 from pytest_skilllift.trace.transcript import (
     extract_signals,
     leaf_skill_names,
@@ -22,7 +22,7 @@ from pytest_skilllift.trace.transcript import (
     parse_text,
     parse_transcript,
 )
-from pytest_skilllift.week.columns import ACTIVATIONS
+from pytest_skilllift.week.columns import ACTIVATIONS, NOT_INVOKED, PARTIAL, VERIFIED
 
 SITE = "skills.example.com"
 

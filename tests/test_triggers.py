@@ -29,15 +29,14 @@ from pytest_skilllift.model import RunOutcome
 from pytest_skilllift.report.sections.triggering import render_triggering, trigger_data
 from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.triggers import (
-    INVALID,
-    OK,
     TRIGGER_COLUMNS,
     classify_trigger,
     load_trigger_file,
 )
 from pytest_skilllift.runners.claude import bundled_claude
-from pytest_skilllift.trace import audit
 from pytest_skilllift.trace.transcript import parse_text, parse_transcript
+from pytest_skilllift.week.columns import VERIFIED
+from pytest_skilllift.week.files import INVALID, OK
 
 REPO = Path(__file__).resolve().parents[1]
 SKILLS = DEMO_PROJECT / "skills"
@@ -157,7 +156,7 @@ def test_bad_trigger_files_name_file_field_and_fix(tmp_path: Path, content: Any,
 
 
 def _row(**kw: Any) -> dict[str, Any]:
-    base = dict.fromkeys(TRIGGER_COLUMNS, "")
+    base: dict[str, Any] = dict.fromkeys(TRIGGER_COLUMNS, "")
     base.update(family="git-bisect", model="haiku", rep=1, run_status="ok",
                 installed="git-bisect")
     base.update(kw)
@@ -370,7 +369,7 @@ def test_installed_as_a_skill_and_read_from_the_audit(bisect_week: dict[str, Any
     assert skill_calls[0].effective and "Launching skill: git-bisect" in (
         skill_calls[0].result or "")
     record = json.loads((run_dir / "audit.json").read_text())["skill_invocation"]
-    assert record["discovery_method"] == "Skill tool" and record["status"] == audit.VERIFIED
+    assert record["discovery_method"] == "Skill tool" and record["status"] == VERIFIED
     assert row["discovery_method"] == "Skill tool" and row["installed"] == "git-bisect"
 
 
@@ -400,7 +399,7 @@ def test_a_command_registration_is_not_a_skill_install(tmp_path: Path) -> None:
         env = {"HOME": str(home), "PATH": os.environ.get("PATH", ""), **QUIET_ENV,
                "ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": KEY}
         proc = subprocess.run(
-            [str(claude), "-p", GIT_BISECT_QUERIES[0]["query"], "--output-format",
+            [str(claude), "-p", str(GIT_BISECT_QUERIES[0]["query"]), "--output-format",
              "stream-json", "--verbose", "--model", "claude-haiku-4-5", "--permission-mode",
              "dontAsk", "--allowedTools", "Skill", "--no-session-persistence",
              "--max-turns", "2"], cwd=work, env=env, capture_output=True, text=True,

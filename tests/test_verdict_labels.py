@@ -7,6 +7,7 @@ import csv
 import math
 from collections import defaultdict
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pytest
@@ -75,8 +76,9 @@ def _prompt_means(column: str) -> dict[tuple[str, str, str], float]:
 
 @pytest.mark.parametrize(("column", "key"), [("total_cost_usd", "cost_delta_paired"),
                                              ("num_turns", "turns_delta_paired")])
-def test_cost_and_turns_deltas_get_a_paired_se_and_ci_flag(real: Summary, column: str,
-                                                            key: str) -> None:
+def test_cost_and_turns_deltas_get_a_paired_se_and_ci_flag(
+        real: Summary, column: str,
+        key: Literal["cost_delta_paired", "turns_delta_paired"]) -> None:
     means = _prompt_means(column)
     for model in ("sonnet", "haiku"):
         d = np.array([means[(p, model, "with-skill")] - means[(p, model, "no-skill")]

@@ -117,16 +117,14 @@ def test_the_verdict_docstrings_say_one_sided() -> None:
 
 def test_a_fired_dormancy_query_blocks_verdict_helps_and_is_named() -> None:
     from pytest_skilllift.report import gates
-
-    class Week:
-        prompts = ("p",)
-        models = ("sonnet",)
+    from pytest_skilllift.week.tables import Week
 
     m = object.__new__(verdicts.WeekMeasures)
     m.data = {"models": {"sonnet": {"sign_test": {"verdict": "helps"}}},
               "triggers": {"sonnet": {"fam": {"false_triggers": [
                   {"query": "what is the weather", "runs": 1, "of": 3}]}}}}
-    m._m, m._p, m.models, m.week, m.agg = {"sonnet": 0}, {"p": 0}, ["sonnet"], Week(), None
+    m._m, m._p, m.models, m.week, m.agg = {"sonnet": 0}, {"p": 0}, ["sonnet"], Week(
+        Path("unused"), ["p"], ["sonnet"]), None
     assert m.value("verdict", "sonnet", None, None) == verdicts.HELPS_BLOCKED
     gs, _ = gates.load_gates(["verdict==helps"], gates.Scopes(("sonnet",), ("p",)))
     r = gates.evaluate(gs, m, gates.CoverageGuard(1, 1, 0.0)).results[0]

@@ -117,12 +117,14 @@ def test_version_comparison_by_hand(tmp_path: Path) -> None:
     assert m["lift_with"] == pytest.approx(1.0) and m["lift_ref"] == pytest.approx(2 / 3)
     # the arm in the other sections, by its name
     assert {c["condition"] for c in s.data["cells"]} == {"no-skill", "with-skill", REF}
-    assert s.data["pass_k"]["models"]["sonnet"][REF] == {
+    pass_k = s.data["pass_k"]
+    assert pass_k is not None
+    assert pass_k["models"]["sonnet"][REF] == {
         "pass_at_k": pytest.approx(2 / 3), "pass_hat_k": pytest.approx(2 / 3),
         "flakiness": 0.0, "n_prompts": 3, "k_max": 2, "k": 2, "short_prompts": []}
     # per prompt (p-a, p-b, p-c): composites 0.767, 1.0, 0.433 in both reps
-    assert s.data["pass_k"]["prompts"] == ["p-a", "p-b", "p-c"]
-    assert s.data["pass_k"]["per_prompt"]["sonnet"][REF] == {
+    assert pass_k["prompts"] == ["p-a", "p-b", "p-c"]
+    assert pass_k["per_prompt"]["sonnet"][REF] == {
         "k": [2, 2, 2], "passed": [2, 2, 0], "pass_at_k": [True, True, False],
         "pass_hat_k": [True, True, False]}
     assert not s.data["provenance"]["mismatches"]  # another commit by design, not a change
@@ -297,6 +299,7 @@ def test_an_ungraded_item_is_one_rule_everywhere_counted_and_named(tmp_path: Pat
     assert s.aggregates is not None
     assert s.aggregates.must[0, 0, arm_code(REF)] == pytest.approx(0.5)
     assert s.aggregates.composite[2, 0, arm_code("with-skill")] == pytest.approx(1.0)
+    assert s.data["pass_k"] is not None
     pk = s.data["pass_k"]["models"]["sonnet"]
     for cond in ("with-skill", REF):
         assert pk[cond]["short_prompts"] == [] and pk[cond]["n_prompts"] == 3

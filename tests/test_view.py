@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,12 +25,14 @@ from pytest_skilllift.view.site import CSP_STATIC, build_site, page_html
 HOSTILE = '</script><script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 
-def data_block(page: Path) -> dict:
+def data_block(page: Path) -> dict[str, Any]:
     text = page.read_text(encoding="utf-8")
     m = re.search(r'<script type="application/json" id="skilllift-data">(.*?)</script>', text,
                   re.S)
     assert m, page
-    return json.loads(m.group(1))
+    data = json.loads(m.group(1))
+    assert isinstance(data, dict)
+    return data
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +151,8 @@ def test_labels_are_written_as_judge_check_reads_them(real_week: Path, tmp_path:
     report = check_week(week, week / "labels.csv")
     assert report["overall"]["n"] == 2 and not report["unmatched"]
     assert agreement is not None and agreement["n"] == 2
-    assert session.agreement()["kappa"] == report["overall"]["kappa"]
+    so_far = session.agreement()
+    assert so_far is not None and so_far["kappa"] == report["overall"]["kappa"]
     with pytest.raises(LabellingError, match="is not"):
         session.save(first["id"], "violated" if first["item_type"] != "avoid" else "met")
     with pytest.raises(LabellingError, match="no item 999"):

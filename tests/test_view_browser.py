@@ -88,8 +88,8 @@ def page(browser: Any) -> Iterator[Any]:
     """A fresh page that records every request it makes and every script error."""
     context = browser.new_context(viewport={"width": 1300, "height": 900})
     pg = context.new_page()
-    pg.requests = []  # type: ignore[attr-defined]
-    pg.errors = []  # type: ignore[attr-defined]
+    pg.requests = []
+    pg.errors = []
     context.on("request", lambda r: pg.requests.append(r.url))
     pg.on("pageerror", lambda e: pg.errors.append(str(e)))
     yield pg

@@ -189,7 +189,7 @@ def render(card: Reads) -> list[str]:
     return L
 
 
-def judge_lines(card: Reads) -> list[str]:
+def judge_lines(card: judge.Data) -> list[str]:
     """The judge's bullets: which judge graded, how, and whether people trust it, from the
     ``judge`` key (:mod:`.judge`)."""
     j = card.get("judge")
