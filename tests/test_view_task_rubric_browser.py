@@ -55,7 +55,7 @@ def page() -> Iterator[Any]:
     with playwright_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         pg = browser.new_page(viewport={"width": 1300, "height": 900})
-        pg.errors = []  # type: ignore[attr-defined]
+        pg.errors = []
         pg.on("pageerror", lambda e: pg.errors.append(str(e)))
         yield pg
         browser.close()
