@@ -2,7 +2,7 @@
 
 The names users write code against (custom checks, the fixtures' types, judges, runners and
 their images, tests with the stand-in) are importable from here, and the docs and the shipped
-demo import only from here (tests/test_public_surface.py). Each is loaded on first use
+demo import only from here (tests/test_docs_public_surface.py). Each is loaded on first use
 (module ``__getattr__``, PEP 562), so ``import pytest_skilllift`` — which every pytest
 process does — imports nothing else.
 """
@@ -46,7 +46,7 @@ _EXPORTS: dict[str, str] = {
     "keyword_judge": "pytest_skilllift.testing.judge_script",
 }
 
-__all__ = [  # = _EXPORTS and the version (tests/test_startup.py checks)
+__all__ = [  # = _EXPORTS and the version (tests/test_plugin_startup.py checks)
     "AgentConfig",
     "DockerRunner",
     "Faults",

@@ -81,7 +81,7 @@ def test_skilllift_judge_interrupted_stops_paying_and_resumes(tmp_path: Path,
 def test_judge_fresh_regrades_with_the_recorded_protocol(tmp_path: Path) -> None:
     from pytest_skilllift.judge.protocol import PROMPT_VERSION
     from pytest_skilllift.week import identity as ident
-    from tests.test_identity import make
+    from tests.test_week_identity import make
 
     week = make_week(tmp_path)
     ident.write_week_record(week, ident.WeekRecord(identity=make(
@@ -153,7 +153,7 @@ def _interrupt(proc: subprocess.Popen[str], tmp: Path, sig: signal.Signals,
     """Send ``sig`` at a seeded random moment after a paid call is in flight; check every
     agent CLI under ``tmp`` is gone within 5 s, pytest's interrupted status and no
     ``skilllift-*`` temp dir left; the command's stderr."""
-    from tests.test_interrupts import processes_under, wait_for
+    from tests.test_e2e_interrupts import processes_under, wait_for
 
     time.sleep(random.Random(seed).uniform(0.2, 3.0))
     try:
@@ -226,7 +226,7 @@ def test_score_deep_and_certify_interrupted_stop_their_agents_and_resume(
     its process group is stopped, its temporary HOME removed, the interrupted run is not
     recorded, and the same command runs only what is missing."""
     from pytest_skilllift.testing.skill_judge_script import make_skill_judge, mc_agent
-    from tests.test_interrupts import processes_under, wait_for
+    from tests.test_e2e_interrupts import processes_under, wait_for
     from tests.test_lint_depth_mc import DEMO, PROMPTS
 
     tmp = tmp_path / "tmp"

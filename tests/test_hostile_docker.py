@@ -31,7 +31,8 @@ from pytest_skilllift.runners.sweep import SweepLog  # noqa: E402
 from pytest_skilllift.testing import Reply, StandIn  # noqa: E402
 from pytest_skilllift.testing.agent_script import user_prompt  # noqa: E402
 
-from .test_docker_runner import (  # noqa: E402
+from .test_plugin_e2e import PROMPTS, make_project, run  # noqa: E402
+from .test_runners_docker import (  # noqa: E402
     API_KEY,
     _cfg,
     _dead_pid,
@@ -44,7 +45,6 @@ from .test_docker_runner import (  # noqa: E402
     runner,
     test_image,
 )
-from .test_plugin_e2e import PROMPTS, make_project, run  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli]
 #: The killed session's week: its own label, so no other test's "week" filter sees it.

@@ -25,7 +25,7 @@ from pytest_skilllift.run.engine import skills_sha
 from pytest_skilllift.runners.install import check_family
 from pytest_skilllift.week.files import WeekWriteError, atomic_write_text
 from pytest_skilllift.week.identity import skill_family_hash
-from tests.test_engine import CountingGrader, FakeRunner, engine, spec
+from tests.test_run_engine import CountingGrader, FakeRunner, engine, spec
 
 
 @pytest.fixture

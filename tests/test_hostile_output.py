@@ -30,7 +30,7 @@ from pytest_skilllift.report.terminal_text import terminal_safe
 from pytest_skilllift.runners.local import LocalRunner
 from pytest_skilllift.trace.transcript import extract_signals, parse_transcript
 from pytest_skilllift.week.files import RUN_FILE, STDERR_FILE, STDOUT_FILE
-from tests.test_engine import Canned, CountingGrader, FakeRunner, engine, spec
+from tests.test_run_engine import Canned, CountingGrader, FakeRunner, engine, spec
 
 PASSWORD = "hunter2-" + "x" * 6  # short and unmarked: found only as URL userinfo
 PROXY_PASSWORD = "pr0xy-pw"

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_skilllift.cli.main import main
 
-from .test_weekio import write_week
+from .test_week_io import write_week
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ from pytest_skilllift.week.guard import NotAWeek, check_week_dir
 from pytest_skilllift.week.ledger import Ledger
 from pytest_skilllift.week.ledger_checks import LedgerWarning
 from pytest_skilllift.week.merge import MergeRefused, merge_shards
-from tests.test_engine import CountingGrader, FakeRunner, engine, spec
+from tests.test_run_engine import CountingGrader, FakeRunner, engine, spec
 
 
 @pytest.fixture

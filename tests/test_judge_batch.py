@@ -247,7 +247,7 @@ def test_batch_judging_sends_a_skill_creator_evals_expected_output_as_direct_jud
     path once sent the bare prompt, so a batch judge never saw the eval's expected output."""
     from pytest_skilllift.cli.main import main as skilllift
     from pytest_skilllift.run.skill_creator import CONTEXT_HEADER
-    from tests.test_skill_creator import GIT_BISECT_EVALS
+    from tests.test_run_skill_creator import GIT_BISECT_EVALS
 
     evals = tmp_path / "evals.json"
     evals.write_text(json.dumps(GIT_BISECT_EVALS))

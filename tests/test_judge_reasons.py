@@ -32,8 +32,8 @@ from pytest_skilllift.testing import StandIn
 from pytest_skilllift.testing.batches import BatchScript
 from pytest_skilllift.testing.judge_script import keyword_judge, reason_for
 from pytest_skilllift.week import identity as ident
-from tests.test_identity import ALL_RUNS, make, open_
 from tests.test_judge_client import ANSWER, EXPECTED, ITEMS, KEY, MODEL
+from tests.test_week_identity import ALL_RUNS, make, open_
 
 PROMPT = "How do I fuse dense and sparse results?"
 #: must-2 is the one item the keyword judge finds missing in ANSWER.
@@ -223,7 +223,7 @@ def test_a_week_graded_with_the_previous_prompt_resumes_without_refusal(tmp_path
 def test_the_scorecard_names_a_week_graded_partly_before_reasons(
         tmp_path: Path, other: str, same: bool) -> None:
     from pytest_skilllift.report.summarize import summarize_week
-    from tests.test_judging_report import make_week
+    from tests.test_report_judging import make_week
 
     week = make_week(tmp_path / "weekly", "20260801", contested=False, samples=1)
     grades = sorted(week.glob("*/grades.json"))
@@ -342,7 +342,7 @@ def test_skilllift_judge_names_an_old_week_s_prompt_and_its_same_rules(tmp_path:
 def _hurt_week(tmp_path: Path, reason_column: bool) -> Path:
     """One prompt, haiku, one rep per arm: must-1 met without the skill and missed with it
     (the judge's reason given), must-2 met in both — the skill hurt on every model."""
-    from tests.test_judging_report import MANIFEST, SCORES, write_csv
+    from tests.test_report_judging import MANIFEST, SCORES, write_csv
 
     week = tmp_path / "weekly" / "20260801"
     week.mkdir(parents=True)

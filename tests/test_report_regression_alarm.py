@@ -20,7 +20,7 @@ from pytest_skilllift.report import compare_weeks as cw
 from pytest_skilllift.report import noise, stats
 from pytest_skilllift.report.summarize import summarize_week
 
-from .test_compare_weeks import edit_csv, musts_of, run
+from .test_report_compare_weeks import edit_csv, musts_of, run
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REAL = FIXTURES / "data" / "qdrant-skills" / "weekly" / "20260808"
@@ -242,7 +242,7 @@ def test_the_rule_and_the_paired_test_are_reconciled_in_one_sentence() -> None:
 
 
 def test_two_weeks_without_a_common_prompt_have_nothing_to_compare(tmp_path: Path) -> None:
-    from .test_weekio import write_week
+    from .test_week_io import write_week
 
     a = write_week(tmp_path / "weekly" / "20260801", prompts=("p-a", "p-b"))
     b = write_week(tmp_path / "weekly" / "20260808", prompts=("p-x", "p-y"))

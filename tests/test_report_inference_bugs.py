@@ -17,7 +17,7 @@ from pytest_skilllift.report import gates
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.report.verdicts import WeekMeasures
 
-from .test_compare_weeks import edit_csv
+from .test_report_compare_weeks import edit_csv
 
 
 @pytest.fixture
@@ -74,7 +74,7 @@ def _history_weeks(weekly: Path, judges: dict[str, str]) -> None:
     from pytest_skilllift.week import identity as ident
     from pytest_skilllift.week.history import HistoryRow, upsert_history
 
-    from .test_identity import make
+    from .test_week_identity import make
 
     rows = []
     for key, lift in zip(judges, (0.20, 0.30, 0.25), strict=True):
@@ -88,8 +88,8 @@ def _history_weeks(weekly: Path, judges: dict[str, str]) -> None:
 def test_between_week_sigma_pools_only_comparable_weeks_and_names_them(tmp_path: Path) -> None:
     from pytest_skilllift.week import identity as ident
 
-    from .test_identity import make
-    from .test_weekio import write_week
+    from .test_week_identity import make
+    from .test_week_io import write_week
 
     weekly = tmp_path / "weekly"
     same = make().judge_model
@@ -111,8 +111,8 @@ def test_between_week_sigma_pools_only_comparable_weeks_and_names_them(tmp_path:
 def test_between_week_sigma_of_comparable_weeks_only(tmp_path: Path) -> None:
     from pytest_skilllift.week import identity as ident
 
-    from .test_identity import make
-    from .test_weekio import write_week
+    from .test_week_identity import make
+    from .test_week_io import write_week
 
     weekly = tmp_path / "weekly"
     same = make().judge_model
@@ -139,7 +139,7 @@ def test_pool_decisions_without_week_json_say_why(tmp_path: Path) -> None:
     from pytest_skilllift.week import identity as ident
     from pytest_skilllift.week.history import HistoryRow, pool_decisions
 
-    from .test_identity import make
+    from .test_week_identity import make
 
     rows = [HistoryRow(k, f"{k}T09Z", "sonnet", 0.2, 0.05)
             for k in ("20260711", "20260718", "20260801")]
@@ -165,7 +165,7 @@ def test_history_without_week_json_pools_only_weeks_whose_csvs_match(tmp_path: P
     show — prompts, models, item texts — is compared."""
     from pytest_skilllift.week.history import HistoryRow, pool_decisions
 
-    from .test_weekio import write_week
+    from .test_week_io import write_week
 
     weekly = tmp_path / "weekly"
     write_week(weekly / "20260711", prompts=("other-a", "other-b", "other-c"))

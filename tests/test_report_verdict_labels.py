@@ -104,8 +104,8 @@ def test_a_composite_lift_gate_warns_at_validation() -> None:
 
 def test_a_composite_lift_gate_warns_in_a_session_and_in_skilllift_gate(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    from .test_gates import cli
     from .test_plugin_e2e import make_project
+    from .test_report_gates import cli
 
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(var, raising=False)

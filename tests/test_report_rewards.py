@@ -16,7 +16,7 @@ from pytest_skilllift.report import stats
 from pytest_skilllift.report.gates import measure
 from pytest_skilllift.report.summarize import summarize_week
 
-from .test_weekio import write_week
+from .test_week_io import write_week
 
 TASKS = ("t-a", "t-b", "t-c")
 #: (task, condition, rep) → reward; ("t-c", "no-skill", 2) is a verifier error.

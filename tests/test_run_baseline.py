@@ -22,7 +22,7 @@ from pytest_skilllift.run.baseline import (
 from pytest_skilllift.run.engine import WeekRun, make_run_id
 from pytest_skilllift.week.files import GRADES_FILE, JUDGE_COST_FILE, STDOUT_FILE
 from pytest_skilllift.week.ledger import Ledger
-from tests.test_engine import Canned, CountingGrader, FakeRunner, engine, spec
+from tests.test_run_engine import Canned, CountingGrader, FakeRunner, engine, spec
 
 INPUTS: dict[str, Any] = {"model_id": "claude-sonnet-x", "prompt_text": "h1", "rubric": "h2",
                           "allowed_tools": ["Bash", "Skill"], "cli_version": "2.1.332",
@@ -178,7 +178,7 @@ def test_a_ref_run_reuses_the_source_weeks_with_skill_run_of_the_same_family(
         tmp_path: Path) -> None:
     from pytest_skilllift.run.baseline import plan_arm_reuse, plan_summary
     from pytest_skilllift.week import identity as ident
-    from tests.test_identity import make
+    from tests.test_week_identity import make
 
     src = source_week(tmp_path)
     week = tmp_path / "weekly" / "20260808"

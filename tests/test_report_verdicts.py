@@ -15,7 +15,7 @@ from pytest_skilllift.report.stats import wilson_interval
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.week import identity as ident
 
-from .test_weekio import write_week
+from .test_week_io import write_week
 
 # --- statistics against known values and scipy -----------------------------------------------
 
@@ -157,7 +157,7 @@ def three_state_week(root: Path, *, pass_threshold: float | None = None) -> Path
         w.writeheader()
         w.writerows(rows)
     if pass_threshold is not None:
-        from .test_identity import make
+        from .test_week_identity import make
 
         ident.write_week_record(week, ident.WeekRecord(identity=make(),
                                                        pass_threshold=pass_threshold))

@@ -17,7 +17,7 @@ from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.report.verdicts import WeekMeasures
 from pytest_skilllift.run.engine import make_run_id
 from pytest_skilllift.week.tables import load_week
-from tests.test_weekio import edit_csv, write_week
+from tests.test_week_io import edit_csv, write_week
 
 REF = "with-skill@v1"
 
@@ -226,7 +226,7 @@ def test_version_deltas_carry_their_paired_se_and_reused_ref_runs_are_named(
         tmp_path: Path) -> None:
     """Δcost and Δturns get the lift's paired SE (here every prompt's Δ is equal: not
     estimable); REF runs copied from another week are said to be reused."""
-    from .test_weekio import write_week
+    from .test_week_io import write_week
 
     def runs(run: dict[str, str]) -> None:
         if run["condition"] == REF:
@@ -258,7 +258,7 @@ def test_an_ungraded_item_is_one_rule_everywhere_counted_and_named(tmp_path: Pat
     dropped, counted and named. The old code scored such a rep on its graded items in the
     means but dropped it from the pass-based statistics and the per-prompt table (a 3-prompt
     week listed 2 there), and a rep whose bonus items were all ungraded had no composite."""
-    from .test_compare_weeks import edit_csv
+    from .test_report_compare_weeks import edit_csv
 
     week = version_week(tmp_path / "w")
 

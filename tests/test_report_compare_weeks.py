@@ -19,8 +19,8 @@ from pytest_skilllift.report import compare_weeks as cw
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.week import identity as ident
 
-from .test_identity import make
-from .test_weekio import write_week
+from .test_week_identity import make
+from .test_week_io import write_week
 
 
 @pytest.fixture

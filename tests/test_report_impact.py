@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pytest_skilllift.report.summarize import summarize_week
-from tests.test_noise import Item, musts, run, write_runs
+from tests.test_report_noise import Item, musts, run, write_runs
 
 
 def test_with_all_lift_interference_and_own_skill_not_invoked(tmp_path: Path) -> None:

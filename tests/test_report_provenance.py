@@ -9,7 +9,7 @@ from pytest_skilllift.model import PINNED_CLI_VERSION
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.week.columns import MANIFEST_COLUMNS, MANIFEST_EXTRA_COLUMNS
 
-from .test_weekio import write_week
+from .test_week_io import write_week
 
 
 def test_image_cli_other_than_the_pinned_one_is_flagged(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pytest_skilllift.report.sections import prompts as prompts_section
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.week.history import HistoryRow, upsert_history
 
-from .test_weekio import write_week
+from .test_week_io import write_week
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The docker runner's with-all arm: every family of the skills root in the container, nothing
 else. Needs a Docker engine and the offline test image (``skilllift-test:local``, built by
-``tests/test_docker_runner.py`` or ``.ci/run``)."""
+``tests/test_runners_docker.py`` or ``.ci/run``)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from pytest_skilllift.testing.agent_script import skill_agent
 from pytest_skilllift.testing.judge_script import keyword_judge
 from pytest_skilllift.testing.server import StandIn
 from pytest_skilllift.week.files import ESTIMATE_FILE, SCORECARD_JSON
-from tests.test_shards import KEY, REPO, pytest_run
+from tests.test_plugin_shards import KEY, REPO, pytest_run
 
 pytestmark = [
     pytest.mark.cli,

@@ -394,8 +394,8 @@ def test_an_untrusted_certificate_is_named_and_opens_the_breaker(tmp_path: Path)
 @pytest.mark.cli
 def test_trigger_runs_have_the_circuit_breaker_too(tmp_path: Path) -> None:
     from pytest_skilllift.testing.trigger_script import explore_first
-    from tests.test_triggers import GIT_BISECT_QUERIES
-    from tests.test_triggers import make_project as trigger_project
+    from tests.test_run_triggers import GIT_BISECT_QUERIES
+    from tests.test_run_triggers import make_project as trigger_project
 
     trigger_project(tmp_path, {"git-bisect": {"skill": "git-bisect",
                                               "queries": GIT_BISECT_QUERIES[:4]}},
@@ -472,7 +472,7 @@ def test_runs_the_breaker_held_back_are_counted_in_the_scorecards_coverage(
     from pytest_skilllift.report.summarize import summarize_week
     from pytest_skilllift.week.spend import read_spend, update_spend
 
-    from .test_weekio import write_week
+    from .test_week_io import write_week
 
     week = write_week(tmp_path / "20260808")
     held = ["p-a-sonnet-with-skill-r3-x", "p-b-sonnet-with-skill-r3-x",

@@ -20,7 +20,7 @@ from pytest_skilllift.testing.agent_script import skill_agent
 from pytest_skilllift.testing.judge_script import keyword_judge
 from pytest_skilllift.testing.server import Faults, StandIn
 from pytest_skilllift.week.files import CONCURRENCY_FILE
-from tests.test_shards import pytest_run
+from tests.test_plugin_shards import pytest_run
 
 pytestmark = [
     pytest.mark.cli,

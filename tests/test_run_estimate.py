@@ -17,7 +17,7 @@ from pytest_skilllift.report.sections import ratelimits
 from pytest_skilllift.report.summarize import summarize_week
 from pytest_skilllift.run import estimate as est
 from pytest_skilllift.week.files import ESTIMATE_FILE
-from tests.test_noise import musts, run, write_runs
+from tests.test_report_noise import musts, run, write_runs
 
 JUDGE = "claude-opus-4-5"
 

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_skilllift.cli import summarize as summarize_cli
 
-from .test_weekio import write_week
+from .test_week_io import write_week
 
 
 def run(argv: list[str]) -> int:

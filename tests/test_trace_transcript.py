@@ -3,7 +3,7 @@ audit (SkillsBench).
 
 Real transcripts from three CLI versions (``shared/data/transcripts``) plus synthetic ones
 for the edge cases. Fresh transcripts from the bundled CLI are covered in
-``test_local_runner.py``.
+``test_runners_local.py``.
 """
 
 from __future__ import annotations

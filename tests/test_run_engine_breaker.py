@@ -12,7 +12,7 @@ from pytest_skilllift.run.breaker import NOT_RUN_OUTAGE, CircuitBreaker
 from pytest_skilllift.run.engine import NotStarted, WeekRun
 from pytest_skilllift.week.files import OK, STDOUT_FILE
 from pytest_skilllift.week.ledger import Ledger
-from tests.test_engine import CountingGrader, FakeRunner, engine, spec
+from tests.test_run_engine import CountingGrader, FakeRunner, engine, spec
 
 
 class InterruptedRunner(FakeRunner):

@@ -78,7 +78,7 @@ def test_the_gated_pass_rate_bound_does_not_collapse_at_the_ceiling() -> None:
 
 
 def test_a_pass_rate_gate_fails_at_the_ceiling_it_cannot_show(tmp_path: Path) -> None:
-    from .test_weekio import write_week
+    from .test_week_io import write_week
 
     week = write_week(tmp_path / "w", prompts=tuple(f"p{i}" for i in range(26)),
                       reps=2, met=lambda *_: True)
@@ -278,7 +278,7 @@ def test_a_zero_spread_t_interval_is_not_estimable_and_its_gate_fails_closed(
     lf = stats.paired_lift(np.array([0.5, 0.7, 1.0]), np.array([0.5, 0.7, 1.0]))
     assert lf.se == 0 and not lf.estimable
     assert (lf.ci_low, lf.ci_high, lf.ci_excludes_zero) == (None, None, None)
-    from .test_versions_report import MUSTS, REF, version_week
+    from .test_report_versions import MUSTS, REF, version_week
 
     saved = MUSTS[REF]
     MUSTS[REF] = MUSTS["with-skill"]  # every prompt alike in both versions

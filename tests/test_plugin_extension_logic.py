@@ -234,7 +234,8 @@ def test_a_raising_implementation_is_named_and_the_others_still_run() -> None:
                     run="r1", verdicts=())
     assert dashboard.seen == ["r1"]
     assert len(out.errors) == 1
-    assert out.errors[0].startswith("pytest_skilllift_run_graded in test_extension_logic.py:")
+    assert out.errors[0].startswith(
+        "pytest_skilllift_run_graded in test_plugin_extension_logic.py:")
     assert out.errors[0].endswith("Broken.pytest_skilllift_run_graded raised KeyError: 'token'")
 
 
@@ -406,9 +407,9 @@ def test_a_conftest_wrapper_grades_through_the_sampled_judge(tmp_path: Path) -> 
     # The default skill_lift_judge wraps the session's sampled judge; a conftest.py wrapper of
     # it grades with every sample and the tie-break, and grades.json records both the samples
     # and the override.
-    from tests.test_engine import FakeRunner
-    from tests.test_engine import engine as make_engine
-    from tests.test_engine import spec as engine_spec
+    from tests.test_run_engine import FakeRunner
+    from tests.test_run_engine import engine as make_engine
+    from tests.test_run_engine import spec as engine_spec
 
     inner = Alternating()
     sampled = SampledJudge(inner, samples=2)

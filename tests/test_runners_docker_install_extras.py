@@ -3,7 +3,7 @@
 Trigger tests with ``--skill-lift-triggers-all`` install every family in one run; skill-creator
 evals carry input ``files`` for the working directory. Both must behave the same in a fresh
 container as in a local temp HOME. Needs a Docker engine and the offline test image
-(``skilllift-test:local``, built by ``tests/test_docker_runner.py`` or ``.ci/run``).
+(``skilllift-test:local``, built by ``tests/test_runners_docker.py`` or ``.ci/run``).
 """
 
 from __future__ import annotations
