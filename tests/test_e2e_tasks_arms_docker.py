@@ -31,8 +31,8 @@ docker = pytest.importorskip("docker", reason="the docker SDK is not installed")
 
 from pytest_skilllift.config import DEMO_PROJECT, DEMO_TASKS  # noqa: E402
 
+from .test_e2e_tasks_docker import load, task_base, task_standin  # noqa: E402, F401
 from .test_plugin_e2e import run  # noqa: E402
-from .test_tasks_docker import load, task_base, task_standin  # noqa: E402, F401
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli]
 
