@@ -135,10 +135,12 @@ def test_each_installed_cli_is_layered_without_the_images_glibc(name: str) -> No
 
 
 def test_a_missing_npm_cli_names_its_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_skilllift.runners import agents as runner_agents
     from pytest_skilllift.runners import task_docker
     from pytest_skilllift.runners.task_image import TaskImageError
 
-    monkeypatch.setattr(task_docker.agents, "find_cli", lambda name: None)
+    # task_docker looks the CLI up through the runners.agents module, patched here
+    monkeypatch.setattr(runner_agents, "find_cli", lambda name: None)
     with pytest.raises(TaskImageError, match=r"npm install -g @openai/codex@0\.169\.0"):
         task_docker.agent_layer("codex")
 
