@@ -295,6 +295,28 @@ def test_the_task_rubric_has_its_own_coverage_never_the_prompts(tmp_path: Path) 
     assert not (week / TASK_RUBRIC_CSV).exists()
 
 
+def test_rubric_grades_of_the_other_arms_are_counted_and_named_not_dropped(
+        tmp_path: Path) -> None:
+    """The section is with-skill − no-skill; a no-skill-b (or with-all, @REF) run's rubric
+    grades are not in it, and it says how many of each arm it left out."""
+    folder = task_copy(tmp_path / "src")
+    ledger = Ledger(tmp_path / "week")
+    specs = [spec_of(folder), spec_of(folder, "no-skill"), spec_of(folder, "no-skill-b")]
+    for spec in specs:
+        ok_run(ledger, spec, "Done.", {"report.json": REPORT.encode()})
+    with StandIn(judge=keyword_judge) as api:
+        run = engine(ledger, api)
+        for spec in specs:
+            run.result(spec)
+    ledger.rebuild_csvs()
+    summary = summarize_week(tmp_path / "week", write=False)
+    rubric = summary.data["task_rubric"]
+    assert rubric is not None
+    assert rubric["graded_runs"] == 2 and rubric["other_arm_runs"] == {"no-skill-b": 1}
+    assert "the rubric grades of 1 no-skill-b run (task_rubric.csv holds them" in (
+        summary.markdown)
+
+
 def test_batch_judging_sends_the_same_view_of_the_files(tmp_path: Path) -> None:
     from pytest_skilllift.judge.batch import BatchJudge
     from pytest_skilllift.run.batch_grade import grade_plan_in_batches

@@ -76,6 +76,9 @@ class TaskRubric(TypedDict):
     #: Task runs with a graded rubric item, and rubric items left ungraded (excluded).
     graded_runs: int
     ungraded_items: int
+    #: Task runs of the session's other arms (with-all, no-skill-b, with-skill@REF) that carry
+    #: rubric grades, per arm: counted and named here, their coverage is not in this section.
+    other_arm_runs: dict[str, int]
 
 
 class Data(TypedDict):
@@ -93,11 +96,15 @@ def build(ctx: Context) -> Data:
         ids = mf.run_id.to_pylist()
         ok_runs = {str(ids[r]) for r in np.flatnonzero(mf.status == STATUS_OK)}
     runs: dict[str, _Run] = {}
+    others: dict[str, set[str]] = {}
     ungraded = 0
     for row in rows:
         run_id, kind = row.get("run_id", ""), row.get("item_type", "")
         verdict, arm = row.get("verdict", "").strip(), row.get("condition", "")
-        if (ok_runs is not None and run_id not in ok_runs) or arm not in (NO_SKILL, WITH_SKILL):
+        if ok_runs is not None and run_id not in ok_runs:
+            continue
+        if arm not in (NO_SKILL, WITH_SKILL):  # named below, never dropped unsaid
+            others.setdefault(arm, set()).add(run_id)
             continue
         if kind not in VERDICTS or verdict not in VERDICTS[kind]:
             ungraded += 1
@@ -137,7 +144,8 @@ def build(ctx: Context) -> Data:
         models[label] = {"must_no": f(stats.nan_mean(no)), "must_with": f(stats.nan_mean(with_)),
                          "lift": f(lift.lift), "lift_se": f(lift.se), "n_tasks": lift.n}
     return {"task_rubric": {"models": models, "tasks": tasks, "graded_runs": len(runs),
-                            "ungraded_items": ungraded}}
+                            "ungraded_items": ungraded,
+                            "other_arm_runs": {a: len(r) for a, r in sorted(others.items())}}}
 
 
 def terminal_lines(card: Mapping[str, Any]) -> list[str]:
@@ -162,6 +170,12 @@ def render(card: Data) -> list[str]:
          + (f", {data['ungraded_items']} items ungraded (excluded, never 0)"
             if data["ungraded_items"] else "")
          + ". Apart from the prompts' must coverage and from the reward.", ""]
+    other = data.get("other_arm_runs") or {}
+    if other:
+        L[-1:-1] = ["Not in this section: the rubric grades of "
+                    + ", ".join(f"{n} {untrusted(arm)} run{'s' if n != 1 else ''}"
+                                for arm, n in other.items())
+                    + " (task_rubric.csv holds them; their rewards are in Task rewards).", ""]
     L += md_table(["model", "must no → with", "lift ± SE", "n tasks"], [
         [untrusted(label), f"{fmt(m['must_no'])} → {fmt(m['must_with'])}",
          f"{signed(m['lift'])} ± {fmt(m['lift_se']) if m['lift_se'] is not None else 'n/a'}",
