@@ -87,12 +87,20 @@ def test_the_task_page_shows_each_rubric_verdict_and_its_quote(site: Path, page:
                 assert quote.inner_text() == row["evidence_quote"]
             else:
                 assert quote.count() == 0
+            # the judge's reason beside each missing/violated verdict, as grades.json has it
+            reason = shown.locator(".judge-reason q")
+            if row.get("judge_reason"):
+                assert reason.inner_text() == row["judge_reason"], (column, key)
+            else:
+                assert reason.count() == 0
     # the with-skill run's must item, quoted from report.json; the no-skill's violation
     assert grid.locator("tr[data-item='must-1'] td[data-col='1']").inner_text() == "met"
     assert grid.locator("tr[data-item='avoid-1'] td[data-col='0']").inner_text() == "violated"
     violation = section.locator(".rubric-verdict[data-item='avoid-1'][data-verdict='violated'] "
                                 "q.evidence")
     assert "<script>window.__pwned = 1</script>" in violation.inner_text()  # text, not markup
+    reasons = section.locator(".rubric-verdict[data-verdict='violated'] .judge-reason q")
+    assert reasons.count() >= 1 and reasons.first.inner_text()  # the stand-in's judge gave one
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.locator("main img").count() == 0 and page.locator("main script").count() == 0
     assert page.errors == []

@@ -127,7 +127,10 @@ def rubric(run_dir: Path) -> list[dict[str, Any]]:
                     "type": str(row.get("item_type", "")), "text": str(row.get("item_text", "")),
                     "verdict": str(row.get("verdict") or "ungraded"),
                     "evidence": str(row.get("evidence_quote") or ""),
-                    "evidence_ok": row.get("evidence_ok") in (1, "1", True)})
+                    "evidence_ok": row.get("evidence_ok") in (1, "1", True),
+                    # the judge's short reason for a missing/absent/violated item ("" when the
+                    # run was graded before the judge gave reasons)
+                    "reason": str(row.get("judge_reason") or "")})
     return out
 
 

@@ -545,7 +545,10 @@
         add(rub, el("p", { "class": "rubric-verdict", "data-item": r.key, "data-verdict": r.verdict },
           el("span", { "class": "type " + r.type }, r.key), " ", el("b", null, r.verdict), " — ", r.text,
           r.evidence ? el("q", { "class": "evidence" + (r.evidence_ok ? "" : " rejected") }, r.evidence) : null,
-          r.evidence && !r.evidence_ok ? el("span", { "class": "tag error" }, "quote not in what the judge saw") : null));
+          r.evidence && !r.evidence_ok ? el("span", { "class": "tag error" }, "quote not in what the judge saw") : null,
+          // the judge's short reason, model text kept as text (as on a prompt's page)
+          r.reason ? el("span", { "class": "judge-reason" }, " Judge's reason: ", el("q", null, r.reason))
+            : NEEDS_REASON[r.verdict] ? el("span", { "class": "judge-reason none" }, " Judge's reason: no reason recorded") : null));
       });
       add(panel, rub);
     }
