@@ -90,14 +90,23 @@ def test_limit_halves_once_per_burst_pauses_for_retry_after_and_grows_back_by_on
     assert limit.summary()["limit"] == 1 and limit.summary()["min_limit"] == 1
     limit.signal(0.0, source="judge")  # same instant: the same burst
     assert limit.summary()["cuts"] == 2 and limit.summary()["signals"] == 4
-    # additive increase: after `limit` clean runs in a row, one more (up to the cap)
+    # runs in flight across a cut end clean but say nothing about the lower limit
     last = slots[3]
     assert last is not None
-    limit.release(last, throttled=False)  # 1 clean run at limit 1 → 2
-    assert limit.summary()["limit"] == 2
-    limit.release(second, throttled=False)
-    assert limit.summary()["limit"] == 2  # 1 clean of 2 needed
+    limit.release(last, throttled=False)  # started before both cuts
+    limit.release(second, throttled=False)  # started before the second cut
+    assert limit.summary()["limit"] == 1 and limit.summary()["raises"] == 0
+    # additive increase: after `limit` clean runs started under it, one more (up to the cap)
+    clock.now += 1.0
     s = limit.try_acquire("r7")
+    assert s is not None
+    limit.release(s, throttled=False)  # 1 clean run at limit 1 → 2
+    assert limit.summary()["limit"] == 2
+    s = limit.try_acquire("r8")
+    assert s is not None
+    limit.release(s, throttled=False)
+    assert limit.summary()["limit"] == 2  # 1 clean of 2 needed
+    s = limit.try_acquire("r9")
     assert s is not None
     limit.release(s, throttled=False)
     assert limit.summary()["limit"] == 3 and limit.summary()["raises"] == 2

@@ -17,8 +17,11 @@ them may have an agent CLI running at once:
   (multiplicative decrease, never below 1) — once per burst: signals within the announced
   wait (at least :data:`MIN_CUT_GAP_S`) of the last cut are the same burst — and no new run
   starts before the announced wait is over (``retry-after`` honoured);
-- each run that ends without a signal counts as clean; after ``limit`` clean runs in a row
-  the limit grows by one (additive increase), up to the cap.
+- each run that started after the last cut and ends without a signal counts as clean; after
+  ``limit`` clean runs in a row the limit grows by one (additive increase), up to the cap. A
+  run already in flight when the limit was cut says nothing about the lower limit (it may
+  simply have been between requests during the burst), so it never raises it: the limit
+  grows only from runs started under it.
 
 Runs already in flight are never stopped: in flight drops as they end and no new one starts
 above the limit. The judge's 429s are handled by its client (``judge.client``, which honours
@@ -68,6 +71,9 @@ class Slot:
 
     path: Path
     run_id: str
+    #: When it took the slot (the limit's clock): runs started before the last cut do not
+    #: count as clean evidence for the lower limit.
+    started: float = 0.0
 
 
 def _alive(pid: int) -> bool:
@@ -152,7 +158,7 @@ class ConcurrencyLimit:
             state["max_inflight"] = max(int(state["max_inflight"]), inflight + 1)
             state["started"] = int(state["started"]) + 1
             self._log("start", state, inflight + 1, run_id=run_id)
-            return Slot(path, run_id)
+            return Slot(path, run_id, self.clock())
 
     def acquire(self, run_id: str, *, check: Callable[[], None] | None = None) -> Slot:
         """Wait for a slot; ``check`` is called while waiting (it raises to give up, e.g. the
@@ -173,6 +179,8 @@ class ConcurrencyLimit:
             inflight = len(self._slots())
             if throttled:
                 state["clean"] = 0
+            elif slot.started < float(state.get("last_cut", 0.0)):
+                pass  # in flight across a cut: no evidence either way
             else:
                 state["clean"] = int(state["clean"]) + 1
                 if state["clean"] >= state["limit"] and state["limit"] < self.cap:
@@ -196,6 +204,7 @@ class ConcurrencyLimit:
                 state["min_limit"] = min(int(state["min_limit"]), state["limit"])
                 state["cuts"] = int(state["cuts"]) + 1
                 state["clean"] = 0
+                state["last_cut"] = now
                 state["cut_until"] = now + max(pause, MIN_CUT_GAP_S)
                 self._log("cut", state, inflight, source=source, run_id=run_id,
                           wait_s=round(wait_s, 3))
