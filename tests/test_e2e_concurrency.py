@@ -72,7 +72,9 @@ def test_rate_limits_lower_the_runs_in_flight_and_change_no_grade(tmp_path: Path
         assert throttled.returncode == 0, throttled.stdout[-3000:]
         got_429 = Counter(_session_of(r.body) for r in api.requests
                           if r.kind == "agent" and r.status == 429 and r.body)
-    assert sum(got_429.values()) >= 2, "the stand-in never rate-limited: nothing was tested"
+    # One 429 already cuts the limit and is counted on its run; how many arrive depends on how
+    # the four workers' CLIs overlap, which the machine's load decides (CI once saw 1).
+    assert sum(got_429.values()) >= 1, "the stand-in never rate-limited: nothing was tested"
     week = root / "throttled" / WEEK
     runs = _manifest(week)
     assert len(runs) == 12
