@@ -32,7 +32,7 @@ LABEL_AGENTS = "skilllift.agents"
 BUNDLE_ROOT = "/opt/skilllift"
 
 
-def _node_modules(cli: str) -> Path:
+def node_modules(cli: str) -> Path:
     """The ``node_modules`` directory an npm CLI on PATH was installed into."""
     real = Path(os.path.realpath(cli))
     for parent in real.parents:
@@ -41,7 +41,7 @@ def _node_modules(cli: str) -> Path:
     raise ImageBuildError(f"{cli} is not an npm-installed CLI (no node_modules above {real})")
 
 
-def _native(root: Path, name: str, under: str) -> Path:
+def native_binary(root: Path, name: str, under: str) -> Path:
     """The largest file called ``name`` below ``root/under`` (the platform binary npm put
     beside its JavaScript launcher); the non-"baseline" build first."""
     found = [p for p in (root / under).rglob(name) if p.is_file() and p.stat().st_size > 1e6]
@@ -62,10 +62,10 @@ def plan_agents(clis: Mapping[str, str]) -> tuple[RootFS, dict[str, str]]:
             raise ImageBuildError(f"{defn.title} is not added to an image: the base image "
                                   "carries it")
         versions[name] = agents.cli_version(cli)
-        modules = _node_modules(cli)
+        modules = node_modules(cli)
         if defn.image.native is not None:
             binary, under = defn.image.native
-            root.add_binary(_native(modules, binary, under), f"/usr/local/bin/{defn.binary}")
+            root.add_binary(native_binary(modules, binary, under), f"/usr/local/bin/{defn.binary}")
         if defn.image.node_bundle:
             _add_node_bundle(root, defn, cli)
         for binary, dest, what, hint in defn.image.extra:

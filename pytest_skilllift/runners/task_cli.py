@@ -35,6 +35,7 @@ from pathlib import Path
 
 from pytest_skilllift.agents.registry import agent as agent_def
 from pytest_skilllift.model import CLAUDE_CODE
+from pytest_skilllift.runners.agent_image import native_binary, node_modules
 from pytest_skilllift.runners.image import ImageBuildError, RootFS, shared_libraries
 
 #: Where every file of the CLI layer goes in a task image.
@@ -81,24 +82,6 @@ def claude_layer(cli: Path) -> CliLayer:
                     plan)
 
 
-def _node_modules(cli: str) -> Path:
-    """The ``node_modules`` directory an npm CLI on this machine was installed into."""
-    real = Path(os.path.realpath(cli))
-    for parent in real.parents:
-        if parent.name == "node_modules":
-            return parent
-    raise ImageBuildError(f"{cli} is not an npm-installed CLI (no node_modules above {real})")
-
-
-def _native(root: Path, name: str, under: str) -> Path:
-    """The platform binary npm put below ``root/under`` (the non-"baseline" build first)."""
-    found = [p for p in (root / under).rglob(name) if p.is_file() and p.stat().st_size > 1e6]
-    if not found:
-        raise ImageBuildError(f"no {name} binary under {root / under}")
-    found.sort(key=lambda p: ("baseline" in str(p), -p.stat().st_size))
-    return found[0]
-
-
 def extra_libraries(binary: str | Path) -> list[str]:
     """The shared libraries ``ldd`` lists for ``binary`` beyond glibc's own (what a
     glibc-based image may lack); empty for a static binary."""
@@ -135,11 +118,11 @@ def plan_files(name: str, cli: str) -> tuple[dict[str, str], dict[str, bytes], s
     if defn.image is None:
         raise ImageBuildError(f"{defn.title} has no image layout (agents/{name}.py)")
     plan = _Plan({}, {})
-    modules = _node_modules(cli)
+    modules = node_modules(cli)
     command = ""
     if defn.image.native is not None:
         binary, under = defn.image.native
-        command = plan.executable(_native(modules, binary, under), defn.binary)
+        command = plan.executable(native_binary(modules, binary, under), defn.binary)
     if defn.image.node_bundle:
         node = shutil.which("node")
         if node is None:
@@ -171,7 +154,7 @@ def package_version(name: str, cli: str) -> str:
     """The version in the agent's installed npm ``package.json`` ("" when unreadable): what
     ``<cli> --version`` prints, without starting the CLI (Gemini CLI takes seconds to)."""
     try:
-        doc = json.loads((_node_modules(cli) / agent_def(name).package / "package.json")
+        doc = json.loads((node_modules(cli) / agent_def(name).package / "package.json")
                          .read_text(encoding="utf-8"))
     except (OSError, ValueError, ImageBuildError):
         return ""
