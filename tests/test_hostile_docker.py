@@ -176,7 +176,7 @@ def test_kill_9_of_pytest_bounds_the_agent_and_the_next_session_reports_the_swee
     result = run(pytester, standin, "-p", "no:xdist", f"--skill-lift-out={WEEK}",
                  "--skill-lift-runner=docker",
                  f"--skill-lift-image={test_image}", "--skill-lift-docker-network=host")
-    assert result.ret == 0, result.stdout.str()
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
     # Under -n N a sibling worker's runner (or sweep test) sweeps every week: once the killed
     # session is reaped it may remove the container before this session starts. Which sweep
     # removed it is then a race (the exact check is serial-only, as in test_docker_runner's
