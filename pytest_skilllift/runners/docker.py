@@ -119,6 +119,12 @@ _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 HOST_GATEWAY_NAME = "host.docker.internal"
 
 
+#: What a call to the engine can raise: docker-py's own errors, and its transport's (requests'
+#: ConnectionError or ReadTimeout when the engine drops or stalls a connection — OSErrors that
+#: docker-py does not wrap). A clean-up that must not crash the session catches both.
+ENGINE_ERRORS: tuple[type[BaseException], ...] = (docker.errors.DockerException, OSError)
+
+
 class StaleContainersWarning(UserWarning):
     """A runner's start-up sweep removed containers a killed session left behind."""
 
@@ -304,7 +310,7 @@ def answering_client(client: Any, problem: str) -> Any:
     try:
         found = client if client is not None else docker.client.from_env()
         found.ping()
-    except docker.errors.DockerException as exc:
+    except ENGINE_ERRORS as exc:
         raise RuntimeError(f"{problem} ({exc})") from exc
     return found
 
@@ -712,7 +718,7 @@ class DockerRunner:
             leftover = list(self._active)
         for container_id in leftover:
             self._cleanup(container_id)
-        with contextlib.suppress(docker.errors.DockerException):
+        with contextlib.suppress(*ENGINE_ERRORS):
             self.swept_names += sweep_stale_names(self.client)
             self.swept = len(self.swept_names)
         if self._own_client:

@@ -29,9 +29,8 @@ class SweepLog:
         """Remove stale containers now; ``when`` names the moment (``start-up``…)."""
         try:
             import docker.client
-            import docker.errors
 
-            from pytest_skilllift.runners.docker import sweep_stale_names
+            from pytest_skilllift.runners.docker import ENGINE_ERRORS, sweep_stale_names
         except ImportError as exc:
             self.failures.append(f"docker: {when} sweep skipped: {exc}")
             return []
@@ -41,8 +40,9 @@ class SweepLog:
                 names = sweep_stale_names(client)
             finally:
                 client.close()
-        except docker.errors.DockerException as exc:
-            self.failures.append(f"docker: {when} sweep could not reach the engine ({exc})")
+        except ENGINE_ERRORS as exc:  # a dropped connection too: a sweep never ends a session
+            self.failures.append(f"docker: {when} sweep not done: the engine did not answer "
+                                 f"({exc})")
             return []
         self.removed.append((when, names))
         return names
