@@ -214,6 +214,19 @@ def family_of(model_id: str) -> str:
     return ""
 
 
+#: What Google's APIs answer a key they refuse with: HTTP 400 (``INVALID_ARGUMENT``), the
+#: reason ``API_KEY_INVALID`` in the error's details, the message "API key not valid" — not 401.
+GOOGLE_KEY_INVALID = "API_KEY_INVALID"
+
+
+def key_refused(status: int, body: str) -> bool:
+    """Whether an API's error answer refuses the key: 401 / 403 for every provider, and
+    Google's 400 ``API_KEY_INVALID`` (``body``: the error body as text). The one rule for the
+    agents' preflight and the judges' (direct and batch) outage causes."""
+    return status in (401, 403) or (status == 400 and (
+        GOOGLE_KEY_INVALID in body or "API key not valid" in body))
+
+
 def split_judge(text: str) -> tuple[str, str]:
     """``"openai:gpt-5"`` → ``("openai", "gpt-5")``; a bare id (or a Claude id with a colon,
     Bedrock's ``…-v2:0``) → ``("anthropic", id)``. Raises ``ValueError`` naming the fix for

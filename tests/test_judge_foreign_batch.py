@@ -286,3 +286,207 @@ def test_an_interrupted_panel_resumes_each_judges_batch_without_a_second_create(
         grades = json.loads((week / g.run_id / "grades.json").read_text())
         assert all([s["judge"] for s in row["samples"]] == list(PANEL)
                    for row in grades["rows"])
+
+
+# ---------------------------------------------------------------------------------------------
+# OpenAI's batch files are deleted once read; Gemini's inlined requests upload none
+
+
+def _gone(api: StandIn, file_id: str) -> bool:
+    """Whether the provider answers 404 for the file (its metadata and its content), asked
+    through the official SDK as a user checking by hand would."""
+    import openai
+
+    client = openai.OpenAI(api_key=KEY, base_url=api.base_url, max_retries=0)
+    try:
+        for ask in (client.files.retrieve, client.files.content):
+            try:
+                ask(file_id)
+            except openai.NotFoundError:
+                continue
+            return False
+        return True
+    finally:
+        client.close()
+
+
+def test_openai_batch_files_are_deleted_once_the_results_are_read(tmp_path: Path) -> None:
+    """Each batch's input, output and error files are deleted (``client.files.delete``)
+    once its results are read — the retried request's second batch too —, the provider
+    answers 404 for each afterwards, and the batch file records them deleted."""
+    broken = custom_id(RUN_IDS[1])
+    lines: list[str] = []
+    with StandIn(judge=keyword_judge, api_key=KEY,
+                 batch=BatchScript(errored=frozenset({broken}), times=1)) as api:
+        judge = make(api, tmp_path, SPECS[0], log=lines.append)
+        got = judge.grade(requests(judge))
+        assert all(r.error is None and verdicts(r) == EXPECTED for r in got.values())
+        assert creates(api, SPECS[0]) == 2
+        # batch 1: input, output, error (the errored request); batch 2: input, output
+        assert len(judge.deleted) == 5 and judge.undeleted == {}
+        assert api.openai_batches.files == []  # nothing left on the provider's storage
+        assert all(_gone(api, f) for f in judge.deleted)
+        deletes = [r for r in api.requests if r.method == "DELETE"]
+        assert len(deletes) == 5 and all(r.status == 200 for r in deletes)
+    stored = json.loads((tmp_path / BATCHES_FILE).read_text())["batches"]
+    assert sorted(f for b in stored for f in b["files"]["deleted"]) == sorted(judge.deleted)
+    assert all(b["files"]["left"] == {} for b in stored)
+    assert sum("deleted its" in line for line in lines) == 2
+
+
+def test_an_expired_openai_batchs_files_are_deleted_too(tmp_path: Path) -> None:
+    """A batch that ended ``expired`` (a request past the completion window) has its files
+    deleted as a completed one does."""
+    late = custom_id(RUN_IDS[0])
+    with StandIn(judge=keyword_judge, api_key=KEY,
+                 batch=BatchScript(expired=frozenset({late}), times=1)) as api:
+        judge = make(api, tmp_path, SPECS[0])
+        got = judge.grade(requests(judge))
+        statuses = [r.status for r in api.requests if r.method == "DELETE"]
+        assert api.openai_batches.files == [] and statuses == [200] * len(judge.deleted)
+    assert all(r.error is None for r in got.values())
+    stored = json.loads((tmp_path / BATCHES_FILE).read_text())["batches"]
+    assert len(stored) == 2 and all(b["files"]["deleted"] for b in stored)
+
+
+def test_openai_batch_files_that_cannot_be_deleted_are_counted_and_named(
+        tmp_path: Path) -> None:
+    """A key without the files write permission (403 on DELETE): the grading is unharmed,
+    every file left is named with why (the log, the judge's count, the batch file) and the
+    batch line says how many stay — never a silent leftover."""
+    from pytest_skilllift.judge.batch import BatchStore
+    from pytest_skilllift.plugin.scale import files_note
+
+    lines: list[str] = []
+    with StandIn(judge=keyword_judge, api_key=KEY) as api:
+        api.openai_batches.refuse_deletes = True
+        judge = make(api, tmp_path, SPECS[0], log=lines.append)
+        got = judge.grade(requests(judge))
+        left = api.openai_batches.files
+    assert all(r.error is None and verdicts(r) == EXPECTED for r in got.values())
+    assert len(left) == 2 and sorted(judge.undeleted) == sorted(left)  # input + output
+    assert judge.deleted == []
+    assert all("HTTP 403" in why and KEY not in why for why in judge.undeleted.values())
+    assert sum("could not be deleted" in line for line in lines) == 2
+    store = BatchStore(tmp_path)
+    store.load()
+    assert store.files_left() == judge.undeleted
+    note = files_note(judge.deleted, judge.undeleted)
+    assert "2 could not be deleted" in note and all(f in note for f in left)
+
+
+def test_a_batch_whose_files_were_deleted_is_submitted_again_not_stuck(
+        tmp_path: Path) -> None:
+    """A session that read and deleted a batch's files, then stopped before writing the
+    grades: the next one finds the batch on file, its output 404, and submits the requests
+    again (graded), instead of failing on the missing file in every later session."""
+    with StandIn(judge=keyword_judge, api_key=KEY) as api:
+        first = make(api, tmp_path, SPECS[0])
+        first.grade(requests(first))  # results read, files deleted; grades never written
+        assert api.openai_batches.files == []
+        lines: list[str] = []
+        again = make(api, tmp_path, SPECS[0], log=lines.append)
+        got = again.grade(requests(again))
+        assert len(again.resumed) == 1 and len(again.submitted) == 1
+        assert creates(api, SPECS[0]) == 2 and api.openai_batches.files == []
+    assert all(r.error is None and verdicts(r) == EXPECTED for r in got.values())
+    assert any("no longer on the provider's storage" in line for line in lines)
+
+
+def test_an_upload_whose_batch_was_not_created_is_deleted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The input file is uploaded, then the batch is refused: no batch will name the file,
+    so it is deleted at once (the runs stay ungraded with the API's reason)."""
+    with StandIn(judge=keyword_judge, api_key=KEY) as api:
+        monkeypatch.setattr(api.openai_batches, "create", lambda body: (
+            400, {"error": {"message": "quota", "type": "invalid_request_error",
+                            "param": None, "code": "billing_hard_limit_reached"}}))
+        judge = make(api, tmp_path, SPECS[0])
+        got = judge.grade(requests(judge))
+        uploads = [r for r in api.requests if r.method == "POST" and r.path == "/v1/files"]
+        assert len(uploads) == 1 and api.openai_batches.files == []
+    assert len(judge.deleted) == 1 and judge.undeleted == {}
+    assert all(r.error and "HTTP 400" in r.error for r in got.values())
+
+
+def test_gemini_batch_mode_uploads_no_file(tmp_path: Path) -> None:
+    """Gemini's batch judge inlines its requests: no file is uploaded, so none is left (and
+    none is deleted)."""
+    with StandIn(judge=keyword_judge, api_key=KEY) as api:
+        judge = make(api, tmp_path, SPECS[1])
+        judge.grade(requests(judge))
+        assert not [r for r in api.requests if "/files" in r.path or "upload" in r.path]
+    assert judge.deleted == [] and judge.undeleted == {}
+
+
+# ---------------------------------------------------------------------------------------------
+# A refused key trips the judge's breaker on the batch path as on the direct one
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_a_refused_key_in_batch_mode_opens_the_judges_breaker(spec: str,
+                                                              tmp_path: Path) -> None:
+    """The batch API refuses the key at creation (OpenAI: 401; Google: 400
+    ``API_KEY_INVALID``, as the real API answers): every run stays ungraded (never zero),
+    the judge's breaker opens on a refused key — classified by the direct judge's rule —
+    and the next batch step submits nothing."""
+    from pytest_skilllift.model import AgentConfig
+    from pytest_skilllift.run.batch_grade import BatchResults, grade_in_batches
+    from pytest_skilllift.run.breaker import CircuitBreaker
+    from pytest_skilllift.run.engine import WeekRun
+    from pytest_skilllift.week.ledger import Ledger
+    from tests.test_run_engine import FakeRunner
+    from tests.test_run_engine import spec as run_spec
+
+    week = tmp_path / "w"
+    results = BatchResults(Ledger(week), spec)
+    weekrun = WeekRun(Ledger(week), AgentConfig(claude_path="unused", skills_root=tmp_path),
+                      FakeRunner, lambda: results)
+    weekrun.judge_breaker = CircuitBreaker(tmp_path / "judge.log", 3)
+    specs = [run_spec(rep=rep) for rep in range(1, 5)]
+    for s in specs:
+        weekrun.generate(s)
+    with StandIn(judge=keyword_judge, api_key=KEY) as api:
+        judge: BatchJudge = build_batch_judge(parse_judge_spec(spec), week,
+                                              api_key="a-wrong-key-123456",
+                                              base_url=api.base_url, poll_s=0.0)
+        first = grade_in_batches(weekrun, specs, judge, results)
+        refusals = {r.status for r in api.requests if r.kind == "batch"}
+        assert refusals == {401 if spec.startswith("openai") else 400}
+        assert first.graded == 0 and sorted(first.ungraded) == sorted(s.run_id for s in specs)
+        cause = weekrun.judge_breaker.open_cause()
+        assert cause is not None and cause.startswith("the judge's API refused the key"), cause
+        assert "a-wrong-key-123456" not in cause
+        calls = len(api.requests)
+        again = grade_in_batches(weekrun, specs, judge, results)
+        assert len(api.requests) == calls  # the breaker: nothing submitted
+        assert set(again.ungraded.values()) == {f"not graded: {cause}"}
+        judge.close()
+    assert not list(week.glob("*/grades.json"))  # ungraded, never scored zero
+
+
+def test_googles_invalid_key_400_is_a_refused_key_for_the_direct_judge_too() -> None:
+    """Google answers a bad key 400 ``INVALID_ARGUMENT`` / ``API_KEY_INVALID``: the direct
+    judge's classifier (the one the batch path reuses) calls it a refused key, not a bad
+    request, so the breaker opens; another 400 stays a bad request, no outage."""
+    from google.genai import errors
+
+    from pytest_skilllift.judge.client import KEY_REFUSED
+    from pytest_skilllift.judge.google_client import GoogleJudge
+    from pytest_skilllift.run.breaker import judge_cause
+
+    judge = GoogleJudge("gemini-2.5-flash", api_key="unused")
+    bad_key = errors.ClientError(400, {"error": {
+        "code": 400, "status": "INVALID_ARGUMENT",
+        "message": "API key not valid. Please pass a valid API key.",
+        "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                     "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}})
+    retryable, reason, _ = judge._classify_error(bad_key)
+    assert not retryable and KEY_REFUSED in reason and reason.startswith("HTTP 400")
+    assert judge_cause(f"judge call failed: {reason} (not retryable)").startswith(
+        "the judge's API refused the key")
+    other = errors.ClientError(400, {"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                               "message": "contents: must not be empty"}})
+    retryable, reason, _ = judge._classify_error(other)
+    assert not retryable and KEY_REFUSED not in reason
+    assert judge_cause(f"judge call failed: {reason} (not retryable)") == ""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit
 
-from pytest_skilllift.model import AgentConfig, RunSpec
+from pytest_skilllift.model import AgentConfig, RunSpec, key_refused
 
 #: Where Codex CLI, Gemini CLI and OpenCode find the installed skills, relative to HOME (the
 #: user scope all three scan: docs/agents.md); their runners install there, their stream
@@ -250,9 +250,9 @@ def gemini_probe_headers(key: str) -> dict[str, str]:
 
 
 def gemini_refused(status: int, body: str) -> bool:
-    """The Gemini API refuses a bad key with 400 ``API_KEY_INVALID`` (a missing one 403)."""
-    return status in (401, 403) or (status == 400 and (
-        "API_KEY_INVALID" in body or "API key not valid" in body))
+    """The Gemini API refuses a bad key with 400 ``API_KEY_INVALID`` (a missing one 403):
+    :func:`~pytest_skilllift.model.key_refused`, the rule the judges share."""
+    return key_refused(status, body)
 
 
 def quoted(model_id: str) -> str:

@@ -210,6 +210,29 @@ class BatchStore:
                     b["status"], b["counts"] = status, counts
                     self.save()
 
+    def files(self, batch_id: str, deleted: Sequence[str], left: dict[str, str]) -> None:
+        """Record what became of the files the provider kept for a batch: ``deleted`` ids,
+        and ``left`` (id → why it could not be deleted), so a file left on the provider's
+        storage is named in the week, not only in one session's log."""
+        with self._mutex:
+            for b in self.data["batches"]:
+                if b.get("id") != batch_id:
+                    continue
+                record = b.get("files") if isinstance(b.get("files"), dict) else {}
+                gone = sorted({*record.get("deleted", []), *deleted})
+                still = {k: v for k, v in dict(record.get("left") or {}, **left).items()
+                         if k not in gone}
+                b["files"] = {"deleted": gone, "left": still}
+                self.save()
+
+    def files_left(self) -> dict[str, str]:
+        """Every provider file of the current epoch's batches that could not be deleted
+        (id → why), for the session's batch line."""
+        with self._mutex:
+            return {str(k): str(v) for b in self.data["batches"]
+                    if b.get("epoch") == self.epoch and isinstance(b.get("files"), dict)
+                    for k, v in (b["files"].get("left") or {}).items()}
+
     def new_epoch(self) -> None:
         """``--fresh``: keep the record of what was paid, stop reusing it."""
         self.data["epoch"] = self.epoch + 1
@@ -309,6 +332,10 @@ class BatchJudge:
         self.submitted: list[str] = []
         self.resumed: list[str] = []
         self.retried: list[str] = []
+        #: Provider files (a batch's input, output and error files) deleted once the results
+        #: were read, and those that could not be (id → why): never a silent leftover.
+        self.deleted: list[str] = []
+        self.undeleted: dict[str, str] = {}
 
     #: The provider (``judge-batches.json``'s ``api``), the API's name (the terminal's and
     #: the cost note's words) and one batch's name in the log.
@@ -398,8 +425,62 @@ class BatchJudge:
 
         return (anthropic.APIError,)
 
+    def _files_of(self, batch_id: str) -> list[str]:
+        """The files the provider keeps for an ended batch (its input, output and error
+        files), deleted once its results are read; none for Message Batches (no files) and
+        Gemini's inlined requests."""
+        return []
+
+    def _delete_file(self, file_id: str) -> None:
+        """Delete one provider file; a file already gone (404) is no failure."""
+        raise NotImplementedError(f"{self.api_name} keeps no files")
+
+    def _tidy(self, batch_id: str) -> None:
+        """Delete the files an ended batch left on the provider's storage (the graded
+        answers, the verdicts) now that its results are read. What cannot be deleted is
+        logged, counted (``undeleted``) and recorded in the batch file."""
+        from pytest_skilllift.judge.client import DeadlineExceeded
+
+        refused: tuple[type[BaseException], ...] = (*self._api_errors(), DeadlineExceeded)
+        gone: list[str] = []
+        left: dict[str, str] = {}
+        for file_id in self._files_of(batch_id):
+            try:
+                self._delete_file(file_id)
+            except refused as exc:
+                left[file_id] = self._describe(exc)
+                self._log(f"{self.batch_word} {batch_id}: file {file_id} could not be "
+                          f"deleted ({left[file_id]}); it stays on the provider's storage")
+            else:
+                gone.append(file_id)
+        if gone or left:
+            self.store.files(batch_id, gone, left)
+            self.deleted += gone
+            self.undeleted.update(left)
+        if gone:
+            self._log(f"{self.batch_word} {batch_id}: deleted its {len(gone)} file(s) from "
+                      "the provider's storage")
+
+    def _failure_reason(self, exc: BaseException) -> str:
+        """The reason a direct call gives for the same failure: the direct judge's
+        classifier, so a refused key, a missing model or an unreachable API reads the same
+        (and trips the judge's breaker the same) whichever path met it."""
+        from pytest_skilllift.judge.client import _classify
+
+        return _classify(exc, CONTROL_DEADLINE_S)[1]
+
+    def _scrub(self, text: str) -> str:
+        """``text`` with the key masked (a second line of defence, as for the direct judge)."""
+        return text.replace(self.__api_key, "***") if self.__api_key else text
+
     def _describe(self, exc: BaseException) -> str:
-        return f"{type(exc).__name__}: {exc}"
+        """An API failure in words: the direct classifier's reason, then the SDK's own."""
+        detail = f"{type(exc).__name__}: {exc}"
+        try:
+            reason = self._failure_reason(exc)
+        except Exception:  # not a failure the classifier knows: the SDK's words alone
+            reason = ""
+        return self._scrub(f"{reason} — {detail}" if reason else detail)
 
     def _reply_parts(self, message: Any) -> ReplyParts:
         """One succeeded request's reply (a Messages API message, as a dict): content blocks,
@@ -429,6 +510,7 @@ class BatchJudge:
         """Every request's result by ``custom_id`` (an ungraded result with ``error`` for
         those that failed every attempt). Blocks until the batches end."""
         self.submitted, self.resumed, self.retried = [], [], []
+        self.deleted, self.undeleted = [], {}
         want = {r.custom_id: r for r in requests}
         if len(want) != len(requests):
             raise ValueError("custom_id values must be unique within one grading pass")
@@ -498,6 +580,7 @@ class BatchJudge:
                         else:
                             results[cid] = self._failed(want[cid], f"{why}; ungraded after "
                                                         f"{n_tries} batch attempt(s)", n_tries)
+                    self._tidy(bid)  # its results are read: nothing of it stays stored
                 waiting = {}
 
     def _wait(self, store: BatchStore, batch_ids: list[str]) -> None:

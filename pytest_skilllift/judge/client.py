@@ -58,9 +58,10 @@ from pytest_skilllift.judge.protocol import (
     build_judge_request,
     parse_judge_reply,
 )
-from pytest_skilllift.model import JudgeResult, RubricItem
+from pytest_skilllift.model import JudgeResult, RubricItem, key_refused
 
 __all__ = [
+    "KEY_REFUSED",
     "PRICES",
     "Judge",
     "ReplyParts",
@@ -214,10 +215,22 @@ def _parse_retry_after(headers: Any) -> float | None:
     return None
 
 
-def status_failure(status: int, kind: str, headers: Any) -> tuple[bool, str, float | None]:
+#: What a judge error says when the API refused the key, whichever way the provider says it
+#: (401, 403, Google's 400 ``API_KEY_INVALID``): the judge's circuit breaker reads it
+#: (:func:`~pytest_skilllift.run.breaker.judge_cause`), for direct calls and batches alike.
+KEY_REFUSED = "the API refused the key"
+
+
+def status_failure(status: int, kind: str, headers: Any,
+                   body: str = "") -> tuple[bool, str, float | None]:
     """``(retryable, reason, retry_after_s)`` of an HTTP error status, for every provider:
-    408, 409, 429 and 5xx are retried unless the server says ``x-should-retry: false``."""
+    408, 409, 429 and 5xx are retried unless the server says ``x-should-retry: false``. A
+    refused key (:func:`~pytest_skilllift.model.key_refused`: ``body`` is the error body as
+    text, where Google names ``API_KEY_INVALID`` in a 400) is never retried and its reason
+    says :data:`KEY_REFUSED`."""
     reason = f"HTTP {status} {kind}"
+    if key_refused(status, body):
+        return False, f"{reason} ({KEY_REFUSED})", None
     if headers is not None and headers.get("x-should-retry") == "false":
         return False, reason, None
     return status in (408, 409, 429) or status >= 500, reason, _parse_retry_after(headers)
@@ -237,11 +250,7 @@ def _classify(err: BaseException, timeout_s: float) -> tuple[bool, str, float | 
         body = err.body if isinstance(err.body, Mapping) else {}
         detail = body.get("error", {}) if isinstance(body.get("error"), Mapping) else {}
         kind = detail.get("type") or type(err).__name__
-        reason = f"HTTP {status} {kind}"
-        if headers is not None and headers.get("x-should-retry") == "false":
-            return False, reason, None
-        retryable = status in (408, 409, 429) or status >= 500
-        return retryable, reason, _parse_retry_after(headers)
+        return status_failure(status, str(kind), headers)
     if isinstance(err, anthropic.APITimeoutError):
         return True, f"timed out after {timeout_s:g}s", None
     if isinstance(err, anthropic.APIConnectionError):

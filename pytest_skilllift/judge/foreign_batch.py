@@ -27,6 +27,7 @@ publish a 50% batch discount).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -84,8 +85,11 @@ class _ForeignBatchJudge(BatchJudge):
         parts: ReplyParts = self.direct._read_reply(message)
         return parts
 
-    def _describe(self, exc: BaseException) -> str:
-        return str(self.direct._scrub(f"{type(exc).__name__}: {exc}"))
+    def _failure_reason(self, exc: BaseException) -> str:
+        return str(self.direct._classify_error(exc)[1])
+
+    def _scrub(self, text: str) -> str:
+        return str(self.direct._scrub(text))
 
     def close(self) -> None:
         super().close()
@@ -138,11 +142,41 @@ class OpenAIBatchJudge(_ForeignBatchJudge):
             uploaded = api.files.create(
                 file=("skilllift-judge-batch.jsonl", lines.encode("utf-8"),
                       "application/jsonl"), purpose="batch")
-            batch = api.batches.create(input_file_id=uploaded.id, endpoint=OPENAI_ENDPOINT,
-                                       completion_window="24h")
+            try:
+                batch = api.batches.create(input_file_id=uploaded.id,
+                                           endpoint=OPENAI_ENDPOINT, completion_window="24h")
+            except BaseException:
+                # No batch will ever name this upload: delete it now, or say it stayed.
+                self._drop_upload(str(uploaded.id))
+                raise
             return str(batch.id)
 
         return str(self._bounded(create))
+
+    def _drop_upload(self, file_id: str) -> None:
+        try:
+            self._delete_file(file_id)
+        except self._api_errors() as exc:
+            self.undeleted[file_id] = self._describe(exc)
+            self._log(f"input file {file_id} of a batch that was not created could not be "
+                      f"deleted ({self.undeleted[file_id]}); it stays on the provider's "
+                      "storage")
+        else:
+            self.deleted.append(file_id)
+
+    def _files_of(self, batch_id: str) -> list[str]:
+        batch = self._polled.get(batch_id)
+        ids = [_field(batch, k) for k in ("input_file_id", "output_file_id", "error_file_id")
+               ] if batch is not None else []
+        return list(dict.fromkeys(str(i) for i in ids if i))
+
+    def _delete_file(self, file_id: str) -> None:
+        import openai
+
+        api = self._api()
+        # A file already gone (an earlier session deleted it, or it expired): nothing stays.
+        with contextlib.suppress(openai.NotFoundError):
+            self._bounded(lambda: api.files.delete(file_id))
 
     def _retrieve(self, batch_id: str) -> tuple[str, dict[str, int]]:
         api = self._api()
@@ -184,8 +218,17 @@ class OpenAIBatchJudge(_ForeignBatchJudge):
         return out
 
     def _file_text(self, api: Any, file_id: str) -> str:
-        """An output or error file's JSONL, within the control-plane deadline."""
-        return str(self._bounded(lambda: api.files.content(file_id).text))
+        """An output or error file's JSONL, within the control-plane deadline; "" for a
+        file that is gone (deleted after an earlier session read it, then stopped before
+        writing the grades): its requests read as not listed and are submitted again."""
+        import openai
+
+        try:
+            return str(self._bounded(lambda: api.files.content(file_id).text))
+        except openai.NotFoundError:
+            self._log(f"file {file_id}: no longer on the provider's storage; its requests "
+                      "are submitted again")
+            return ""
 
     @staticmethod
     def _one(entry: dict[str, Any]) -> dict[str, Any]:
@@ -250,11 +293,6 @@ class GoogleBatchJudge(_ForeignBatchJudge):
         from pytest_skilllift.judge.google_client import _NoCredentials
 
         return (errors.APIError, _NoCredentials)
-
-    def _describe(self, exc: BaseException) -> str:
-        code = getattr(exc, "code", None)
-        head = f"HTTP {code} " if isinstance(code, int) else ""
-        return str(self.direct._scrub(f"{head}{type(exc).__name__}: {exc}"))
 
     def _create(self, chunk: Sequence[BatchRequest]) -> str:
         api = self._api()

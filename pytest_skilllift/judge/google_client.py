@@ -16,6 +16,7 @@ the same requests go through Gemini's batch mode
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -128,8 +129,11 @@ class GoogleJudge(ForeignJudge):
         if isinstance(err, _NoCredentials):
             return False, str(err), None
         if isinstance(err, errors.APIError):
+            # A bad key is a 400 whose details say API_KEY_INVALID (not a 401): the body
+            # goes to the shared rule so the breaker sees a refused key, not a bad request.
             return status_failure(int(err.code or 0), str(err.status or type(err).__name__),
-                                  getattr(err.response, "headers", None))
+                                  getattr(err.response, "headers", None),
+                                  f"{err.message or ''} {json.dumps(err.details, default=str)}")
         import httpx2
 
         if isinstance(err, httpx2.TimeoutException):

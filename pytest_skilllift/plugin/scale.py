@@ -179,7 +179,20 @@ class ScalePlugin:
         if phase.requested:
             say(f"graded {phase.graded} of {phase.requested} run(s) in batches "
                 f"(submitted {len(phase.submitted)}, resumed {len(phase.resumed)}); "
-                f"{len(phase.ungraded)} ungraded")
+                f"{len(phase.ungraded)} ungraded" + files_note(phase.deleted,
+                                                              phase.undeleted))
+
+
+def files_note(deleted: list[str], undeleted: dict[str, str]) -> str:
+    """The batch line's account of the provider's files (OpenAI's batch input, output and
+    error files): how many were deleted and, never silently, how many stay and which."""
+    if not deleted and not undeleted:
+        return ""
+    note = f"; {len(deleted)} provider file(s) deleted"
+    if undeleted:
+        note += (f", {len(undeleted)} could not be deleted and stay on the provider's "
+                 f"storage ({', '.join(sorted(undeleted))}; why in judge-batches.json)")
+    return note
 
 
 def batch_paths(judges: list[tuple[str, Any]]) -> str:
@@ -239,10 +252,14 @@ def summary_lines(state: SkillLiftSession) -> list[str]:
                 done = sum(1 for b in current if b.get("status") == "ended")
                 apis = sorted({BATCH_APIS.get(str(b.get("api") or "anthropic"), "?")
                                for b in current})
+                left = store.files_left()
                 lines.append(f"batch judging: {len(current)} batch(es) on file through "
                              f"{', '.join(apis)} ({done} ended), ids in {store.path.name}; "
                              f"judge cost at the batch price ({BATCH_PRICE_FACTOR:.0%} of "
-                             "the list price, each provider's published batch discount)")
+                             "the list price, each provider's published batch discount)"
+                             + (f"; {len(left)} provider file(s) could not be deleted and "
+                                f"stay on the provider's storage ({', '.join(sorted(left))})"
+                                if left else ""))
     return lines
 
 

@@ -133,13 +133,20 @@ class BatchPhase:
     submitted: list[str] = field(default_factory=list)
     resumed: list[str] = field(default_factory=list)
     retried: list[str] = field(default_factory=list)
+    #: Provider files deleted once their batch's results were read, and those that could
+    #: not be (file id → why): the batch line counts them.
+    deleted: list[str] = field(default_factory=list)
+    undeleted: dict[str, str] = field(default_factory=dict)
     #: Every run this step wrote, in ``specs`` order.
     runs: list[GradedRun] = field(default_factory=list)
 
-    def took(self, judge: BatchJudge) -> None:
+    def took(self, judge: BatchJudge | BatchPhase) -> None:
+        """Add what a judge's last pass (or another phase) did."""
         self.submitted += judge.submitted
         self.resumed += judge.resumed
         self.retried += judge.retried
+        self.deleted += judge.deleted
+        self.undeleted.update(judge.undeleted)
 
 
 #: What batch judging grades with: one batch judge, or a panel's ``(name, judge)`` pairs
@@ -300,9 +307,7 @@ def _grade_panel(panel: Sequence[tuple[str, BatchJudge]], todo: Sequence[tuple[R
                             thread_name_prefix="skilllift-batch-panel") as pool:
         by_judge = dict(zip([name for name, _ in panel], pool.map(one, panel), strict=True))
     for phase in phases.values():
-        out.submitted += phase.submitted
-        out.resumed += phase.resumed
-        out.retried += phase.retried
+        out.took(phase)
     return {spec.run_id: combine_panel(spec.prompt.rubric,
                                        [(name, by_judge[name][spec.run_id])
                                         for name, _ in panel])

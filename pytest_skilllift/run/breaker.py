@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_skilllift.config import option_default
+from pytest_skilllift.judge.client import KEY_REFUSED
 
 #: The tally status of a run the breaker did not start.
 NOT_RUN_OUTAGE = "not_run_outage"
@@ -73,18 +74,16 @@ def streak_cause(outcomes: Sequence[str], threshold: int) -> str | None:
 
 
 def judge_cause(error: str) -> str:
-    """The infrastructure cause in a judge error (``judge.client``'s or the Message Batches
-    client's words), or ``""``: a
-    refused key, a judge model that does not exist, an API that cannot be reached. A bad
+    """The infrastructure cause in a judge error (``judge.client``'s or a batch judge's words:
+    both classify an API failure with the provider's direct classifier), or ``""``: a
+    refused key (401, 403, Google's 400 ``API_KEY_INVALID``: :data:`~pytest_skilllift.judge.
+    client.KEY_REFUSED`), a judge model that does not exist, an API that cannot be reached. A bad
     reply or a rate limit is no outage."""
-    for marker, words in (("HTTP 401", "the judge's API refused the key"),
+    for marker, words in ((KEY_REFUSED, "the judge's API refused the key"),
+                          ("HTTP 401", "the judge's API refused the key"),
                           ("HTTP 403", "the judge's API refused the key"),
                           ("HTTP 404", "the judge model was not found"),
-                          ("connection error", "the judge's API is unreachable"),
-                          # the Message Batches client's words (``judge.batch``: the SDK's)
-                          ("Error code: 401", "the judge's API refused the key"),
-                          ("Error code: 403", "the judge's API refused the key"),
-                          ("APIConnectionError", "the judge's API is unreachable")):
+                          ("connection error", "the judge's API is unreachable")):
         if marker in error:
             return f"{words} ({error})"
     return ""

@@ -13,13 +13,18 @@ Wire shapes, as the official SDKs read them:
   expired — with ``output_file_id`` / ``error_file_id`` and ``request_counts``);
   ``GET /v1/batches/{id}``; ``GET /v1/files/{id}/content`` → the JSONL: one line per request
   ``{"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"}``
-  (an expired request: ``response`` null, ``error.code`` ``batch_expired``).
+  (an expired request: ``response`` null, ``error.code`` ``batch_expired``);
+  ``GET /v1/files/{id}`` → the file object and ``DELETE /v1/files/{id}`` →
+  ``{"id", "object": "file", "deleted": true}``, both (and the content) 404 once deleted.
+  A refused key: 401 ``invalid_api_key``.
 * **Gemini** — ``POST /v1beta/models/{model}:batchGenerateContent`` ``{"batch":
   {"displayName", "inputConfig": {"requests": {"requests": [{"request", "metadata"}]}}}}``
   → an operation ``{"name": "batches/…", "metadata": {GenerateContentBatch}, "done"}``;
   ``GET /v1beta/batches/{id}`` → the same, ``state`` ``BATCH_STATE_PENDING`` until it ends
   ``BATCH_STATE_SUCCEEDED`` with ``output.inlinedResponses.inlinedResponses`` in request order
-  (an errored request: ``{"error": {"code", "message"}, "metadata"}``).
+  (an errored request: ``{"error": {"code", "message"}, "metadata"}``). A refused key: 400
+  ``INVALID_ARGUMENT`` with the reason ``API_KEY_INVALID`` in its details, as Google answers
+  (not 401).
 """
 
 from __future__ import annotations
@@ -126,6 +131,15 @@ class OpenAIBatches(_Queue):
     def __init__(self, script: BatchScript, answer: Answer) -> None:
         super().__init__(script, answer)
         self._files: dict[str, tuple[str, bytes]] = {}  # id → (purpose, content)
+        #: Answer ``DELETE /v1/files/{id}`` with 403, as for a key without the files
+        #: write permission (the file stays).
+        self.refuse_deletes = False
+
+    @property
+    def files(self) -> list[str]:
+        """Ids of every file held now (uploaded inputs, batch outputs, not yet deleted)."""
+        with self._lock:
+            return list(self._files)
 
     def upload(self, content_type: str, raw: bytes) -> tuple[int, Any]:
         fields = multipart_fields(content_type, raw)
@@ -147,6 +161,26 @@ class OpenAIBatches(_Queue):
         if got is None:
             return 404, _openai_error(f"No such File object: {file_id}", "file_not_found")
         return 200, got[1]
+
+    def retrieve_file(self, file_id: str) -> tuple[int, Any]:
+        """``GET /v1/files/{id}``: the file object, 404 once deleted."""
+        with self._lock:
+            got = self._files.get(file_id)
+        if got is None:
+            return 404, _openai_error(f"No such File object: {file_id}", "file_not_found")
+        return 200, self._file_view(file_id, got[0], len(got[1]))
+
+    def delete(self, file_id: str) -> tuple[int, Any]:
+        """``DELETE /v1/files/{id}``: ``{"id", "object": "file", "deleted": true}``; 404 for
+        a file that is not (or no longer) there; 403 with ``refuse_deletes``."""
+        if self.refuse_deletes:
+            return 403, _openai_error("You have insufficient permissions for this operation. "
+                                      "Missing scopes: api.files.write", "permission_denied")
+        with self._lock:
+            got = self._files.pop(file_id, None)
+        if got is None:
+            return 404, _openai_error(f"No such File object: {file_id}", "file_not_found")
+        return 200, {"id": file_id, "object": "file", "deleted": True}
 
     def create(self, body: dict[str, Any]) -> tuple[int, Any]:
         with self._lock:

@@ -68,6 +68,7 @@ _GEMINI_PATH = re.compile(r"^/v1(?:beta)?/models/([^/:]+):(streamGenerateContent
 OPENAI_BATCH_PATH = "/v1/batches"
 OPENAI_FILES_PATH = "/v1/files"
 _OPENAI_FILE_CONTENT = re.compile(r"^/v1/files/([^/]+)/content$")
+_OPENAI_FILE = re.compile(r"^/v1/files/([^/]+)$")
 _OPENAI_BATCH = re.compile(r"^/v1/batches/([^/]+)$")
 _GEMINI_BATCH_CREATE = re.compile(r"^/v1(?:beta)?/models/([^/:]+):batchGenerateContent$")
 _GEMINI_BATCH = re.compile(r"^/v1(?:beta)?/batches/([^/:]+)$")
@@ -596,7 +597,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             path = "/v1" + path  # an OpenAI client whose base URL has no /v1
         openai_batch = _OPENAI_BATCH.match(path)
         if (openai_batch and openai_batch.group(1).startswith("batch_")) or \
-                _OPENAI_FILE_CONTENT.match(path):
+                _OPENAI_FILE_CONTENT.match(path) or _OPENAI_FILE.match(path):
             # /v1/batches/{id} is both APIs' path (Gemini's at /v1 too): OpenAI's ids are
             # batch_…, the Gemini stand-in's never are.
             self._openai_batch_api(path)
@@ -677,7 +678,13 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self._other()
 
     def do_DELETE(self) -> None:
-        self._other()
+        path = self.path.split("?", 1)[0]
+        if path.startswith("/files/"):
+            path = "/v1" + path  # an OpenAI client whose base URL has no /v1
+        if _OPENAI_FILE.match(path):
+            self._openai_batch_api(path)
+        else:
+            self._other()
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
@@ -727,6 +734,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
             status, out = api.openai_batches.retrieve(m.group(1))
         elif (m := _OPENAI_FILE_CONTENT.match(path)) is not None:
             status, out = api.openai_batches.content(m.group(1))
+        elif self.command == "DELETE" and (m := _OPENAI_FILE.match(path)) is not None:
+            status, out = api.openai_batches.delete(m.group(1))
+        elif self.command == "GET" and (m := _OPENAI_FILE.match(path)) is not None:
+            status, out = api.openai_batches.retrieve_file(m.group(1))
         else:
             status, out = 404, {"error": {"message": f"{self.command} {path}"}}
         api._record(Recorded("batch", "", path, status, ts, False, method=self.command,
@@ -749,9 +760,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         out: Any
         model = ""
         if not self._authorized_any():
-            status, out = 400, {"error": {"code": 400, "status": "INVALID_ARGUMENT",
-                                          "message": "API key not valid. Please pass a valid "
-                                                     "API key."}}
+            status, out = 400, {"error": {
+                "code": 400, "status": "INVALID_ARGUMENT",
+                "message": "API key not valid. Please pass a valid API key.",
+                "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                             "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}}
         elif self.command == "POST" and (m := _GEMINI_BATCH_CREATE.match(path)) is not None:
             model = urllib.parse.unquote(m.group(1))
             try:
