@@ -11,13 +11,22 @@ transport, through its official SDK's public calls:
   ``client.batches.retrieve``; its ``output_file_id`` and ``error_file_id`` read with
   ``client.files.content``. A request is the body a direct call sends
   (:func:`~pytest_skilllift.judge.openai_client.responses_kwargs`), keyed by its
-  ``custom_id``. Limits: 50,000 requests and 200 MB per input file.
+  ``custom_id``. Limits: 50,000 requests and 200 MB per input file. Once a batch's results
+  are read (whatever it ended as) its input, output and error files are deleted
+  (``client.files.delete``, a 404 tolerated): the provider keeps the graded answers and the
+  verdicts otherwise; what cannot be deleted is counted and named
+  (:meth:`~pytest_skilllift.judge.batch.BatchJudge._tidy`).
 * **Google** (:class:`GoogleBatchJudge`): inlined requests
   (``client.batches.create(model=…, src=[…])``: each the arguments a direct
   ``generate_content`` takes, :func:`~pytest_skilllift.judge.google_client.gemini_kwargs`,
   with the ``custom_id`` in its ``metadata``), polled with ``client.batches.get``, the
   inlined responses read from the finished job (matched by their ``metadata``, else by order,
-  which the API keeps). Limit: 20 MB of inlined requests per batch.
+  which the API keeps). Limit: 20 MB of inlined requests per batch. No file is uploaded,
+  so none is left to delete.
+
+A failure of the batch API itself is described with the direct judge's classifier
+(``_classify_error``): a refused key — 401, or Google's 400 ``API_KEY_INVALID`` — reads
+as a direct call's does, and opens the judge's circuit breaker the same way.
 
 Each reply is read by the provider's direct judge (``_read_reply``: the same content blocks,
 model name and list price), so a batch-graded run carries exactly the verdicts a direct call
