@@ -168,10 +168,13 @@ def test_batch_judging_with_a_panel_sends_each_judge_to_its_own_batch_api(
         judged = [r for r in api.requests if r.kind == "judge" and r.ok]
         creates = [r.path for r in api.requests if r.kind == "batch" and r.method == "POST"
                    and not r.path.endswith("/files")]
+        files_left = api.openai_batches.files
         n_before = len(api.requests)
         again = pytest_run(root, api, *args)
         resent = [r for r in api.requests[n_before:] if r.kind in ("judge", "batch")]
     assert res.returncode == 0, res.stdout + res.stderr
+    # OpenAI's batch input and output files are deleted once read, and the batch line says so
+    assert files_left == [] and "2 provider file(s) deleted" in res.stdout
     runs = sorted(p.parent.name for p in week.glob("*/run.json"))
     assert len(runs) == 4
     assert all("batch" in r.path for r in judged)  # no direct judge call
