@@ -44,11 +44,12 @@ from pytest_skilllift.model import AgentConfig, RunSpec
 from pytest_skilllift.run.tasks.reader import load_task
 from pytest_skilllift.run.tasks.results import read_result
 from pytest_skilllift.runners.claude import bundled_claude
-from pytest_skilllift.runners.task_docker import TASK_FILE, TaskRunner
+from pytest_skilllift.runners.task_docker import TaskRunner
 from pytest_skilllift.runners.task_image import cli_image_tag, context_hash, image_tag
 from pytest_skilllift.testing.agent_script import skill_agent
 from pytest_skilllift.testing.server import StandIn
 from pytest_skilllift.testing.task_script import task_agent
+from pytest_skilllift.week.files import TASK_FILE
 
 PHASES = ("harness_s", "setup_s", "artifacts_s", "agent_s", "verifier_s", "wall_s",
           "client_cpu_s")

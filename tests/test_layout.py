@@ -360,9 +360,12 @@ def test_text_cites_public_sources_and_no_machine_paths() -> None:
 #: Constants with one home: each is assigned at module level in exactly one module (the
 #: others import it), and each of these values is written in that module only.
 DEFINED_ONCE = ("HELDOUT_PREFIX", "JUDGE_MARKER", "CUSTOM_ID_PATTERN", "GRADING_FILES",
-                "EPS", "KAPPA_EPS", "AGENT_SKILL_ROOT")
+                "EPS", "KAPPA_EPS", "AGENT_SKILL_ROOT",
+                # a task run's folder names (week/files.py): the runner writes them, the
+                # results, the rubric's judge and the viewer read them
+                "TASK_FILE", "ARTIFACTS_DIR", "VERIFIER_DIR", "VERIFIER_OUTPUT")
 WRITTEN_ONCE = ("discord-", "[skilllift-judge]", r"^[A-Za-z0-9_-]{1,64}$", "skilllift:local",
-                "bridge", "claude-opus-5-5")
+                "bridge", "claude-opus-5-5", "task.json")
 
 
 def _module_constants(tree: ast.Module) -> set[str]:

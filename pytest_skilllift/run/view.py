@@ -19,6 +19,7 @@ from pytest_skilllift.model import RunSpec, Signals
 from pytest_skilllift.trace.agent_streams import parse_run
 from pytest_skilllift.trace.transcript import Transcript, extract_signals
 from pytest_skilllift.week.files import (
+    ARTIFACTS_DIR,
     AUDIT_FILE,
     ERRORED,
     JUDGE_COST_FILE,
@@ -208,7 +209,7 @@ class SkillLiftRun:
         """A task run's saved work: each file the agent created or changed in the workdir
         (relative path → its copy in the run folder); empty for prompt runs. What the caps
         cut is listed in the run folder's ``task.json``."""
-        root = self.week_dir / self.run_id / "artifacts"
+        root = self.week_dir / self.run_id / ARTIFACTS_DIR
         if not root.is_dir():
             return {}
         return {p.relative_to(root).as_posix(): p for p in sorted(root.rglob("*"))

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.model import WITH_SKILL, AgentConfig, PromptSpec, RunSpec
-from pytest_skilllift.runners.task_docker import TASK_FILE, TaskRunner, _Failed
+from pytest_skilllift.runners.task_docker import TaskRunner, _Failed
 from pytest_skilllift.runners.task_image import TaskImageError
+from pytest_skilllift.week.files import TASK_FILE
 
 ORACLE, NOOP = "oracle", "noop"
 #: Where Harbor's oracle agent puts the reference solution.

@@ -80,16 +80,19 @@ from pytest_skilllift.runners.outage import watch_for
 from pytest_skilllift.runners.redaction import redact, secret_values
 from pytest_skilllift.runners.task_cli import CLI_BIN, CliLayer, npm_layer
 from pytest_skilllift.runners.task_image import TASK_CLAUDE, TaskImageError, TaskImages
-from pytest_skilllift.week.files import STDERR_FILE, STDOUT_FILE, utc_stamp
+from pytest_skilllift.week.files import (
+    ARTIFACTS_DIR,
+    STDERR_FILE,
+    STDOUT_FILE,
+    TASK_FILE,
+    VERIFIER_DIR,
+    VERIFIER_OUTPUT,
+    utc_stamp,
+)
 
 #: The tools a task run allows beyond the session's allow-list, in both arms (stated once, in
 #: model.py: week.json records the task allow-list too).
 WRITE_TOOLS: tuple[str, ...] = TASK_WRITE_TOOLS
-#: Where the run folder keeps what the agent made and what the verifier said.
-ARTIFACTS_DIR = "artifacts"
-VERIFIER_DIR = "verifier"
-VERIFIER_OUTPUT = "output.txt"
-TASK_FILE = "task.json"
 #: Caps on the copied-out changed files (each cut is counted and named in task.json).
 MAX_ARTIFACT_FILES = 50
 MAX_ARTIFACT_BYTES = 256 * 1024

@@ -23,16 +23,20 @@ from typing import Any
 
 from pytest_skilllift.model import ARMS
 from pytest_skilllift.view.runs import trajectory
-from pytest_skilllift.week.files import AUDIT_FILE, GRADES_FILE, RUN_FILE
+from pytest_skilllift.week.files import (
+    ARTIFACTS_DIR,
+    AUDIT_FILE,
+    GRADES_FILE,
+    RUN_FILE,
+    TASK_FILE,
+    VERIFIER_DIR,
+    VERIFIER_OUTPUT,
+)
 
 #: Caps on what one run shows (each cut counted on the page).
 MAX_FILES = 40
 MAX_FILE_TEXT = 16 * 1024
 MAX_OUTPUT = 32 * 1024
-ARTIFACTS_DIR = "artifacts"
-#: The task runner's record of the run (runners/task_docker.py), read for what it cut.
-TASK_JSON = "task.json"
-VERIFIER_OUTPUT = ("verifier", "output.txt")
 
 
 def _json(path: Path) -> dict[str, Any]:
@@ -95,7 +99,7 @@ def artifacts(run_dir: Path) -> dict[str, Any]:
                 entry["binary"] = True
             files.append(entry)
     # What the task runner cut when it saved the run (task.json), and what the agent deleted.
-    saved = _json(run_dir / TASK_JSON).get("artifacts")
+    saved = _json(run_dir / TASK_FILE).get("artifacts")
     saved = saved if isinstance(saved, dict) else {}
     for cut in saved.get("cut") or []:
         if isinstance(cut, dict):
@@ -107,7 +111,7 @@ def artifacts(run_dir: Path) -> dict[str, Any]:
 
 
 def _output(run_dir: Path) -> tuple[str | None, int]:
-    path = run_dir.joinpath(*VERIFIER_OUTPUT)
+    path = run_dir / VERIFIER_DIR / VERIFIER_OUTPUT
     try:
         head, size = _read_capped(path, MAX_OUTPUT)
     except OSError:

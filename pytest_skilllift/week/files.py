@@ -17,6 +17,9 @@ Layout (the qdrant/skills pipeline's week directory, our files beside it)::
     <weekly>/<week>/<run_id>/run.json      the manifest row + status, once the run finished
     <weekly>/<week>/<run_id>/grades.json   the scores rows, once the judge answered
     <weekly>/<week>/<run_id>/judge_cost.txt, judge_error.txt, audit.json, calibration.json
+    <weekly>/<week>/<run_id>/task.json     a task run: what the task runner did (docs/tasks.md)
+    <weekly>/<week>/<run_id>/artifacts/    …the files the agent made or changed
+    <weekly>/<week>/<run_id>/verifier/     …the verifier's output.txt and /logs/verifier files
     <weekly>/<week>/shard.json             a sharded week's split (--skill-lift-shard)
     <weekly>/<week>/spend.json             the spend cap and the runs it kept from starting
     <weekly>/<week>/judge-batches.json     Message Batches submitted for the week's grading
@@ -78,6 +81,13 @@ JUDGE_COST_FILE: Final = "judge_cost.txt"  # USD (qdrant name)
 JUDGE_ERROR_FILE: Final = "judge_error.txt"
 AUDIT_FILE: Final = "audit.json"
 CALIBRATION_FILE: Final = "calibration.json"
+#: A Harbor task run's own, inside ``<week>/<run_id>/`` (docs/tasks.md): what the task runner
+#: recorded (image, timings, the verifier's exit, what was cut and killed), the files the agent
+#: made or changed, and the verifier's folder (``/logs/verifier``'s files and its output).
+TASK_FILE: Final = "task.json"
+ARTIFACTS_DIR: Final = "artifacts"
+VERIFIER_DIR: Final = "verifier"
+VERIFIER_OUTPUT: Final = "output.txt"
 #: In the week directory: which no-skill runs come from an earlier week and why the others do
 #: not (``--skill-lift-baseline-from``).
 BASELINE_FILE: Final = "baseline.json"

@@ -44,6 +44,7 @@ from pytest_skilllift.run.tasks.reader import (
     load_task,
 )
 from pytest_skilllift.run.tasks.results import PASSED, VerifierResult
+from pytest_skilllift.week.files import VERIFIER_DIR, VERIFIER_OUTPUT
 
 BROKEN, WARNING, NOTE = "broken", "warning", "note"
 SEVERITIES = (BROKEN, WARNING, NOTE)
@@ -386,7 +387,7 @@ def probe_task(check: TaskCheck, prober: Prober, skills_root: Path, work_dir: Pa
         seconds = getattr(outcome, "seconds", None)
         if isinstance(seconds, float):
             check.seconds[mode] = seconds
-        output = _text(run_dir / "verifier" / "output.txt")
+        output = _text(run_dir / VERIFIER_DIR / VERIFIER_OUTPUT)
         if mode == ORACLE:
             output = _text(run_dir / "solve.txt") + "\n" + output
         judge = judge_oracle if mode == ORACLE else judge_noop

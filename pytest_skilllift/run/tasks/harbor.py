@@ -58,10 +58,13 @@ from typing import Any
 from pytest_skilllift.model import CLAUDE_CODE, NO_SKILL, WITH_SKILL, PromptSpec, RunSpec
 from pytest_skilllift.run.tasks.results import read_tests
 from pytest_skilllift.week.files import (
+    ARTIFACTS_DIR,
     ERRORED,
     OK,
     STDOUT_FILE,
+    VERIFIER_DIR,
     VERIFIER_ERROR,
+    VERIFIER_OUTPUT,
 )
 
 RESULT_JSON = "result.json"
@@ -270,14 +273,14 @@ def _write_run(t: _Trial, ledger: Any, week: str, reward_key: str, tasks_dir: Pa
     run_dir.mkdir(parents=True, exist_ok=True)
     task_dir = _local_task(t, tasks_dir)
     family = families[0] if families else task_name
-    # verifier/ and artifacts/ as the task runner saves them
-    for sub in ("verifier", "artifacts"):
-        _copy_tree(t.path / sub, run_dir / sub, f"{run_id}/{sub}", report)
+    # Harbor's trial verifier/ and artifacts/ into the folders the task runner saves
+    for harbor_sub, sub in (("verifier", VERIFIER_DIR), ("artifacts", ARTIFACTS_DIR)):
+        _copy_tree(t.path / harbor_sub, run_dir / sub, f"{run_id}/{sub}", report)
     stdout = t.path / "verifier" / "test-stdout.txt"
-    if stdout.is_file() and not (run_dir / "verifier" / "output.txt").exists():
-        shutil.copyfile(stdout, run_dir / "verifier" / "output.txt")
+    if stdout.is_file() and not (run_dir / VERIFIER_DIR / VERIFIER_OUTPUT).exists():
+        shutil.copyfile(stdout, run_dir / VERIFIER_DIR / VERIFIER_OUTPUT)
     rewards, reward, reward_problem = _rewards(t.result, reward_key)
-    tests = read_tests(run_dir / "verifier")
+    tests = read_tests(run_dir / VERIFIER_DIR)
     exc = t.result.get("exception_info") if isinstance(t.result.get("exception_info"),
                                                        dict) else None
     exc_text = (f"{exc.get('exception_type', 'Exception')}: "

@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilllift.model import TaskSpec
+from pytest_skilllift.week.files import TASK_FILE, VERIFIER_DIR, VERIFIER_OUTPUT
 
-VERIFIER_DIR = "verifier"
-TASK_FILE = "task.json"
 REWARD_TXT = "reward.txt"
 REWARD_JSON = "reward.json"
 CTRF_JSON = "ctrf.json"
@@ -63,7 +62,7 @@ def read_result(run_dir: Path, task: TaskSpec) -> VerifierResult:
     code = verifier.get("exit_code")
     if problem:
         return VerifierResult(None, tests=tests, error=(
-            f"{problem} (test.sh exited {code}; see {VERIFIER_DIR}/output.txt)"))
+            f"{problem} (test.sh exited {code}; see {VERIFIER_DIR}/{VERIFIER_OUTPUT})"))
     key = task.reward_key or next(iter(rewards))
     if key not in rewards:
         return VerifierResult(None, rewards, tests, error=(

@@ -29,13 +29,11 @@ from typing import Any
 
 from pytest_skilllift.model import RubricItem
 from pytest_skilllift.run.prompts import PromptError, read_json_file, read_rubric
+from pytest_skilllift.week.files import ARTIFACTS_DIR, TASK_FILE
 
 RUBRIC_JSON = "rubric.json"
 #: The keys a ``rubric.json`` object may hold.
 RUBRIC_KEYS: tuple[str, ...] = ("rubric",)
-#: Where the task runner saved the files the agent made (``runners/task_docker.py``).
-ARTIFACTS_DIR = "artifacts"
-TASK_JSON = "task.json"
 #: The judge's caps on the changed files it sees (a judge call's context is not a disk):
 #: bytes of one file, bytes of all files, and files.
 JUDGE_FILE_BYTES = 16 * 1024
@@ -179,7 +177,7 @@ def _files(root: Path, left: list[dict[str, Any]]) -> list[tuple[str, Path]]:
                     rel = (Path(folder) / name).relative_to(root).as_posix()
                     left.append({"path": rel, "bytes": None,
                                  "why": "not a regular file (a link is never followed)"})
-    saved = _task_json(root.parent / TASK_JSON).get("artifacts")
+    saved = _task_json(root.parent / TASK_FILE).get("artifacts")
     saved = saved if isinstance(saved, dict) else {}
     for cut in saved.get("cut") or []:
         if isinstance(cut, dict):
