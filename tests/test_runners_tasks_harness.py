@@ -98,3 +98,41 @@ def test_two_round_trips_are_overlapped_and_a_failure_is_not_lost() -> None:
 
     with pytest.raises(RuntimeError, match="put_archive refused"):
         _overlapped(lambda: "started", broken)
+
+
+class IsolateAPI:
+    """The engine's answer to the stop before the verifier: the script's output."""
+
+    def __init__(self, output: bytes) -> None:
+        self.output = output
+        self.commands: list[list[str]] = []
+
+    def exec_create(self, container: str, cmd: list[str], **kwargs: Any) -> dict[str, str]:
+        assert kwargs["user"] == "0"  # root: every process of the run can be stopped
+        self.commands.append(cmd)
+        return {"Id": "e1"}
+
+    def exec_start(self, exec_id: str) -> bytes:
+        return self.output
+
+
+@pytest.mark.parametrize(("output", "killed", "problem"), [
+    (b"skilllift-isolated 3 0\n", 3, ""),
+    (b"noise from the agent's comm\nskilllift-isolated 0 0\n", 0, ""),
+    (b"skilllift-isolated 4 2\n", None, "2 process(es) the agent left survived SIGKILL"),
+    (b"sh: can't open /proc\n", None, "could not stop the processes the agent left"),
+])
+def test_the_stop_before_the_verifier_counts_the_killed_and_refuses_survivors(
+        tmp_path: Path, output: bytes, killed: int | None, problem: str) -> None:
+    from pytest_skilllift.runners.task_docker import _Failed
+
+    api = IsolateAPI(output)
+    cli = tmp_path / "claude"
+    cli.write_bytes(b"cli")
+    runner = TaskRunner(client=FakeClient(api), claude=cli)  # type: ignore[arg-type]
+    if killed is not None:
+        assert runner._isolate("c1") == killed
+    else:
+        with pytest.raises(_Failed, match=problem.replace("(", r"\(").replace(")", r"\)")):
+            runner._isolate("c1")
+    assert api.commands[0][:2] == ["sh", "-c"]

@@ -4,8 +4,9 @@ Harbor's oracle check, in the task's own containers, with no agent call and no s
 
 - **oracle**: ``solution/`` is copied to ``/solution`` and ``bash /solution/solve.sh`` runs
   in place of the agent (as the image's user, in its ``WORKDIR``, under ``[agent]
-  timeout_sec``), then the verifier exactly as a task run's (``TaskRunner._verify``: only
-  then ``tests/`` is copied to ``/tests``);
+  timeout_sec``), then the verifier exactly as a task run's (``TaskRunner._isolate``: every
+  process solve.sh left is stopped; ``TaskRunner._verify``: only then ``tests/`` is copied to
+  ``/tests``);
 - **no-op**: nothing runs in place of the agent; then the verifier.
 
 Each probe is a fresh container of the task's with-skill image (the same image a week's
@@ -82,6 +83,8 @@ class TaskProbe(TaskRunner):
             if mode == ORACLE:
                 info["solve"] = self._solve(container_id, task.root / "solution", run_dir,
                                             task.agent_timeout_s)
+            # What solve.sh left running is stopped as an agent's is: the verifier runs alone.
+            info["agent_processes_killed"] = self._isolate(container_id)
             info["verifier"] = self._verify(container_id, run, run_dir, timings)
         except _Failed as exc:
             error = str(exc)

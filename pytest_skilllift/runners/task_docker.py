@@ -15,9 +15,13 @@ For a run of a task (``RunSpec.prompt.task``):
    files and, with-skill, the task's skills in its own skill root (``~/.agents/skills``),
    its listing command run first (the availability check), and its write and shell tools
    allowed as its agent module declares (``Agent.task_tools``, both arms alike);
-4. after the agent: the files it created or changed (``docker diff`` against the image, under
-   the workdir) are copied out to ``artifacts/`` (capped, what was cut counted and named);
-5. only then ``tests/`` is copied to ``/tests`` and ``bash /tests/test.sh`` runs as root under
+4. after the agent (and step 5's stop): the files it created or changed (``docker diff``
+   against the image, under the workdir) are copied out to ``artifacts/`` (capped, what was
+   cut counted and named);
+5. every process the agent left (all but docker's init and the keeper) is killed and waited
+   for, and what it put at ``/tests`` and ``/logs/verifier`` removed (``_isolate``; the count
+   in ``task.json: agent_processes_killed``), so the verifier runs alone;
+   only then ``tests/`` is copied to ``/tests`` and ``bash /tests/test.sh`` runs as root under
    ``[verifier] timeout_sec`` with ``[verifier] env``; its output and ``/logs/verifier/``
    (``reward.txt`` / ``reward.json``, ``ctrf.json``…) are saved under ``verifier/``;
 6. ``task.json`` records what happened (image, timings, the verifier's exit, what was cut);
@@ -331,10 +335,17 @@ class TaskRunner(DockerRunner):
                 elif broken:
                     error = f"docker: the output stream broke ({broken})"
                 if not timed_out and not error:
+                    # Harbor's rule — the agent never sees /tests — holds only if nothing of
+                    # the agent outlives it: a process it left running (nohup …&) could read
+                    # the tests or rewrite the reward. Stopped first, so the verifier runs
+                    # alone, and the work copied out is what the agent left.
+                    stop_t0 = time.monotonic()
+                    info["agent_processes_killed"] = self._isolate(cid)
+                    timings["isolate_s"] = time.monotonic() - stop_t0
                     # The agent's work, before the verifier touches anything.
                     copy_t0 = time.monotonic()
-                    # The agent has exited: tests/ goes in while its work is copied out (the
-                    # copy never looks under /tests).
+                    # Nothing of the agent runs any more: tests/ goes in while its work is
+                    # copied out (the copy never looks under /tests).
                     tests = _tests_archive(task.tests_dir)
                     info["artifacts"], tests_in = _overlapped(
                         lambda: self._artifacts(cid, image.workdir, user.home,
@@ -517,6 +528,27 @@ class TaskRunner(DockerRunner):
                 "caps": {"files": MAX_ARTIFACT_FILES, "file_bytes": MAX_ARTIFACT_BYTES,
                          "total_bytes": MAX_ARTIFACTS_TOTAL}}
 
+    def _isolate(self, container_id: str) -> int:
+        """Stop every process of the container but its init and keeper, wait until none is
+        left, then remove whatever the agent put at ``/tests`` and ``/logs/verifier`` (Harbor
+        mounts both fresh for the verifier). Returns how many processes were killed; a
+        :class:`_Failed` when some outlive ``SIGKILL`` (the verifier would not run alone)."""
+        exec_id = self.client.api.exec_create(
+            container_id, ["sh", "-c", _ISOLATE_SCRIPT, "skilllift-isolate",
+                           str(ISOLATE_PASSES)], user="0", workdir="/", stdout=True,
+            stderr=True)["Id"]
+        output = self.client.api.exec_start(exec_id)
+        text = output.decode("utf-8", "replace") if isinstance(output, bytes) else str(output)
+        last = text.strip().rsplit("\n", 1)[-1].split()
+        if len(last) != 3 or last[0] != _ISOLATED or not all(v.isdigit() for v in last[1:]):
+            raise _Failed("could not stop the processes the agent left before the verifier "
+                          f"(the image needs sh with kill and read): {text.strip()[-300:]!r}")
+        killed, left = int(last[1]), int(last[2])
+        if left:
+            raise _Failed(f"{left} process(es) the agent left survived SIGKILL; the verifier "
+                          "was not run (it must run alone)")
+        return killed
+
     def _verify(self, container_id: str, spec: RunSpec, run_dir: Path,
                 timings: dict[str, float], *, tests_in: bool = False) -> dict[str, Any]:
         """``tests/`` → ``/tests``, then ``bash /tests/test.sh`` as root under the verifier's
@@ -598,6 +630,51 @@ class TaskRunner(DockerRunner):
                 saved.append(rel)
         return {"logs": sorted(saved), "logs_cut": cut}
 
+
+#: Passes of the stop (50 ms apart): a fork that raced the previous pass is killed by the next.
+ISOLATE_PASSES = 200
+_ISOLATED = "skilllift-isolated"
+#: The keeper is the first process docker's init (PID 1) started: of PID 1's children, the
+#: earliest (``stat`` field 22, its start time); orphans the agent left are reparented to PID
+#: 1 too, but started later. Every other process but this shell and its ``sleep`` is killed
+#: until none is left (a zombie is waited for, not counted: it had already exited). Builtins
+#: only in the loop (``read``, ``kill``, ``set``), so the shell starts no child it would
+#: have to spare but the pause. ``stat``'s fields after the command name hold no glob
+#: characters (numbers, a state letter): unquoted, they split into ``$1``… safely. The last
+#: line says ``skilllift-isolated <killed> <left>``.
+_ISOLATE_SCRIPT = r"""passes=$1 me=$$ keeper= first=
+for d in /proc/[0-9]*; do
+  p=${d#/proc/}
+  read -r s 2>/dev/null <"$d/stat" || continue
+  set -- ${s##*) }
+  [ "$2" = 1 ] || continue
+  if [ -z "$first" ] || [ "${20}" -lt "$first" ] ||
+     { [ "${20}" = "$first" ] && [ "$p" -lt "$keeper" ]; }; then
+    first=${20} keeper=$p
+  fi
+done
+killed=0 seen=' ' pass=0
+while :; do
+  left=0
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
+    case $p in 1|"$me"|"$keeper") continue ;; esac
+    read -r s 2>/dev/null <"$d/stat" || continue
+    set -- ${s##*) }
+    [ "$2" = "$me" ] && continue
+    left=$((left + 1))
+    [ "$1" = Z ] && continue
+    case $seen in *" $p "*) ;; *) seen="$seen$p " killed=$((killed + 1)) ;; esac
+    kill -9 "$p" 2>/dev/null
+  done
+  pass=$((pass + 1))
+  { [ "$left" = 0 ] || [ "$pass" -ge "$passes" ]; } && break
+  sleep 0.05 2>/dev/null || sleep 1
+done
+rm -rf /tests /logs/verifier
+[ -L /logs ] && rm -f /logs
+echo "skilllift-isolated $killed $left"
+"""
 
 _USER_SCRIPT = ('h=$(awk -F: -v u="$(id -u)" \'$3 == u {print $6; exit}\' /etc/passwd '
                 '2>/dev/null); echo "${h:-${HOME:-/}}"; id -u; id -g')
