@@ -4,7 +4,9 @@ tools (``testing/task_script.py`` via ``testing/dialects.py``).
 
 The demo's ``sales-report`` task, one label per agent: with-skill, the CLI lists the task's
 skill in its own skill root, delivers its body, and its shell tool runs the skill's bash
-block, which writes the report the verifier (pytest, inside the container) checks — reward 1;
+blocks: one writes the report the verifier (pytest, inside the container) checks — reward 1
+— and one more, added here, records that the command inherited no ``LD_LIBRARY_PATH`` from
+the CLI (the layer's libraries are found through the binary's own RPATH);
 no-skill, its listing command lists nothing (the container is skill-free) and its write tool
 makes the generic attempt — reward 0. The reward lift is exactly 1 for every agent.
 
@@ -82,6 +84,12 @@ def test_a_task_week_for_each_agent_in_docker(pytester: pytest.Pytester, task_st
     label, model = LABELS[agent]
     root = pytester.path
     shutil.copytree(DEMO_TASKS / "sales-report", root / "evals" / "tasks" / "sales-report")
+    # One more step of the skill, run by the agent's own shell tool: what library path the
+    # agent's commands inherit from its CLI (none: the CLI's libraries are its own).
+    skill = (root / "evals" / "tasks" / "sales-report" / "environment" / "skills"
+             / "csv-report" / "SKILL.md")
+    skill.write_text(skill.read_text() + "\n```bash\necho \"LD_LIBRARY_PATH="
+                     "${LD_LIBRARY_PATH-unset}\" > /app/agent_env.txt\n```\n")
     (root / "skills").mkdir()
     pytester.makeini(f"[pytest]\nskill_lift_models = {label}={model}\n"
                      "skill_lift_reps = 1\nskill_lift_out = week\n")
@@ -110,6 +118,9 @@ def test_a_task_week_for_each_agent_in_docker(pytester: pytest.Pytester, task_st
     assert with_record["run_status"] == no_record["run_status"] == "ok", (
         with_record["run_error"], no_record["run_error"])
     assert load(with_dir / "artifacts" / "report.json")["total"] == 1670.35
+    # the CLI started, and the command it ran saw none of the CLI's libraries
+    assert (with_dir / "artifacts" / "agent_env.txt").read_text().strip() == \
+        "LD_LIBRARY_PATH=unset"
     assert (no_dir / "artifacts" / "ATTEMPT.md").is_file()
     assert not (no_dir / "artifacts" / "report.json").exists()
     # The no-skill container is skill-free: its CLI's own listing ran and listed nothing

