@@ -51,7 +51,7 @@ from pytest_skilllift.testing.server import StandIn
 from pytest_skilllift.testing.task_script import task_agent
 from pytest_skilllift.week.files import TASK_FILE
 
-PHASES = ("harness_s", "setup_s", "artifacts_s", "agent_s", "verifier_s", "wall_s",
+PHASES = ("harness_s", "setup_s", "isolate_s", "artifacts_s", "agent_s", "verifier_s", "wall_s",
           "client_cpu_s")
 
 
