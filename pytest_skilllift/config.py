@@ -81,14 +81,17 @@ class Option:
 
     @property
     def flag(self) -> str:
+        """The command-line flag: ``--skill-lift-<name>``."""
         return f"--{self.prefix}-{self.name}"
 
     @property
     def dest(self) -> str:
+        """The argparse destination (the flag's name with underscores)."""
         return (self.prefix + "-" + self.name).replace("-", "_")
 
     @property
     def ini_name(self) -> str:
+        """The ini key (its own name when it has one, else :attr:`dest`)."""
         return self.ini or self.dest
 
     @property

@@ -22,6 +22,7 @@ class Warmed(Generic[T]):
         self._lock = threading.Lock()
 
     def warm(self, name: str) -> None:
+        """Start building the value in a daemon thread named ``name``."""
         threading.Thread(target=self._warm, name=name, daemon=True).start()
 
     def _warm(self) -> None:
@@ -30,6 +31,7 @@ class Warmed(Generic[T]):
             self.get()
 
     def get(self) -> T:
+        """The value, built now unless warming built it (a warming under way is waited for)."""
         with self._lock:
             if self._value is None:
                 self._value = self._factory()

@@ -13,7 +13,7 @@ import pytest
 from pytest_skilllift.cli import gate as gate_cli
 from pytest_skilllift.report import gates as g
 from pytest_skilllift.report.gates import measure
-from pytest_skilllift.report.summarize import summarize_week
+from pytest_skilllift.report.summarize import Summary, summarize_week
 from pytest_skilllift.week import identity as ident
 
 from .test_week_io import write_week
@@ -97,18 +97,18 @@ def qdrant_week(reference_data: Path, tmp_path_factory: pytest.TempPathFactory) 
 
 
 @pytest.fixture(scope="module")
-def qdrant_summary(qdrant_week: Path) -> object:
+def qdrant_summary(qdrant_week: Path) -> Summary:
     return summarize_week(qdrant_week, write=False, plots=False)
 
 
-def measured(summary: object, *texts: str, min_coverage: float = 0.5) -> g.GateReport:
-    scopes = g.Scopes(tuple(summary.week.models), tuple(summary.week.prompts))  # type: ignore[attr-defined]
+def measured(summary: Summary, *texts: str, min_coverage: float = 0.5) -> g.GateReport:
+    scopes = g.Scopes(tuple(summary.week.models), tuple(summary.week.prompts))
     gates, _ = g.load_gates(texts, scopes)
     return measure(gates, summary, min_coverage, "20260808")
 
 
-def test_gates_measure_the_scorecards_numbers(qdrant_summary: object) -> None:
-    data = qdrant_summary.data  # type: ignore[attr-defined]
+def test_gates_measure_the_scorecards_numbers(qdrant_summary: Summary) -> None:
+    data = qdrant_summary.data
     rep = measured(qdrant_summary, "must_lift_ci_low>0", "haiku.with-skill.pass_rate>=0.7",
                    "qdrant-edge.haiku.must_lift>=0.9", "with-skill.coverage>=0.99",
                    "verdict==helps", "sonnet.no-skill.avoid_violations<=0.25",
@@ -136,17 +136,17 @@ def test_gates_measure_the_scorecards_numbers(qdrant_summary: object) -> None:
     assert "FAILED — 1 hard gate measurement(s) failed" in g.summary_line(rep)
 
 
-def test_unscoped_cell_metric_holds_for_both_conditions(qdrant_summary: object) -> None:
+def test_unscoped_cell_metric_holds_for_both_conditions(qdrant_summary: Summary) -> None:
     rep = measured(qdrant_summary, "composite>=0.5")
     assert [r.scope for r in rep.results] == ["sonnet.no-skill", "sonnet.with-skill",
                                               "haiku.no-skill", "haiku.with-skill"]
     assert [r.passed for r in rep.results] == [True, True, False, True]  # haiku no-skill 0.38
 
 
-def test_a_missing_measurement_never_passes(qdrant_summary: object) -> None:
+def test_a_missing_measurement_never_passes(qdrant_summary: Summary) -> None:
     rep = measured(qdrant_summary, "qdrant-edge.haiku.must_lift>-1")
     assert rep.passed
-    scopes = g.Scopes(("sonnet", "haiku", "opus"), tuple(qdrant_summary.week.prompts))  # type: ignore[attr-defined]
+    scopes = g.Scopes(("sonnet", "haiku", "opus"), tuple(qdrant_summary.week.prompts))
     gates, _ = g.load_gates(["opus.must_lift>-1"], scopes)
     rep = measure(gates, qdrant_summary, 0.5, "w")
     assert rep.results[0].measured is None and not rep.results[0].passed

@@ -31,10 +31,12 @@ class EventBuilder:
     error: str = ""
 
     def tool(self, tid: str, name: str, args: dict[str, Any]) -> None:
+        """Add an assistant event calling tool ``name`` (id ``tid``) with ``args``."""
         self.events.append({"type": "assistant", "message": {"id": f"m_{tid}", "content": [
             {"type": "tool_use", "id": tid, "name": name, "input": args}]}})
 
     def result(self, tid: str, text: str, is_error: bool, body: str | None = None) -> None:
+        """Add the user event carrying tool ``tid``'s result (and a skill tool's ``body``)."""
         blocks: list[dict[str, Any]] = [{"type": "tool_result", "tool_use_id": tid,
                                          "content": text, "is_error": is_error}]
         if body is not None:  # a skill tool's body, delivered as Claude Code delivers it
@@ -42,11 +44,13 @@ class EventBuilder:
         self.events.append({"type": "user", "message": {"content": blocks}})
 
     def say(self, text: str) -> None:
+        """Add an assistant text event (its text is kept for the final answer)."""
         self.texts.append(text)
         self.events.append({"type": "assistant", "message": {
             "id": f"t_{len(self.events)}", "content": [{"type": "text", "text": text}]}})
 
     def add_tokens(self, inp: Any, out: Any) -> None:
+        """Add a reply's token counts; a count that is not an int is left out."""
         if isinstance(inp, int):
             self.input_tokens = (self.input_tokens or 0) + inp
         if isinstance(out, int):

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_skilllift.config import option_default
 from pytest_skilllift.judge import calibrate as core
@@ -22,6 +22,9 @@ from pytest_skilllift.judge.calibrate import (
 )
 from pytest_skilllift.trace.transcript import final_answer
 from pytest_skilllift.week.files import CALIBRATION_FILE, atomic_write_text
+
+if TYPE_CHECKING:
+    from pytest_skilllift.cli import Subparsers
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -75,7 +78,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if summary["passed"] else 1
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     """Register ``skilllift calibrate``."""
     parser = subparsers.add_parser(
         "calibrate",

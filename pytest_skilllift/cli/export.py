@@ -6,13 +6,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytest_skilllift.report.export import FORMATS, export_skill_creator
 from pytest_skilllift.week.files import MANIFEST_CSV, SCORES_CSV, WeekLinkError
 
+if TYPE_CHECKING:
+    from pytest_skilllift.cli import Subparsers
 
-def add_parser(subparsers: Any) -> None:
+
+def add_parser(subparsers: Subparsers) -> None:
     """Register ``export`` on the ``skilllift`` subparsers (sets ``func``)."""
     p = subparsers.add_parser(
         "export", help="write a week in another tool's layout (skill-creator's viewer)",

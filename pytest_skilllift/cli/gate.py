@@ -16,10 +16,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from pytest_skilllift.cli import Subparsers
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     """Register ``gate`` on the ``skilllift`` subparsers (sets ``func``)."""
     p = subparsers.add_parser(
         "gate",

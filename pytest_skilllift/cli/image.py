@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_skilllift.model import PINNED_CLI_VERSION
 from pytest_skilllift.runners.image import (
@@ -20,8 +20,11 @@ from pytest_skilllift.runners.image import (
     mismatch_message,
 )
 
+if TYPE_CHECKING:
+    from pytest_skilllift.cli import Subparsers
 
-def add_parser(subparsers: Any) -> None:
+
+def add_parser(subparsers: Subparsers) -> None:
     """Register ``image build`` and ``image check`` (the dispatch convention of cli.py)."""
     image = subparsers.add_parser("image", help="build or check the docker runner's image")
     image_sub = image.add_subparsers(dest="image_command", metavar="ACTION",

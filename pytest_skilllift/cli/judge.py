@@ -10,7 +10,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytest_skilllift.config import OPTIONS
 from pytest_skilllift.judge.protocol import EVIDENCE_POLICIES, Grader
@@ -28,11 +28,15 @@ from pytest_skilllift.run.regrade import (
 from pytest_skilllift.week.files import HISTORY_CSV, OK
 from pytest_skilllift.week.ledger import Ledger
 
+if TYPE_CHECKING:
+    from pytest_skilllift.cli import Subparsers
+    from pytest_skilllift.report.summarize import Summary
+
 #: The pytest options' defaults (stated once, in ``config.OPTIONS``) for the same settings.
 _DEFAULTS = {o.name: o.default for o in OPTIONS}
 
 
-def finish(week_dir: Path, *, history: Path | None = None) -> Any:
+def finish(week_dir: Path, *, history: Path | None = None) -> Summary:
     """Rebuild the CSVs from the run directories and write the scorecard; the Summary."""
     from pytest_skilllift.report.summarize import summarize_week
 
@@ -287,7 +291,7 @@ def _record_grading(target: Path, model: str, args: argparse.Namespace,
         print(f"week.json: {note}", file=sys.stderr)
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     """Register ``skilllift judge``."""
     parser = subparsers.add_parser(
         "judge",

@@ -7,11 +7,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytest_skilllift.judge.agreement import CHECK_FILE, LabelError, check_week, report_lines
 from pytest_skilllift.judge.graded import GradedWeekError
 from pytest_skilllift.week.files import atomic_write_json
+
+if TYPE_CHECKING:
+    from pytest_skilllift.cli import Subparsers
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -35,7 +38,7 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if report["unmatched"] else 0
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     """Register ``skilllift judge-check``."""
     parser = subparsers.add_parser(
         "judge-check",

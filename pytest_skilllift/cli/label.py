@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytest_skilllift.judge.graded import GradedWeekError, read_graded_items
 from pytest_skilllift.judge.labels import stratified_sample, write_sheet
 from pytest_skilllift.trace.transcript import final_answer
+
+if TYPE_CHECKING:
+    from pytest_skilllift.cli import Subparsers
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -47,7 +50,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     """Register ``skilllift label``."""
     parser = subparsers.add_parser(
         "label",

@@ -16,7 +16,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from pytest_skilllift.cli import Subparsers
 
 
 def _default(name: str) -> str:
@@ -25,7 +28,7 @@ def _default(name: str) -> str:
     return str(next(o.default for o in OPTIONS if o.name == name))
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     """Register ``lint-evals`` on the ``skilllift`` sub-parser set."""
     p = subparsers.add_parser(
         "lint-evals",

@@ -13,13 +13,16 @@ Exit status: pytest's (0 when the selection holds tests, 5 when it is empty, 4 a
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_skilllift.cli import Subparsers
 
 #: Quiet collection: the per-file counts, then the plan (the test ids would bury it).
 COLLECT_ARGS = ("--skill-lift", "--collect-only", "-qq", "-p", "no:cacheprovider")
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     """Register ``plan`` on the ``skilllift`` subparsers (sets ``func``)."""
     p = subparsers.add_parser(
         "plan",

@@ -13,12 +13,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from pytest_skilllift.cli import Subparsers
+    from pytest_skilllift.skill.security.scanner import ScanResult
 
 FAIL_ON_CHOICES = ("critical", "high", "medium", "low", "none")
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     """Register ``scan`` on the ``skilllift`` sub-parser set."""
     p = subparsers.add_parser(
         "scan",
@@ -71,7 +75,7 @@ def run_scan(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return 1 if failing else 0
 
 
-def write_text(result: Any, out: TextIO) -> None:
+def write_text(result: ScanResult, out: TextIO) -> None:
     """The human report: one block per finding, then the counts."""
     for f in result.findings:
         print(f.text(), file=out)

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_skilllift.cli.certify import add_depth_arguments, run_depth, unused_options
 from pytest_skilllift.intervals import EPS
@@ -26,8 +26,11 @@ from pytest_skilllift.lint.output import write_json
 from pytest_skilllift.skill.skillfile import SKILL_FILENAME, Finding
 from pytest_skilllift.week.files import MANIFEST_CSV, SCORES_CSV
 
+if TYPE_CHECKING:
+    from pytest_skilllift.cli import Subparsers
 
-def add_parser(subparsers: Any) -> None:
+
+def add_parser(subparsers: Subparsers) -> None:
     """Register ``score`` and ``compare`` on the ``skilllift`` sub-parser set."""
     p = subparsers.add_parser(
         "score",

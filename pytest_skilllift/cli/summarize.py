@@ -15,10 +15,13 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_skilllift.cli import Subparsers
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     """Register ``summarize`` on the ``skilllift`` subparsers (sets ``func``)."""
     p = subparsers.add_parser(
         "summarize",

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_skilllift.cli import Subparsers
 
 __all__ = ["add_parser"]
 
@@ -51,7 +54,7 @@ def _run(args: argparse.Namespace) -> int:
                                                else args.idle_timeout))
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     """Register ``skilllift view``."""
     parser = subparsers.add_parser(
         "view",

@@ -100,6 +100,7 @@ class Confusion:
 
     @property
     def n(self) -> int:
+        """The number of items counted (all four cells)."""
         return self.tp + self.fp + self.fn + self.tn
 
     @classmethod

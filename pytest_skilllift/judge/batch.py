@@ -110,6 +110,7 @@ class BatchRequest:
 
     @property
     def digest(self) -> str:
+        """The request's content digest (its parameters and item boundary)."""
         return _digest(self.params, self.request.boundary)
 
     @property
@@ -154,6 +155,7 @@ class BatchStore:
                 self._depth -= 1
 
     def load(self) -> None:
+        """Read the batch file (empty when absent; ValueError, naming it, when unreadable)."""
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -168,15 +170,18 @@ class BatchStore:
                      "batches": batches if isinstance(batches, list) else []}
 
     def save(self) -> None:
+        """Write the batch file atomically."""
         with self._mutex:
             atomic_write_json(self.path, self.data)
 
     @property
     def epoch(self) -> int:
+        """The store's epoch (``--fresh`` starts a new one: older batches are not reused)."""
         return int(self.data["epoch"])
 
     @property
     def batches(self) -> list[dict[str, Any]]:
+        """The batches on file (a copy of the list)."""
         return list(self.data["batches"])
 
     def attempts(self, cid: str, digest: str, api: str = ANTHROPIC) -> list[dict[str, Any]]:
@@ -195,6 +200,7 @@ class BatchStore:
 
     def add(self, batch_id: str, requests: Sequence[BatchRequest],
             api: str = ANTHROPIC) -> None:
+        """Record a submitted batch and the requests it carries."""
         with self._mutex:
             self.data["batches"].append({
                 "id": batch_id, "api": api, "epoch": self.epoch, "created_utc": utc_stamp(),
@@ -203,6 +209,7 @@ class BatchStore:
             self.save()
 
     def mark(self, batch_id: str, status: str, counts: dict[str, int]) -> None:
+        """Record a batch's status and request counts (written only when they changed)."""
         with self._mutex:
             for b in self.data["batches"]:
                 if b.get("id") == batch_id and (b.get("status"), b.get("counts")) != (
@@ -367,6 +374,7 @@ class BatchJudge:
         return self._client
 
     def close(self) -> None:
+        """Close the API client, if one was opened."""
         if self._client is not None:
             self._client.close()
             self._client = None

@@ -88,10 +88,12 @@ class Calibration:
 
     @property
     def passed(self) -> bool:
+        """Whether the must items' agreement share reaches the bar."""
         share = self.must_share
         return share is not None and share >= self.bar
 
     def to_json(self) -> dict[str, Any]:
+        """The run's calibration as calibration.json stores it."""
         return {
             "run_id": self.run_id, "judge_model": self.judge_model, "samples": self.samples,
             "graded_samples": self.graded_samples, "sample_errors": self.sample_errors,

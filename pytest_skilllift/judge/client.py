@@ -48,7 +48,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from pytest_skilllift.judge.protocol import (
     EVIDENCE_POLICIES,
@@ -283,8 +283,11 @@ class DeadlineExceeded(Exception):
     """An attempt got no complete reply within its overall deadline."""
 
 
-def call_with_deadline(fn: Callable[[], Any], deadline_s: float,
-                       abandon: Callable[[], None] = lambda: None) -> Any:
+_T = TypeVar("_T")
+
+
+def call_with_deadline(fn: Callable[[], _T], deadline_s: float,
+                       abandon: Callable[[], None] = lambda: None) -> _T:
     """``fn()``'s result, or :class:`DeadlineExceeded` once ``deadline_s`` seconds passed.
 
     The SDK's timeout is per read: a server that trickles a header byte every few seconds
@@ -308,7 +311,7 @@ def call_with_deadline(fn: Callable[[], Any], deadline_s: float,
         raise DeadlineExceeded(f"no complete reply within {deadline_s:g}s (overall deadline)")
     if "error" in box:
         raise box["error"]
-    return box.get("value")
+    return cast("_T", box.get("value"))  # no "error": target() stored fn()'s value
 
 
 class Judge:

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_skilllift.judge.providers import JudgeSpec, parse_judge_spec, parse_judges
 from pytest_skilllift.model import GOOGLE, OPENAI
+
+if TYPE_CHECKING:  # the modules themselves are imported on use (they import the SDK's glue)
+    from pytest_skilllift.judge.batch import BatchJudge
+    from pytest_skilllift.judge.client import Judge
 
 __all__ = ["build_batch_judge", "build_batch_judges", "build_judge", "session_judges"]
 
@@ -34,7 +38,7 @@ def session_judges(judge_model: str, judges: Sequence[str]) -> list[JudgeSpec]:
 
 def build_judge(spec: JudgeSpec | str, *, env: Mapping[str, str] | None = None,
                 api_key: str | None = None, base_url: str | None = None,
-                **kwargs: Any) -> Any:
+                **kwargs: Any) -> Judge:
     """The judge client for ``spec`` (a :class:`JudgeSpec` or its text): a
     :class:`~pytest_skilllift.judge.client.Judge` for ``anthropic:``, an
     :class:`~pytest_skilllift.judge.openai_client.OpenAIJudge` or a
@@ -64,7 +68,7 @@ def build_judge(spec: JudgeSpec | str, *, env: Mapping[str, str] | None = None,
 
 def build_batch_judge(spec: JudgeSpec, week_dir: Path, *, env: Mapping[str, str] | None = None,
                       api_key: str | None = None, base_url: str | None = None,
-                      **kwargs: Any) -> Any:
+                      **kwargs: Any) -> BatchJudge:
     """The batch client for ``spec`` (``--skill-lift-judge-batch``, ``skilllift judge
     --batch``): :class:`~pytest_skilllift.judge.batch.BatchJudge` (Message Batches) for
     ``anthropic:``, :class:`~pytest_skilllift.judge.foreign_batch.OpenAIBatchJudge` (OpenAI's
@@ -83,7 +87,8 @@ def build_batch_judge(spec: JudgeSpec, week_dir: Path, *, env: Mapping[str, str]
     return BatchJudge(week_dir, spec.model, api_key=key, base_url=url, **kwargs)
 
 
-def build_batch_judges(specs: Sequence[JudgeSpec], week_dir: Path, **kwargs: Any) -> Any:
+def build_batch_judges(specs: Sequence[JudgeSpec], week_dir: Path, **kwargs: Any
+                       ) -> BatchJudge | list[tuple[str, BatchJudge]]:
     """One batch judge (a single spec), or a panel's ``(name, judge)`` pairs sharing one
     batch file — what :func:`~pytest_skilllift.run.batch_grade.grade_in_batches` takes."""
     from pytest_skilllift.judge.batch import BatchStore

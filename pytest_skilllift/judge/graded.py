@@ -54,6 +54,7 @@ class GradedItem:
 
     @property
     def key(self) -> ItemKey:
+        """``(prompt, model, condition, rep, item_type, item_index)``: the item's identity."""
         return (self.prompt, self.model, self.condition, self.rep, self.item_type,
                 self.item_index)
 

@@ -75,18 +75,22 @@ class MaskingGrader:
 
     @property
     def model(self) -> str:
+        """The wrapped judge's model."""
         return self.inner.model
 
     def __repr__(self) -> str:
         return f"MaskingGrader({self.inner!r}, mask={self.mask})"
 
     def prepare(self) -> None:
+        """Prepare the wrapped judge, when it has a ``prepare``."""
         prepare = getattr(self.inner, "prepare", None)
         if callable(prepare):
             prepare()
 
     def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
               seed: int | str) -> JudgeResult:
+        """Grade through the wrapped judge with the arm's tells masked (counted in
+        ``arm_leaks``)."""
         masked, spans = self._pattern.subn(MASK, answer)
         result = self.inner.grade(prompt_text, masked if self.mask else answer, items, seed)
         return dataclasses.replace(result, arm_leaks=spans, masked=self.mask and spans > 0)

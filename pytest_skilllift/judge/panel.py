@@ -248,6 +248,7 @@ class PanelJudge:
 
     @property
     def model(self) -> str:
+        """The panel's name: its judges' names joined."""
         return panel_name([name for name, _ in self.judges])
 
     def __repr__(self) -> str:
@@ -263,6 +264,7 @@ class PanelJudge:
 
     def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
               seed: int | str) -> JudgeResult:
+        """Grade with every judge of the panel and combine their verdicts per item."""
         items = tuple(items)
         key = fingerprint(prompt_text, answer, items, self.evidence_policy)
 

@@ -203,10 +203,14 @@ class Grader(Protocol):
     ``skill_lift_judge`` adapter reports the wrapped judge's)."""
 
     @property
-    def model(self) -> str: ...
+    def model(self) -> str:
+        """The judge model's name, as the week records it."""
+        ...
 
     def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
-              seed: int | str) -> JudgeResult: ...
+              seed: int | str) -> JudgeResult:
+        """The verdict on every item of ``items`` for ``answer`` to ``prompt_text``."""
+        ...
 
 
 class JudgeReplyError(ValueError):

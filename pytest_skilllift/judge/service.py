@@ -104,6 +104,7 @@ class JudgeService:
         return self.url
 
     def stop(self) -> None:
+        """Shut the service down (nothing when it is not running)."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -119,6 +120,7 @@ class RemoteGrader:
 
     def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
               seed: int | str) -> JudgeResult:
+        """Grade through the controller's judge service (one HTTP request)."""
         body = json.dumps({"prompt_text": prompt_text, "answer": answer, "seed": seed,
                            "items": [dataclasses.asdict(i) for i in items]}).encode()
         request = urllib.request.Request(

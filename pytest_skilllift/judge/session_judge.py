@@ -136,7 +136,7 @@ class FixtureGrader:
     into each graded run's ``grades.json``.
     """
 
-    def __init__(self, judge: Any, default: Any) -> None:
+    def __init__(self, judge: object, default: object) -> None:
         self.judge = judge
         self.overridden = judge is not default
         self.name = describe(judge)
@@ -149,10 +149,13 @@ class FixtureGrader:
 
     @property
     def model(self) -> str:
+        """The fixture judge's ``model`` ("" when it has none)."""
         return str(getattr(self.judge, "model", "") or "")
 
     @property
     def provenance(self) -> dict[str, Any]:
+        """What each graded run's grades.json records of the judge: its prompt version, whether
+        the fixture was overridden, and by what."""
         version = getattr(self.judge, "prompt_version", "")
         return {"prompt_version": str(version or ""),
                 "judge_overridden": self.overridden,
@@ -160,6 +163,8 @@ class FixtureGrader:
 
     def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
               seed: int | str) -> JudgeResult:
+        """Grade through the fixture's judge; what it raises or a reply that is not a
+        JudgeResult is the run's judge error."""
         items = tuple(items)
         try:
             if self._seed:

@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_skilllift.lint.analyze import SkillReport, analyze
 from pytest_skilllift.lint.composite import (
@@ -53,6 +53,9 @@ from pytest_skilllift.lint.spend import Budget, Store, tree_hash
 from pytest_skilllift.model import AgentConfig
 from pytest_skilllift.skill.skillfile import SkillFile
 
+if TYPE_CHECKING:
+    from pytest_skilllift.runners.base import Runner
+
 DEPTHS: tuple[str, ...] = ("quick", "standard", "deep")
 #: The layers each depth runs (certify = deep + Elo).
 LAYERS: dict[str, tuple[str, ...]] = {
@@ -77,7 +80,7 @@ class DepthContext:
     judges: int = 1
     client_factory: Callable[[], SkillJudgeClient] | None = None
     mc: MCConfig | None = None
-    runner_factory: Callable[[], Any] | None = None
+    runner_factory: Callable[[], Runner] | None = None
     mc_prompts: list[MCPrompt] | None = None  # --mc-prompts; else per skill
     week_dir: Path | None = None  # deep/certify: the week's runs replace new ones
     week_data: dict[str, Any] | None = None  # quick/standard: the measured layer

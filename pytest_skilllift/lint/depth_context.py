@@ -8,11 +8,17 @@ stated once in ``config.OPTIONS``.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytest_skilllift.config import option_default
+
+if TYPE_CHECKING:  # imported on use: a depth run's modules are many, the context is first
+    from pytest_skilllift.lint.depth import DepthContext
+    from pytest_skilllift.lint.skill_judge import SkillJudgeClient
+    from pytest_skilllift.runners.base import Runner
 
 DEFAULT_OUT = Path(".skilllift") / "depth"
 
@@ -40,8 +46,8 @@ def make_context(
     breaker: int = option_default("breaker"),
     week: Path | None = None,
     corpus: Path | None = None,
-    progress: Any = _progress,
-) -> Any:
+    progress: Callable[[str], None] | None = _progress,
+) -> DepthContext:
     """A :class:`~pytest_skilllift.lint.depth.DepthContext` (raises DepthUsageError and the
     loaders' errors on bad input). Used by the ``skilllift`` commands and by
     ``pytest --skill-lint``."""
@@ -107,22 +113,22 @@ def make_context(
     return ctx
 
 
-def _client(model: str | None) -> Any:
+def _client(model: str | None) -> SkillJudgeClient:
     from pytest_skilllift.lint.skill_judge import SkillJudgeClient
 
     return SkillJudgeClient(model=model)
 
 
-def _runner_factory(runner: str, image: str, network: str) -> Any:
+def _runner_factory(runner: str, image: str, network: str) -> Callable[[], Runner]:
     if runner == "docker":
-        def docker_runner() -> Any:
+        def docker_runner() -> Runner:
             from pytest_skilllift.runners.docker import DockerRunner
             from pytest_skilllift.runners.inflight import process_inflight
 
             return DockerRunner(image, network=network, inflight=process_inflight())
         return docker_runner
 
-    def local_runner() -> Any:
+    def local_runner() -> Runner:
         from pytest_skilllift.runners.inflight import process_inflight
         from pytest_skilllift.runners.local import LocalRunner
 

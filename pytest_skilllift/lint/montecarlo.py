@@ -40,7 +40,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_skilllift.intervals import wilson_bounds
 from pytest_skilllift.lint.depth_stats import (
@@ -62,6 +62,9 @@ from pytest_skilllift.model import AgentConfig, PromptSpec, RubricItem, RunSpec
 from pytest_skilllift.run.breaker import DEFAULT_THRESHOLD, streak_cause
 from pytest_skilllift.run.prompts import HELDOUT_PREFIX  # never loaded from a directory
 from pytest_skilllift.skill.skillfile import SkillFile
+
+if TYPE_CHECKING:
+    from pytest_skilllift.runners.base import Runner
 
 DEFAULT_RUNS = 50
 #: Where a skill keeps prompt files this layer reads by default (skill-creator's layout).
@@ -465,7 +468,7 @@ def run_monte_carlo(
     skill: SkillFile,
     prompts: Sequence[MCPrompt],
     cfg: MCConfig,
-    runner_factory: Callable[[], Any],
+    runner_factory: Callable[[], Runner],
     client: SkillJudgeClient | None,
     *,
     budget: Budget,

@@ -250,6 +250,7 @@ class SessionVerdicts:
                                         summary.data if summary is not None else None)
 
     def terminal_lines(self) -> list[str]:
+        """The week.json notes and the gate table, for the terminal summary."""
         lines = [f"week.json: {n}" for n in self.notes]
         if self.report is not None:
             lines += gatemod.text_lines(self.report)

@@ -45,6 +45,7 @@ class EstimatePlugin:
         self._recorded = False
 
     def compute(self, specs: Sequence[RunSpec]) -> est.Estimate:
+        """The estimate of running ``specs`` with the session's settings."""
         s = self.state.settings
         from pytest_skilllift.week.spend import SpendMeter
 
@@ -108,7 +109,7 @@ class EstimatePlugin:
         self._record()
 
     @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         """After the lift table: what rate limits did to the session's concurrency."""
         if self.config.option.collectonly:
             return

@@ -45,6 +45,7 @@ class Finding(Exception):
 
     @property
     def category(self) -> str:  # pragma: no cover - every subclass says
+        """One of :data:`CATEGORIES`."""
         raise NotImplementedError
 
 
@@ -63,7 +64,7 @@ def as_finding(item: pytest.Item, call: pytest.CallInfo[None],
     return report
 
 
-def category_of(report: Any) -> str | None:
+def category_of(report: pytest.TestReport | pytest.CollectReport) -> str | None:
     """The finding category of a call report, else None."""
     if getattr(report, "when", None) != "call":
         return None
@@ -73,7 +74,8 @@ def category_of(report: Any) -> str | None:
     return None
 
 
-def teststatus(report: Any) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+def teststatus(report: pytest.TestReport | pytest.CollectReport
+               ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
     """``pytest_report_teststatus``'s answer for a finding: its category, letter and word."""
     category = category_of(report)
     if category is None:

@@ -104,6 +104,8 @@ def skill_lift_week(request: pytest.FixtureRequest,
 
 
 def run_of(item: pytest.Item) -> RunSpec | None:
+    """The run an item belongs to (a run's own item, or a check parametrized with
+    ``skill_lift_run``), else None."""
     if isinstance(item, (RubricTest, InvokedTest)):  # an item of the run's own node
         return item.run
     callspec = getattr(item, "callspec", None)

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pluggy
 
 __all__ = ["HookError", "HookOutcome", "call_hook", "impl_name"]
 
@@ -22,7 +26,7 @@ class HookError(Exception):
     """An implementation of a hook the run cannot do without raised (the message names it)."""
 
 
-def impl_name(function: Any, rootdir: Path | None = None) -> str:
+def impl_name(function: Callable[..., object], rootdir: Path | None = None) -> str:
     """``conftest.py:12 pytest_skilllift_run_graded`` (path relative to rootdir when inside)."""
     code = getattr(function, "__code__", None)
     if code is None:
@@ -43,7 +47,8 @@ class HookOutcome:
     errors: list[str] = field(default_factory=list)
 
     @property
-    def first(self) -> Any:
+    def first(self) -> Any:  # an implementation's own value: the caller checks its shape
+        """The first value returned (None when none was)."""
         return self.results[0][1] if self.results else None
 
 
@@ -51,7 +56,7 @@ def _error(hook: str, name: str, exc: BaseException) -> str:
     return f"{hook} in {name} raised {type(exc).__name__}: {exc}"
 
 
-def call_hook(hook_caller: Any, rootdir: Path | None, *, firstresult: bool = False,
+def call_hook(hook_caller: pluggy.HookCaller, rootdir: Path | None, *, firstresult: bool = False,
               **kwargs: Any) -> HookOutcome:
     """Call every implementation of ``hook_caller`` (a pluggy HookCaller) with ``kwargs``."""
     hook = hook_caller.name

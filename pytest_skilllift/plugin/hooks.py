@@ -11,7 +11,7 @@ import gc
 import json
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,6 +31,9 @@ from pytest_skilllift.run.prompts import (
     placeholder_line,
 )
 from pytest_skilllift.week.files import WeekLinkError, WeekWriteError
+
+if TYPE_CHECKING:  # imported on use, as xdist asks for a scheduler (it imports xdist's)
+    from pytest_skilllift.plugin.scheduling import RunScopeScheduling
 
 WIRE_KEY = "skilllift_settings"
 SESSION_ID_KEY = "skilllift_session_id"
@@ -224,7 +227,7 @@ def pytest_configure_node(node: Any) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> RunScopeScheduling | None:
     """Keep all items of one run on one worker (``plugin/scheduling.py``); other tests are
     grouped as loadscope groups them (module or class)."""
     if SESSION_KEY not in config.stash or config.getvalue("dist") not in ("load", "no"):
@@ -274,7 +277,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item,
-                              call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+                              call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """A must missing, an avoid violated, a skill not invoked, a trigger missed: reported as
     findings with their own status (``findings.py``), not as failed tests. A week that
     cannot be written (full disk, read-only) stops the session at once, the message naming
@@ -289,7 +293,8 @@ def pytest_runtest_makereport(item: pytest.Item,
 
 
 def pytest_report_teststatus(report: pytest.TestReport,
-                             config: pytest.Config) -> tuple[str, str, Any] | None:
+                             config: pytest.Config
+                             ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
     """A finding's category, letter and word (``48 missing`` in the final line, ``M``,
     ``MISSING``)."""
     return findings.teststatus(report)
@@ -477,7 +482,7 @@ class ControllerPlugin:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         self.exitstatus = int(session.exitstatus)
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         """The lift table, the coverage line and where the scorecard is."""
         state, tr = self.state, terminalreporter
         tr.section("skill lift")

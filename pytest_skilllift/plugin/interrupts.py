@@ -46,6 +46,7 @@ class InterruptPlugin:
                 self._old[sig] = signal.signal(sig, self._handle)
 
     def uninstall(self) -> None:
+        """Put back the signal handlers that were installed before."""
         for sig, old in self._old.items():
             with contextlib.suppress(ValueError, OSError, TypeError):
                 signal.signal(sig, old)
@@ -72,7 +73,7 @@ class InterruptPlugin:
             self.state.inflight.stop_all()
             self.state.stopped_runs = self.state.inflight.stopped_runs()
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.controller and self.state.stopped_runs is not None:
             terminalreporter.write_line(stopped_line(self.state.stopped_runs))
 

@@ -130,18 +130,22 @@ class Progress:
 
     @property
     def done(self) -> int:
+        """Runs finished so far."""
         return len(self.runs)
 
     @property
     def graded(self) -> int:
+        """Finished runs that were graded."""
         return sum(1 for f in self.runs.values() if f.get("graded"))
 
     @property
     def errored(self) -> int:
+        """Finished runs whose status is an error."""
         return sum(1 for f in self.runs.values() if f.get("status") in ERRORED_STATUSES)
 
     @property
     def excluded(self) -> int:
+        """Finished runs excluded from the numbers (neither OK, errored nor not run)."""
         return sum(1 for f in self.runs.values()
                    if f.get("status") != OK and f.get("status") not in ERRORED_STATUSES
                    and not str(f.get("status", "")).startswith("not_run"))
@@ -154,6 +158,7 @@ class Progress:
 
     @property
     def spent(self) -> float:
+        """Dollars spent by the finished runs (generation and judge)."""
         return sum((f.get("gen_cost") or 0.0) + (f.get("judge_cost") or 0.0)
                    for f in self.runs.values())
 

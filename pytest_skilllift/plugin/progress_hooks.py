@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,6 +31,10 @@ from pytest_skilllift.plugin.progress import (
 )
 from pytest_skilllift.run.engine import make_run_id
 from pytest_skilllift.week.files import OK
+from pytest_skilllift.week.ledger import Ledger
+
+if TYPE_CHECKING:
+    from pytest_skilllift.plugin.session import SkillLiftSession
 
 #: The report attribute carrying one run's facts.
 ATTR = "skilllift_progress"
@@ -45,13 +49,14 @@ _RUBRIC_ID = re.compile(r"(?P<path>[^\[\]]+?\.json)(?:::(?P<eval>[^:\[\]]+))?::"
 class ProgressFacts:
     """Registered in every process with runs: attaches facts to each run's first report."""
 
-    def __init__(self, week: Any) -> None:
+    def __init__(self, week: Ledger) -> None:
         self.week = week
         self.sent: set[str] = set()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item,
-                                  call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+                                  call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         run = getattr(item, "run", None)
         if call.when != "call" or run is None or run.run_id in self.sent:
@@ -87,7 +92,7 @@ def _not_run_status(item: pytest.Item) -> str:
 class ProgressLine:
     """Registered on the drawing process: counts runs and shows the line."""
 
-    def __init__(self, config: pytest.Config, week: Any, week_key: str,
+    def __init__(self, config: pytest.Config, week: Ledger, week_key: str,
                  interval_s: float) -> None:
         self.config = config
         self.week = week
@@ -173,7 +178,7 @@ class ProgressLine:
         self._live = False
 
     @pytest.hookimpl(trylast=True)  # inside the "skill lift" section, after its lines
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if not self.quiet and self.progress.total:
             terminalreporter.write_line(self.progress.line())
 
@@ -224,7 +229,7 @@ class ProgressLine:
             tw.line(self.progress.line())
 
 
-def register(config: pytest.Config, state: Any) -> None:
+def register(config: pytest.Config, state: SkillLiftSession) -> None:
     """Register the fact carrier (every process with runs) and, on the controller, the
     line; nothing for ``--collect-only``."""
     if config.option.collectonly:

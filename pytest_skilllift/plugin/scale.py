@@ -263,7 +263,7 @@ def summary_lines(state: SkillLiftSession) -> list[str]:
     return lines
 
 
-def register(config: pytest.Config, state: SkillLiftSession) -> Any:
+def register(config: pytest.Config, state: SkillLiftSession) -> ScalePlugin:
     """Register the plugin (every process of the session)."""
     plugin = ScalePlugin(state)
     config.pluginmanager.register(plugin, "skilllift-scale")

@@ -41,38 +41,50 @@ class RunScopeScheduling:
 
     @property
     def nodes(self) -> list[Any]:
+        """The workers (xdist's WorkerControllers)."""
         return list(self._inner.nodes)
 
     @property
     def collection_is_completed(self) -> bool:
+        """Whether every worker has sent its collection."""
         return bool(self._inner.collection_is_completed)
 
     @property
     def tests_finished(self) -> bool:
+        """Whether every test has run."""
         return bool(self._inner.tests_finished)
 
     @property
     def has_pending(self) -> bool:
+        """Whether tests are still to be sent to a worker."""
         return bool(self._inner.has_pending)
 
     def add_node(self, node: Any) -> None:
+        """A worker joined."""
         self._inner.add_node(node)
 
     def add_node_collection(self, node: Any, collection: Sequence[str]) -> None:
+        """A worker's collection, each item id grouped by its run before the inner scheduler
+        sees it."""
         self._inner.add_node_collection(node, [self._group(n) for n in collection])
 
     def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+        """A worker finished the item at ``item_index``."""
         self._inner.mark_test_complete(node, item_index, duration)
 
     def mark_test_pending(self, item: str) -> None:
+        """Put ``item`` back to be scheduled."""
         self._inner.mark_test_pending(self._group(item))
 
     def remove_pending_tests_from_node(self, node: Any, indices: Sequence[int]) -> None:
+        """Take back items a worker was sent but has not started."""
         self._inner.remove_pending_tests_from_node(node, indices)
 
     def remove_node(self, node: Any) -> str | None:
+        """A worker left; the real id of the item it crashed in, if any."""
         crashed = self._inner.remove_node(node)
         return None if crashed is None else self._real.get(crashed, crashed)
 
     def schedule(self) -> None:
+        """Send the pending groups to the workers."""
         self._inner.schedule()

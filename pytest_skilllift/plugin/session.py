@@ -68,6 +68,7 @@ class SessionTally:
     hook_errors: list[str] = field(default_factory=list)
 
     def add(self, outcome: str, when: str, props: dict[str, str]) -> None:
+        """Count one test report (its outcome, phase and the run properties it carries)."""
         trigger = props.get("skilllift_trigger")
         if trigger is not None:
             run_id, _, status = trigger.partition("|")
@@ -205,6 +206,8 @@ class SkillLiftSession:
         Warmed(imports).warm("skilllift-summarize-warmup")
 
     def stop(self) -> None:
+        """At the session's end: release its runners, the API stand-in and the judge service,
+        and stop listening for the judge's rate limits."""
         from pytest_skilllift.judge.client import RATE_LIMIT_LISTENERS
 
         with contextlib.suppress(ValueError):

@@ -51,6 +51,7 @@ from pytest_skilllift.report.verdicts import (
     UNCHANGED,
     UNSCORED,
     WITHIN_REP_NOISE,
+    PairedTest,
     WeekMeasures,
     paired_test,
     prompt_change,
@@ -327,7 +328,8 @@ def _finite(x: float) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def movement_reading(n_common: int, n_moved: int, test: Any, clears: bool | None) -> str:
+def movement_reading(n_common: int, n_moved: int, test: PairedTest,
+                     clears: bool | None) -> str:
     """One sentence reconciling the don't-act rule with the paired test (never a bare
     contradiction), or why there is nothing to read."""
     if n_common == 0:

@@ -28,10 +28,13 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_skilllift.intervals import EPS  # comparisons: equal within float noise
 from pytest_skilllift.model import CONDITIONS, DEFAULT_PASS_THRESHOLD
+
+if TYPE_CHECKING:
+    from pytest_skilllift.report.summarize import Summary
 
 #: The vocabulary of the ``verdict`` metric (one vote per prompt, ``report.verdicts``).
 VERDICTS: tuple[str, ...] = ("helps", "no change", "hurts", "underpowered")
@@ -121,6 +124,7 @@ class Gate:
 
     @property
     def threshold_text(self) -> str:
+        """The comparison as text: ``>= 0.1``."""
         v = self.value
         return f"{self.op} {v}" if isinstance(v, str) else f"{self.op} {v:g}"
 
@@ -200,6 +204,7 @@ class Scopes:
     conditions: tuple[str, ...] = CONDITIONS
 
     def describe(self) -> str:
+        """The models, conditions and prompts a gate may name (for an error message)."""
         prompts = ", ".join(self.prompts[:20]) + (
             f" … ({len(self.prompts)} in all)" if len(self.prompts) > 20 else "")
         return (f"models: {', '.join(self.models) or 'none'}; conditions: "
@@ -333,19 +338,23 @@ class CoverageGuard:
 
     @property
     def share(self) -> float | None:
+        """Graded runs over all runs (None without runs)."""
         return self.graded / self.total if self.total else None
 
     @property
     def sufficient(self) -> bool:
+        """Whether enough runs were graded for the gates to count."""
         return self.total > 0 and self.graded / self.total >= self.minimum - EPS
 
     def text(self) -> str:
+        """``graded 40 of 48 runs (83%; minimum 50%)``, flagged when insufficient."""
         share = "n/a" if self.share is None else f"{self.share:.0%}"
         base = (f"graded {self.graded} of {self.total} runs ({share}; minimum "
                 f"{self.minimum:.0%})")
         return base if self.sufficient else f"insufficient coverage: {base}"
 
     def to_json(self) -> dict[str, Any]:
+        """The guard as gates.json stores it."""
         return {"graded_runs": self.graded, "total_runs": self.total, "share": self.share,
                 "minimum": self.minimum, "sufficient": self.sufficient}
 
@@ -361,6 +370,7 @@ class GateResult:
     note: str = ""
 
     def to_json(self) -> dict[str, Any]:
+        """The result as gates.json stores it."""
         g = self.gate
         return {"gate": g.expr, "scope": self.scope, "metric": g.metric,
                 "measured": self.measured, "threshold": g.value, "op": g.op, "hard": g.hard,
@@ -377,10 +387,12 @@ class GateReport:
 
     @property
     def hard_failures(self) -> list[GateResult]:
+        """Hard gates that failed (they fail the session)."""
         return [r for r in self.results if r.gate.hard and not r.passed]
 
     @property
     def soft_failures(self) -> list[GateResult]:
+        """Soft gates that failed (reported only)."""
         return [r for r in self.results if not r.gate.hard and not r.passed]
 
     @property
@@ -389,6 +401,7 @@ class GateReport:
         return self.coverage.sufficient and not self.hard_failures
 
     def to_json(self) -> dict[str, Any]:
+        """The report as gates.json stores it."""
         return {"week": self.week, "gates": [r.to_json() for r in self.results],
                 "coverage": self.coverage.to_json(), "passed": self.passed}
 
@@ -548,9 +561,9 @@ __all__ = [
 ]
 
 
-def measure(gates: Sequence[Gate], summary: Any, min_coverage: float,
+def measure(gates: Sequence[Gate], summary: Summary | None, min_coverage: float,
             week: str) -> GateReport:
-    """Measure ``gates`` on a ``report.summarize.Summary`` (None: nothing was measured)."""
+    """Measure ``gates`` on a summarized week (None: nothing was measured)."""
     from pytest_skilllift.report.verdicts import WeekMeasures
 
     if summary is None:

@@ -77,6 +77,7 @@ class Quote(TypedDict):
 
 
 class QuoteCount(TypedDict):
+    """Evidence quotes of one kind: rejected (not found in the answer) and kept."""
     rejected: int
     kept: int
 
@@ -101,6 +102,7 @@ class ContestedItem(TypedDict):
 
 
 class TypeAgreement(TypedDict):
+    """Judge agreement over the items of one type: unanimous or split."""
     items: int
     unanimous: int
     split: int
@@ -139,6 +141,7 @@ class Trust(TypedDict):
 
 
 class JudgeReport(TypedDict):
+    """What the Judge section reports of the week's grading."""
     graded_runs: int
     #: judge model → runs it graded (from each run's grades.json).
     judge_models: dict[str, int]

@@ -58,11 +58,17 @@ class Drawer(Protocol):
     """Draws one job's plots; ``finish`` returns plot name → error for the plots not drawn."""
 
     def submit(self, job: PlotJob, data: Scorecard, history: Sequence[HistoryRow],
-               models: Sequence[str]) -> None: ...
+               models: Sequence[str]) -> None:
+        """Start drawing ``job``'s plots of the week's card and history."""
+        ...
 
-    def finish(self) -> dict[str, str]: ...
+    def finish(self) -> dict[str, str]:
+        """Wait for the plots; plot name → error for each one not drawn."""
+        ...
 
-    def cancel(self) -> None: ...
+    def cancel(self) -> None:
+        """No plots this time: release whatever was started to draw them."""
+        ...
 
 
 def draw(job: PlotJob, data: Scorecard, history: Sequence[HistoryRow],
@@ -90,9 +96,11 @@ class InProcessDrawer:
 
     def submit(self, job: PlotJob, data: Scorecard, history: Sequence[HistoryRow],
                models: Sequence[str]) -> None:
+        """Draw the job's plots now, in this process."""
         self._errors = draw(job, data, history, models)
 
     def finish(self) -> dict[str, str]:
+        """The plots that failed, with their errors."""
         return self._errors
 
     def cancel(self) -> None:
@@ -122,6 +130,7 @@ class ProcessDrawer:
 
     def submit(self, job: PlotJob, data: Scorecard, history: Sequence[HistoryRow],
                models: Sequence[str]) -> None:
+        """Send the job to the drawing process (it draws while the caller goes on)."""
         self._job = job
         try:
             payload = orjson.dumps(
@@ -148,6 +157,7 @@ class ProcessDrawer:
             stdin.close()
 
     def finish(self) -> dict[str, str]:
+        """Wait for the drawing process; the plots not drawn, with their errors."""
         assert self._job is not None, "finish() before submit()"
         requested = self._job.requested()
         if self._errors:

@@ -674,10 +674,12 @@ class RegressionAlarm:
 
     @property
     def improved(self) -> np.ndarray:
+        """(M, P): prompts whose rise survives the correction."""
         return cast("np.ndarray", np.nan_to_num(self.rise_p_adj, nan=2.0) <= self.alpha)
 
     @property
     def week_regressed(self) -> list[bool]:
+        """Per model: whether the week's pooled drop survives the correction."""
         return [p is not None and p <= self.alpha for p in self.week_p_adj]
 
     @property

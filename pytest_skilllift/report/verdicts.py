@@ -130,6 +130,7 @@ class SignTest:
         return self.wins + self.losses
 
     def to_json(self) -> SignTestData:
+        """The test as scorecard.json stores it."""
         return {"n_prompts": self.n, "wins": self.wins, "ties": self.ties,
                 "losses": self.losses, "voting": self.voting, "p_value": self.p_value,
                 "epsilon": self.epsilon, "verdict": self.verdict, "reason": self.reason}
@@ -243,6 +244,7 @@ class PairedTest:
     p_value: float | None
 
     def to_json(self) -> dict[str, Any]:
+        """The test as scorecard.json stores it."""
         return {"n_prompts": self.n, "difference": self.difference, "se": self.se,
                 "df": self.df, "t_crit": self.t_crit, "ci_low": self.ci_low,
                 "ci_high": self.ci_high, "p_value": self.p_value}

@@ -7,7 +7,10 @@ exported from the package root, so it imports nothing of the package.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:  # for the type only: at run time this module imports nothing of the package
+    from pytest_skilllift.report.summarize import Summary
 
 
 class SkillLiftWeek:
@@ -15,10 +18,12 @@ class SkillLiftWeek:
     scorecard.json dict: ``models``, ``cells``, ``prompts``, ``coverage``…), ``summary`` (the
     full :class:`pytest_skilllift.report.summarize.Summary`)."""
 
-    def __init__(self, path: Path, summary: Any) -> None:
+    def __init__(self, path: Path, summary: Summary) -> None:
         self.path = path
         self.summary = summary
-        self.data: dict[str, Any] = summary.data
+        # the scorecard as the plain JSON dict it is on disk: a user's check reads any key,
+        # a hook's extra sections too, so not the ``Scorecard`` TypedDict of the builders
+        self.data = cast("dict[str, Any]", summary.data)
 
     @property
     def models(self) -> dict[str, Any]:

@@ -133,6 +133,7 @@ class BaselinePlan:
         return self.source.name
 
     def to_json(self) -> dict[str, Any]:
+        """The plan as the week's baseline file stores it."""
         return {"source": str(self.source), "source_week": self.source_week,
                 "created_utc": self.created_utc,
                 "pairs": _pairs(self.decisions),
@@ -141,6 +142,7 @@ class BaselinePlan:
 
     @classmethod
     def from_json(cls, data: Any) -> BaselinePlan:
+        """The plan from its stored JSON."""
         plan = cls(source=Path(str(data["source"])), created_utc=str(data.get("created_utc", "")),
                    arm=str(data.get("arm", "")))
         for key, into in (("pairs", plan.decisions), ("arm_pairs", plan.arm_decisions)):
@@ -151,6 +153,7 @@ class BaselinePlan:
         return plan
 
     def save(self, week_dir: Path) -> Path:
+        """Write the plan into ``week_dir``; its path."""
         path = Path(week_dir) / BASELINE_FILE
         atomic_write_json(path, self.to_json())
         return path
@@ -285,6 +288,7 @@ class BaselineSource:
 
     @property
     def plan(self) -> BaselinePlan | None:
+        """The week's baseline plan (None without one), read once."""
         if not self._loaded:
             self._plan, self._loaded = BaselinePlan.load(self.week_root), True
         return self._plan

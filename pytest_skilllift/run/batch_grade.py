@@ -58,6 +58,7 @@ class BatchResults:
 
     def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
               seed: int | str) -> JudgeResult:
+        """The batch's result for the run ``seed`` names (a judge error when the batch has none)."""
         got = self.by_run.get(str(seed))
         if got is not None:
             return got

@@ -270,6 +270,7 @@ class StreamWatch:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
+        """Start watching, in a daemon thread."""
         self._thread = threading.Thread(target=self._loop, name="skilllift-ratewatch",
                                         daemon=True)
         self._thread.start()

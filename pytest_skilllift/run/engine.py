@@ -187,6 +187,7 @@ class WeekRun:
         return self._grader.get()
 
     def close(self) -> None:
+        """Close the runner, if one was made."""
         if self._runner is not None:
             self._runner.close()
 

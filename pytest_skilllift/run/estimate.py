@@ -85,10 +85,12 @@ class Planned:
 
     @property
     def generates(self) -> bool:
+        """Whether the run's answer is to be generated (new, or resumed)."""
         return self.state in (NEW, RESUMED)
 
     @property
     def judged(self) -> bool:
+        """Whether the run is to be graded (it has a rubric and no grades yet)."""
         return self.has_rubric and self.state in (NEW, RESUMED, TO_GRADE)
 
 
@@ -220,9 +222,11 @@ class Range:
                      add(self.high, other.high))
 
     def to_json(self) -> dict[str, float | None]:
+        """The range as estimate.json stores it (rounded)."""
         return {"estimate": _r(self.estimate), "low": _r(self.low), "high": _r(self.high)}
 
     def contains(self, x: float) -> bool | None:
+        """Whether ``x`` falls in the range (None when it has no bounds)."""
         if self.low is None or self.high is None:
             return None
         return self.low - EPS <= x <= self.high + EPS
@@ -299,6 +303,7 @@ class Cell:
     sd_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The cell as estimate.json stores it."""
         return {"label": self.label, "agent": self.agent, "model": self.model,
                 "condition": self.condition, "runs": self.counts, "source": self.source,
                 "generation_usd": self.generation.to_json(), "judge_usd": self.judge.to_json(),
@@ -330,9 +335,11 @@ class Estimate:
 
     @property
     def total(self) -> Range:
+        """Generation plus judge."""
         return self.generation + self.judge
 
     def to_json(self) -> dict[str, Any]:
+        """The estimate as estimate.json stores it."""
         return {"made_utc": self.made_utc, "runs": self.counts,
                 "judge_calls": self.judge_calls, "judge_samples": self.judge_samples,
                 "generation_usd": self.generation.to_json(),

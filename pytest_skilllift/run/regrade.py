@@ -222,11 +222,13 @@ class FreshPass:
         self._write()
 
     def graded(self, run_id: str) -> None:
+        """Record ``run_id`` as graded in this pass (written at once)."""
         with self._lock:
             self.done.add(run_id)
             self._write()
 
     def finish(self, complete: bool) -> None:
+        """End the pass: its record is removed once the pass is complete."""
         if complete:
             self.path.unlink(missing_ok=True)
 

@@ -213,6 +213,7 @@ class TriggerSpec:
 
     @property
     def family(self) -> str:
+        """The skill family the trigger set tests."""
         return self.trigger_set.family
 
     @property
@@ -223,10 +224,12 @@ class TriggerSpec:
 
     @property
     def prompt_name(self) -> str:
+        """``<set>-q<index>``: the query's name in the week's tables."""
         return f"{self.set_name}-q{self.query.index}"
 
     @property
     def run_id(self) -> str:
+        """The run's id in the week (its folder name)."""
         return (f"{self.prompt_name}-{self.model_label}-{TRIGGER_CONDITION}-r{self.rep}-"
                 f"{self.week}")
 
@@ -364,6 +367,7 @@ class TriggerRun:
         self.concurrency: ConcurrencyLimit | None = None
 
     def close(self) -> None:
+        """Close the runner, if one was made."""
         if self._runner is not None:
             self._runner.close()
 

@@ -83,6 +83,7 @@ class SkillLiftRun:
     # -- who ------------------------------------------------------------------------------
     @property
     def run_id(self) -> str:
+        """The run's id (its folder in the week)."""
         return self.spec.run_id
 
     @property
@@ -117,10 +118,12 @@ class SkillLiftRun:
 
     @property
     def rep(self) -> int:
+        """The repetition number."""
         return self.spec.rep
 
     @property
     def with_skill(self) -> bool:
+        """Whether the run's arm installs skills."""
         return self.spec.with_skill
 
     # -- what happened --------------------------------------------------------------------
@@ -131,6 +134,7 @@ class SkillLiftRun:
 
     @property
     def final_answer(self) -> str:
+        """The agent's final answer ("" when it gave none)."""
         return str(self.record.get("final_answer") or "")
 
     @property
@@ -180,6 +184,7 @@ class SkillLiftRun:
 
     @property
     def num_turns(self) -> int | None:
+        """The number of turns the CLI reported (None when it did not)."""
         turns = _num(self.record.get("num_turns"))
         return None if turns is None else int(turns)
 

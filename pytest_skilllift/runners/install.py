@@ -26,9 +26,12 @@ import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytest_skilllift.skill.tree import MAX_TREE_DEPTH, walk_nofollow
+
+if TYPE_CHECKING:
+    from pytest_skilllift.model import PromptSpec
 
 #: Never installed (version-control and bytecode noise).
 IGNORED: frozenset[str] = frozenset({".git", "__pycache__"})
@@ -128,7 +131,7 @@ def _link_entry(family: str, root: Path, link: Path, rel: str) -> Entry:
     return Entry(rel, "link", link, os.path.relpath(target, link.parent.resolve()))
 
 
-def install_root(prompt: Any, skills_root: Path) -> Path:
+def install_root(prompt: PromptSpec, skills_root: Path) -> Path:
     """Where a run's families are installed from: the prompt's own root (the with-skill@REF
     arm's materialised revision) when it has one, else the session's skills root."""
     own = getattr(prompt, "skills_root", None)

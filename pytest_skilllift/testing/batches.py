@@ -79,6 +79,8 @@ class BatchQueue:
     # -- endpoints: each returns (HTTP status, JSON-able body or bytes) ---------------------------
 
     def create(self, body: dict[str, Any], base_url: str) -> tuple[int, Any]:
+        """``POST /v1/messages/batches``: queue the requests; ``(status, body)``, 400 for a
+        malformed batch."""
         requests = body.get("requests")
         if not isinstance(requests, list) or not requests:
             return 400, _error("invalid_request_error", "requests: must be a non-empty list")
@@ -100,6 +102,8 @@ class BatchQueue:
         return 200, self._view(batch, base_url)
 
     def retrieve(self, batch_id: str, base_url: str) -> tuple[int, Any]:
+        """``GET /v1/messages/batches/<id>``: the batch, ended after the script's number of
+        polls."""
         with self._lock:
             batch = self._batches.get(batch_id)
             if batch is None:
@@ -111,6 +115,7 @@ class BatchQueue:
         return 200, self._view(batch, base_url)
 
     def results(self, batch_id: str) -> tuple[int, Any]:
+        """``GET .../results``: the ended batch's results as JSON lines (400 before it ends)."""
         with self._lock:
             batch = self._batches.get(batch_id)
         if batch is None:

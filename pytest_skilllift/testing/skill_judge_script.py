@@ -256,6 +256,7 @@ def make_skill_judge(
         return Reply.tool(PREFERENCE_TOOL, {"better": better, "reason": "scripted merit"})
 
     def handler(body: dict[str, Any]) -> Reply:
+        """The reply to one skill-judge request, by the tool it forces."""
         tool = _forced_tool(body)
         if tool == ASSESS_TOOL:
             return assess(body)

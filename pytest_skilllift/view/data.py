@@ -16,12 +16,15 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_skilllift.model import ARMS
 from pytest_skilllift.view.runs import read_run
 from pytest_skilllift.week.columns import ACTIVATIONS, INVOCATION_STATUSES, ITEM_TYPES
 from pytest_skilllift.week.files import RUN_STATUSES, SCORECARD_JSON, WEEK_JSON
+
+if TYPE_CHECKING:  # loaded by the caller (numpy's arrays: imported only where used)
+    from pytest_skilllift.week.tables import Week
 
 __all__ = ["OVERVIEW_KEYS", "Items", "RunRow", "ViewError", "items_of", "overview",
            "page_name", "prompt_records", "read_scorecard", "runs_of"]
@@ -117,7 +120,7 @@ class RunRow:
     family: str = ""
 
 
-def runs_of(week: Any) -> list[RunRow]:
+def runs_of(week: Week) -> list[RunRow]:
     """Every run of a loaded week (``week.tables.Week``) with a usable prompt, model, arm."""
     ids = week.run_ids(range(week.n_runs))
     nan_none: list[float | None] = [None] * week.n_runs
@@ -213,7 +216,7 @@ def _not_zero(arr: Any) -> Any:
     return vals[arr.indices.fill_null(len(vals) - 1).to_numpy(zero_copy_only=False)]
 
 
-def items_of(week: Any) -> Items:
+def items_of(week: Week) -> Items:
     """The item columns of a loaded week."""
     import numpy as np
 
@@ -352,7 +355,7 @@ def prompt_page(week_dir: Path, prompt: str, runs: list[RunRow], it: Items, rows
             "lift": card_rows, "models": blocks}
 
 
-def prompt_records(week_dir: Path, week: Any,
+def prompt_records(week_dir: Path, week: Week,
                    card: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(prompt, page data)`` for every prompt of the week, one at a time (a large week's
     pages are built and written one by one, never all held at once)."""

@@ -34,6 +34,7 @@ class CheckTally:
     rows: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
 
     def add(self, meta: dict[str, str], when: str, outcome: str, reason: str = "") -> None:
+        """Count one phase of a custom check on a run (its outcome and reason)."""
         key = (meta["test"], meta["run_id"])
         row = self.rows.get(key)
         if row is None:

@@ -368,6 +368,7 @@ class Difference:
         return f"prompt {self.key!r}: {what} edited"
 
     def to_json(self) -> dict[str, Any]:
+        """The difference as JSON, with its text."""
         return {"field": self.field, "key": self.key, "kind": self.kind,
                 "before": self.before, "after": self.after, "text": self.describe()}
 
@@ -504,6 +505,7 @@ class WeekRecord:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The record as week.json stores it (unknown keys kept)."""
         return {
             **self.extra,
             "schema": SCHEMA_VERSION, "created_utc": self.created_utc,
@@ -516,6 +518,7 @@ class WeekRecord:
 
     @classmethod
     def from_json(cls, data: Any, source: str = WEEK_JSON) -> WeekRecord:
+        """The record from week.json's data; WeekFileError names what is wrong."""
         if not isinstance(data, dict):
             raise WeekFileError(f"{source}: holds a JSON {type(data).__name__}, not an "
                                 f"object; restore it or delete {source}")

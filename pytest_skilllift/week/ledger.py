@@ -56,10 +56,12 @@ class Ledger:
 
     @property
     def manifest_csv(self) -> Path:
+        """The week's manifest.csv."""
         return self.root / MANIFEST_CSV
 
     @property
     def scores_csv(self) -> Path:
+        """The week's scores.csv."""
         return self.root / SCORES_CSV
 
     def run_dir(self, run_id: str) -> Path:
@@ -99,6 +101,7 @@ class Ledger:
                         "the run is generated again and regraded")
 
     def save_run(self, run_id: str, record: dict[str, Any]) -> None:
+        """Write the run's run.json atomically."""
         atomic_write_json(self.run_dir(run_id) / RUN_FILE, record)
 
     # -- grades -------------------------------------------------------------------------
@@ -131,9 +134,11 @@ class Ledger:
         atomic_write_json(self.run_dir(run_id) / AUDIT_FILE, record)
 
     def save_judge_error(self, run_id: str, reason: str) -> None:
+        """Record why the run could not be graded."""
         atomic_write_text(self.run_dir(run_id) / JUDGE_ERROR_FILE, reason + "\n")
 
     def judge_error(self, run_id: str) -> str | None:
+        """Why the run could not be graded (None when it was not recorded)."""
         try:
             return read_text_nofollow(self.run_dir(run_id) / JUDGE_ERROR_FILE).strip()
         except FileNotFoundError:

@@ -96,6 +96,7 @@ class RunCopy:
 
     @classmethod
     def of(cls, week_dir: Path, run_id: str) -> RunCopy:
+        """The run's files in ``week_dir``, split into generation and grading."""
         files = _files(week_dir / run_id)
         gen = {k: v for k, v in files.items() if k not in GRADING_FILES}
         grading = {k: v for k, v in files.items() if k in GRADING_FILES}
@@ -103,6 +104,7 @@ class RunCopy:
 
     @property
     def graded(self) -> bool:
+        """Whether the copy has its grades."""
         return GRADES_FILE in self.grading
 
 
@@ -155,6 +157,7 @@ class MergeResult:
 
     @property
     def n_missing(self) -> int:
+        """Runs of the plan that no shard had."""
         return sum(len(v) for v in self.missing.values())
 
     def lines(self) -> list[str]:
@@ -182,6 +185,7 @@ class MergeResult:
         return out
 
     def to_json(self, plan: ShardPlan | None, merged: list[dict[str, Any]]) -> dict[str, Any]:
+        """The merge as its record stores it, with the plan and the shards merged."""
         return {
             "updated_utc": utc_stamp(),
             "plan": plan.to_json() if plan is not None else None,

@@ -81,12 +81,14 @@ class RunKey:
 
     @property
     def weight(self) -> int:
+        """The run's expected work relative to others' (by arm): what the shards balance."""
         if self.condition == TRIGGER:
             return TRIGGER_WEIGHT
         return WITH_SKILL_WEIGHT if self.with_skill else NO_SKILL_WEIGHT
 
     @property
     def sort_key(self) -> tuple[str, str, str, int]:
+        """``(prompt, model, condition, rep)``."""
         return (self.prompt, self.model, self.condition, self.rep)
 
 
@@ -140,15 +142,18 @@ class ShardPlan:
         return self.of(self.shard.index)
 
     def items_of(self, run_ids: list[str]) -> int:
+        """How many items the runs have."""
         return sum(self.items.get(r, 0) for r in run_ids)
 
     def to_json(self) -> dict[str, Any]:
+        """The plan as the week's shard file stores it."""
         return {"shard": str(self.shard), "index": self.shard.index, "count": self.shard.count,
                 "runs": {r: {"shard": s, "items": self.items.get(r, 0)}
                          for r, s in sorted(self.runs.items())}}
 
     @classmethod
     def from_json(cls, data: Any, source: str) -> ShardPlan:
+        """The plan from its stored JSON; an error names ``source`` and what is wrong."""
         try:
             shard = Shard.parse(str(data["shard"]))
             runs_raw = data["runs"]

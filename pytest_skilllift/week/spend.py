@@ -54,6 +54,7 @@ class Spend:
 
     @property
     def total_usd(self) -> float:
+        """Generation plus judge."""
         return self.generation_usd + self.judge_usd
 
 
@@ -166,6 +167,7 @@ class SpendRecord:
     updated_utc: str = ""
 
     def to_json(self) -> dict[str, Any]:
+        """The record as spend.json stores it."""
         return {"cap_usd": self.cap_usd, "spent_usd": self.spent_usd,
                 "generation_usd": self.generation_usd, "judge_usd": self.judge_usd,
                 "not_run_spend_cap": sorted(self.not_run_spend_cap),

@@ -53,7 +53,7 @@ def invoked_outcome(run_status: str, invocation_status: str) -> tuple[str, str]:
     return "fail", invocation_status
 
 
-def graded_or_skip(state: SkillLiftSession, run: RunSpec, judge: Any,
+def graded_or_skip(state: SkillLiftSession, run: RunSpec, judge: object,
                    properties: list[tuple[str, object]]) -> GradedRun:
     """The run's result for one of its items; a run the session may not start (the spend
     cap, the circuit breaker: ``NotStarted``) skips the item with the reason and is counted

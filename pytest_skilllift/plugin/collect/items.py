@@ -77,6 +77,7 @@ class RubricFailure(Finding):
 
     @property
     def category(self) -> str:
+        """The verdict: ``missing`` or ``violated``."""
         return str(self.args[0])  # the verdict: "missing" or "violated"
 
 

@@ -40,6 +40,7 @@ class TriggerFailure(Finding):
 
     @property
     def category(self) -> str:
+        """``untriggered`` (a should-trigger query missed) or ``misfired``."""
         return "untriggered" if self.args[0].should_trigger else "misfired"
 
 
@@ -66,6 +67,7 @@ class TriggerFile(pytest.File):
 
 
 class TriggerModelNode(pytest.Collector):
+    """A trigger set's queries for one model."""
     def __init__(self, *, tset: TriggerSet, model_id: str, siblings: tuple[str, ...],
                  **kw: Any) -> None:
         super().__init__(**kw)
@@ -77,6 +79,7 @@ class TriggerModelNode(pytest.Collector):
 
 
 class TriggerQueryNode(pytest.Collector):
+    """One query of a trigger set, its reps below."""
     def __init__(self, *, query: TriggerQuery, **kw: Any) -> None:
         super().__init__(**kw)
         self.query = query

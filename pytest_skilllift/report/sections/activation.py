@@ -39,6 +39,8 @@ class ActivationRow(TypedDict):
 
 
 class ActivationSummary(TypedDict):
+    """How the with-skill runs reached their skill: trigger misses with their 95% intervals,
+    site fetches."""
     with_skill_runs: int
     trigger_misses: int
     trigger_miss_rate_wilson95: list[float | None]
@@ -64,11 +66,13 @@ class ActivationSummary(TypedDict):
 
 
 class Data(TypedDict):
+    """The Activation section's keys in scorecard.json."""
     activation: list[ActivationRow]
     activation_summary: ActivationSummary
 
 
 def build(ctx: Context) -> Data:
+    """The Activation section's scorecard.json keys, from the week's numbers."""
     week = ctx.week
     n_src = len(ACTIVATIONS)
     ws = ctx.with_skill_runs
@@ -139,6 +143,7 @@ def _excluded_note(s: ActivationSummary) -> list[str]:
 
 
 def render(card: Data) -> list[str]:
+    """The Activation section of scorecard.md, as markdown lines."""
     L = ["## Activation / trigger misses\n"]
     s = card.get("activation_summary", {})
     if not s.get("available", True):

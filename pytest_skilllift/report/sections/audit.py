@@ -58,6 +58,8 @@ class ExcludedRun(TypedDict):
 
 class Audit(TypedDict):
     #: False when the manifest records no invocation status.
+    """The trajectory audit's counts: invocation status per model, top-level-only runs, skill
+    impact."""
     available: bool
     #: model → invocation status → with-skill runs.
     invocation: dict[str, dict[str, int]]
@@ -74,10 +76,12 @@ class Audit(TypedDict):
 
 
 class Data(TypedDict):
+    """The Trajectory audit section's keys in scorecard.json."""
     audit: Audit
 
 
 def build(ctx: Context) -> Data:
+    """The Trajectory audit section's scorecard.json keys, from the week's numbers."""
     week = ctx.week
     ws = ctx.with_skill_runs
     n_st = len(INVOCATION_STATUSES)
@@ -166,6 +170,7 @@ def _excluded_runs(ctx: Context) -> list[ExcludedRun]:
 
 
 def render(card: Data) -> list[str]:
+    """The Trajectory audit section of scorecard.md, as markdown lines."""
     a = card.get("audit")
     if not a:
         return []

@@ -14,6 +14,7 @@ MAX_VIOLATION_ROWS = 500
 
 
 class Violation(TypedDict):
+    """One violated ``avoid`` item: its run's coordinates, the item and the judge's evidence."""
     prompt: str
     model: str
     condition: str
@@ -23,11 +24,13 @@ class Violation(TypedDict):
 
 
 class Data(TypedDict):
+    """The Avoid violations section's keys in scorecard.json."""
     avoid_violations: list[Violation]
 
 
 def build(ctx: Context) -> Data:
     # The week lists them in scorecard order already (prompt, model, condition).
+    """The Avoid violations section's scorecard.json keys, from the week's numbers."""
     v = ctx.week.violations
     return {"avoid_violations": [
         {"prompt": p, "model": m, "condition": c, "rep": r, "item": i, "evidence": e}
@@ -37,6 +40,7 @@ def build(ctx: Context) -> Data:
 
 
 def render(card: Data) -> list[str]:
+    """The Avoid violations section of scorecard.md, as markdown lines."""
     viol = card.get("avoid_violations", [])
     L = ["## `avoid` violations (most damaging failures)\n"]
     if not viol:

@@ -29,6 +29,7 @@ class Regenerated(TypedDict):
 
 
 class BaselineReuse(TypedDict):
+    """No-skill runs reused from other weeks, the weeks, the runs made again, and the caveat."""
     reused_runs: int
     no_skill_runs: int
     source_weeks: list[str]
@@ -37,6 +38,7 @@ class BaselineReuse(TypedDict):
 
 
 class Data(TypedDict):
+    """The Reused baseline section's keys in scorecard.json."""
     baseline: BaselineReuse | None
 
 
@@ -47,6 +49,7 @@ def _strings(arr: pa.Array | None, rows: np.ndarray) -> list[str]:
 
 
 def build(ctx: Context) -> Data:
+    """The Reused baseline section's scorecard.json keys, from the week's numbers."""
     week = ctx.week
     n = week.n_runs
     if n == 0 or (week.manifest.baseline_from is None and week.manifest.baseline_reason is None):
@@ -79,6 +82,7 @@ def build(ctx: Context) -> Data:
 
 
 def render(card: Data) -> list[str]:
+    """The Reused baseline section of scorecard.md, as markdown lines."""
     b = card.get("baseline")
     if not b:
         return []

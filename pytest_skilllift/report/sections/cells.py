@@ -48,12 +48,14 @@ class Cell(TypedDict):
 
 
 class Data(TypedDict):
+    """The Per-cell metrics section's keys in scorecard.json."""
     cells: list[Cell]
     #: The composite a prompt×rep must reach to pass (week.json's, else 0.7).
     pass_threshold: float
 
 
 def build(ctx: Context) -> Data:
+    """The Per-cell metrics section's scorecard.json keys, from the week's numbers."""
     agg, f = ctx.agg, json_float
     cells: list[Cell] = []
     if agg is not None:
@@ -83,6 +85,7 @@ def build(ctx: Context) -> Data:
 
 
 def render(card: Data) -> list[str]:
+    """The Per-cell metrics section of scorecard.md, as markdown lines."""
     L = ["## Per-cell metrics\n"]
     rows = [[c["model"], c["condition"], fmt(c["must_coverage"]), fmt(c["bonus_rate"]),
              fmt(c["avoid_violations"], 2), fmt(c["composite"]), fmt(c["mean_cost"], 4),

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 
 class CostTime(TypedDict):
+    """Dollars spent (generation per model, judge, total) and the generation phase's time."""
     generation_usd: float | None
     generation_usd_per_model: dict[str, float]
     generation_runs_with_cost: int
@@ -31,6 +32,7 @@ class CostTime(TypedDict):
 
 
 class Data(TypedDict):
+    """The Cost & time section's keys in scorecard.json."""
     cost_time: CostTime
 
 
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
 
 
 def build(ctx: Context) -> Data:
+    """The Cost & time section's scorecard.json keys, from the week's numbers."""
     week = ctx.week
     M = len(week.models)
     reused = (week.manifest.reused if week.manifest.reused.size == week.n_runs
@@ -76,6 +79,7 @@ def _dur(s: float | int | None) -> str:
 
 
 def render(card: Reads) -> list[str]:
+    """The Cost & time section of scorecard.md, as markdown lines."""
     ct = card.get("cost_time", {})
     # A week with a banner is a simulated one (the demo, a dry run): the stand-in reports
     # scripted prices, and nothing was paid.

@@ -41,6 +41,7 @@ class DroppedRep(TypedDict):
 
 
 class Coverage(TypedDict):
+    """Runs and items graded of all, and every dropped run with its reason."""
     graded_runs: int
     total_runs: int
     dropped: list[Dropped]
@@ -67,6 +68,7 @@ class Coverage(TypedDict):
 
 
 class Data(TypedDict):
+    """The Coverage section's keys in scorecard.json."""
     coverage: Coverage
 
 
@@ -88,6 +90,7 @@ def _reason(status: int, exit_code: float, error: str | None) -> str:
 
 
 def build(ctx: Context) -> Data:
+    """The Coverage section's scorecard.json keys, from the week's numbers."""
     week, credit, agg = ctx.week, ctx.credit, ctx.agg
     measures = ctx.shared(verdicts.measures_of)
     graded_runs = 0
@@ -157,6 +160,7 @@ _COVERAGE_COUNTS: tuple[tuple[str, str], ...] = (
 
 
 def render(card: Data) -> list[str]:
+    """The Coverage section of scorecard.md, as markdown lines."""
     c = card.get("coverage", {})
     L = ["## Coverage\n"]
     not_run = c.get("not_run_spend_cap", 0) + c.get("not_run_outage", 0)

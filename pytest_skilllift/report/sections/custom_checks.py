@@ -62,18 +62,21 @@ class CheckLift(TypedDict):
 
 
 class CheckSkip(TypedDict):
+    """A custom check skipped on some runs: the check, the reason, how many runs."""
     test: str
     reason: str
     count: int
 
 
 class Data(TypedDict):
+    """The Custom checks section's keys in scorecard.json."""
     custom_checks: list[CheckRate]
     custom_checks_lift: list[CheckLift]
     custom_checks_skipped: list[CheckSkip]
 
 
 def build(ctx: Context) -> Data:
+    """The Custom checks section's scorecard.json keys, from the week's numbers."""
     return from_week_dir(ctx.week.week_dir, ctx.week.models)
 
 

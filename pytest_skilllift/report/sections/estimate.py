@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 
 class Compared(TypedDict):
+    """One quantity, estimated (with its range) beside what was spent or taken."""
     estimate: float | None
     low: float | None
     high: float | None
@@ -33,6 +34,7 @@ class Compared(TypedDict):
 
 
 class CostEstimate(TypedDict):
+    """The sessions' estimates, summed, against the week's actual cost and wall time."""
     sessions: int
     source: list[str]
     generation_usd: Compared
@@ -42,6 +44,7 @@ class CostEstimate(TypedDict):
 
 
 class Data(TypedDict):
+    """The Estimate vs actual section's keys in scorecard.json."""
     cost_estimate: CostEstimate | None
 
 
@@ -75,6 +78,7 @@ def _compare(sessions: list[dict[str, Any]], key: str, actual: float | None) -> 
 
 
 def build(ctx: Context) -> Data:
+    """The Estimate vs actual section's scorecard.json keys, from the week's numbers."""
     sessions = read_estimates(ctx.week.week_dir)
     if not sessions:
         return {"cost_estimate": None}
@@ -112,7 +116,8 @@ def _mins(x: float | None) -> str:
     return "n/a" if x is None else f"{x / 60:.1f} min"
 
 
-def render(card: Any) -> list[str]:
+def render(card: Data) -> list[str]:
+    """The Estimate vs actual section of scorecard.md, as markdown lines."""
     e = card.get("cost_estimate")
     if not e:
         return []

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 
 def build(ctx: Context) -> Data:
+    """The head's scorecard.json keys, from the week's numbers."""
     return {
         "week": ctx.week.week_dir.name,
         "banner": ctx.banner,
@@ -57,6 +58,7 @@ def build(ctx: Context) -> Data:
 
 
 def render(card: Reads) -> list[str]:
+    """The head of scorecard.md, as markdown lines."""
     L: list[str] = []
     from pytest_skilllift.report.sections.coverage import failed_headline
 

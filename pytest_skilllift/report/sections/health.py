@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 
 class RunHealth(TypedDict):
+    """Counts of what went wrong in runs and items (contested, ungraded, capped, failed…)."""
     contested_items: int
     ungraded_items: int
     invalid_items: int
@@ -35,6 +36,7 @@ class RunHealth(TypedDict):
 
 
 class Data(TypedDict):
+    """The Run health section's keys in scorecard.json."""
     run_health: RunHealth
 
 
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
 
 
 def build(ctx: Context) -> Data:
+    """The Run health section's scorecard.json keys, from the week's numbers."""
     week = ctx.week
     status = week.manifest.status
     return {"run_health": {
@@ -62,6 +65,7 @@ def build(ctx: Context) -> Data:
 
 
 def render(card: Reads) -> list[str]:
+    """The Run health section of scorecard.md, as markdown lines."""
     h = card.get("run_health", {})
     harness = (h.get("invalid_install_runs", 0) + h.get("errored_runs", 0)
                + h.get("timeout_runs", 0))

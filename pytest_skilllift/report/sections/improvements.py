@@ -63,11 +63,13 @@ class Improvement(TypedDict):
 
 
 class Improvements(TypedDict):
+    """Suggested improvements per skill, and the model they are drawn from."""
     strongest_model: str | None
     items: list[Improvement]
 
 
 class Data(TypedDict):
+    """The Suggested improvements section's keys in scorecard.json."""
     improvements: Improvements
 
 
@@ -102,6 +104,7 @@ def _audit_evidence(ctx: Context, run_id: str) -> str:
 
 
 def build(ctx: Context) -> Data:
+    """The Suggested improvements section's scorecard.json keys, from the week's numbers."""
     week = ctx.week
     family_of = week.prompt_family
     lifts: dict[str, dict[str, float]] = {}
@@ -206,6 +209,7 @@ def build(ctx: Context) -> Data:
 
 
 def render(card: Data) -> list[str]:
+    """The Suggested improvements section of scorecard.md, as markdown lines."""
     imp = card.get("improvements")
     if not imp:
         return []

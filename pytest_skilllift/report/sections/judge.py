@@ -23,10 +23,12 @@ MAX_LISTED = 200
 
 
 class Data(TypedDict):
+    """The Judge reliability section's keys in scorecard.json."""
     judge: JudgeReport
 
 
 def build(ctx: Context) -> Data:
+    """The Judge reliability section's scorecard.json keys, from the week's numbers."""
     return {"judge": ctx.judge}
 
 
@@ -43,6 +45,7 @@ def _capped(shown: int, total: int, what: str) -> list[str]:
 
 
 def render(card: Data) -> list[str]:
+    """The Judge reliability section of scorecard.md, as markdown lines."""
     j = card.get("judge")
     if not j:
         return []

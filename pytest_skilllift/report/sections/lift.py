@@ -63,6 +63,7 @@ class ModelLift(TypedDict):
 
 
 class PairedDelta(TypedDict):
+    """A per-prompt paired difference: its mean, standard error and whether its CI excludes 0."""
     mean: float | None
     se: float | None
     n_prompts: int
@@ -70,6 +71,7 @@ class PairedDelta(TypedDict):
 
 
 class BootstrapModel(TypedDict):
+    """One model's bootstrap interval of the lift, with its Monte Carlo error."""
     low: float | None
     high: float | None
     excludes_zero: bool | None
@@ -81,6 +83,7 @@ class BootstrapModel(TypedDict):
 
 
 class BootstrapSummary(TypedDict):
+    """The bootstrap intervals of the lift: their settings and one per model."""
     n_boot: int
     seed: int
     level: float
@@ -89,6 +92,7 @@ class BootstrapSummary(TypedDict):
 
 
 class MdlModel(TypedDict):
+    """One model's minimum detectable lift and the prompts a target lift needs."""
     min_detectable_lift: float | None
     n_prompts: int
     sd: float | None
@@ -96,6 +100,7 @@ class MdlModel(TypedDict):
 
 
 class MdlSummary(TypedDict):
+    """The minimum detectable lift: its power, alpha and target, and one per model."""
     power: float
     alpha: float
     two_sided: bool
@@ -104,12 +109,14 @@ class MdlSummary(TypedDict):
 
 
 class Data(TypedDict):
+    """The Lift section's keys in scorecard.json."""
     models: dict[str, ModelLift]
     bootstrap: BootstrapSummary
     mdl: MdlSummary
 
 
 def build(ctx: Context) -> Data:
+    """The Lift section's scorecard.json keys, from the week's numbers."""
     agg, f = ctx.agg, json_float
     models: dict[str, ModelLift] = {}
     mdl: dict[str, MdlModel] = {}
@@ -192,6 +199,7 @@ def _delta_cell(value: float | None, p: PairedDelta | None, nd: int, se_nd: int)
 
 
 def render(card: Data) -> list[str]:
+    """The Lift section of scorecard.md, as markdown lines."""
     L = ["## Lift per model (with-skill − no-skill)\n"]
     models = card.get("models", {})
     if not models:

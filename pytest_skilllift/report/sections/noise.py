@@ -66,6 +66,7 @@ class AAModel(TypedDict):
 
 
 class AAWeek(TypedDict):
+    """One A/A comparison of the week: per model, and how often it would call a false lift."""
     comparison: str
     models: dict[str, AAModel]
     #: Models whose A/A CI excludes zero, of the models with an A/A SE.
@@ -77,6 +78,7 @@ class AAWeek(TypedDict):
 
 
 class Data(TypedDict):
+    """The Noise floor section's keys in scorecard.json."""
     noise_floor: dict[str, NoiseFloor]
     aa: AAWeek | None
 
@@ -87,6 +89,7 @@ if TYPE_CHECKING:
 
 
 def build(ctx: Context) -> Data:
+    """The Noise floor section's scorecard.json keys, from the week's numbers."""
     agg, f = ctx.agg, json_float
     floor: dict[str, NoiseFloor] = {}
     aa: AAWeek | None = None
@@ -143,6 +146,7 @@ def _rate(x: float | None) -> str:
 
 
 def render(card: Data) -> list[str]:
+    """The Noise floor section of scorecard.md, as markdown lines."""
     floor, aa = card.get("noise_floor", {}), card.get("aa")
     if not floor and aa is None:
         return []

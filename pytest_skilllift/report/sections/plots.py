@@ -9,6 +9,7 @@ if TYPE_CHECKING:
 
 
 def render(card: Data) -> list[str]:
+    """The Plots section of scorecard.md, as markdown lines."""
     pl = card.get("plots", {})
     if not pl.get("forest") and not pl.get("trend"):
         return []

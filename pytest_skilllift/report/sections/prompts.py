@@ -35,6 +35,7 @@ class PromptRow(TypedDict):
 
 
 class Data(TypedDict):
+    """The Per-prompt section's keys in scorecard.json."""
     prompts: list[PromptRow]
 
 
@@ -82,6 +83,7 @@ def prompt_rows(ctx: Context) -> list[PromptRow]:
 
 
 def build(ctx: Context) -> Data:
+    """The Per-prompt section's scorecard.json keys, from the week's numbers."""
     return {"prompts": ctx.shared(prompt_rows)}
 
 
@@ -90,6 +92,7 @@ def _range(lo: float | None, hi: float | None) -> str:
 
 
 def render(card: Reads) -> list[str]:
+    """The Per-prompt section of scorecard.md, as markdown lines."""
     L = ["## Per-prompt (must_coverage; with-skill lift)\n"]
     order = {m: i for i, m in enumerate(card.get("model_order", []))}
     prompts = sorted(card.get("prompts", []),

@@ -23,12 +23,14 @@ if TYPE_CHECKING:
 
 
 class Window(TypedDict):
+    """When the runs ran: the first start and the last end (UTC)."""
     start: str
     end: str
 
 
 class Provenance(TypedDict):
     #: model label → distinct snapshot strings the transcripts report.
+    """The model builds, model ids, CLI versions and skills commits behind the numbers."""
     snapshots: dict[str, list[str]]
     #: model label → distinct model ids it was requested as.
     model_ids: dict[str, list[str]]
@@ -48,6 +50,7 @@ class Provenance(TypedDict):
 
 
 class Data(TypedDict):
+    """The Provenance section's keys in scorecard.json."""
     provenance: Provenance
 
 
@@ -69,6 +72,7 @@ def _agents(week: Any) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
 
 
 def build(ctx: Context) -> Data:
+    """The Provenance section's scorecard.json keys, from the week's numbers."""
     week = ctx.week
     mismatches = []
     agents, agent_clis = _agents(week)
@@ -129,6 +133,7 @@ def recorded_revision(ctx: Context) -> dict[str, str] | None:
 
 
 def render(card: Reads) -> list[str]:
+    """The Provenance section of scorecard.md, as markdown lines."""
     p = card.get("provenance", {})
     L = ["## Provenance\n", "Exact model builds and versions these numbers were produced with:\n"]
     snaps = p.get("snapshots", {})

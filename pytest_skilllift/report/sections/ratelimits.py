@@ -27,6 +27,7 @@ MIN_PAIRS = 5
 
 
 class LabelLimits(TypedDict):
+    """One model label's runs, the runs throttled (HTTP 429/529), their retries and wait."""
     runs: int
     throttled_runs: int
     retries: int
@@ -34,6 +35,7 @@ class LabelLimits(TypedDict):
 
 
 class Comparison(TypedDict):
+    """Throttled against unthrottled runs of the same prompt and arm: must coverage's difference."""
     pairs: int
     #: Mean (throttled − unthrottled) must coverage over the pairs, its 95% t interval.
     delta: float | None
@@ -42,11 +44,13 @@ class Comparison(TypedDict):
 
 
 class RateLimits(TypedDict):
+    """Rate-limited runs per model label, and whether throttling moved the coverage."""
     by_label: dict[str, LabelLimits]
     comparison: Comparison
 
 
 class Data(TypedDict):
+    """The Rate limits section's keys in scorecard.json."""
     rate_limits: RateLimits
 
 
@@ -62,6 +66,7 @@ def _run_must(ctx: Context) -> np.ndarray:
 
 
 def build(ctx: Context) -> Data:
+    """The Rate limits section's scorecard.json keys, from the week's numbers."""
     week = ctx.week
     retries = ctx.run_column("rate_limit_retries")
     wait = ctx.run_column("rate_limit_wait_ms")

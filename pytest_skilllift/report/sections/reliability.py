@@ -53,6 +53,7 @@ class PromptsPassK(TypedDict):
 
 
 class PassKData(TypedDict):
+    """pass@k, pass^k and flakiness per model and arm, and per prompt."""
     threshold: float
     models: dict[str, dict[str, ArmPassK]]
     #: The prompts the per-prompt columns follow (the week's order).
@@ -61,6 +62,7 @@ class PassKData(TypedDict):
 
 
 class Data(TypedDict):
+    """The Reliability section's keys in scorecard.json."""
     pass_k: PassKData | None
 
 
@@ -71,6 +73,7 @@ def _flags(values: np.ndarray, k: np.ndarray) -> list[bool | None]:
 
 
 def build(ctx: Context) -> Data:
+    """The Reliability section's scorecard.json keys, from the week's numbers."""
     agg, week = ctx.agg, ctx.week
     if agg is None:
         return {"pass_k": None}
@@ -110,6 +113,7 @@ def build(ctx: Context) -> Data:
 
 
 def render(card: Data) -> list[str]:
+    """The Reliability section of scorecard.md, as markdown lines."""
     data = card.get("pass_k")
     if not data or not any(a.get("k", a["k_max"]) > 1 for arms in data["models"].values()
                            for a in arms.values()):

@@ -122,11 +122,13 @@ class RewardTask(TypedDict):
 
 
 class VerifierError(TypedDict):
+    """A task run whose verifier failed, and why."""
     run_id: str
     reason: str
 
 
 class Rewards(TypedDict):
+    """The tasks' verifier rewards: lift per model, per task, and the verifier errors."""
     models: dict[str, RewardModel]
     tasks: list[RewardTask]
     verifier_errors: list[VerifierError]
@@ -138,6 +140,7 @@ class Rewards(TypedDict):
 
 
 class Data(TypedDict):
+    """The Task rewards section's keys in scorecard.json."""
     rewards: Rewards | None
 
 
@@ -152,6 +155,7 @@ def _effect(delta: float | None) -> str:
 
 
 def build(ctx: Context) -> Data:
+    """The Task rewards section's scorecard.json keys, from the week's numbers."""
     week, f = ctx.week, json_float
     mf = week.manifest
     reward = mf.num.get("reward")
@@ -306,6 +310,7 @@ def _pct(x: float | None) -> str:
 
 
 def render(card: Data) -> list[str]:
+    """The Task rewards section of scorecard.md, as markdown lines."""
     data = card.get("rewards")
     if not data:
         return []

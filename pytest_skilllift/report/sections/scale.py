@@ -20,6 +20,7 @@ SHOWN = 20
 
 
 class SpendCap(TypedDict):
+    """The week's spend beside its cap, and the runs the cap kept from starting."""
     cap_usd: float | None
     #: Generation + judge, from the week's run files (what the cap is checked against).
     spent_usd: float
@@ -32,11 +33,13 @@ class SpendCap(TypedDict):
 
 
 class MergedShard(TypedDict):
+    """One shard merged into the week, with its number of runs."""
     shard: str
     runs: int
 
 
 class Shards(TypedDict):
+    """The week's shard plan: its shards, the runs planned and those no shard brought."""
     count: int
     #: This week directory's own shard ("I/N"), or "" for a merged week.
     shard: str
@@ -49,6 +52,7 @@ class Shards(TypedDict):
 
 
 class Data(TypedDict):
+    """The Spend cap and shards section's keys in scorecard.json."""
     spend: SpendCap | None
     shards: Shards | None
 
@@ -116,6 +120,7 @@ def _shards(ctx: Context) -> Shards | None:
 
 
 def build(ctx: Context) -> Data:
+    """The Spend cap and shards section's scorecard.json keys, from the week's numbers."""
     return {"spend": _spend(ctx), "shards": _shards(ctx)}
 
 
@@ -132,6 +137,7 @@ def not_run_outage(ctx: Context) -> int:
 
 
 def render(card: Data) -> list[str]:
+    """The Spend cap and shards section of scorecard.md, as markdown lines."""
     L: list[str] = []
     spend = card.get("spend")
     if spend is not None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 class SelfServed(TypedDict):
     #: The published site's host the runs watched for; "" when none was configured (the
     #: section is left out), None when the week does not say (shown, as before).
+    """No-skill runs that fetched the published skill site on their own, and their prompts."""
     site: str | None
     no_skill_runs: int
     fetched_runs: int
@@ -26,10 +27,12 @@ class SelfServed(TypedDict):
 
 
 class Data(TypedDict):
+    """The Self-served skill section's keys in scorecard.json."""
     baseline_self_served: SelfServed
 
 
 def build(ctx: Context) -> Data:
+    """The Self-served skill section's scorecard.json keys, from the week's numbers."""
     week = ctx.week
     ns = week.manifest.cond == 0
     served = ns & (ctx.run_column("fetched_site") == 1)
@@ -43,6 +46,7 @@ def build(ctx: Context) -> Data:
 
 
 def render(card: Data) -> list[str]:
+    """The Self-served skill section of scorecard.md, as markdown lines."""
     s = card.get("baseline_self_served", {})
     if s.get("site") == "":  # no published site configured: nothing to self-serve from
         return []

@@ -71,6 +71,7 @@ class RubricTask(TypedDict):
 
 
 class TaskRubric(TypedDict):
+    """The tasks' rubric coverage per model and task, and the rubric grades left out."""
     models: dict[str, RubricModel]
     tasks: list[RubricTask]
     #: Task runs with a graded rubric item, and rubric items left ungraded (excluded).
@@ -82,10 +83,12 @@ class TaskRubric(TypedDict):
 
 
 class Data(TypedDict):
+    """The Task rubric coverage section's keys in scorecard.json."""
     task_rubric: TaskRubric | None
 
 
 def build(ctx: Context) -> Data:
+    """The Task rubric coverage section's scorecard.json keys, from the week's numbers."""
     week, f = ctx.week, json_float
     rows = week.task_rubric
     if not rows:
@@ -160,6 +163,7 @@ def terminal_lines(card: Mapping[str, Any]) -> list[str]:
 
 
 def render(card: Data) -> list[str]:
+    """The Task rubric coverage section of scorecard.md, as markdown lines."""
     data = card.get("task_rubric")
     if not data:
         return []

@@ -102,6 +102,7 @@ class FamilyTriggers(TypedDict):
 
 
 class ConfusionQuery(TypedDict):
+    """One trigger query that fired the wrong skill (or none): which fired, in how many runs."""
     family: str
     file: str
     q: int
@@ -128,6 +129,7 @@ class Confusion(TypedDict):
 
 
 class TriggerRuns(TypedDict):
+    """The trigger runs: how many, measured, excluded, their turn caps and their table."""
     total: int
     measured: int
     excluded: int
@@ -139,6 +141,7 @@ class TriggerRuns(TypedDict):
 
 class Data(TypedDict):
     #: model → family → numbers.
+    """The Triggering section's keys in scorecard.json."""
     triggers: dict[str, dict[str, FamilyTriggers]]
     trigger_confusion: dict[str, Confusion]
     trigger_runs: TriggerRuns
@@ -194,6 +197,7 @@ def _expected(row: Row) -> str:
 
 
 def build(ctx: Context) -> Data:
+    """The Triggering section's scorecard.json keys, from the week's numbers."""
     return trigger_data(ctx.week.week_dir)
 
 
@@ -352,6 +356,7 @@ def _ci(pair: Interval, mark: str = "") -> str:
 
 
 def render(card: Data) -> list[str]:
+    """The Triggering section of scorecard.md, as markdown lines."""
     return render_triggering(card)
 
 

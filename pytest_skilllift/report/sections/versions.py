@@ -70,6 +70,7 @@ class VersionModel(TypedDict):
 
 
 class VersionPrompt(TypedDict):
+    """One prompt's must coverage at the reference revision and now, and the change."""
     prompt: str
     model: str
     ref: float | None
@@ -79,6 +80,8 @@ class VersionPrompt(TypedDict):
 
 class Versions(TypedDict):
     #: The arm as the week writes it (``with-skill@HEAD~1``).
+    """The edit's comparison (``with-skill − with-skill@REF``): the arm, its revision, the
+    prompts."""
     arm: str
     ref: str
     #: week.json's record of the revision (kind, commit, tree), or None.
@@ -93,6 +96,7 @@ class Versions(TypedDict):
 
 
 class Data(TypedDict):
+    """The Version comparison section's keys in scorecard.json."""
     versions: Versions | None
 
 
@@ -101,6 +105,7 @@ def _delta(a: float, b: float) -> float | None:
 
 
 def build(ctx: Context) -> Data:
+    """The Version comparison section's scorecard.json keys, from the week's numbers."""
     agg, week, f = ctx.agg, ctx.week, json_float
     arm = week.ref_condition
     if agg is None or arm is None or agg.must.shape[2] <= _REF:
@@ -204,6 +209,7 @@ def _composite(ctx: Context, measures: verdicts.WeekMeasures, pi: int, mi: int,
 
 
 def render(card: Data) -> list[str]:
+    """The Version comparison section of scorecard.md, as markdown lines."""
     v = card.get("versions")
     if not v:
         return []

@@ -56,16 +56,19 @@ class Interference(TypedDict):
 
 
 class WithAll(TypedDict):
+    """Lift with every family installed, per model, and the skills that interfere."""
     models: dict[str, AllModel]
     interference: list[Interference]
     impact_threshold: float
 
 
 class Data(TypedDict):
+    """The With-all section's keys in scorecard.json."""
     with_all: WithAll | None
 
 
 def build(ctx: Context) -> Data:
+    """The With-all section's scorecard.json keys, from the week's numbers."""
     agg, week, f = ctx.agg, ctx.week, json_float
     if agg is None or agg.must.shape[2] <= _ALL or not np.any(agg.cell_n[:, _ALL] > 0):
         return {"with_all": None}
@@ -100,6 +103,7 @@ def build(ctx: Context) -> Data:
 
 
 def render(card: Data) -> list[str]:
+    """The With-all section of scorecard.md, as markdown lines."""
     wa = card.get("with_all")
     if not wa:
         return []

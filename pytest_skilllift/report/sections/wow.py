@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 
 class WowModel(TypedDict):
+    """One model's lift this week beside the previous week's, and whether the move is noise."""
     ready: bool
     prev_key: str | None
     prev_lift: float | None
@@ -31,11 +32,13 @@ class WowModel(TypedDict):
 
 
 class PooledRun(TypedDict):
+    """An earlier run of history, and why it was (or was not) pooled into the between-week σ."""
     run_key: str
     reason: str
 
 
 class History(TypedDict):
+    """The history the week-over-week delta reads: its file, its runs, and whether it is ready."""
     path: str
     run_key: str
     #: Runs of history up to and including this week.
@@ -51,10 +54,12 @@ class History(TypedDict):
 
 
 class Data(TypedDict):
+    """The Week-over-week section's keys in scorecard.json."""
     history: History
 
 
 def build(ctx: Context) -> Data:
+    """The Week-over-week section's scorecard.json keys, from the week's numbers."""
     f = json_float
     return {"history": {
         "path": str(ctx.hist_path), "run_key": ctx.week.week_dir.name,
@@ -77,6 +82,7 @@ def build(ctx: Context) -> Data:
 
 
 def render(card: Data) -> list[str]:
+    """The Week-over-week section of scorecard.md, as markdown lines."""
     h = card.get("history", {})
     L = ["## Week-over-week lift delta\n"]
     if not h.get("ready"):
