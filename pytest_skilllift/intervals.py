@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from types import ModuleType
+
+    import numpy as np
+    import numpy.typing as npt
 
 #: Two scores are equal within this: composites are sums of tenths, coverages ratios of small
 #: integers (0.1 + 0.7 is 0.7999999999999999; float noise must not flip a verdict or a gate).
@@ -134,7 +137,8 @@ def krippendorff_alpha(units: Sequence[Sequence[Hashable]]) -> float | None:
     return 1.0 - (n - 1) * disagree / expected
 
 
-def bootstrap_resamples(data: Any, rng: Any, n_resamples: int, *, dtype: Any = None) -> Any:
+def bootstrap_resamples(data: np.ndarray, rng: np.random.Generator, n_resamples: int, *,
+                        dtype: npt.DTypeLike | None = None) -> np.ndarray:
     """``n_resamples`` bootstrap resamples of ``data`` (a numpy array; resampled along its
     first axis): shape ``(n_resamples, len(data), …)``, each row drawn with replacement, one
     ``rng.integers`` draw (so a seeded ``numpy.random.Generator`` gives the same resamples

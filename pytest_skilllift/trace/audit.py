@@ -18,10 +18,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytest_skilllift.trace.transcript import CLAUDE_SKILL_ROOT, ToolUse, Transcript
 from pytest_skilllift.week.columns import NOT_INVOKED, PARTIAL, VERIFIED
+
+if TYPE_CHECKING:  # numpy is imported where the report needs it, never by a run's audit
+    import numpy as np
+    import numpy.typing as npt
 
 _SKILL_BODY_PREFIX = "Base directory for this skill:"
 _MD_LINK = re.compile(r"\]\(([^)\s#]+\.md)\)")
@@ -211,7 +215,8 @@ def impact_label(delta: float, *, k: int, spread: float, saturated: bool) -> str
     return str(impact_labels_array([delta], [k], [spread], [saturated])[0])
 
 
-def impact_labels_array(delta: Any, k: Any, spread: Any, saturated: Any) -> Any:
+def impact_labels_array(delta: npt.ArrayLike, k: npt.ArrayLike, spread: npt.ArrayLike,
+                        saturated: npt.ArrayLike) -> np.ndarray:
     """:func:`impact_label` of many prompts at once (array-likes of one shape in, an object
     array of labels out): a week of 10⁴ prompts × models is labelled in one pass."""
     import numpy as np  # only the report needs it: a run's audit never does

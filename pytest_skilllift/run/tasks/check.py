@@ -29,7 +29,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_skilllift.model import PromptSpec, TaskSpec
 from pytest_skilllift.run.tasks.reader import (
@@ -45,6 +45,9 @@ from pytest_skilllift.run.tasks.reader import (
 )
 from pytest_skilllift.run.tasks.results import PASSED, VerifierResult
 from pytest_skilllift.week.files import VERIFIER_DIR, VERIFIER_OUTPUT
+
+if TYPE_CHECKING:  # the docker side is imported only by the command that probes
+    from pytest_skilllift.runners.task_check import ProbeOutcome
 
 BROKEN, WARNING, NOTE = "broken", "warning", "note"
 SEVERITIES = (BROKEN, WARNING, NOTE)
@@ -397,7 +400,7 @@ def probe_task(check: TaskCheck, prober: Prober, skills_root: Path, work_dir: Pa
 class Prober(Protocol):
     """What runs a probe (``runners/task_check.TaskProbe``)."""
 
-    def probe(self, spec: PromptSpec, mode: str, run_dir: Path) -> Any:
+    def probe(self, spec: PromptSpec, mode: str, run_dir: Path) -> ProbeOutcome:
         """Run probe ``mode`` of task ``spec`` into ``run_dir``; ``.error`` on failure."""
 
 
