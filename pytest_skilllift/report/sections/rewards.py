@@ -21,7 +21,7 @@ a false lift when its interval excludes 0).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -266,7 +266,7 @@ def _pass_k(trials: np.ndarray, passed: np.ndarray, *, every: bool) -> float | N
     return float(np.mean(hit))
 
 
-def terminal_lines(card: Mapping[str, Any]) -> list[str]:
+def terminal_lines(card: Data) -> list[str]:
     """The task-reward headline for the terminal summary (nothing for a week of prompts)."""
     data = card.get("rewards")
     if not data or not data.get("models"):
@@ -289,12 +289,13 @@ def terminal_lines(card: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def closing_part(card: Mapping[str, Any]) -> str:
+def closing_part(card: Data) -> str:
     """``reward lift sonnet +1.000 ± 0.000`` for the session's last line ("" without tasks)."""
-    data = card.get("rewards") or {}
+    data = card.get("rewards")
+    models = (data.get("models") or {}) if data else {}
     lifts = [f"{label} {signed(m['reward_lift'])}"
              + (f" ± {fmt(m['reward_lift_se'])}" if m["reward_lift_se"] is not None else "")
-             for label, m in (data.get("models") or {}).items()
+             for label, m in models.items()
              if m.get("reward_lift") is not None]
     return f"reward lift {', '.join(lifts)}" if lifts else ""
 

@@ -15,9 +15,8 @@ with the paired SE — the function the must-coverage lift uses. Avoid items jud
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -151,7 +150,7 @@ def build(ctx: Context) -> Data:
                             "other_arm_runs": {a: len(r) for a, r in sorted(others.items())}}}
 
 
-def terminal_lines(card: Mapping[str, Any]) -> list[str]:
+def terminal_lines(card: Data) -> list[str]:
     """The tasks' rubric coverage for the terminal summary (nothing without a rubric)."""
     data = card.get("task_rubric")
     if not data or not data.get("models"):
