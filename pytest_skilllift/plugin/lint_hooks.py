@@ -33,6 +33,8 @@ from pytest_skilllift.config import LINT, LintSettings, SettingsError
 from pytest_skilllift.plugin.options import add_options, lint_settings_from_pytest
 
 if TYPE_CHECKING:  # the model layers (numpy, scipy, the SDK) load only when a depth test runs
+    from _pytest._code.code import TerminalRepr, TracebackStyle
+
     from pytest_skilllift.lint.analyze import SkillReport
     from pytest_skilllift.lint.depth import DepthContext, DepthReport
     from pytest_skilllift.skill.skillfile import Finding
@@ -212,7 +214,8 @@ class SkillCheckItem(pytest.Item):
             )
         raise SkillLintFailure("\n".join(lines))
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         """The finding text alone: a lint failure is not a crash, so no traceback."""
         if isinstance(excinfo.value, SkillLintFailure):
             return excinfo.value.text

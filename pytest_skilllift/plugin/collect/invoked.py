@@ -27,7 +27,9 @@ from pytest_skilllift.week.columns import VERIFIED
 from pytest_skilllift.week.files import AUDIT_FILE, COMPLETED
 
 if TYPE_CHECKING:
-    from _pytest._code.code import ExceptionInfo, TerminalRepr
+    from pathlib import Path
+
+    from _pytest._code.code import ExceptionInfo, TerminalRepr, TracebackStyle
 
     from pytest_skilllift.plugin.session import SkillLiftSession
 
@@ -100,7 +102,7 @@ class InvokedTest(pytest.Function):
             return ""
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
-                     style: Any = None) -> str | TerminalRepr:
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, HookError):
             return str(excinfo.value)  # the user's hook, named; our call stack is noise
         if isinstance(excinfo.value, InvocationFinding):
@@ -114,5 +116,5 @@ class InvokedTest(pytest.Function):
             return "\n".join(lines)
         return super().repr_failure(excinfo)
 
-    def reportinfo(self) -> tuple[Any, int | None, str]:
+    def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.run.prompt.name}::{self.nodeid.split('::', 1)[1]}"

@@ -43,7 +43,7 @@ from pytest_skilllift.week.columns import ITEM_TYPES
 from pytest_skilllift.week.files import OK
 
 if TYPE_CHECKING:
-    from _pytest._code.code import ExceptionInfo, TerminalRepr
+    from _pytest._code.code import ExceptionInfo, TerminalRepr, TracebackStyle
 
     from pytest_skilllift.plugin.session import SkillLiftSession
 
@@ -122,7 +122,7 @@ class PromptFile(pytest.File):
         yield from model_nodes(self, spec)
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
-                     style: Any = None) -> str | TerminalRepr:
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         # A bad prompt file is the user's input, not our bug: name file, field and fix only.
         if isinstance(excinfo.value, PromptError):
             return str(excinfo.value)
@@ -253,7 +253,7 @@ class RubricTest(pytest.Function):
             raise RubricFailure(verdict, evidence)
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
-                     style: Any = None) -> str | TerminalRepr:
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, HookError):
             return str(excinfo.value)  # the user's hook, named; our call stack is noise
         if isinstance(excinfo.value, RubricFailure):
@@ -267,5 +267,5 @@ class RubricTest(pytest.Function):
             return "\n".join(lines)
         return super().repr_failure(excinfo)
 
-    def reportinfo(self) -> tuple[Any, int | None, str]:
+    def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.run.prompt.name}::{self.nodeid.split('::', 1)[1]}"

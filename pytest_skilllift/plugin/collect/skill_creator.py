@@ -24,7 +24,7 @@ from pytest_skilllift.run.prompts import PromptError
 from pytest_skilllift.run.skill_creator import load_evals
 
 if TYPE_CHECKING:
-    from _pytest._code.code import ExceptionInfo, TerminalRepr
+    from _pytest._code.code import ExceptionInfo, TerminalRepr, TracebackStyle
 
 
 class SkillCreatorFile(pytest.File):
@@ -36,7 +36,7 @@ class SkillCreatorFile(pytest.File):
             yield EvalNode.from_parent(self, name=name, spec=spec)
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
-                     style: Any = None) -> str | TerminalRepr:
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, PromptError):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
@@ -65,7 +65,7 @@ class EvalNode(pytest.Collector):
         yield from model_nodes(self, self.spec)
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
-                     style: Any = None) -> str | TerminalRepr:
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, PromptError):
             return str(excinfo.value)
         return super().repr_failure(excinfo)

@@ -36,7 +36,9 @@ from pytest_skilllift.run.tasks.results import PASSED
 from pytest_skilllift.week.files import OK
 
 if TYPE_CHECKING:
-    from _pytest._code.code import ExceptionInfo, TerminalRepr
+    from pathlib import Path
+
+    from _pytest._code.code import ExceptionInfo, TerminalRepr, TracebackStyle
 
 
 class TaskDir(pytest.Directory):
@@ -61,7 +63,7 @@ class TaskDir(pytest.Directory):
                 runs=tuple(r for r in runs if r.model_label == label))
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
-                     style: Any = None) -> str | TerminalRepr:
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, TaskError):
             return str(excinfo.value)  # the user's input: file, field and fix only
         return super().repr_failure(excinfo)
@@ -150,7 +152,7 @@ class VerifierTest(pytest.Function):
             raise UnmetTest(detail)
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
-                     style: Any = None) -> str | TerminalRepr:
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, HookError):
             return str(excinfo.value)
         if isinstance(excinfo.value, UnmetTest):
@@ -159,7 +161,7 @@ class VerifierTest(pytest.Function):
                     f"  verifier output: {out_dir}/{self.run.run_id}/verifier/output.txt")
         return super().repr_failure(excinfo)
 
-    def reportinfo(self) -> tuple[Any, int | None, str]:
+    def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.run.prompt.name}::{self.nodeid.split('::', 1)[1]}"
 
 

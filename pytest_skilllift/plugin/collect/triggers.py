@@ -30,7 +30,9 @@ from pytest_skilllift.run.triggers import (
 from pytest_skilllift.week.files import OK, STDOUT_FILE, TRIGGERS_DIR
 
 if TYPE_CHECKING:
-    from _pytest._code.code import ExceptionInfo, TerminalRepr
+    from pathlib import Path
+
+    from _pytest._code.code import ExceptionInfo, TerminalRepr, TracebackStyle
 
 MARKER = "trigger"
 
@@ -60,7 +62,7 @@ class TriggerFile(pytest.File):
                                                siblings=siblings)
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
-                     style: Any = None) -> str | TerminalRepr:
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, PromptError):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
@@ -135,7 +137,7 @@ class TriggerTest(pytest.Item):
             raise TriggerFailure(result)
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
-                     style: Any = None) -> str | TerminalRepr:
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, TriggerFailure):
             result: TriggerResult = excinfo.value.args[0]
             family = self.spec.family
@@ -149,5 +151,5 @@ class TriggerTest(pytest.Item):
                               f"  transcript: {out}/{TRIGGERS_DIR}/{result.run_id}/{STDOUT_FILE}"])
         return super().repr_failure(excinfo)
 
-    def reportinfo(self) -> tuple[Any, int | None, str]:
+    def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.spec.prompt_name}::{self.nodeid.split('::', 1)[1]}"
