@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from pytest_skilllift.judge.protocol import PROMPT_VERSION
+from pytest_skilllift.judge.protocol import PROMPT_VERSION, Grader
 from pytest_skilllift.model import JudgeResult, PromptSpec, RubricItem
 from pytest_skilllift.week.columns import ITEM_TYPES
 
@@ -75,7 +75,7 @@ class SessionJudge:
     in this process.
     """
 
-    def __init__(self, grader: Callable[[], Any]) -> None:
+    def __init__(self, grader: Callable[[], Grader]) -> None:
         # A factory: building the client imports the SDK, which the session warms up in the
         # background; the fixture must not wait for it before the first run needs it.
         self._grader = grader
