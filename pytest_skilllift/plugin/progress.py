@@ -14,10 +14,13 @@ import statistics
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_skilllift.week.files import GRADES_FILE, OK, RETRY_ON_RERUN, RUN_FILE
 from pytest_skilllift.week.ledger import Ledger
+
+if TYPE_CHECKING:
+    from os import PathLike
 
 #: A run whose engine call raised (the test failed without a graded run).
 CRASHED = "crashed"
@@ -67,7 +70,7 @@ def _number(value: Any) -> float | None:
     return out if math.isfinite(out) else None
 
 
-def prompt_name(path: Any) -> str:
+def prompt_name(path: str | PathLike[str]) -> str:
     """A prompt file's ``name`` (its file stem when unreadable: then it has no runs)."""
     import json
     from pathlib import Path
