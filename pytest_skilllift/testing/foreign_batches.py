@@ -142,6 +142,8 @@ class OpenAIBatches(_Queue):
             return list(self._files)
 
     def upload(self, content_type: str, raw: bytes) -> tuple[int, Any]:
+        """``POST /v1/files``: store the multipart upload; ``(status, file object)``, 400
+        without file and purpose."""
         fields = multipart_fields(content_type, raw)
         if "file" not in fields or "purpose" not in fields:
             return 400, _openai_error("file and purpose are required")
@@ -156,6 +158,8 @@ class OpenAIBatches(_Queue):
                 "filename": f"{file_id}.jsonl", "purpose": purpose, "status": "processed"}
 
     def content(self, file_id: str) -> tuple[int, Any]:
+        """``GET /v1/files/{id}/content``: the stored bytes; 404 for a file not (or no longer)
+        there."""
         with self._lock:
             got = self._files.get(file_id)
         if got is None:
@@ -183,6 +187,8 @@ class OpenAIBatches(_Queue):
         return 200, {"id": file_id, "object": "file", "deleted": True}
 
     def create(self, body: dict[str, Any]) -> tuple[int, Any]:
+        """``POST /v1/batches``: a batch over an uploaded JSONL input file; 400 naming what is
+        wrong."""
         with self._lock:
             got = self._files.get(str(body.get("input_file_id")))
         if got is None:
@@ -210,6 +216,7 @@ class OpenAIBatches(_Queue):
         return 200, self._view(job)
 
     def retrieve(self, batch_id: str) -> tuple[int, Any]:
+        """``GET /v1/batches/{id}``: the batch, processed once the script's polls are over."""
         job, end_now = self._poll(batch_id)
         if job is None:
             return 404, _openai_error(f"No batch found with id '{batch_id}'", "not_found")
@@ -284,6 +291,7 @@ class GeminiBatches(_Queue):
     """Gemini's batch mode with inlined requests (see the module docstring)."""
 
     def create(self, model: str, body: dict[str, Any]) -> tuple[int, Any]:
+        """``POST /v1beta/models/{model}:batchGenerateContent``: a batch job of inlined requests."""
         got = body.get("batch")
         batch: dict[str, Any] = got if isinstance(got, dict) else {}
         config = batch.get("inputConfig") or {}
@@ -300,6 +308,7 @@ class GeminiBatches(_Queue):
         return 200, self._view(job)
 
     def get(self, job_id: str) -> tuple[int, Any]:
+        """``GET /v1beta/batches/{id}``: the job, processed once the script's polls are over."""
         job, end_now = self._poll(job_id)
         if job is None:
             return 404, {"error": {"code": 404, "status": "NOT_FOUND",
