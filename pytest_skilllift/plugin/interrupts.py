@@ -74,10 +74,12 @@ class InterruptPlugin:
             self.state.stopped_runs = self.state.inflight.stopped_runs()
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """The controller's line about the runs an interrupt stopped, when there were any."""
         if self.controller and self.state.stopped_runs is not None:
             terminalreporter.write_line(stopped_line(self.state.stopped_runs))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """Put the signal handlers back; the controller removes its registry of runs in flight."""
         self.uninstall()
         if self.controller:
             self.state.inflight.remove()

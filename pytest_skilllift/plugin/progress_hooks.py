@@ -57,6 +57,7 @@ class ProgressFacts:
     def pytest_runtest_makereport(self, item: pytest.Item,
                                   call: pytest.CallInfo[None]
                                   ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """Attach the run's facts (status, graded, cost) to its first call report."""
         report = yield
         run = getattr(item, "run", None)
         if call.when != "call" or run is None or run.run_id in self.sent:
@@ -109,6 +110,8 @@ class ProgressLine:
     # -- totals -------------------------------------------------------------------------
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """The total: the runs the collected items belong to (those already final in the ledger
+        count as done)."""
         ids = {run.run_id for item in session.items if (run := getattr(item, "run", None))}
         if ids:
             self.progress.set_total(ids, finished_in_ledger(self.week, ids))
@@ -143,6 +146,7 @@ class ProgressLine:
     # -- reports ------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logstart(self) -> Generator[None, None, None]:
+        """Erase the line while pytest writes a test's log, then draw it again."""
         self._erase()
         try:
             return (yield)
@@ -154,6 +158,7 @@ class ProgressLine:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
+        """Count a finished run from its report's facts, around pytest's own writing."""
         self._erase()
         try:
             return (yield)
@@ -166,6 +171,7 @@ class ProgressLine:
     # Innermost wrapper: the line goes before pytest writes its final "[100%]".
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self) -> Generator[None, object, object]:
+        """When the runs are over: erase the line for good, before pytest's "[100%]"."""
         try:
             return (yield)
         finally:
@@ -174,11 +180,13 @@ class ProgressLine:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self) -> None:
+        """Erase the line for good before the session's summary."""
         self._erase()
         self._live = False
 
     @pytest.hookimpl(trylast=True)  # inside the "skill lift" section, after its lines
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """The final counts, once (not under ``-q``)."""
         if not self.quiet and self.progress.total:
             terminalreporter.write_line(self.progress.line())
 

@@ -7,7 +7,8 @@ batch step ``run.batch_grade``).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -29,6 +30,9 @@ from pytest_skilllift.week.shards import (
     record_shard,
     write_plan,
 )
+
+if TYPE_CHECKING:
+    from pytest_skilllift.judge.batch import BatchJudge
 
 
 def _runs(items: list[pytest.Item]) -> dict[str, RunSpec]:
@@ -119,6 +123,8 @@ class ScalePlugin:
     # -- before the first item: the plan on file, then (batch judging) generate and grade ------
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Before the first item: record this shard and the plan; with batch judging, generate
+        every run, then grade them in batches."""
         if session.config.option.collectonly:
             return
         if self.shard is not None and not self.state.worker:
@@ -195,7 +201,7 @@ def files_note(deleted: list[str], undeleted: dict[str, str]) -> str:
     return note
 
 
-def batch_paths(judges: list[tuple[str, Any]]) -> str:
+def batch_paths(judges: Sequence[tuple[str, BatchJudge]]) -> str:
     """Which path each judge's grading takes, with the price it is billed at: ``judge via
     API (batch, 50% of list)`` — the cost line of batch judging."""
     from pytest_skilllift.judge.batch import BATCH_PRICE_FACTOR
