@@ -47,7 +47,7 @@ from pytest_skilllift.judge.batch import BatchJudge, BatchRequest, BatchStore
 from pytest_skilllift.judge.client import ReplyParts
 from pytest_skilllift.judge.google_client import GoogleJudge, gemini_kwargs
 from pytest_skilllift.judge.openai_client import OpenAIJudge
-from pytest_skilllift.judge.protocol import JudgeRequest
+from pytest_skilllift.judge.protocol import EvidencePolicy, JudgeRequest
 from pytest_skilllift.model import GOOGLE, OPENAI
 
 __all__ = ["GoogleBatchJudge", "OpenAIBatchJudge"]
@@ -115,7 +115,7 @@ class OpenAIBatchJudge(_ForeignBatchJudge):
 
     def __init__(self, week_dir: Path, model: str, *, api_key: str | None = None,
                  base_url: str | None = None, max_tokens: int = 4096,
-                 evidence: Any = "reject", store: BatchStore | None = None,
+                 evidence: EvidencePolicy = "reject", store: BatchStore | None = None,
                  **kwargs: Any) -> None:
         kwargs.setdefault("max_requests", OPENAI_MAX_REQUESTS)
         kwargs.setdefault("max_bytes", OPENAI_MAX_BYTES)
@@ -266,7 +266,7 @@ class GoogleBatchJudge(_ForeignBatchJudge):
 
     def __init__(self, week_dir: Path, model: str, *, api_key: str | None = None,
                  base_url: str | None = None, max_tokens: int = 4096,
-                 evidence: Any = "reject", store: BatchStore | None = None,
+                 evidence: EvidencePolicy = "reject", store: BatchStore | None = None,
                  **kwargs: Any) -> None:
         kwargs.setdefault("max_requests", GOOGLE_MAX_REQUESTS)
         kwargs.setdefault("max_bytes", GOOGLE_MAX_BYTES)
