@@ -89,8 +89,8 @@ class MaskingGrader:
 
     def grade(self, prompt_text: str, answer: str, items: Sequence[RubricItem],
               seed: int | str) -> JudgeResult:
-        """Grade through the wrapped judge with the arm's tells masked (counted in
-        ``arm_leaks``)."""
+        """Grade through the wrapped judge, the answer's arm tells masked when masking is
+        on (their count is in ``arm_leaks`` either way)."""
         masked, spans = self._pattern.subn(MASK, answer)
         result = self.inner.grade(prompt_text, masked if self.mask else answer, items, seed)
         return dataclasses.replace(result, arm_leaks=spans, masked=self.mask and spans > 0)
