@@ -12,14 +12,19 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
+import types
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
 pytest.importorskip("docker", reason="the docker SDK is not installed")
+requests = pytest.importorskip("requests")
 
-from pytest_skilllift.runners.sweep import SweepLog
+from pytest_skilllift.runners.docker import DockerRunner, _remove  # noqa: E402
+from pytest_skilllift.runners.sweep import SweepLog  # noqa: E402
 
 
 class _DroppingEngine(BaseHTTPRequestHandler):
@@ -72,3 +77,57 @@ def test_an_engine_that_is_not_there_is_a_line_too(monkeypatch: pytest.MonkeyPat
     assert log.sweep("start-up") == []
     (line,) = log.lines()
     assert line.startswith("docker: start-up sweep not done: the engine did not answer (")
+
+
+# -- a busy engine: requests' ReadTimeout, through a runner's close and a container's removal --
+
+
+class _BusyApi:
+    """The low-level client of an engine that times out ``fails`` times, then answers."""
+
+    def __init__(self, fails: int) -> None:
+        self.fails = fails
+        self.removed: list[str] = []
+
+    def remove_container(self, container_id: str, **_: Any) -> None:
+        if self.fails:
+            self.fails -= 1
+            raise requests.exceptions.ReadTimeout("Read timed out. (read timeout=60)")
+        self.removed.append(container_id)
+
+    def containers(self, **_: Any) -> list[dict[str, Any]]:
+        raise requests.exceptions.ReadTimeout("Read timed out. (read timeout=60)")
+
+
+class _BusyClient:
+    def __init__(self, fails: int) -> None:
+        self.api = _BusyApi(fails)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_runner_closing_on_a_busy_engine_does_not_raise() -> None:
+    runner = DockerRunner.__new__(DockerRunner)  # no engine: only what close() reads
+    runner._lock = threading.Lock()
+    runner._active = {}
+    runner.client = _BusyClient(fails=0)
+    runner.swept_names, runner.swept = [], 0
+    runner._own_client = True
+    runner.close()  # raised ReadTimeout before the fix
+    assert (runner.swept_names, runner.swept) == ([], 0)
+
+
+def test_removing_a_container_retries_a_timeout_then_reports_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's clean-up (and a runner's close after Ctrl-C) removes its container through
+    ``_remove``: a ReadTimeout there escaped the run's ``finally`` before."""
+    # The retries' pauses skipped (the module's clock kept: the deadline is real).
+    monkeypatch.setattr("pytest_skilllift.runners.docker.time",
+                        types.SimpleNamespace(monotonic=time.monotonic, sleep=lambda s: None))
+    client = _BusyClient(fails=2)
+    assert _remove(client, "c1") is True  # the third attempt answered
+    assert client.api.removed == ["c1"]
+    never = _BusyClient(fails=10**6)
+    assert _remove(never, "c2", wait_s=0.05) is False  # given up, said, never raised
+    assert never.api.removed == []

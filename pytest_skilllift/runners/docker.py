@@ -195,7 +195,9 @@ def sweep_stale_names(client: Any, week: str | None = None) -> list[str]:
 def _remove(client: Any, container_id: str, wait_s: float = 10.0) -> bool:
     """Force-remove a container and wait until it is gone; True when it no longer exists.
 
-    Tolerates the races removal has: already gone (404) or removal in progress (409).
+    Tolerates the races removal has: already gone (404) or removal in progress (409), and
+    an engine too busy to answer in time (requests' ReadTimeout/ConnectionError, OSErrors
+    that are no DockerException): tried again until ``wait_s``, never raised.
     """
     deadline = time.monotonic() + wait_s
     while True:
@@ -211,6 +213,10 @@ def _remove(client: Any, container_id: str, wait_s: float = 10.0) -> bool:
                 time.sleep(0.2)
             else:
                 time.sleep(0.05)
+        except OSError:  # after APIError, which is one (an HTTPError) with a status to read
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
 
 
 def skill_archive(family_dir: Path | None, uid: int = AGENT_UID,
