@@ -27,10 +27,9 @@ docker = pytest.importorskip("docker", reason="the docker SDK is not installed")
 from pytest_skilllift.agents.registry import others  # noqa: E402
 from pytest_skilllift.config import DEMO_TASKS  # noqa: E402
 from pytest_skilllift.runners.agents import find_cli  # noqa: E402
-from pytest_skilllift.runners.task_base import TASK_BASE_TAG, build_task_base  # noqa: E402
 from pytest_skilllift.trace.agent_streams import listed_skills  # noqa: E402
 
-from .docker_env import docker_problem  # noqa: E402
+from .docker_env import docker_problem, task_base, task_standin  # noqa: E402, F401
 from .test_plugin_e2e import SECRET, all_text, run  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli, pytest.mark.slow]
@@ -47,37 +46,12 @@ VERIFIER_TESTS = ("test_outputs.py::test_report_exists", "test_outputs.py::test_
                   "test_outputs.py::test_totals_per_region")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def task_base() -> None:
-    """The demo tasks' base image (from this machine's Debian packages; no registry)."""
-    client = docker.from_env()
-    try:
-        client.images.get(TASK_BASE_TAG)
-    except docker.errors.ImageNotFound:
-        build_task_base(client, log=lambda line: None)
-    finally:
-        client.close()
-
-
-@pytest.fixture
-def task_standin() -> Any:
-    from pytest_skilllift.testing.agent_script import skill_agent
-    from pytest_skilllift.testing.judge_script import keyword_judge
-    from pytest_skilllift.testing.server import StandIn
-    from pytest_skilllift.testing.task_script import task_agent
-
-    server = StandIn(agent=task_agent(skill_agent), judge=keyword_judge)
-    server.start()
-    yield server
-    server.stop()
-
-
 def load(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("agent", [a.name for a in others()])
-def test_a_task_week_for_each_agent_in_docker(pytester: pytest.Pytester, task_standin: Any,
+def test_a_task_week_for_each_agent_in_docker(pytester: pytest.Pytester, task_standin: Any,  # noqa: F811
                                               agent: str) -> None:
     if find_cli(agent) is None:
         pytest.skip(f"the {agent} CLI is not installed (bash .ci/run installs it)")

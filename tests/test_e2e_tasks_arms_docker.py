@@ -31,10 +31,14 @@ docker = pytest.importorskip("docker", reason="the docker SDK is not installed")
 
 from pytest_skilllift.config import DEMO_PROJECT, DEMO_TASKS  # noqa: E402
 
-from .test_e2e_tasks_docker import load, task_base, task_standin  # noqa: E402, F401
+from .docker_env import docker_problem, task_base, task_standin  # noqa: E402, F401
 from .test_plugin_e2e import run  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli]
+
+_PROBLEM = docker_problem()
+if _PROBLEM:
+    pytest.skip(_PROBLEM, allow_module_level=True)
 
 ARMS = ("no-skill", "with-skill", "with-all", "no-skill-b", "with-skill@HEAD~1")
 FAMILIES = ("git-bisect", "python-packaging")
@@ -45,6 +49,10 @@ OLD_LINE = 'amount = abs(float(row["amount"].replace(",", "")))'
 def git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(root), "-c", "user.email=t@t", "-c", "user.name=t", *args],
                    check=True, capture_output=True)
+
+
+def load(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def make_project(pytester: pytest.Pytester) -> Path:

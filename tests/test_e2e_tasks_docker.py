@@ -21,9 +21,8 @@ import pytest
 docker = pytest.importorskip("docker", reason="the docker SDK is not installed")
 
 from pytest_skilllift.config import DEMO_PROJECT, DEMO_TASKS  # noqa: E402
-from pytest_skilllift.runners.task_base import TASK_BASE_TAG, build_task_base  # noqa: E402
 
-from .docker_env import docker_problem  # noqa: E402
+from .docker_env import docker_problem, task_base, task_standin  # noqa: E402, F401
 from .test_plugin_e2e import run  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli]
@@ -35,31 +34,6 @@ if _PROBLEM:
 TASK_RUNS = 4  # two tasks × two arms × one model × one rep
 VERIFIER_TESTS = ("test_outputs.py::test_report_exists", "test_outputs.py::test_report_has_total",
                   "test_outputs.py::test_totals_per_region")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def task_base() -> None:
-    """The demo tasks' base image (from this machine's Debian packages; no registry)."""
-    client = docker.from_env()
-    try:
-        client.images.get(TASK_BASE_TAG)
-    except docker.errors.ImageNotFound:
-        build_task_base(client, log=lambda line: None)
-    finally:
-        client.close()
-
-
-@pytest.fixture
-def task_standin() -> Any:
-    from pytest_skilllift.testing.agent_script import skill_agent
-    from pytest_skilllift.testing.judge_script import keyword_judge
-    from pytest_skilllift.testing.server import StandIn
-    from pytest_skilllift.testing.task_script import task_agent
-
-    server = StandIn(agent=task_agent(skill_agent), judge=keyword_judge)
-    server.start()
-    yield server
-    server.stop()
 
 
 def make_project(pytester: pytest.Pytester) -> Path:
@@ -101,7 +75,7 @@ def load(path: Path) -> Any:
 
 
 def test_a_week_of_prompts_and_tasks_in_docker(pytester: pytest.Pytester,
-                                               task_standin: Any) -> None:
+                                               task_standin: Any) -> None:  # noqa: F811
     root = make_project(pytester)
     result = run(pytester, task_standin, "-p", "no:xdist", "--skill-lift-docker-network=host",
                  "-rA", timeout=900)

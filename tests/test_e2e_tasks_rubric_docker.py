@@ -22,9 +22,8 @@ import pytest
 docker = pytest.importorskip("docker", reason="the docker SDK is not installed")
 
 from pytest_skilllift.config import DEMO_TASKS  # noqa: E402
-from pytest_skilllift.runners.task_base import TASK_BASE_TAG, build_task_base  # noqa: E402
 
-from .docker_env import docker_problem  # noqa: E402
+from .docker_env import docker_problem, task_base, task_standin  # noqa: E402, F401
 from .test_plugin_e2e import run  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli]
@@ -32,30 +31,6 @@ pytestmark = [pytest.mark.docker, pytest.mark.cli]
 _PROBLEM = docker_problem()
 if _PROBLEM:
     pytest.skip(_PROBLEM, allow_module_level=True)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def task_base() -> None:
-    client = docker.from_env()
-    try:
-        client.images.get(TASK_BASE_TAG)
-    except docker.errors.ImageNotFound:
-        build_task_base(client, log=lambda line: None)
-    finally:
-        client.close()
-
-
-@pytest.fixture
-def standin() -> Any:
-    from pytest_skilllift.testing.agent_script import skill_agent
-    from pytest_skilllift.testing.judge_script import keyword_judge
-    from pytest_skilllift.testing.server import StandIn
-    from pytest_skilllift.testing.task_script import task_agent
-
-    server = StandIn(agent=task_agent(skill_agent), judge=keyword_judge)
-    server.start()
-    yield server
-    server.stop()
 
 
 def judge_texts(server: Any) -> list[str]:
@@ -68,12 +43,12 @@ def load(path: Path) -> Any:
 
 
 def test_a_task_with_a_rubric_is_judged_over_the_files_it_made(pytester: pytest.Pytester,
-                                                                standin: Any) -> None:
+                                                                task_standin: Any) -> None:  # noqa: F811
     root = pytester.path
     shutil.copytree(DEMO_TASKS / "sales-report", root / "evals" / "tasks" / "sales-report")
     pytester.makeini("[pytest]\nskill_lift_models = sonnet=claude-sonnet-4-5\n"
                      "skill_lift_reps = 1\nskill_lift_out = week\n")
-    result = run(pytester, standin, "-p", "no:xdist", "--skill-lift-docker-network=host",
+    result = run(pytester, task_standin, "-p", "no:xdist", "--skill-lift-docker-network=host",
                  "-rA", timeout=900)
     out = result.stdout.str()
     base = "evals/tasks/sales-report::sonnet"
@@ -85,7 +60,7 @@ def test_a_task_with_a_rubric_is_judged_over_the_files_it_made(pytester: pytest.
     assert f"PASSED {base}::with-skill::r1::reward" in out
     assert "failed" not in result.parseoutcomes()
     # -- what the judge saw: the instruction, the answer, the files, each named --------------
-    sent = judge_texts(standin)
+    sent = judge_texts(task_standin)
     assert len(sent) == 2
     with_text = next(t for t in sent if "### report.json (" in t)
     no_text = next(t for t in sent if "### ATTEMPT.md (" in t)
@@ -108,9 +83,9 @@ def test_a_task_with_a_rubric_is_judged_over_the_files_it_made(pytester: pytest.
         assert list(csv.DictReader(fh)) == []  # nothing of the task in the prompts' coverage
     assert "## Task rubric coverage" in (week / "scorecard.md").read_text()
     # -- resuming grades nothing again, generates nothing again -------------------------------
-    judged, agents = len(standin.bodies("judge")), len(standin.bodies("agent"))
-    again = run(pytester, standin, "-p", "no:xdist", "--skill-lift-docker-network=host",
+    judged, agents = len(task_standin.bodies("judge")), len(task_standin.bodies("agent"))
+    again = run(pytester, task_standin, "-p", "no:xdist", "--skill-lift-docker-network=host",
                 timeout=600)
     assert "failed" not in again.parseoutcomes()
-    assert len(standin.bodies("judge")) == judged
-    assert len(standin.bodies("agent")) == agents
+    assert len(task_standin.bodies("judge")) == judged
+    assert len(task_standin.bodies("agent")) == agents

@@ -181,16 +181,14 @@ def _docker_ready() -> str | None:
         import docker.client
 
         from pytest_skilllift.runners.claude import bundled_claude
-        from pytest_skilllift.runners.task_base import TASK_BASE_TAG, build_task_base
+
+        from .docker_env import ensure_task_base
 
         client = docker.client.from_env()
         client.ping()
         if bundled_claude() is None:
             return "no bundled Claude Code binary to layer into the task image"
-        try:
-            client.images.get(TASK_BASE_TAG)
-        except docker.errors.ImageNotFound:
-            build_task_base(client, log=lambda line: None)
+        ensure_task_base(client)  # built once, under the lock the task e2e modules share
         client.close()
     except Exception as exc:
         return f"needs a Docker engine ({type(exc).__name__}: {exc})"
