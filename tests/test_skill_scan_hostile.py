@@ -76,11 +76,13 @@ def _time(lr: R.LineRule, kw: str, unit: str, n: int, repeat: int = 1) -> float:
         R.line_has.cache_clear()
         R.secret_store_on.cache_clear()
         R._files_run.cache_clear()
-        start = time.perf_counter()
+        # This thread's CPU time, not the wall clock: what the rule costs, which other
+        # processes on a loaded machine (another -n worker, a docker build) do not add to.
+        start = time.thread_time()
         _line_finding(lr, R.normalise_shell(line) if lr.shell else line, "x.sh", 1)
         if not lr.keywords:
             _candidate_lines(lr.pattern, line, [0])
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.thread_time() - start)
     return best
 
 
@@ -108,19 +110,19 @@ def test_every_rule_is_linear_on_worst_case_input(index: int) -> None:
 
 def test_a_1800_byte_token_line_is_scanned_at_once() -> None:
     """The case that took >15 s (the high-entropy-secret rule, cubic with ``re``)."""
-    start = time.perf_counter()
+    start = time.thread_time()  # CPU time: the scan's cost, not the machine's load
     scan_text("api_key-" * 225 + "\n", "SKILL.md", doc=True)
     scan_text("token " + "api-key-" * 2000 + "\n", "SKILL.md", doc=True)
-    assert time.perf_counter() - start < 1.0
+    assert time.thread_time() - start < 1.0
 
 
 @pytest.mark.slow
 def test_a_two_mib_line_of_each_worst_case_is_scanned_in_seconds() -> None:
     for unit in ("api-key-", "iex ", "key=", ":(){ :|:& };", "rm -r ", "](../", "a1"):
         text = "token " + unit * ((2 << 20) // len(unit))
-        start = time.perf_counter()
+        start = time.thread_time()  # CPU time: the scan's cost, not the machine's load
         scan_text(text, "SKILL.md", doc=True)
-        assert time.perf_counter() - start < 10, unit
+        assert time.thread_time() - start < 10, unit
 
 
 # -- a NUL byte does not make a script binary --------------------------------------------------

@@ -26,6 +26,7 @@ import pytest
 
 from pytest_skilllift.view.labelling import LabelSession
 from pytest_skilllift.view.serve import (
+    REQUEST_TIMEOUT,
     ViewServer,
     make_server,
     parse_label_request,
@@ -129,7 +130,9 @@ def test_a_stalled_client_blocks_nobody(served: tuple[Path, ViewServer]) -> None
     try:
         start = time.monotonic()
         status, _ = _get(server, "/index.html")
-        assert status == 200 and time.monotonic() - start < 3
+        # Blocked behind a stalled client, the answer would wait for that client's socket
+        # timeout; half of it leaves a loaded machine room (the old 3 s did not).
+        assert status == 200 and time.monotonic() - start < REQUEST_TIMEOUT / 2
         items = json.loads(_get(server, "/api/sample")[1])["items"]
         status, data = _post(server, json.dumps({"id": items[0]["id"],
                                                  "verdict": items[0]["choices"][0]}).encode())
