@@ -182,18 +182,22 @@ def test_a_silent_cli_has_the_host_probed_and_only_an_unreachable_one_is_an_outa
         monkeypatch: pytest.MonkeyPatch) -> None:
     """OpenCode retries a refused connection without a word: after SILENT_PROBE_S without
     a line the host is probed (in a thread); a host that answers leaves the run alone."""
-    import time
+    import types
 
     from pytest_skilllift.runners import outage
 
     monkeypatch.setattr(outage, "SILENT_PROBE_S", 0.2)
+    # The watch's own clock, moved by hand: with real sleeps a loaded machine overshot the
+    # 0.15 s after a line past the 0.2 s of silence (a probe, an outage, where none was).
+    now = [1000.0]
+    monkeypatch.setattr(outage, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
 
     def silent_cause(watch: OutageWatch, *, feed: bool = False) -> str | None:
         assert watch.tick() is None  # not silent long enough yet
-        time.sleep(0.1)
+        now[0] += 0.1
         if feed:
             watch.feed(b'{"type":"step_start"}')  # a line: the silence starts again
-        time.sleep(0.15)
+        now[0] += 0.15
         watch.tick()
         if watch._silent_probe is not None:
             watch._silent_probe.join(10)
