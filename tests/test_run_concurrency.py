@@ -7,6 +7,7 @@ import json
 import multiprocessing
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -245,15 +246,26 @@ def test_the_stand_in_answers_429_with_retry_after_above_a_concurrency() -> None
         except urllib.error.HTTPError as err:
             got.append((err.code, err.headers.get("retry-after")))
 
+    # The first two are held until the third was answered (not for a latency of 0.3 s: on a
+    # loaded machine the third could arrive after they were done, and get a 200).
+    release = threading.Event()
+
+    def held(_: Any) -> Reply:
+        release.wait(30)
+        return Reply.text("ok")
+
     faults = Faults(max_concurrent=2, retry_after=1.5)
-    with StandIn(agent=lambda _: Reply.text("ok"), latency_s=0.3, faults=faults) as api:
+    with StandIn(agent=held, faults=faults) as api:
         first = [threading.Thread(target=call, args=(api.base_url,)) for _ in range(2)]
         for t in first:
             t.start()
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while api.agent_inflight < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)  # both are being answered (in the stand-in's latency)
-        call(api.base_url)  # a third at once: above the concurrency of 2
+            time.sleep(0.01)  # both are being answered (held by the stand-in's agent)
+        try:
+            call(api.base_url)  # a third at once: above the concurrency of 2
+        finally:
+            release.set()
         def settled() -> int:
             # A request leaves the stand-in's count just after its answer is sent, so the
             # client can see the answer first: wait (bounded) for the count to come down.
