@@ -25,10 +25,15 @@ import pytest
 
 docker = pytest.importorskip("docker", reason="the docker SDK is not installed")
 
-from .test_e2e_tasks_docker import load, task_base  # noqa: E402, F401
+from .docker_env import docker_problem, task_base  # noqa: E402, F401
+from .test_e2e_tasks_docker import load  # noqa: E402
 from .test_plugin_e2e import run  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.cli]
+
+_PROBLEM = docker_problem()
+if _PROBLEM:
+    pytest.skip(_PROBLEM, allow_module_level=True)
 
 SECRET = "VERIFIER-SECRET-4711"
 INSTRUCTION = "Write the word done into /app/answer.txt."
