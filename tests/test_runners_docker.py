@@ -443,7 +443,9 @@ def test_a_broken_output_stream_is_reported_not_silently_truncated(
 
 def test_keyboard_interrupt_removes_the_container(runner: DockerRunner, client: Any,
                                                   tmp_path: Path) -> None:
-    api = StandIn(agent=probe_agent, api_key=API_KEY, latency_s=60)
+    # Neither answered nor timed out before the Ctrl-C (with 60 s, a loaded engine let the
+    # run time out first: DID NOT RAISE KeyboardInterrupt, measured); stop() wakes it.
+    api = StandIn(agent=probe_agent, api_key=API_KEY, latency_s=600)
     api.start()
     seen: list[int] = []
 
@@ -464,7 +466,7 @@ def test_keyboard_interrupt_removes_the_container(runner: DockerRunner, client: 
     try:
         with pytest.raises(KeyboardInterrupt):
             runner.run(_spec("widget-tuning", "no-skill"),
-                       _cfg(tmp_path, api.base_url, timeout_s=60), tmp_path / "run")
+                       _cfg(tmp_path, api.base_url, timeout_s=600), tmp_path / "run")
     finally:
         api.stop()
         timer.join(5)
