@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,6 +47,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_MEASURING] = _measuring(config)
+    # A suite started as a background job of a non-interactive shell (`cmd &`, nohup) has
+    # SIGINT ignored, and every process it starts inherits that: the interrupt tests' sessions
+    # could not be Ctrl-C'd (six SIGINT cases failed that way, SIGTERM and SIGHUP passed).
+    # Python's own handler instead, as an interactive start has: a handled signal is reset to
+    # the default on exec, so each child interprets SIGINT as a user's Ctrl-C again.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 _MEASURING: pytest.StashKey[bool] = pytest.StashKey()
