@@ -64,6 +64,7 @@ from pytest_skilllift.runners import agents
 from pytest_skilllift.runners.base import Runner, transcript_cli_version
 from pytest_skilllift.runners.claude import bundled_claude
 from pytest_skilllift.runners.docker import (
+    ENGINE_ERRORS,
     HOST_GATEWAY_NAME,
     KEEPER_GRACE_S,
     LABEL_DEADLINE,
@@ -117,7 +118,7 @@ def engine_problem() -> str | None:
             client.ping()
         finally:
             client.close()
-    except docker.errors.DockerException as exc:
+    except ENGINE_ERRORS as exc:  # a dropped connection too: a usage error, not a traceback
         return (f"Harbor tasks run in docker and no Docker engine answers ({exc}); start one "
                 "(`docker info` should answer), or point skill_lift_tasks elsewhere "
                 "(docs/tasks.md)")
